@@ -1,0 +1,21 @@
+"""replangraph: a LangGraph planning agent whose running subtasks can change their own queue."""
+
+from .builder import build_graph
+from .config import AgentConfig, AgentProfile
+from .events import EVENT_NAMES
+from .queue import Task, TaskStatus, plan_summary
+from .state import InputState, OutputState, ReplanState
+
+__all__ = [
+    "AgentConfig",
+    "AgentProfile",
+    "EVENT_NAMES",
+    "InputState",
+    "OutputState",
+    "ReplanState",
+    "Task",
+    "TaskStatus",
+    "build_graph",
+    "plan_summary",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,88 @@
+"""build_graph: wires planner, executor, tools, compressor, replanner and finalize into one graph."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from .config import AgentConfig, AgentProfile, ToolLike, resolve_profiles
+from .context import ContextMonitor, TokenCounter
+from .routing import COMPRESSOR, DESTINATIONS, EXECUTOR, FINALIZE, REPLANNER, make_router
+from .state import InputState, OutputState, ReplanState
+
+PLANNER, TOOLS = "planner", "tools"
+
+
+def recursion_limit(config: AgentConfig) -> int:
+    """Supersteps a run may need: every model call can take an executor, a tools and a compressor step."""
+    return 10 + 3 * config.max_steps + 2 * config.max_replans + config.max_tasks
+
+
+def _check_model(model: Any, role: str) -> None:
+    if not isinstance(model, BaseChatModel):
+        raise TypeError(f"{role} must be a LangChain chat model (BaseChatModel), got {type(model).__name__}")
+
+
+def build_graph(
+    model: BaseChatModel,
+    tools: Sequence[ToolLike] = (),
+    *,
+    agents: Mapping[str, AgentProfile] | None = None,
+    config: AgentConfig | None = None,
+    planner_model: BaseChatModel | None = None,
+    summary_model: BaseChatModel | None = None,
+    checkpointer: Any = None,
+    store: Any = None,
+    token_counter: TokenCounter | None = None,
+    name: str = "replangraph",
+) -> CompiledStateGraph:
+    """Compile the replanning agent graph.
+
+    ``model`` runs the subtasks and writes the final answer; ``planner_model`` plans
+    (default: ``model``); ``summary_model`` compresses context (default: ``model``).
+    ``tools`` go to every agent type; ``agents`` maps agent type to `AgentProfile`
+    (a ``default`` type always exists). The compiled graph takes MessagesState-style
+    input and returns ``final_answer``, ``tasks`` and ``messages``.
+    """
+    from replangraph.nodes.compressor import Compressor
+    from replangraph.nodes.executor import Executor
+    from replangraph.nodes.finalizer import Finalizer
+    from replangraph.nodes.planner import Planner
+    from replangraph.nodes.replanner import Replanner
+    from replangraph.nodes.tool_runner import ToolRunner
+    from replangraph.tools.replan_toolkit import replan_toolkit
+
+    config = config or AgentConfig()
+    if not isinstance(config, AgentConfig):
+        raise TypeError(f"config must be an AgentConfig, got {type(config).__name__}")
+    _check_model(model, "model")
+    for role, extra in (("planner_model", planner_model), ("summary_model", summary_model)):
+        if extra is not None:
+            _check_model(extra, role)
+    profiles = resolve_profiles(agents, tools)
+    tool_schemas = {name: [*p.tools, *replan_toolkit(None)] for name, p in profiles.items()}
+    monitor = ContextMonitor(config, model, token_counter)
+    route = make_router(config, monitor, tool_schemas)
+
+    builder = StateGraph(ReplanState, input_schema=InputState, output_schema=OutputState)
+    builder.add_node(PLANNER, Planner(planner_model or model, profiles, config))
+    builder.add_node(EXECUTOR, Executor(model, profiles, config))
+    builder.add_node(TOOLS, ToolRunner(profiles, config))
+    builder.add_node(COMPRESSOR, Compressor(tool_schemas, config, monitor))
+    builder.add_node(REPLANNER, Replanner())
+    builder.add_node(FINALIZE, Finalizer(model, config))
+
+    builder.add_edge(START, PLANNER)
+    builder.add_conditional_edges(PLANNER, route, DESTINATIONS)
+    builder.add_edge(EXECUTOR, TOOLS)
+    builder.add_edge(COMPRESSOR, TOOLS)
+    builder.add_conditional_edges(TOOLS, route, DESTINATIONS)
+    builder.add_conditional_edges(REPLANNER, route, DESTINATIONS)
+    builder.add_edge(FINALIZE, END)
+
+    graph = builder.compile(checkpointer=checkpointer, store=store, name=name)
+    return graph.with_config(recursion_limit=recursion_limit(config))

@@ -1,0 +1,104 @@
+"""Console script: ``replangraph demo`` (offline, scripted) and ``replangraph run "GOAL"`` (real model)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from typing import Any, TextIO
+
+from .config import AgentConfig
+from .events import DYNAMIC_TASKS_ADDED, PLAN_COMPLETED, PLAN_CREATED, REPLANNING
+from .queue import plan_summary
+
+QUEUE_CHANGES = {PLAN_CREATED, DYNAMIC_TASKS_ADDED, REPLANNING}
+
+
+def describe(event: Mapping[str, Any]) -> str:
+    """One line for a custom stream event."""
+    name = event["event"]
+    if name == PLAN_CREATED:
+        note = f" (fallback: {event['fallback_reason']})" if event.get("fallback_reason") else ""
+        return f"plan created with {len(event['tasks'])} task(s){note}"
+    if name == DYNAMIC_TASKS_ADDED:
+        return f"{event['parent_id']} handed off work: added {', '.join(event['task_ids'])}"
+    if name == PLAN_COMPLETED:
+        return "plan completed: " + ", ".join(f"{k} {v}" for k, v in event["counts"].items() if v)
+    details = {k: v for k, v in event.items() if k != "event"}
+    summary = ", ".join(f"{k}={str(v)[:80]!s}" for k, v in details.items())
+    return f"{name}: {summary}"
+
+
+def watch(graph: Any, inputs: dict, config: dict, out: TextIO) -> dict:
+    """Stream a run, printing each event and the queue whenever it changes; returns the final state."""
+    state: dict = {}
+    stream: Iterator = graph.stream(inputs, config, stream_mode=["custom", "values"])
+    pending_queue_print = False
+    for mode, chunk in stream:
+        if mode == "values":
+            state = chunk
+            if pending_queue_print and state.get("tasks"):
+                print("  " + plan_summary(state["tasks"]).replace("\n", "\n  "), file=out)
+                pending_queue_print = False
+            continue
+        print(f"- {describe(chunk)}", file=out)
+        pending_queue_print = pending_queue_print or chunk["event"] in QUEUE_CHANGES
+    return state
+
+
+def run_demo(out: TextIO) -> int:
+    """The bundled scripted scenario; exit code 0 when all products reach the final answer."""
+    from .demo import DEMO_GOAL, build_demo_graph, expected_products
+
+    print("replangraph demo: SCRIPTED chat model, no LLM is called.", file=out)
+    print("The scripted worker reads 5 products per subtask and hands the rest off.\n", file=out)
+    print(f"Goal: {DEMO_GOAL}\n", file=out)
+    graph = build_demo_graph()
+    state = watch(graph, {"messages": [("user", DEMO_GOAL)]}, {"configurable": {"thread_id": "demo"}}, out)
+    answer = state.get("final_answer", "")
+    print(f"\nFinal answer:\n{answer}\n", file=out)
+    wanted = expected_products(19)
+    found = sum(name in answer for name in wanted)
+    print(f"Check: {found}/{len(wanted)} products in the final answer.", file=out)
+    return 0 if found == len(wanted) else 1
+
+
+def run_goal(goal: str, args: argparse.Namespace, out: TextIO) -> int:
+    """Run a real model through ChatOpenAI (any OpenAI-compatible server via OPENAI_BASE_URL)."""
+    if not os.environ.get("OPENAI_API_KEY") and not os.environ.get("OPENAI_BASE_URL"):
+        print(
+            "replangraph run needs a model: set OPENAI_API_KEY (and optionally OPENAI_BASE_URL for an "
+            "OpenAI-compatible server such as vLLM, Ollama or llama.cpp). Try `replangraph demo` to run offline.",
+            file=sys.stderr,
+        )
+        return 2
+    from .builder import build_graph
+    from .studio import chat_model_from_env
+
+    config = AgentConfig(max_steps=args.max_steps, max_concurrency=args.concurrency)
+    graph = build_graph(chat_model_from_env(args.model), config=config)
+    state = watch(graph, {"messages": [("user", goal)]}, {}, out)
+    print(f"\nFinal answer:\n{state.get('final_answer', '')}", file=out)
+    return 0
+
+
+def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
+    """Entry point of the ``replangraph`` console script."""
+    out = out or sys.stdout
+    parser = argparse.ArgumentParser(prog="replangraph", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("demo", help="run the bundled offline scenario with a scripted model")
+    run = sub.add_parser("run", help="run a goal with a real model (ChatOpenAI)")
+    run.add_argument("goal")
+    run.add_argument("--model", default=None, help="model name (default: $REPLANGRAPH_MODEL or gpt-4o-mini)")
+    run.add_argument("--max-steps", type=int, default=AgentConfig().max_steps)
+    run.add_argument("--concurrency", type=int, default=AgentConfig().max_concurrency)
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        return run_demo(out)
+    return run_goal(args.goal, args, out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

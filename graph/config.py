@@ -1,0 +1,90 @@
+"""Run limits (`AgentConfig`) and agent types (`AgentProfile`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool
+from langchain_core.tools import tool as as_tool
+from pydantic import BaseModel, ConfigDict, Field
+
+from .prompts import DEFAULT_AGENT_PROMPT
+from .queue import DEFAULT_AGENT
+
+
+class AgentConfig(BaseModel):
+    """Every limit of a run, with its default. Immutable; use ``model_copy(update=...)``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # Work limits
+    max_step_iterations: int = Field(15, ge=1, description="Model turns one subtask may take.")
+    max_tasks: int = Field(50, ge=1, description="Most tasks the queue may ever hold.")
+    max_split_depth: int = Field(3, ge=0, description="How deep dynamic tasks may split again.")
+    max_steps: int = Field(200, ge=1, description="Global budget of executor and replanner model calls.")
+    max_replans: int = Field(2, ge=0, description="Replans allowed in one run.")
+    max_concurrency: int = Field(1, ge=1, description="Subtasks that may run at the same time.")
+    planner_retries: int = Field(2, ge=0, description="Retries of an invalid plan before the fallback.")
+    batch_size: int = Field(5, ge=1, description="Items an agent handles before it must hand off the rest.")
+
+    # Context monitor and compressor
+    context_window: int | None = Field(
+        None, ge=1, description="Input tokens the model accepts; None: model profile, else 200,000."
+    )
+    reserved_output: int = Field(8_000, ge=0, description="Tokens kept free for the model's answer.")
+    compress_threshold: float = Field(0.9, gt=0, le=1, description="Usage ratio that triggers compression.")
+    keep_last_messages: int = Field(10, ge=1, description="Recent messages compression leaves intact.")
+    max_observation_chars: int = Field(10_000, ge=100, description="Longest tool output kept in context.")
+    max_observations: int = Field(100, ge=1, description="Tool outputs of one subtask kept in context.")
+
+    # Replan toolkit
+    review_context_chars: int = Field(4_000, ge=500, description="Size cap of replan_review_context.")
+    result_preview_chars: int = Field(160, ge=20, description="Result preview length in reviews.")
+    workspace_dir: str | None = Field(None, description="Folder whose files the review lists, if any.")
+
+
+ToolLike = BaseTool | Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class AgentProfile:
+    """One agent type: the tools and system prompt of the agents that run its subtasks.
+
+    ``description`` tells the planner what this agent type is for; ``model``
+    overrides the graph's model for this type's subtasks.
+    """
+
+    tools: Sequence[ToolLike] = ()
+    prompt: str = DEFAULT_AGENT_PROMPT
+    description: str = ""
+    model: BaseChatModel | None = field(default=None, compare=False)
+
+
+def to_tools(tools: Sequence[ToolLike]) -> list[BaseTool]:
+    """LangChain tools from tools or plain functions (docstring becomes the description)."""
+    return [t if isinstance(t, BaseTool) else as_tool(t) for t in tools]
+
+
+def resolve_profiles(
+    agents: Mapping[str, AgentProfile] | None, shared_tools: Sequence[ToolLike]
+) -> dict[str, AgentProfile]:
+    """Profiles with ``default`` always present and the shared tools added to each."""
+    profiles = dict(agents or {})
+    profiles.setdefault(DEFAULT_AGENT, AgentProfile(description="General-purpose agent."))
+    shared = to_tools(shared_tools)
+    resolved = {}
+    for name, profile in profiles.items():
+        if not isinstance(profile, AgentProfile):
+            raise TypeError(f"agents[{name!r}] must be an AgentProfile, got {type(profile).__name__}")
+        tools = shared + [t for t in to_tools(profile.tools) if t not in shared]
+        names = [t.name for t in tools]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"agent type {name!r} has several tools named {', '.join(duplicates)}")
+        resolved[name] = AgentProfile(
+            tools=tuple(tools), prompt=profile.prompt, description=profile.description, model=profile.model
+        )
+    return resolved

@@ -1,0 +1,54 @@
+"""Context monitor: how full a subtask's next model request would be."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.messages import AnyMessage
+from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.tools import BaseTool
+
+from .config import AgentConfig
+
+TokenCounter = Callable[[Sequence[AnyMessage], Sequence[Any]], int]
+DEFAULT_CONTEXT_WINDOW = 200_000
+
+
+def approximate_tokens(messages: Sequence[AnyMessage], tools: Sequence[BaseTool | dict] = ()) -> int:
+    """Offline token estimate of a request: messages plus tool schemas."""
+    return count_tokens_approximately(messages, tools=list(tools) or None)
+
+
+def model_context_window(model: Any) -> int | None:
+    """``max_input_tokens`` from a chat model's profile, if it has one."""
+    profile = getattr(model, "profile", None) or {}
+    value = profile.get("max_input_tokens") if isinstance(profile, dict) else None
+    return int(value) if value else None
+
+
+class ContextMonitor:
+    """Counts request tokens against the effective window (context window minus reserved output)."""
+
+    def __init__(self, config: AgentConfig, model: Any = None, counter: TokenCounter | None = None):
+        self.context_window = config.context_window or model_context_window(model) or DEFAULT_CONTEXT_WINDOW
+        self.effective_window = max(self.context_window - config.reserved_output, 1)
+        self.threshold = config.compress_threshold
+        self.counter = counter or approximate_tokens
+
+    def tokens(self, messages: Sequence[AnyMessage], tools: Sequence[Any] = ()) -> int:
+        """Tokens the request would use."""
+        return self.counter(messages, tools)
+
+    def usage(self, messages: Sequence[AnyMessage], tools: Sequence[Any] = ()) -> float:
+        """Tokens over the effective window."""
+        return self.tokens(messages, tools) / self.effective_window
+
+    def over_threshold(self, messages: Sequence[AnyMessage], tools: Sequence[Any] = ()) -> bool:
+        """Whether the request would pass ``compress_threshold``."""
+        return bool(messages) and self.usage(messages, tools) > self.threshold
+
+    @property
+    def budget(self) -> int:
+        """Most tokens a request may use before compression."""
+        return int(self.effective_window * self.threshold)

@@ -1,0 +1,36 @@
+"""Custom stream events: dicts with an ``event`` key, read with ``stream_mode="custom"``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.config import get_stream_writer
+
+PLAN_CREATED = "plan_created"
+STEP_STARTED = "step_started"
+STEP_COMPLETED = "step_completed"
+STEP_FAILED = "step_failed"
+DYNAMIC_TASKS_ADDED = "dynamic_tasks_added"
+REPLANNING = "replanning"
+CONTEXT_COMPRESSED = "context_compressed"
+PLAN_COMPLETED = "plan_completed"
+
+EVENT_NAMES = (
+    PLAN_CREATED,
+    STEP_STARTED,
+    STEP_COMPLETED,
+    STEP_FAILED,
+    DYNAMIC_TASKS_ADDED,
+    REPLANNING,
+    CONTEXT_COMPRESSED,
+    PLAN_COMPLETED,
+)
+
+
+def emit(event: str, **payload: Any) -> None:
+    """Write one event to the custom stream; does nothing outside a graph run."""
+    try:
+        writer = get_stream_writer()
+    except RuntimeError:
+        return
+    writer({"event": event, **payload})

@@ -1,0 +1,76 @@
+"""Prompt texts. Every model request the graph makes is built from these."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+REPLAN_MARKER = "[REPLAN]"
+
+DEFAULT_AGENT_PROMPT = (
+    "You are a careful agent executing one subtask of a larger plan. Use your tools to do the "
+    "whole subtask. Never stop early or claim you have 'enough data' while items remain."
+)
+
+EXECUTION_RULES = """\
+Rules for this subtask:
+- Your final message (a reply without tool calls) is the subtask's result. Put the actual \
+data in it; later subtasks see only that result.
+- A subtask with more than {batch_size} items is done in batches: process one batch of at \
+most {batch_size}, call `replan_review_context` to see the whole plan, then call \
+`replan_split_and_handoff` with your partial result as `summary` and the remaining work as \
+new tasks. Your work on this subtask ends with that call.
+- If the subtask cannot be done as planned, reply with {marker} followed by the reason."""
+
+SUBTASK_TEMPLATE = """\
+Overall goal: {goal}
+
+Your subtask ({task_id}): {content}"""
+
+DEPENDENCIES_HEADER = "Results of the subtasks this one builds on:"
+
+PLANNER_PROMPT = """\
+You are the planner of a team of agents. Break the user's goal into a small plan of \
+subtasks. Each subtask has a short unique `id`, a self-contained instruction as `content`, \
+an `agent_type` from the list below, and `depends_on`: the ids whose results it needs.
+Rules:
+- Use as few subtasks as the goal needs; independent subtasks must not depend on each other.
+- Do not split a list of items into one subtask per item: agents split big jobs themselves \
+while they work.
+- No cycles; depend only on ids of this plan.
+Agent types:
+{agent_types}"""
+
+PLAN_RETRY = """\
+Your previous plan could not be used: {error}
+Previous answer: {previous}
+Return a corrected plan through the Plan tool."""
+
+FINALIZER_PROMPT = """\
+You write the final answer to the user's goal from the results of the subtasks that were \
+run for it. Use every result; keep all items, numbers and names they contain, in order. \
+Do not mention subtasks or the plan."""
+
+FINAL_TEMPLATE = """\
+Goal: {goal}
+
+Subtask results, in plan order:
+{results}"""
+
+
+def agent_types_text(descriptions: Mapping[str, str]) -> str:
+    """``- name: description`` lines for the planner."""
+    return "\n".join(f"- {name}: {text or 'general-purpose agent'}" for name, text in descriptions.items())
+
+
+def execution_rules(batch_size: int) -> str:
+    """The rules every executing agent gets, with the batch size filled in."""
+    return EXECUTION_RULES.format(batch_size=batch_size, marker=REPLAN_MARKER)
+
+
+def subtask_text(goal: str, task_id: str, content: str, dependencies: Sequence[tuple[str, str, str]]) -> str:
+    """The human message that opens a subtask window. ``dependencies``: (id, content, result)."""
+    text = SUBTASK_TEMPLATE.format(goal=goal, task_id=task_id, content=content)
+    if dependencies:
+        lines = [f"- {dep_id} ({dep_content}):\n{result}" for dep_id, dep_content, result in dependencies]
+        text += "\n\n" + DEPENDENCIES_HEADER + "\n" + "\n".join(lines)
+    return text

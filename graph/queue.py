@@ -1,0 +1,448 @@
+"""The subtask queue: pure functions over ``{task_id: Task}`` dicts.
+
+Nothing here imports LangGraph. The graph stores the queue as a dict keyed by
+task id (so concurrent writers merge by id); queue order comes from each
+task's ``position`` path, which lets dynamic subtasks slot in right after their
+parent without renumbering anything.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+from typing_extensions import TypedDict
+
+TaskStatus = Literal["pending", "in_progress", "completed", "failed", "skipped"]
+TaskOrigin = Literal["planner", "dynamic", "replanner"]
+ReplanTrigger = Literal["marker", "tool", "failure"]
+
+STATUSES: tuple[TaskStatus, ...] = ("pending", "in_progress", "completed", "failed", "skipped")
+FINISHED: frozenset[str] = frozenset({"completed", "failed", "skipped"})
+DEFAULT_AGENT = "default"
+RESET = "__reset__"
+"""Key that makes the queue reducers drop the old value before applying an update."""
+
+STATUS_MARKS = {"completed": "X", "in_progress": ">", "pending": " ", "failed": "!", "skipped": "-"}
+
+
+class ReplanRequest(TypedDict):
+    """Why a subtask wants the rest of the plan reconsidered."""
+
+    trigger: ReplanTrigger
+    reason: str
+
+
+class Task(TypedDict):
+    """One subtask. Stored in state as ``tasks[id]``."""
+
+    id: str
+    content: str
+    agent_type: str
+    depends_on: list[str]
+    status: TaskStatus
+    result: str | None
+    error: str | None
+    parent_id: str | None
+    metadata: dict[str, Any]
+    position: list[int]
+    """Queue order: tasks sort by this path (a child extends its parent's path)."""
+    depth: int
+    """Split depth: 0 for planned tasks, parent depth + 1 for dynamic ones."""
+    origin: TaskOrigin
+    model_calls: int
+    """Model calls spent on this subtask (counts against ``max_steps``)."""
+    replan_request: ReplanRequest | None
+    """Set when this subtask asks for, or needs, a replan; cleared once handled."""
+
+
+class QueueError(ValueError):
+    """A queue change that would break the queue's rules; the queue is left as it was."""
+
+
+def new_task(
+    task_id: str,
+    content: str,
+    *,
+    position: Sequence[int],
+    agent_type: str = DEFAULT_AGENT,
+    depends_on: Iterable[str] = (),
+    parent_id: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    depth: int = 0,
+    origin: TaskOrigin = "planner",
+) -> Task:
+    """A pending task with every field filled in."""
+    return Task(
+        id=task_id,
+        content=content,
+        agent_type=agent_type,
+        depends_on=list(depends_on),
+        status="pending",
+        result=None,
+        error=None,
+        parent_id=parent_id,
+        metadata=dict(metadata or {}),
+        position=list(position),
+        depth=depth,
+        origin=origin,
+        model_calls=0,
+        replan_request=None,
+    )
+
+
+# --------------------------------------------------------------------------- reducers
+
+
+def _merge_keyed(current: Mapping | None, update: Mapping | None, merge_value) -> dict:
+    if not update:
+        return dict(current or {})
+    merged = {} if update.get(RESET) else dict(current or {})
+    for key, value in update.items():
+        if key == RESET:
+            continue
+        if value is None:
+            merged.pop(key, None)
+        elif key in merged:
+            merged[key] = merge_value(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def merge_tasks(current: Mapping[str, Task] | None, update: Mapping[str, Any] | None) -> dict:
+    """Reducer for ``tasks``: merges each update into its task field by field.
+
+    ``{id: {...fields}}`` creates or updates a task, ``{id: None}`` removes it, and
+    ``{RESET: True, ...}`` starts from an empty queue. Writers that touch different
+    tasks (parallel branches) never conflict.
+    """
+    return _merge_keyed(current, update, lambda old, new: {**old, **new})
+
+
+def replace_by_key(current: Mapping | None, update: Mapping | None) -> dict:
+    """Reducer for per-task values: each key's value is replaced whole (None removes it)."""
+    return _merge_keyed(current, update, lambda _old, new: new)
+
+
+# --------------------------------------------------------------------------- order and lookup
+
+
+def ordered(tasks: Mapping[str, Task]) -> list[Task]:
+    """All tasks in queue order."""
+    return sorted(tasks.values(), key=lambda t: (t["position"], t["id"]))
+
+
+def ancestors(tasks: Mapping[str, Task], task_id: str) -> list[str]:
+    """Parent chain of a dynamic task, nearest first."""
+    chain, seen = [], {task_id}
+    parent = tasks[task_id].get("parent_id") if task_id in tasks else None
+    while parent and parent in tasks and parent not in seen:
+        chain.append(parent)
+        seen.add(parent)
+        parent = tasks[parent].get("parent_id")
+    return chain
+
+
+def descendants(tasks: Mapping[str, Task], task_id: str) -> list[str]:
+    """Dynamic tasks split off ``task_id``, directly or through other splits, in queue order."""
+    children: dict[str, list[str]] = {}
+    for task in tasks.values():
+        if task.get("parent_id"):
+            children.setdefault(task["parent_id"], []).append(task["id"])
+    found: set[str] = set()
+    frontier = [task_id]
+    while frontier:
+        for child in children.get(frontier.pop(), ()):
+            if child not in found and child != task_id:
+                found.add(child)
+                frontier.append(child)
+    return [t["id"] for t in ordered(tasks) if t["id"] in found]
+
+
+def effective_dependencies(tasks: Mapping[str, Task], task: Task) -> list[str]:
+    """What ``task`` waits for: its dependencies plus the work they handed off.
+
+    A task that depends on ``1`` also waits for ``1_dyn_0``... because ``1`` handed
+    part of its job to them. A dynamic task does not wait for its own siblings.
+    """
+    own_ancestors = set(ancestors(tasks, task["id"]))
+    waits: list[str] = []
+    for dep in task["depends_on"]:
+        waits.append(dep)
+        if dep not in own_ancestors:
+            waits.extend(d for d in descendants(tasks, dep) if d != task["id"])
+    return list(dict.fromkeys(waits))
+
+
+def is_ready(tasks: Mapping[str, Task], task: Task) -> bool:
+    """Pending, and everything it waits for is completed."""
+    if task["status"] != "pending":
+        return False
+    return all(dep in tasks and tasks[dep]["status"] == "completed" for dep in effective_dependencies(tasks, task))
+
+
+def ready_tasks(tasks: Mapping[str, Task]) -> list[Task]:
+    """Every ready task, in queue order."""
+    return [t for t in ordered(tasks) if is_ready(tasks, t)]
+
+
+def next_ready(tasks: Mapping[str, Task]) -> Task | None:
+    """The first ready task in queue order, or None."""
+    ready = ready_tasks(tasks)
+    return ready[0] if ready else None
+
+
+def dependency_results(tasks: Mapping[str, Task], task: Task) -> list[Task]:
+    """Completed tasks this one waits for, in queue order (their results feed its prompt)."""
+    waits = set(effective_dependencies(tasks, task))
+    return [t for t in ordered(tasks) if t["id"] in waits and t["status"] == "completed"]
+
+
+def status_counts(tasks: Mapping[str, Task]) -> dict[str, int]:
+    """Number of tasks in each status."""
+    counts = dict.fromkeys(STATUSES, 0)
+    for task in tasks.values():
+        counts[task["status"]] += 1
+    return counts
+
+
+def total_model_calls(tasks: Mapping[str, Task]) -> int:
+    """Model calls spent by all subtasks."""
+    return sum(t.get("model_calls", 0) for t in tasks.values())
+
+
+# --------------------------------------------------------------------------- failure
+
+
+def skip_dependents(tasks: Mapping[str, Task], failed_id: str) -> dict[str, dict]:
+    """Updates that mark every pending task waiting on ``failed_id`` as skipped, transitively."""
+    blocked = {failed_id}
+    updates: dict[str, dict] = {}
+    changed = True
+    while changed:
+        changed = False
+        for task in ordered(tasks):
+            if task["status"] != "pending" or task["id"] in updates:
+                continue
+            hit = blocked.intersection(effective_dependencies(tasks, task))
+            if hit:
+                cause = sorted(hit)[0]
+                updates[task["id"]] = {"status": "skipped", "error": f"dependency {cause} did not complete"}
+                blocked.add(task["id"])
+                changed = True
+    return updates
+
+
+# --------------------------------------------------------------------------- plans
+
+
+def find_cycle(edges: Mapping[str, Sequence[str]]) -> list[str] | None:
+    """A dependency cycle as ``[a, b, ..., a]``, or None. Edges point at dependencies."""
+    state: dict[str, int] = {}  # 1 = on the stack, 2 = done
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for dep in edges.get(node, ()):
+            if state.get(dep) == 1:
+                return stack[stack.index(dep) :] + [dep]
+            if dep in edges and dep not in state:
+                found = visit(dep)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in edges:
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def validate_plan(
+    specs: Sequence[Mapping[str, Any]],
+    *,
+    agent_types: Iterable[str],
+    existing: Mapping[str, Task] | None = None,
+    max_tasks: int | None = None,
+) -> None:
+    """Raise QueueError naming every problem in a list of planned tasks.
+
+    ``specs`` are dicts with ``id``, ``content``, ``agent_type`` and ``depends_on``.
+    Dependencies may point at each other or at ``existing`` tasks.
+    """
+    existing = existing or {}
+    known_agents = set(agent_types)
+    problems: list[str] = []
+    if not specs:
+        problems.append("the plan has no tasks")
+    ids = [str(s.get("id", "")).strip() for s in specs]
+    seen: set[str] = set()
+    for task_id, spec in zip(ids, specs, strict=True):
+        if not task_id:
+            problems.append("a task has an empty id")
+        elif task_id in seen:
+            problems.append(f"duplicate task id {task_id!r}")
+        elif task_id in existing:
+            problems.append(f"task id {task_id!r} is already used")
+        seen.add(task_id)
+        if not str(spec.get("content", "")).strip():
+            problems.append(f"task {task_id!r} has empty content")
+        agent = spec.get("agent_type") or DEFAULT_AGENT
+        if agent not in known_agents:
+            problems.append(
+                f"task {task_id!r} has unknown agent_type {agent!r} (known: {', '.join(sorted(known_agents))})"
+            )
+        for dep in spec.get("depends_on") or ():
+            if dep == task_id:
+                problems.append(f"task {task_id!r} depends on itself")
+            elif dep not in ids and dep not in existing:
+                problems.append(f"task {task_id!r} depends on unknown task {dep!r}")
+    if max_tasks is not None and len(existing) + len(specs) > max_tasks:
+        problems.append(f"the queue would hold {len(existing) + len(specs)} tasks; the limit is {max_tasks}")
+    cycle = find_cycle({i: list(s.get("depends_on") or ()) for i, s in zip(ids, specs, strict=True) if i})
+    if cycle:
+        problems.append("dependency cycle: " + " -> ".join(cycle))
+    if problems:
+        raise QueueError("; ".join(problems))
+
+
+def tasks_from_plan(
+    specs: Sequence[Mapping[str, Any]],
+    *,
+    first_position: int = 0,
+    origin: TaskOrigin = "planner",
+) -> dict[str, Task]:
+    """Pending tasks for a validated plan, queued in the plan's order."""
+    return {
+        str(spec["id"]).strip(): new_task(
+            str(spec["id"]).strip(),
+            str(spec["content"]).strip(),
+            position=[first_position + i],
+            agent_type=spec.get("agent_type") or DEFAULT_AGENT,
+            depends_on=spec.get("depends_on") or (),
+            origin=origin,
+        )
+        for i, spec in enumerate(specs)
+    }
+
+
+def next_top_position(tasks: Mapping[str, Task]) -> int:
+    """The first free top-level position (new tasks go after everything else)."""
+    return max((t["position"][0] for t in tasks.values()), default=-1) + 1
+
+
+# --------------------------------------------------------------------------- splitting
+
+
+def parse_task_specs(tasks_json: str) -> list[dict[str, Any]]:
+    """Parse the ``tasks`` argument of split_and_handoff; QueueError on bad input."""
+    try:
+        data = json.loads(tasks_json)
+    except (TypeError, json.JSONDecodeError) as exc:
+        raise QueueError(f"`tasks` is not valid JSON ({exc})") from None
+    if not isinstance(data, list):
+        raise QueueError(f"`tasks` must be a JSON list of objects, got {type(data).__name__}")
+    if not data:
+        raise QueueError("`tasks` is an empty list; give at least one follow-up task")
+    specs = []
+    for i, item in enumerate(data):
+        if isinstance(item, str):
+            item = {"content": item}
+        if not isinstance(item, dict):
+            raise QueueError(f"task {i} must be an object with 'content', got {type(item).__name__}")
+        content = item.get("content")
+        if not isinstance(content, str) or not content.strip():
+            raise QueueError(f"task {i} has empty or missing 'content'")
+        agent = item.get("agent_type")
+        if agent is not None and not isinstance(agent, str):
+            raise QueueError(f"task {i} has a non-string 'agent_type'")
+        specs.append({"content": content.strip(), "agent_type": agent or None})
+    return specs
+
+
+def split_task(
+    tasks: Mapping[str, Task],
+    parent_id: str,
+    specs: Sequence[Mapping[str, Any]],
+    *,
+    agent_types: Iterable[str],
+    max_tasks: int,
+    max_split_depth: int,
+) -> dict[str, Task]:
+    """New dynamic tasks handed off by ``parent_id``; QueueError if the rules forbid them.
+
+    Ids are ``{parent}_dyn_{i}``; each depends on the parent, inherits its agent type
+    (unless given) and metadata, and sorts right after the parent and its earlier
+    dynamic children.
+    """
+    if parent_id not in tasks:
+        raise QueueError(f"unknown task {parent_id!r}")
+    parent = tasks[parent_id]
+    known_agents = set(agent_types)
+    depth = parent.get("depth", 0) + 1
+    if depth > max_split_depth:
+        raise QueueError(
+            f"split depth limit reached: {parent_id} is at depth {depth - 1} and max_split_depth is "
+            f"{max_split_depth}; finish this subtask yourself"
+        )
+    if len(tasks) + len(specs) > max_tasks:
+        room = max(max_tasks - len(tasks), 0)
+        raise QueueError(
+            f"the queue holds {len(tasks)} of at most {max_tasks} tasks; {len(specs)} more do not fit "
+            f"(room for {room}). Use fewer, larger follow-up tasks"
+        )
+    for i, spec in enumerate(specs):
+        agent = spec.get("agent_type") or parent["agent_type"]
+        if agent not in known_agents:
+            raise QueueError(f"task {i} has unknown agent_type {agent!r} (known: {', '.join(sorted(known_agents))})")
+    siblings = [t for t in tasks.values() if t.get("parent_id") == parent_id]
+    first = 1 + max((t["position"][len(parent["position"])] for t in siblings), default=-1)
+    created: dict[str, Task] = {}
+    for offset, spec in enumerate(specs):
+        index = first + offset
+        task_id = f"{parent_id}_dyn_{index}"
+        if task_id in tasks:
+            raise QueueError(f"task id {task_id!r} is already used")
+        created[task_id] = new_task(
+            task_id,
+            spec["content"],
+            position=[*parent["position"], index],
+            agent_type=spec.get("agent_type") or parent["agent_type"],
+            depends_on=[parent_id],
+            parent_id=parent_id,
+            metadata=parent.get("metadata"),
+            depth=depth,
+            origin="dynamic",
+        )
+    return created
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def preview(text: str | None, limit: int = 80) -> str:
+    """One-line preview of ``text``, cut to ``limit`` characters with an ellipsis."""
+    flat = " ".join(str(text or "").split())
+    return flat if len(flat) <= limit else flat[: max(limit - 1, 0)] + "…"
+
+
+def task_line(task: Task, preview_chars: int = 80) -> str:
+    """``[X] id: content (Result: …)`` for one task."""
+    line = f"[{STATUS_MARKS[task['status']]}] {task['id']}: {preview(task['content'], 200)}"
+    if task["status"] == "completed" and task.get("result"):
+        line += f" (Result: {preview(task['result'], preview_chars)})"
+    elif task["status"] in ("failed", "skipped") and task.get("error"):
+        line += f" (Error: {preview(task['error'], preview_chars)})"
+    return line
+
+
+def plan_summary(tasks: Mapping[str, Task], preview_chars: int = 80) -> str:
+    """The plan, one line per task in queue order."""
+    return "\n".join(task_line(t, preview_chars) for t in ordered(tasks))

@@ -1,0 +1,37 @@
+"""The fallback report: a final answer built from the queue alone, without a model."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .queue import Task, ordered, preview
+
+
+def fallback_report(goal: str, tasks: Mapping[str, Task], reason: str) -> str:
+    """Three sections: what was completed, what was not finished and why, suggested next steps."""
+    queue = ordered(tasks)
+    done = [t for t in queue if t["status"] == "completed"]
+    open_ = [t for t in queue if t["status"] != "completed"]
+    lines = [f"The run for this goal stopped before it was finished: {reason}", f"Goal: {goal}", ""]
+    lines.append("## Completed")
+    lines.extend(f"- {t['id']}: {t['content']}\n  Result: {t['result']}" for t in done)
+    if not done:
+        lines.append("- nothing was completed")
+    lines += ["", "## Not finished"]
+    lines.extend(
+        f"- {t['id']} ({t['status']}): {t['content']}"
+        + (f"\n  Why: {preview(t['error'], 300)}" if t.get("error") else "")
+        for t in open_
+    )
+    if not open_:
+        lines.append("- every subtask was completed")
+    lines += ["", "## Suggested next steps"]
+    failed = [t for t in open_ if t["status"] == "failed"]
+    if failed:
+        lines.extend(f"- Fix the cause of {t['id']} failing, then run it again." for t in failed)
+    waiting = [t for t in open_ if t["status"] in ("pending", "in_progress", "skipped")]
+    if waiting:
+        ids = ", ".join(t["id"] for t in waiting)
+        lines.append(f"- Run the unfinished subtasks ({ids}), e.g. as a new goal that includes the results above.")
+    lines.append("- If limits stopped the run, raise them in AgentConfig (max_steps, max_tasks, max_replans).")
+    return "\n".join(lines)

@@ -1,0 +1,65 @@
+"""The router: after the planner, the tools node and the replanner, decides what runs next.
+
+It is a pure function of the state, so it gives the same answer however many
+parallel branches joined before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from langgraph.types import Send
+
+from .config import AgentConfig
+from .context import ContextMonitor
+from .queue import Task, dependency_results, ordered, ready_tasks, total_model_calls
+from .state import SubtaskInput
+
+EXECUTOR, COMPRESSOR, REPLANNER, FINALIZE = "executor", "compressor", "replanner", "finalize"
+DESTINATIONS = [EXECUTOR, COMPRESSOR, REPLANNER, FINALIZE]
+
+
+def spent_model_calls(state: Mapping[str, Any]) -> int:
+    """Executor and replanner model calls so far (what ``max_steps`` limits)."""
+    replans = state.get("replans") or []
+    return total_model_calls(state.get("tasks") or {}) + sum(r.get("model_calls", 0) for r in replans)
+
+
+def subtask_input(state: Mapping[str, Any], task: Task) -> SubtaskInput:
+    """The Send payload for one subtask: the task, its inputs and its window."""
+    tasks = state.get("tasks") or {}
+    return SubtaskInput(
+        task_id=task["id"],
+        goal=state.get("goal", ""),
+        task=task,
+        dependencies=[
+            {"id": d["id"], "content": d["content"], "result": d["result"]} for d in dependency_results(tasks, task)
+        ],
+        window=list((state.get("windows") or {}).get(task["id"], [])),
+    )
+
+
+def make_router(
+    config: AgentConfig, monitor: ContextMonitor, tool_schemas: Mapping[str, Sequence[Any]]
+) -> Callable[[Mapping[str, Any]], list[Send] | str]:
+    """The routing function, bound to the run's limits and each agent type's tools."""
+
+    def route(state: Mapping[str, Any]) -> list[Send] | str:
+        tasks: Mapping[str, Task] = state.get("tasks") or {}
+        if any(t.get("replan_request") for t in tasks.values()):
+            return REPLANNER
+        if spent_model_calls(state) >= config.max_steps:
+            return FINALIZE
+        windows = state.get("windows") or {}
+        active = [t for t in ordered(tasks) if t["status"] == "in_progress"]
+        sends = []
+        for task in active:
+            window = windows.get(task["id"], [])
+            over = monitor.over_threshold(window, tool_schemas.get(task["agent_type"], ()))
+            sends.append(Send(COMPRESSOR if over else EXECUTOR, subtask_input(state, task)))
+        room = max(config.max_concurrency - len(active), 0)
+        sends.extend(Send(EXECUTOR, subtask_input(state, t)) for t in ready_tasks(tasks)[:room])
+        return sends or FINALIZE
+
+    return route

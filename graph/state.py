@@ -1,0 +1,68 @@
+"""The graph's state schema: what flows between planner, executor, tools, replanner and compressor."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+from typing_extensions import NotRequired, TypedDict
+
+from .queue import Task, merge_tasks, replace_by_key
+
+
+class ReplanRecord(TypedDict):
+    """One replanning round."""
+
+    task_id: str
+    trigger: str
+    reason: str
+    new_task_ids: list[str]
+    model_calls: int
+
+
+class InputState(TypedDict):
+    """What a run takes: MessagesState-compatible, with an optional explicit goal.
+
+    The goal is the last message when that is a human message, else ``goal``,
+    else the latest human message.
+    """
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    goal: NotRequired[str]
+
+
+class OutputState(TypedDict):
+    """What a run returns."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    goal: str
+    tasks: Annotated[dict[str, Task], merge_tasks]
+    final_answer: str
+
+
+class ReplanState(TypedDict):
+    """Full graph state.
+
+    ``tasks`` is the subtask queue (merged by id, so parallel writers never clash);
+    ``windows`` holds the private message window of each subtask in progress and
+    is dropped when the subtask ends, keeping checkpoints small.
+    """
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    goal: NotRequired[str]
+    tasks: NotRequired[Annotated[dict[str, Task], merge_tasks]]
+    windows: NotRequired[Annotated[dict[str, list[AnyMessage]], replace_by_key]]
+    replans: NotRequired[list[ReplanRecord]]
+    planner_calls: NotRequired[int]
+    final_answer: NotRequired[str]
+
+
+class SubtaskInput(TypedDict):
+    """What the router sends to the executor or compressor for one subtask (a ``Send`` payload)."""
+
+    task_id: str
+    goal: str
+    task: Task
+    dependencies: list[dict[str, Any]]
+    window: list[AnyMessage]

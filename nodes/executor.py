@@ -1,0 +1,91 @@
+"""executor node: one model turn of one subtask, in the subtask's own message window."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
+from langgraph.errors import GraphBubbleUp
+
+from replangraph.config import AgentConfig, AgentProfile
+from replangraph.events import STEP_STARTED, emit
+from replangraph.messages import message_text
+from replangraph.nodes.outcomes import completed, failed
+from replangraph.prompts import REPLAN_MARKER, execution_rules, subtask_text
+from replangraph.state import SubtaskInput
+from replangraph.tools.replan_toolkit import replan_toolkit
+
+
+def opening_window(profile: AgentProfile, payload: SubtaskInput, batch_size: int) -> list[AnyMessage]:
+    """A fresh window: the profile's prompt with the rules, then the subtask and its inputs."""
+    task = payload["task"]
+    dependencies = [(d["id"], d["content"], d["result"]) for d in payload.get("dependencies", [])]
+    return [
+        SystemMessage(profile.prompt + "\n\n" + execution_rules(batch_size)),
+        HumanMessage(subtask_text(payload["goal"], task["id"], task["content"], dependencies)),
+    ]
+
+
+def split_replan_marker(text: str) -> tuple[str, str] | None:
+    """``(partial result, reason)`` if the text carries the replan marker, else None."""
+    if REPLAN_MARKER not in text:
+        return None
+    before, _, after = text.partition(REPLAN_MARKER)
+    return before.strip(), after.strip() or "no reason given"
+
+
+class Executor:
+    """Runs one model turn of the subtask in the payload.
+
+    A reply with tool calls goes to the tools node; a reply without them is the
+    subtask's result (or a replan request when it carries ``[REPLAN]``).
+    """
+
+    def __init__(self, model: BaseChatModel, profiles: Mapping[str, AgentProfile], config: AgentConfig):
+        self.profiles = profiles
+        self.config = config
+        self.models = {
+            name: (profile.model or model).bind_tools([*profile.tools, *replan_toolkit(None)])
+            for name, profile in profiles.items()
+        }
+
+    def __call__(self, payload: SubtaskInput) -> dict:
+        task = payload["task"]
+        task_id = task["id"]
+        window = list(payload.get("window") or [])
+        if not window:
+            window = opening_window(self.profiles[task["agent_type"]], payload, self.config.batch_size)
+            emit(STEP_STARTED, task_id=task_id, content=task["content"], agent_type=task["agent_type"])
+        calls = task.get("model_calls", 0) + 1
+        try:
+            reply = self.models[task["agent_type"]].invoke(window)
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:  # a failed step is a failed task, not a crashed run
+            return failed(task_id, f"model call failed: {type(exc).__name__}: {exc}", calls)
+        if not isinstance(reply, AIMessage):
+            reply = AIMessage(content=message_text(reply))
+        if reply.tool_calls:
+            if calls >= self.config.max_step_iterations:
+                return failed(
+                    task_id,
+                    f"no final answer after max_step_iterations={self.config.max_step_iterations} model turns",
+                    calls,
+                )
+            change = {"status": "in_progress", "model_calls": calls}
+            return {"tasks": {task_id: change}, "windows": {task_id: [*window, reply]}}
+        text = message_text(reply).strip()
+        if not text:
+            return failed(task_id, "the model ended the subtask with an empty answer", calls)
+        marker = split_replan_marker(text)
+        if marker:
+            partial, reason = marker
+            return failed(
+                task_id,
+                f"replan requested: {reason}",
+                calls,
+                result=partial or None,
+                replan_request={"trigger": "marker", "reason": reason},
+            )
+        return completed(task_id, text, calls)

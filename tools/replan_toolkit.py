@@ -1,0 +1,214 @@
+"""The replan toolkit: lets the agent running a subtask see the plan and hand off the rest.
+
+A `ReplanSession` is bound to one running subtask and holds a snapshot of the
+queue. The tools only record what they decide (`session.handoff`); the graph's
+tools node writes it to state. Once the session is closed the tools refuse to work.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from pydantic import BaseModel, Field
+
+from replangraph.config import AgentConfig
+from replangraph.queue import (
+    QueueError,
+    Task,
+    ordered,
+    parse_task_specs,
+    preview,
+    split_task,
+    task_line,
+)
+
+REVIEW_TOOL = "replan_review_context"
+SPLIT_TOOL = "replan_split_and_handoff"
+TOOLKIT_NAMES = (REVIEW_TOOL, SPLIT_TOOL)
+MAX_WORKSPACE_FILES = 40
+
+
+@dataclass
+class Handoff:
+    """A subtask's partial result and the follow-up tasks it queued."""
+
+    summary: str
+    tasks: dict[str, Task]
+
+
+@dataclass
+class ReplanSession:
+    """The toolkit's view of one running subtask."""
+
+    task_id: str
+    tasks: Mapping[str, Task]
+    agent_types: Iterable[str]
+    config: AgentConfig = field(default_factory=AgentConfig)
+    goal: str = ""
+    handoff: Handoff | None = None
+    closed: bool = False
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ToolException(f"the replan toolkit of subtask {self.task_id} is closed: that subtask has ended")
+        if self.handoff is not None:
+            raise ToolException("this subtask was already handed off; stop working on it")
+
+    def review_context(self) -> str:
+        """The plan around the current subtask, bounded by ``review_context_chars``."""
+        self._check_open()
+        return render_review(
+            self.tasks,
+            self.task_id,
+            goal=self.goal,
+            limit=self.config.review_context_chars,
+            preview_chars=self.config.result_preview_chars,
+            workspace=self.config.workspace_dir,
+        )
+
+    def split_and_handoff(self, summary: str, tasks: str) -> str:
+        """Record ``summary`` as this subtask's result and queue the follow-up tasks."""
+        self._check_open()
+        if not isinstance(summary, str) or not summary.strip():
+            raise ToolException("`summary` is empty: put the partial result you have so far in it")
+        try:
+            specs = parse_task_specs(tasks)
+            created = split_task(
+                self.tasks,
+                self.task_id,
+                specs,
+                agent_types=self.agent_types,
+                max_tasks=self.config.max_tasks,
+                max_split_depth=self.config.max_split_depth,
+            )
+        except QueueError as exc:
+            raise ToolException(f"{exc}. The queue is unchanged; this subtask is still yours.") from None
+        self.handoff = Handoff(summary=summary.strip(), tasks=created)
+        listing = ", ".join(created)
+        return f"Handed off. Your partial result is saved and {len(created)} task(s) were queued: {listing}. Stop now."
+
+    def close(self) -> None:
+        """End the session; the tools refuse any later call."""
+        self.closed = True
+
+
+class _NoArgs(BaseModel):
+    pass
+
+
+class _SplitArgs(BaseModel):
+    summary: str = Field(description="Your partial result so far: the actual data you collected or produced.")
+    tasks: str = Field(
+        description=(
+            'JSON string: a list of follow-up tasks, e.g. \'[{"content": "Extract items 6-10", '
+            '"agent_type": "browser"}]\'. agent_type is optional (default: yours).'
+        )
+    )
+
+
+def replan_toolkit(session: ReplanSession | None) -> list[BaseTool]:
+    """The two toolkit tools, bound to ``session`` (None: schemas only; calls return an error)."""
+
+    def review() -> str:
+        if session is None:
+            raise ToolException("the replan toolkit is only available while a subtask runs")
+        return session.review_context()
+
+    def split(summary: str, tasks: str) -> str:
+        if session is None:
+            raise ToolException("the replan toolkit is only available while a subtask runs")
+        return session.split_and_handoff(summary, tasks)
+
+    return [
+        StructuredTool.from_function(
+            review,
+            name=REVIEW_TOOL,
+            description=(
+                "Show the whole plan: completed subtasks with result previews, your current subtask, "
+                "the pending ones. Call it before handing off work."
+            ),
+            args_schema=_NoArgs,
+            handle_tool_error=True,
+        ),
+        StructuredTool.from_function(
+            split,
+            name=SPLIT_TOOL,
+            description=(
+                "Save your partial result as this subtask's result and queue follow-up subtasks for the "
+                "remaining work; they run right after this one. Your work on this subtask ends here."
+            ),
+            args_schema=_SplitArgs,
+            handle_tool_error=True,
+        ),
+    ]
+
+
+# --------------------------------------------------------------------------- review rendering
+
+
+def workspace_lines(path: str | None, limit: int = MAX_WORKSPACE_FILES) -> list[str]:
+    """``- relative/path (N bytes)`` for files under ``path``, at most ``limit`` lines."""
+    if not path or not os.path.isdir(path):
+        return []
+    files = []
+    for root, _dirs, names in os.walk(path):
+        for name in sorted(names):
+            full = os.path.join(root, name)
+            files.append(f"- {os.path.relpath(full, path)} ({os.path.getsize(full)} bytes)")
+    files.sort()
+    if len(files) > limit:
+        return files[:limit] + [f"(… {len(files) - limit} more files not shown)"]
+    return files
+
+
+def render_review(
+    tasks: Mapping[str, Task],
+    current_id: str,
+    *,
+    goal: str = "",
+    limit: int = 4_000,
+    preview_chars: int = 160,
+    workspace: str | None = None,
+) -> str:
+    """The review text; drops the oldest completed and the farthest pending lines to fit ``limit``."""
+    queue = ordered(tasks)
+    done = [task_line(t, preview_chars) for t in queue if t["status"] == "completed"]
+    stopped = [task_line(t, preview_chars) for t in queue if t["status"] in ("failed", "skipped")]
+    waiting = [task_line(t, 0) for t in queue if t["status"] in ("pending", "in_progress") and t["id"] != current_id]
+    current = tasks[current_id]
+    head = [f"Goal: {preview(goal, 400)}"] if goal else []
+    head.append(f"Current subtask: {current_id}: {preview(current['content'], 400)}")
+    files = workspace_lines(workspace)
+
+    def render(n_done: int, n_waiting: int) -> str:
+        parts = list(head)
+        parts.append(f"Completed ({len(done)}):")
+        if n_done < len(done):
+            parts.append(f"(… {len(done) - n_done} earlier completed subtasks not shown)")
+        parts.extend(done[len(done) - n_done :] or ([] if n_done < len(done) else ["(none)"]))
+        if stopped:
+            parts.append(f"Failed or skipped ({len(stopped)}):")
+            parts.extend(stopped[-5:])
+        parts.append(f"Pending ({len(waiting)}):")
+        parts.extend(waiting[:n_waiting] or ([] if n_waiting < len(waiting) else ["(none)"]))
+        if n_waiting < len(waiting):
+            parts.append(f"(… {len(waiting) - n_waiting} later pending subtasks not shown)")
+        if files:
+            parts.append(f"Workspace files ({workspace}):")
+            parts.extend(files)
+        return "\n".join(parts)
+
+    n_done, n_waiting = len(done), len(waiting)
+    text = render(n_done, n_waiting)
+    while len(text) > limit and (n_done or n_waiting):
+        if n_done >= n_waiting:
+            n_done -= 1
+        else:
+            n_waiting -= 1
+        text = render(n_done, n_waiting)
+    if len(text) > limit:
+        text = text[: limit - 30] + "\n(… review cut to fit)"
+    return text
