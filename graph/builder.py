@@ -77,11 +77,12 @@ def build_graph(
     builder.add_node(FINALIZE, Finalizer(model, config))
 
     builder.add_edge(START, PLANNER)
-    builder.add_conditional_edges(PLANNER, route, DESTINATIONS)
+    # A fresh plan has no windows or replan requests; the replanner settles every request.
+    builder.add_conditional_edges(PLANNER, route, [EXECUTOR, FINALIZE])
     builder.add_edge(EXECUTOR, TOOLS)
     builder.add_edge(COMPRESSOR, TOOLS)
     builder.add_conditional_edges(TOOLS, route, DESTINATIONS)
-    builder.add_conditional_edges(REPLANNER, route, DESTINATIONS)
+    builder.add_conditional_edges(REPLANNER, route, [EXECUTOR, COMPRESSOR, FINALIZE])
     builder.add_edge(FINALIZE, END)
 
     graph = builder.compile(checkpointer=checkpointer, store=store, name=name)

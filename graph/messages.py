@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage, convert_to_messages
 
 
 def message_text(message: BaseMessage) -> str:
@@ -28,7 +28,7 @@ def resolve_goal(state: Mapping[str, Any]) -> tuple[str, bool]:
     The last message wins when it is a human message (a new turn of a chat);
     otherwise the ``goal`` key; otherwise the latest human message.
     """
-    messages: Sequence[AnyMessage] = state.get("messages") or []
+    messages: Sequence[AnyMessage] = convert_to_messages(state.get("messages") or [])
     if messages and isinstance(messages[-1], HumanMessage) and message_text(messages[-1]).strip():
         return message_text(messages[-1]).strip(), False
     goal = str(state.get("goal") or "").strip()

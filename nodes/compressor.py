@@ -6,6 +6,7 @@ Cuts never separate an AI message with tool calls from its tool results.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
 
@@ -14,7 +15,6 @@ from replangraph.context import ContextMonitor
 from replangraph.events import CONTEXT_COMPRESSED, emit
 from replangraph.messages import truncate_middle
 from replangraph.nodes.outcomes import failed
-from replangraph.state import SubtaskInput
 
 HEAD = 2  # the system prompt and the subtask message always stay
 
@@ -59,7 +59,8 @@ class Compressor:
         self.config = config
         self.monitor = monitor
 
-    def __call__(self, payload: SubtaskInput) -> dict:
+    def __call__(self, payload: Mapping[str, Any]) -> dict:
+        """``payload`` is a `SubtaskInput` sent by the router (typed loosely so it adds no state keys)."""
         task = payload["task"]
         tools = self.tools[task["agent_type"]]
         window = list(payload["window"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
@@ -50,7 +51,8 @@ class Executor:
             for name, profile in profiles.items()
         }
 
-    def __call__(self, payload: SubtaskInput) -> dict:
+    def __call__(self, payload: Mapping[str, Any]) -> dict:
+        """``payload`` is a `SubtaskInput` sent by the router (typed loosely so it adds no state keys)."""
         task = payload["task"]
         task_id = task["id"]
         window = list(payload.get("window") or [])

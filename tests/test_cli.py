@@ -1,0 +1,49 @@
+"""Console script and the Studio factory."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from replangraph import cli, studio
+
+
+def test_demo_prints_the_changing_queue_and_all_19_products():
+    out = io.StringIO()
+    assert cli.main(["demo"], out=out) == 0
+    text = out.getvalue()
+    assert "SCRIPTED" in text
+    assert "[ ] 1_dyn_2: Extract products ranked 16-19" in text
+    assert "Check: 19/19 products in the final answer." in text
+
+
+def test_run_without_a_key_exits_with_a_clear_message(monkeypatch, capsys):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert cli.main(["run", "anything"]) == 2
+    assert "OPENAI_API_KEY" in capsys.readouterr().err
+
+
+def test_studio_factory_loads_without_a_key_and_reads_configurable(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    graph = studio.make_graph({"configurable": {"max_steps": 7, "model": "gpt-4.1-mini", "unrelated": 1}})
+    assert {"planner", "executor", "replanner", "compressor"} <= set(graph.get_graph().nodes)
+    assert graph.checkpointer is None
+    assert graph.config["recursion_limit"] > 7
+
+
+def test_missing_key_surfaces_at_call_time_not_as_a_crash(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    graph = studio.make_graph({})
+    out = graph.invoke({"messages": [("user", "hello")]})
+    assert out["tasks"]["1"]["status"] == "failed"
+    assert "OPENAI_API_KEY is not set" in out["tasks"]["1"]["error"]
+    assert "## Not finished" in out["final_answer"]
+
+
+def test_config_from_configurable_rejects_bad_values():
+    with pytest.raises(ValueError):
+        studio.config_from_configurable({"max_steps": -1})
