@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Iterator, Mapping
@@ -64,6 +65,21 @@ def run_demo(out: TextIO) -> int:
     return 0 if found == len(wanted) else 1
 
 
+def load_tools(specs: list[str]) -> list:
+    """Tools named ``module:attr`` (a tool, a function, or a list of them)."""
+    tools: list = []
+    for spec in specs:
+        module_name, _, attr = spec.partition(":")
+        if not attr:
+            raise SystemExit(f"--tools expects module:attribute, got {spec!r}")
+        try:
+            found = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            raise SystemExit(f"cannot load tools {spec!r}: {exc}") from None
+        tools.extend(found if isinstance(found, list | tuple) else [found])
+    return tools
+
+
 def run_goal(goal: str, args: argparse.Namespace, out: TextIO) -> int:
     """Run a real model through ChatOpenAI (any OpenAI-compatible server via OPENAI_BASE_URL)."""
     if not os.environ.get("OPENAI_API_KEY") and not os.environ.get("OPENAI_BASE_URL"):
@@ -77,7 +93,7 @@ def run_goal(goal: str, args: argparse.Namespace, out: TextIO) -> int:
     from .studio import chat_model_from_env
 
     config = AgentConfig(max_steps=args.max_steps, max_concurrency=args.concurrency)
-    graph = build_graph(chat_model_from_env(args.model), config=config)
+    graph = build_graph(chat_model_from_env(args.model), tools=load_tools(args.tools), config=config)
     state = watch(graph, {"messages": [("user", goal)]}, {}, out)
     print(f"\nFinal answer:\n{state.get('final_answer', '')}", file=out)
     return 0
@@ -92,6 +108,7 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
     run = sub.add_parser("run", help="run a goal with a real model (ChatOpenAI)")
     run.add_argument("goal")
     run.add_argument("--model", default=None, help="model name (default: $REPLANGRAPH_MODEL or gpt-4o-mini)")
+    run.add_argument("--tools", action="append", default=[], metavar="MODULE:ATTR", help="tools to give the agents")
     run.add_argument("--max-steps", type=int, default=AgentConfig().max_steps)
     run.add_argument("--concurrency", type=int, default=AgentConfig().max_concurrency)
     args = parser.parse_args(argv)

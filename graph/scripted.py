@@ -45,13 +45,23 @@ class ScriptedRequest:
         """Tool messages in the request, oldest first."""
         return [m for m in self.messages if isinstance(m, ToolMessage)]
 
+    def tool_name(self, result: ToolMessage) -> str:
+        """Which tool produced ``result`` (looked up by call id when the message carries no name)."""
+        if result.name:
+            return result.name
+        for message in self.messages:
+            for call in getattr(message, "tool_calls", None) or []:
+                if call.get("id") == result.tool_call_id:
+                    return call["name"]
+        return ""
+
     def called(self, tool_name: str) -> bool:
         """Whether the request already holds a result of ``tool_name``."""
-        return any(m.name == tool_name for m in self.tool_results)
+        return any(self.tool_name(m) == tool_name for m in self.tool_results)
 
     def last_result(self, tool_name: str) -> str | None:
         """Text of the latest result of ``tool_name``."""
-        found = [message_text(m) for m in self.tool_results if m.name == tool_name]
+        found = [message_text(m) for m in self.tool_results if self.tool_name(m) == tool_name]
         return found[-1] if found else None
 
 

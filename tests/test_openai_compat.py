@@ -1,0 +1,117 @@
+"""`replangraph run` against an OpenAI-compatible server on loopback.
+
+The fake server speaks the Chat Completions wire format, rejects requests that
+break the provider's tool-message rules (as OpenAI does, with 400) and answers
+with the demo's scripted responder. Nothing leaves 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from langchain_core.messages import AIMessage
+from langchain_openai.chat_models.base import _convert_dict_to_message, _convert_message_to_dict
+
+from replangraph import cli
+from replangraph.demo import DEMO_GOAL, demo_responder, expected_products
+from replangraph.scripted import ScriptedRequest, as_message
+
+
+def tool_rule_violation(messages: list[dict]) -> str | None:
+    """What OpenAI would reject: tool messages without a call, calls left unanswered."""
+    open_calls: set[str] = set()
+    for message in messages:
+        if message["role"] == "tool":
+            if message.get("tool_call_id") not in open_calls:
+                return f"tool message {message.get('tool_call_id')} answers no open tool call"
+            open_calls.discard(message["tool_call_id"])
+            continue
+        if open_calls:
+            return f"tool calls {sorted(open_calls)} were not answered"
+        if message["role"] == "assistant":
+            open_calls = {c["id"] for c in message.get("tool_calls") or []}
+    return None
+
+
+class FakeOpenAI(BaseHTTPRequestHandler):
+    requests: list[dict] = []
+
+    def log_message(self, *args):  # keep pytest output clean
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        FakeOpenAI.requests.append(body)
+        problem = tool_rule_violation(body["messages"])
+        if problem:
+            self.reply(400, {"error": {"message": problem, "type": "invalid_request_error"}})
+            return
+        messages = [_convert_dict_to_message(m) for m in body["messages"]]
+        names = tuple(t["function"]["name"] for t in body.get("tools", []))
+        answer: AIMessage = as_message(demo_responder(ScriptedRequest(messages=messages, tool_names=names)))
+        message = _convert_message_to_dict(answer)
+        message.setdefault("content", None)
+        finish = "tool_calls" if answer.tool_calls else "stop"
+        usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        self.reply(
+            200,
+            {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": usage,
+            },
+        )
+
+    def reply(self, status: int, payload: dict):
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def fake_openai(monkeypatch):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeOpenAI)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    FakeOpenAI.requests = []
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{server.server_port}/v1")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("REPLANGRAPH_MODEL", "fake-model")
+    yield FakeOpenAI.requests
+    server.shutdown()
+
+
+def test_rule_checker_catches_unanswered_calls():
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    assert tool_rule_violation([{"role": "assistant", "tool_calls": [call]}, {"role": "user", "content": "x"}])
+    assert tool_rule_violation([{"role": "tool", "tool_call_id": "zz", "content": "x"}])
+
+
+def test_run_command_through_an_openai_compatible_server(fake_openai):
+    out = io.StringIO()
+    assert cli.main(["run", DEMO_GOAL, "--tools", "replangraph.demo:read_ranking"], out=out) == 0
+    text = out.getvalue()
+    answer = text.split("Final answer:", 1)[1]
+    assert all(name in answer for name in expected_products(19))
+    assert "1 handed off work: added 1_dyn_0, 1_dyn_1, 1_dyn_2" in text
+    assert {r["model"] for r in fake_openai} == {"fake-model"}
+    plan_requests = [r for r in fake_openai if any(t["function"]["name"] == "Plan" for t in r.get("tools", []))]
+    assert len(plan_requests) == 1
+    assert len(fake_openai) > 8  # planner, several executor turns, final answer
+
+
+def test_run_rejects_a_bad_tools_spec(fake_openai):
+    with pytest.raises(SystemExit, match="module:attribute"):
+        cli.main(["run", "goal", "--tools", "replangraph.demo"])
+    with pytest.raises(SystemExit, match="cannot load tools"):
+        cli.main(["run", "goal", "--tools", "replangraph.demo:nope"])
