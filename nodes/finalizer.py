@@ -32,8 +32,9 @@ def stop_reason(tasks: Mapping[str, Task], model_calls: int, config: AgentConfig
     """Why nothing more runs (only meaningful when some task is unfinished)."""
     if model_calls >= config.max_steps:
         return f"the step budget max_steps={config.max_steps} was used up"
-    if any(t["status"] == "failed" for t in tasks.values()):
-        return "a subtask failed and the tasks that depend on it could not run"
+    failed = [t["id"] for t in ordered(tasks) if t["status"] == "failed"]
+    if failed:
+        return f"subtask {', '.join(failed)} failed" if len(failed) == 1 else f"subtasks {', '.join(failed)} failed"
     return "no remaining subtask could run"
 
 

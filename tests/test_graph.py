@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 
@@ -96,6 +97,23 @@ def test_parallel_siblings_give_the_same_result():
     assert parallel["tasks"] == sequential["tasks"]
 
 
+def test_async_stream_runs_siblings_concurrently():
+    async def collect():
+        graph = build_demo_graph(AgentConfig(max_concurrency=3))
+        events, state = [], {}
+        async for mode, chunk in graph.astream({"messages": [("user", GOAL)]}, stream_mode=["custom", "values"]):
+            if mode == "custom":
+                events.append(chunk["event"])
+            else:
+                state = chunk
+        return events, state
+
+    events, state = asyncio.run(collect())
+    # the three handed-off subtasks start in one step, before any of them completes
+    assert events[4:7] == ["step_started"] * 3
+    assert all(name in state["final_answer"] for name in expected_products(19))
+
+
 def test_graph_nodes_and_mermaid():
     graph = build_demo_graph()
     nodes = set(graph.get_graph().nodes)
@@ -182,6 +200,7 @@ def test_model_error_fails_the_step_and_skips_its_dependents_only():
     assert tasks["c"]["status"] == "completed"
     assert "done: independent work" in out["final_answer"]
     assert "## Not finished" in out["final_answer"]
+    assert "stopped before it was finished: subtask a failed" in out["final_answer"]
     assert ("step_failed", "a") in [(e["event"], e.get("task_id")) for e in events]
 
 
