@@ -18,8 +18,12 @@ PLANNER, TOOLS = "planner", "tools"
 
 
 def recursion_limit(config: AgentConfig) -> int:
-    """Supersteps a run may need: every model call can take an executor, a tools and a compressor step."""
-    return 10 + 3 * config.max_steps + 2 * config.max_replans + config.max_tasks
+    """Supersteps a run may need, so that budgets, not LangGraph's limit, end a run.
+
+    A model call takes at most an executor, a compressor and two tools steps; a
+    task can fail without a model call (timeout) and cost a replanner step.
+    """
+    return 10 + 4 * config.max_steps + 2 * config.max_tasks + 2 * config.max_replans
 
 
 def _check_model(model: Any, role: str) -> None:
@@ -73,7 +77,7 @@ def build_graph(
     builder.add_node(EXECUTOR, Executor(model, profiles, config))
     builder.add_node(TOOLS, ToolRunner(profiles, config))
     builder.add_node(COMPRESSOR, Compressor(tool_schemas, config, monitor))
-    builder.add_node(REPLANNER, Replanner())
+    builder.add_node(REPLANNER, Replanner(planner_model or model, profiles, config))
     builder.add_node(FINALIZE, Finalizer(model, config))
 
     builder.add_edge(START, PLANNER)

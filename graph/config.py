@@ -28,6 +28,10 @@ class AgentConfig(BaseModel):
     max_replans: int = Field(2, ge=0, description="Replans allowed in one run.")
     max_concurrency: int = Field(1, ge=1, description="Subtasks that may run at the same time.")
     planner_retries: int = Field(2, ge=0, description="Retries of an invalid plan before the fallback.")
+    replanner_retries: int = Field(2, ge=0, description="Retries of an invalid replan before giving up.")
+    model_retries: int = Field(2, ge=0, description="Retries of a model call that failed transiently.")
+    retry_backoff_s: float = Field(1.0, ge=0, description="First wait before a retry; doubles each time.")
+    step_timeout_s: float | None = Field(600.0, gt=0, description="Wall time one subtask may take; None: no limit.")
     batch_size: int = Field(5, ge=1, description="Items an agent handles before it must hand off the rest.")
 
     # Context monitor and compressor

@@ -45,6 +45,32 @@ Your previous plan could not be used: {error}
 Previous answer: {previous}
 Return a corrected plan through the Plan tool."""
 
+REPLANNER_PROMPT = """\
+You are the replanner of a team of agents. A subtask failed or its agent said the plan \
+cannot go on as it is. Write the subtasks that remain to reach the goal, in the same form \
+as a plan: `id`, self-contained `content`, `agent_type` from the list below, `depends_on`.
+Rules:
+- Completed subtasks are kept with their results: do not repeat their work. New subtasks \
+may depend on completed subtask ids.
+- Your subtasks replace every pending subtask of the current plan; include the pending \
+work that is still needed.
+- Work around the reason given; do not retry the same approach unchanged.
+- Return an empty list of tasks if the goal cannot be reached.
+Agent types:
+{agent_types}"""
+
+REPLAN_TEMPLATE = """\
+Goal: {goal}
+
+Current plan:
+{plan}
+
+Completed results:
+{results}
+
+Needs a new plan:
+{flagged}"""
+
 FINALIZER_PROMPT = """\
 You write the final answer to the user's goal from the results of the subtasks that were \
 run for it. Use every result; keep all items, numbers and names they contain, in order. \

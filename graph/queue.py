@@ -53,6 +53,8 @@ class Task(TypedDict):
     origin: TaskOrigin
     model_calls: int
     """Model calls spent on this subtask (counts against ``max_steps``)."""
+    started_at: float | None
+    """Wall-clock time (epoch seconds) of the subtask's first turn."""
     replan_request: ReplanRequest | None
     """Set when this subtask asks for, or needs, a replan; cleared once handled."""
 
@@ -88,6 +90,7 @@ def new_task(
         depth=depth,
         origin=origin,
         model_calls=0,
+        started_at=None,
         replan_request=None,
     )
 

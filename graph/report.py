@@ -18,11 +18,12 @@ def fallback_report(goal: str, tasks: Mapping[str, Task], reason: str) -> str:
     if not done:
         lines.append("- nothing was completed")
     lines += ["", "## Not finished"]
-    lines.extend(
-        f"- {t['id']} ({t['status']}): {t['content']}"
-        + (f"\n  Why: {preview(t['error'], 300)}" if t.get("error") else "")
-        for t in open_
-    )
+    for t in open_:
+        lines.append(f"- {t['id']} ({t['status']}): {t['content']}")
+        if t.get("error"):
+            lines.append(f"  Why: {preview(t['error'], 300)}")
+        if t.get("result"):
+            lines.append(f"  Partial result: {t['result']}")
     if not open_:
         lines.append("- every subtask was completed")
     lines += ["", "## Suggested next steps"]
@@ -33,5 +34,6 @@ def fallback_report(goal: str, tasks: Mapping[str, Task], reason: str) -> str:
     if waiting:
         ids = ", ".join(t["id"] for t in waiting)
         lines.append(f"- Run the unfinished subtasks ({ids}), e.g. as a new goal that includes the results above.")
-    lines.append("- If limits stopped the run, raise them in AgentConfig (max_steps, max_tasks, max_replans).")
+    if "max_" in reason:
+        lines.append("- A limit stopped the run: raise it in AgentConfig (max_steps, max_tasks, max_replans).")
     return "\n".join(lines)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
@@ -12,12 +12,16 @@ from .queue import Task, merge_tasks, replace_by_key
 
 
 class ReplanRecord(TypedDict):
-    """One replanning round."""
+    """One replanning round: which subtasks asked, what came of it."""
 
-    task_id: str
+    task_ids: list[str]
     trigger: str
     reason: str
+    outcome: Literal["replanned", "gave_up", "limit"]
+    """replanned: new tasks replaced the pending ones; gave_up: no way on; limit: max_replans or max_steps."""
     new_task_ids: list[str]
+    replaced_task_ids: list[str]
+    skipped_task_ids: list[str]
     model_calls: int
 
 
@@ -38,6 +42,7 @@ class OutputState(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
     goal: str
     tasks: Annotated[dict[str, Task], merge_tasks]
+    replans: list[ReplanRecord]
     final_answer: str
 
 

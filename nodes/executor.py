@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,6 +15,7 @@ from replangraph.events import STEP_STARTED, emit
 from replangraph.messages import message_text
 from replangraph.nodes.outcomes import completed, failed
 from replangraph.prompts import REPLAN_MARKER, execution_rules, subtask_text
+from replangraph.retry import StepTimeout, call_with_retries, call_with_timeout, seconds_left
 from replangraph.state import SubtaskInput
 from replangraph.tools.replan_toolkit import replan_toolkit
 
@@ -59,13 +61,26 @@ class Executor:
         if not window:
             window = opening_window(self.profiles[task["agent_type"]], payload, self.config.batch_size)
             emit(STEP_STARTED, task_id=task_id, content=task["content"], agent_type=task["agent_type"])
-        calls = task.get("model_calls", 0) + 1
+        started = task.get("started_at") or time.time()
+        spent = task.get("model_calls", 0)
+        remaining = seconds_left(started, self.config.step_timeout_s)
+        if remaining is not None and remaining <= 0:
+            return failed(task_id, f"step exceeded step_timeout_s={self.config.step_timeout_s:g}", spent)
+        model = self.models[task["agent_type"]]
         try:
-            reply = self.models[task["agent_type"]].invoke(window)
+            reply, attempts = call_with_retries(
+                lambda: call_with_timeout(lambda: model.invoke(window), remaining),
+                retries=self.config.model_retries,
+                backoff_s=self.config.retry_backoff_s,
+            )
         except GraphBubbleUp:
             raise
+        except StepTimeout:
+            return failed(task_id, f"step exceeded step_timeout_s={self.config.step_timeout_s:g}", spent + 1)
         except Exception as exc:  # a failed step is a failed task, not a crashed run
+            calls = spent + getattr(exc, "attempts", 1)
             return failed(task_id, f"model call failed: {type(exc).__name__}: {exc}", calls)
+        calls = spent + attempts
         if not isinstance(reply, AIMessage):
             reply = AIMessage(content=message_text(reply))
         if reply.tool_calls:
@@ -75,7 +90,7 @@ class Executor:
                     f"no final answer after max_step_iterations={self.config.max_step_iterations} model turns",
                     calls,
                 )
-            change = {"status": "in_progress", "model_calls": calls}
+            change = {"status": "in_progress", "model_calls": calls, "started_at": started}
             return {"tasks": {task_id: change}, "windows": {task_id: [*window, reply]}}
         text = message_text(reply).strip()
         if not text:

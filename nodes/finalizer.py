@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -15,6 +15,7 @@ from replangraph.messages import message_text
 from replangraph.prompts import FINAL_TEMPLATE, FINALIZER_PROMPT
 from replangraph.queue import RESET, Task, ordered, status_counts
 from replangraph.report import fallback_report
+from replangraph.routing import spent_model_calls
 
 
 def stop_unfinished(tasks: Mapping[str, Task], reason: str) -> dict[str, dict]:
@@ -28,11 +29,29 @@ def stop_unfinished(tasks: Mapping[str, Task], reason: str) -> dict[str, dict]:
     return updates
 
 
-def stop_reason(tasks: Mapping[str, Task], model_calls: int, config: AgentConfig) -> str:
-    """Why nothing more runs (only meaningful when some task is unfinished)."""
+def replanned_ids(replans: Sequence[Mapping]) -> set[str]:
+    """Failed subtasks whose work a new plan took over."""
+    return {tid for r in replans if r.get("outcome") == "replanned" for tid in r.get("task_ids", [])}
+
+
+def unresolved(tasks: Mapping[str, Task], replans: Sequence[Mapping]) -> list[Task]:
+    """Subtasks that leave the goal unfinished: not run, stopped, or failed without a replacement plan."""
+    covered = replanned_ids(replans)
+    return [
+        t
+        for t in ordered(tasks)
+        if t["status"] in ("pending", "in_progress", "skipped") or (t["status"] == "failed" and t["id"] not in covered)
+    ]
+
+
+def stop_reason(tasks: Mapping[str, Task], replans: Sequence[Mapping], model_calls: int, config: AgentConfig) -> str:
+    """Why the run ends unfinished."""
     if model_calls >= config.max_steps:
         return f"the step budget max_steps={config.max_steps} was used up"
-    failed = [t["id"] for t in ordered(tasks) if t["status"] == "failed"]
+    if any(r.get("outcome") == "gave_up" for r in replans):
+        return "the replanner found no way to continue"
+    covered = replanned_ids(replans)
+    failed = [t["id"] for t in ordered(tasks) if t["status"] == "failed" and t["id"] not in covered]
     if failed:
         return f"subtask {', '.join(failed)} failed" if len(failed) == 1 else f"subtasks {', '.join(failed)} failed"
     return "no remaining subtask could run"
@@ -55,10 +74,9 @@ class Finalizer:
     def __call__(self, state: Mapping) -> dict:
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         goal = state.get("goal", "")
-        spent = sum(t.get("model_calls", 0) for t in tasks.values())
-        spent += sum(r.get("model_calls", 0) for r in state.get("replans") or [])
-        unfinished = any(t["status"] in ("pending", "in_progress", "failed", "skipped") for t in tasks.values())
-        reason = stop_reason(tasks, spent, self.config) if unfinished else ""
+        replans = state.get("replans") or []
+        unfinished = bool(unresolved(tasks, replans))
+        reason = stop_reason(tasks, replans, spent_model_calls(state), self.config) if unfinished else ""
         closing = stop_unfinished(tasks, reason) if unfinished else {}
         closed = {tid: {**t, **closing.get(tid, {})} for tid, t in tasks.items()}
         answer = self.answer(goal, closed, reason)

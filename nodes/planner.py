@@ -16,6 +16,7 @@ from replangraph.events import PLAN_CREATED, emit
 from replangraph.messages import message_text, resolve_goal
 from replangraph.prompts import PLAN_RETRY, PLANNER_PROMPT, agent_types_text
 from replangraph.queue import DEFAULT_AGENT, RESET, QueueError, Task, ordered, tasks_from_plan, validate_plan
+from replangraph.rule_plan import rule_based_plan
 
 
 class PlannedTask(BaseModel):
@@ -83,7 +84,8 @@ def request_plan(
 
 
 class Planner:
-    """Plans the goal; after ``planner_retries`` invalid answers, one subtask holds the whole goal."""
+    """Plans the goal. After ``planner_retries`` invalid answers it falls back to a rule-based
+    plan from the goal's verbs, and failing that to one subtask holding the whole goal."""
 
     def __init__(self, model: BaseChatModel, profiles: Mapping[str, AgentProfile], config: AgentConfig):
         self.structured = structured_planner(model)
@@ -105,7 +107,9 @@ class Planner:
             self.structured, messages, retries=self.config.planner_retries, validate=validate
         )
         if specs is None:
-            specs = [{"id": "1", "content": goal, "agent_type": DEFAULT_AGENT, "depends_on": []}]
+            specs = rule_based_plan(goal) or [
+                {"id": "1", "content": goal, "agent_type": DEFAULT_AGENT, "depends_on": []}
+            ]
         return tasks_from_plan(specs), calls, error
 
     def __call__(self, state: Mapping) -> dict:

@@ -1,46 +1,156 @@
-"""replanner node: handles subtasks that failed or asked for a new plan.
+"""replanner node: replaces the pending subtasks with a new plan when a step fails or asks for one.
 
-This version settles each request without a model: the flagged subtask stays
-failed and everything waiting on it is skipped, so independent work goes on.
+Completed subtasks and their results stay; a failed subtask stays failed for
+the record. An empty plan means "cannot continue". Past ``max_replans`` (or the
+step budget) nothing is replanned: the flagged subtasks' dependents are skipped
+and independent work goes on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage, SystemMessage
+
+from replangraph.config import AgentConfig, AgentProfile
 from replangraph.events import REPLANNING, emit
-from replangraph.queue import Task, ordered, skip_dependents
+from replangraph.nodes.planner import request_plan, structured_planner
+from replangraph.prompts import REPLAN_TEMPLATE, REPLANNER_PROMPT, agent_types_text
+from replangraph.queue import (
+    QueueError,
+    Task,
+    next_top_position,
+    ordered,
+    plan_summary,
+    preview,
+    skip_dependents,
+    tasks_from_plan,
+    validate_plan,
+)
+from replangraph.routing import spent_model_calls
+from replangraph.state import ReplanRecord
+
+
+def rename_colliding(specs: list[dict], taken: set[str], suffix: str) -> list[dict]:
+    """Specs whose ids clash with ``taken`` get ``suffix``; dependencies follow the renames."""
+    renames = {s["id"]: f"{s['id']}{suffix}" for s in specs if s["id"] in taken}
+    return [
+        {**s, "id": renames.get(s["id"], s["id"]), "depends_on": [renames.get(d, d) for d in s.get("depends_on") or []]}
+        for s in specs
+    ]
+
+
+def replan_prompt(goal: str, tasks: Mapping[str, Task], flagged: Sequence[Task], preview_chars: int) -> str:
+    """The human message: goal, plan, completed results, the flagged subtasks and why."""
+    done = [t for t in ordered(tasks) if t["status"] == "completed"]
+    results = "\n".join(f"- {t['id']}: {preview(t['result'], preview_chars)}" for t in done) or "(none)"
+    reasons = "\n".join(
+        f"- {t['id']} ({t['replan_request']['trigger']}): {t['content']}\n  Reason: {t['replan_request']['reason']}"
+        for t in flagged
+    )
+    return REPLAN_TEMPLATE.format(goal=goal, plan=plan_summary(tasks), results=results, flagged=reasons)
 
 
 class Replanner:
-    """Settles replan requests; each one ends its subtask's branch of the plan."""
+    """One model call (plus retries) per round, through the planner's structured `Plan`."""
 
-    def __call__(self, state: Mapping) -> dict:
+    def __init__(self, model: BaseChatModel, profiles: Mapping[str, AgentProfile], config: AgentConfig):
+        self.structured = structured_planner(model)
+        self.profiles = profiles
+        self.config = config
+
+    def __call__(self, state: Mapping[str, Any]) -> dict:
         tasks: Mapping[str, Task] = state.get("tasks") or {}
-        records = list(state.get("replans") or [])
+        records: list[ReplanRecord] = list(state.get("replans") or [])
+        flagged = [t for t in ordered(tasks) if t.get("replan_request")]
+        if not flagged:
+            return {}
+        rounds = sum(r["outcome"] != "limit" for r in records)
+        if rounds >= self.config.max_replans or spent_model_calls(state) >= self.config.max_steps:
+            updates, record = self.settle(tasks, flagged)
+        else:
+            updates, record = self.replan(state, tasks, flagged, suffix=f"_r{rounds + 1}")
+        for task in flagged:
+            updates.setdefault(task["id"], {})["replan_request"] = None
+        emit(
+            REPLANNING,
+            task_id=flagged[0]["id"],
+            task_ids=record["task_ids"],
+            trigger=record["trigger"],
+            reason=record["reason"],
+            outcome=record["outcome"],
+            new_task_ids=record["new_task_ids"],
+            skipped=record["skipped_task_ids"],
+        )
+        return {"tasks": updates, "replans": [*records, record]}
+
+    def settle(self, tasks: Mapping[str, Task], flagged: Sequence[Task]) -> tuple[dict, ReplanRecord]:
+        """No replanning left: skip what waits on the flagged subtasks."""
         updates: dict[str, dict] = {}
-        for task in ordered(tasks):
-            request = task.get("replan_request")
-            if not request:
-                continue
-            skipped = skip_dependents({**tasks, **{k: {**tasks[k], **v} for k, v in updates.items()}}, task["id"])
-            updates.update(skipped)
-            updates[task["id"]] = {"replan_request": None}
-            records.append(
-                {
-                    "task_id": task["id"],
-                    "trigger": request["trigger"],
-                    "reason": request["reason"],
-                    "new_task_ids": [],
-                    "model_calls": 0,
-                }
-            )
-            emit(
-                REPLANNING,
-                task_id=task["id"],
-                trigger=request["trigger"],
-                reason=request["reason"],
-                new_task_ids=[],
-                skipped=list(skipped),
-            )
-        return {"tasks": updates, "replans": records}
+        for task in flagged:
+            view = {k: {**v, **updates.get(k, {})} for k, v in tasks.items()}
+            updates.update(skip_dependents(view, task["id"]))
+        return updates, self.record(flagged, "limit", skipped=list(updates))
+
+    def replan(
+        self, state: Mapping[str, Any], tasks: Mapping[str, Task], flagged: Sequence[Task], suffix: str
+    ) -> tuple[dict, ReplanRecord]:
+        """Ask the model for the remaining subtasks; an empty or unusable answer gives up."""
+        descriptions = {name: p.description for name, p in self.profiles.items()}
+        goal = state.get("goal", "")
+        messages = [
+            SystemMessage(REPLANNER_PROMPT.format(agent_types=agent_types_text(descriptions))),
+            HumanMessage(replan_prompt(goal, tasks, flagged, self.config.result_preview_chars)),
+        ]
+        pending = [t["id"] for t in ordered(tasks) if t["status"] == "pending"]
+        kept = {k: t for k, t in tasks.items() if k not in pending}
+        can_wait_on = {k: t for k, t in kept.items() if t["status"] in ("completed", "in_progress")}
+
+        def validate(specs: list[dict]) -> None:
+            if not specs:
+                return  # an empty plan is a valid answer: "cannot continue"
+            renamed = rename_colliding(specs, set(tasks), suffix)
+            validate_plan(renamed, agent_types=self.profiles, existing=can_wait_on, max_tasks=None)
+            if len(kept) + len(renamed) > self.config.max_tasks:
+                raise QueueError(
+                    f"the queue would hold {len(kept) + len(renamed)} tasks; the limit is {self.config.max_tasks}"
+                )
+
+        specs, calls, error = request_plan(
+            self.structured, messages, retries=self.config.replanner_retries, validate=validate
+        )
+        if not specs:
+            reason = error or "the replanner returned no remaining subtasks"
+            updates = {
+                tid: {"status": "skipped", "error": f"not run: the replanner gave up ({reason})"} for tid in pending
+            }
+            return updates, self.record(flagged, "gave_up", skipped=pending, calls=calls)
+        renamed = rename_colliding(specs, set(tasks), suffix)
+        created = tasks_from_plan(renamed, first_position=next_top_position(tasks), origin="replanner")
+        updates: dict[str, Any] = {tid: None for tid in pending}
+        updates.update(created)
+        return updates, self.record(flagged, "replanned", new=list(created), replaced=pending, calls=calls)
+
+    @staticmethod
+    def record(
+        flagged: Sequence[Task],
+        outcome: str,
+        *,
+        new: Sequence[str] = (),
+        replaced: Sequence[str] = (),
+        skipped: Sequence[str] = (),
+        calls: int = 0,
+    ) -> ReplanRecord:
+        requests = [t["replan_request"] for t in flagged]
+        return ReplanRecord(
+            task_ids=[t["id"] for t in flagged],
+            trigger=requests[0]["trigger"],
+            reason="; ".join(r["reason"] for r in requests),
+            outcome=outcome,
+            new_task_ids=list(new),
+            replaced_task_ids=list(replaced),
+            skipped_task_ids=list(skipped),
+            model_calls=calls,
+        )

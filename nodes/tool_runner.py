@@ -6,6 +6,7 @@ took a model turn in the last step, this node runs once.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 
@@ -17,9 +18,20 @@ from langgraph.errors import GraphBubbleUp
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.events import DYNAMIC_TASKS_ADDED, emit
 from replangraph.messages import pending_tool_calls, truncate_middle
-from replangraph.nodes.outcomes import completed
+from replangraph.nodes.outcomes import completed, failed
 from replangraph.queue import Task
+from replangraph.retry import StepTimeout, call_with_timeout, seconds_left
 from replangraph.tools.replan_toolkit import ReplanSession, replan_toolkit
+
+
+def not_run(call: dict) -> ToolMessage:
+    """Answer for a tool call that came after the toolkit ended the subtask."""
+    return ToolMessage(
+        "Not run: this subtask had already ended.",
+        tool_call_id=call.get("id") or "",
+        name=call.get("name", ""),
+        status="error",
+    )
 
 
 def run_tool_call(toolbox: Mapping[str, BaseTool], call: dict, max_chars: int) -> ToolMessage:
@@ -59,20 +71,27 @@ class ToolRunner:
         session = ReplanSession(task_id, tasks, list(self.profiles), self.config, goal=goal)
         tools = [*self.profiles[task["agent_type"]].tools, *replan_toolkit(session)]
         toolbox = {t.name: t for t in tools}
+        started = task.get("started_at") or time.time()
         replies: list[ToolMessage] = []
         for call in pending_tool_calls(window):
-            if session.handoff is not None:
-                replies.append(
-                    ToolMessage(
-                        "Not run: this subtask was handed off.",
-                        tool_call_id=call.get("id") or "",
-                        name=call.get("name", ""),
-                        status="error",
-                    )
-                )
+            if session.ended:
+                replies.append(not_run(call))
                 continue
-            replies.append(run_tool_call(toolbox, call, self.config.max_observation_chars))
+            try:
+                reply = call_with_timeout(
+                    lambda call=call: run_tool_call(toolbox, call, self.config.max_observation_chars),
+                    seconds_left(started, self.config.step_timeout_s),
+                )
+            except StepTimeout:
+                session.close()
+                error = f"step exceeded step_timeout_s={self.config.step_timeout_s:g} in tool {call.get('name')!r}"
+                return failed(task_id, error, task.get("model_calls", 0))
+            replies.append(reply)
         session.close()
+        if session.replan_reason is not None:
+            reason = session.replan_reason
+            request = {"trigger": "tool", "reason": reason}
+            return failed(task_id, f"replan requested: {reason}", task.get("model_calls", 0), replan_request=request)
         if session.handoff is None:
             return {"tasks": {}, "windows": {task_id: [*window, *replies]}}
         new_tasks = session.handoff.tasks

@@ -27,7 +27,8 @@ from replangraph.queue import (
 
 REVIEW_TOOL = "replan_review_context"
 SPLIT_TOOL = "replan_split_and_handoff"
-TOOLKIT_NAMES = (REVIEW_TOOL, SPLIT_TOOL)
+REQUEST_REPLAN_TOOL = "request_replan"
+TOOLKIT_NAMES = (REVIEW_TOOL, SPLIT_TOOL, REQUEST_REPLAN_TOOL)
 MAX_WORKSPACE_FILES = 40
 
 
@@ -49,13 +50,19 @@ class ReplanSession:
     config: AgentConfig = field(default_factory=AgentConfig)
     goal: str = ""
     handoff: Handoff | None = None
+    replan_reason: str | None = None
     closed: bool = False
+
+    @property
+    def ended(self) -> bool:
+        """Whether a toolkit call ended the subtask (handoff or replan request)."""
+        return self.handoff is not None or self.replan_reason is not None
 
     def _check_open(self) -> None:
         if self.closed:
             raise ToolException(f"the replan toolkit of subtask {self.task_id} is closed: that subtask has ended")
-        if self.handoff is not None:
-            raise ToolException("this subtask was already handed off; stop working on it")
+        if self.ended:
+            raise ToolException("this subtask has already ended; stop working on it")
 
     def review_context(self) -> str:
         """The plan around the current subtask, bounded by ``review_context_chars``."""
@@ -90,6 +97,14 @@ class ReplanSession:
         listing = ", ".join(created)
         return f"Handed off. Your partial result is saved and {len(created)} task(s) were queued: {listing}. Stop now."
 
+    def request_replan(self, reason: str) -> str:
+        """End this subtask and ask the replanner for a new plan of the remaining work."""
+        self._check_open()
+        if not isinstance(reason, str) or not reason.strip():
+            raise ToolException("`reason` is empty: say why the plan cannot go on as it is")
+        self.replan_reason = reason.strip()
+        return "Replan requested. This subtask ends here; the replanner will revise the remaining plan."
+
     def close(self) -> None:
         """End the session; the tools refuse any later call."""
         self.closed = True
@@ -97,6 +112,10 @@ class ReplanSession:
 
 class _NoArgs(BaseModel):
     pass
+
+
+class _ReplanArgs(BaseModel):
+    reason: str = Field(description="Why the remaining plan cannot work as it is, and what you found.")
 
 
 class _SplitArgs(BaseModel):
@@ -110,7 +129,7 @@ class _SplitArgs(BaseModel):
 
 
 def replan_toolkit(session: ReplanSession | None) -> list[BaseTool]:
-    """The two toolkit tools, bound to ``session`` (None: schemas only; calls return an error)."""
+    """The toolkit's tools, bound to ``session`` (None: schemas only; calls return an error)."""
 
     def review() -> str:
         if session is None:
@@ -121,6 +140,11 @@ def replan_toolkit(session: ReplanSession | None) -> list[BaseTool]:
         if session is None:
             raise ToolException("the replan toolkit is only available while a subtask runs")
         return session.split_and_handoff(summary, tasks)
+
+    def replan(reason: str) -> str:
+        if session is None:
+            raise ToolException("the replan toolkit is only available while a subtask runs")
+        return session.request_replan(reason)
 
     return [
         StructuredTool.from_function(
@@ -141,6 +165,16 @@ def replan_toolkit(session: ReplanSession | None) -> list[BaseTool]:
                 "remaining work; they run right after this one. Your work on this subtask ends here."
             ),
             args_schema=_SplitArgs,
+            handle_tool_error=True,
+        ),
+        StructuredTool.from_function(
+            replan,
+            name=REQUEST_REPLAN_TOOL,
+            description=(
+                "Stop this subtask and ask for a new plan of the remaining work, when it cannot be done as "
+                "planned (blocked, impossible, or the plan is wrong). Your work on this subtask ends here."
+            ),
+            args_schema=_ReplanArgs,
             handle_tool_error=True,
         ),
     ]

@@ -1,0 +1,52 @@
+"""Shared helpers for driving the graph with scripted models."""
+
+from __future__ import annotations
+
+import re
+
+from replangraph.scripted import ScriptedChatModel, ScriptedRequest, tool_call
+
+
+def subtask_of(request: ScriptedRequest) -> str:
+    """The content of the subtask a request works on ("" for other requests)."""
+    found = re.search(r"Your subtask \(([^)]*)\): (.*)", request.prompt)
+    return found.group(2) if found else ""
+
+
+def is_replan(request: ScriptedRequest) -> bool:
+    return "Plan" in request.tool_names and "replanner" in request.system
+
+
+def plan_of(*tasks: dict) -> dict:
+    """A Plan tool call holding ``tasks``."""
+    return tool_call("Plan", {"tasks": list(tasks)})
+
+
+def make_model(plan: dict, work, final=None, replan=None) -> ScriptedChatModel:
+    """Planner answers ``plan``, the replanner ``replan(request)`` (default: an empty plan),
+    subtasks ``work(request)``; the finalizer joins the results unless ``final`` is given."""
+
+    def respond(request: ScriptedRequest):
+        if is_replan(request):
+            return replan(request) if replan else plan_of()
+        if "Plan" in request.tool_names:
+            return plan
+        if request.tool_names:
+            return work(request)
+        if final:
+            return final(request)
+        return "FINAL:\n" + request.prompt
+
+    return ScriptedChatModel(respond=respond)
+
+
+def run(graph, goal: str = "do it", **config):
+    """Stream a run; ``(final state, custom events)``."""
+    events, state = [], {}
+    cfg = {"configurable": {"thread_id": "t"}, **config}
+    for mode, chunk in graph.stream({"messages": [("user", goal)]}, cfg, stream_mode=["custom", "values"]):
+        if mode == "custom":
+            events.append(chunk)
+        else:
+            state = chunk
+    return state, events
