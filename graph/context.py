@@ -37,7 +37,17 @@ class ContextMonitor:
         self.counter = counter or approximate_tokens
 
     def tokens(self, messages: Sequence[AnyMessage], tools: Sequence[Any] = ()) -> int:
-        """Tokens the request would use."""
+        """Tokens the request would use.
+
+        With the default counter, the latest model reply's ``usage_metadata`` is
+        preferred: its input and output tokens plus an estimate of what came after.
+        """
+        if self.counter is approximate_tokens:
+            for index in range(len(messages) - 1, -1, -1):
+                usage = getattr(messages[index], "usage_metadata", None)
+                if usage and usage.get("input_tokens"):
+                    later = approximate_tokens(messages[index + 1 :]) if index + 1 < len(messages) else 0
+                    return usage["input_tokens"] + usage.get("output_tokens", 0) + later
         return self.counter(messages, tools)
 
     def usage(self, messages: Sequence[AnyMessage], tools: Sequence[Any] = ()) -> float:

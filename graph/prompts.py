@@ -71,6 +71,19 @@ Completed results:
 Needs a new plan:
 {flagged}"""
 
+SUMMARIZER_PROMPT = """\
+You compress the working memory of an agent in the middle of a subtask. Write a summary \
+that lets the agent continue without the original messages: every fact, number, name, \
+item and result it found (verbatim where it matters), what it already tried, and what is \
+left to do. Fold the earlier summary in; do not mention that you are summarizing."""
+
+SUMMARY_REQUEST = """\
+Earlier summary:
+{previous}
+
+Messages to fold in:
+{messages}"""
+
 FINALIZER_PROMPT = """\
 You write the final answer to the user's goal from the results of the subtasks that were \
 run for it. Use every result; keep all items, numbers and names they contain, in order. \

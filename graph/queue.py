@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-from typing_extensions import TypedDict
+from typing_extensions import NotRequired, TypedDict
 
 TaskStatus = Literal["pending", "in_progress", "completed", "failed", "skipped"]
 TaskOrigin = Literal["planner", "dynamic", "replanner"]
@@ -57,6 +57,8 @@ class Task(TypedDict):
     """Wall-clock time (epoch seconds) of the subtask's first turn."""
     replan_request: ReplanRequest | None
     """Set when this subtask asks for, or needs, a replan; cleared once handled."""
+    full_outputs: NotRequired[dict[str, str]]
+    """Tool outputs cut from the window, by tool call id (only when the graph has no store)."""
 
 
 class QueueError(ValueError):

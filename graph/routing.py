@@ -13,7 +13,7 @@ from langgraph.types import Send
 
 from .config import AgentConfig
 from .context import ContextMonitor
-from .queue import Task, dependency_results, ordered, ready_tasks, total_model_calls
+from .queue import Task, dependency_results, ordered, plan_summary, ready_tasks, total_model_calls
 from .state import SubtaskInput
 
 EXECUTOR, COMPRESSOR, REPLANNER, FINALIZE = "executor", "compressor", "replanner", "finalize"
@@ -57,7 +57,10 @@ def make_router(
         for task in active:
             window = windows.get(task["id"], [])
             over = monitor.over_threshold(window, tool_schemas.get(task["agent_type"], ()))
-            sends.append(Send(COMPRESSOR if over else EXECUTOR, subtask_input(state, task)))
+            payload = subtask_input(state, task)
+            if over:
+                payload["plan"] = plan_summary(tasks)
+            sends.append(Send(COMPRESSOR if over else EXECUTOR, payload))
         room = max(config.max_concurrency - len(active), 0)
         sends.extend(Send(EXECUTOR, subtask_input(state, t)) for t in ready_tasks(tasks)[:room])
         return sends or FINALIZE

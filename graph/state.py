@@ -71,3 +71,5 @@ class SubtaskInput(TypedDict):
     task: Task
     dependencies: list[dict[str, Any]]
     window: list[AnyMessage]
+    plan: NotRequired[str]
+    """The current plan, sent to the compressor so it can re-inject it."""

@@ -13,12 +13,14 @@ from concurrent.futures import Future
 from langchain_core.messages import AnyMessage, ToolMessage
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langchain_core.tools import BaseTool
+from langgraph.config import get_config, get_store
 from langgraph.errors import GraphBubbleUp
 
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.events import DYNAMIC_TASKS_ADDED, emit
-from replangraph.messages import pending_tool_calls, truncate_middle
+from replangraph.messages import pending_tool_calls
 from replangraph.nodes.outcomes import completed, failed
+from replangraph.observations import cut_observation, drop_old_observations
 from replangraph.queue import Task
 from replangraph.retry import StepTimeout, call_with_timeout, seconds_left
 from replangraph.tools.replan_toolkit import ReplanSession, replan_toolkit
@@ -34,7 +36,7 @@ def not_run(call: dict) -> ToolMessage:
     )
 
 
-def run_tool_call(toolbox: Mapping[str, BaseTool], call: dict, max_chars: int) -> ToolMessage:
+def run_tool_call(toolbox: Mapping[str, BaseTool], call: dict) -> ToolMessage:
     """One tool call as a ToolMessage; unknown tools, bad arguments and exceptions become error messages."""
     name, call_id = call.get("name", ""), call.get("id") or ""
     tool = toolbox.get(name)
@@ -51,9 +53,32 @@ def run_tool_call(toolbox: Mapping[str, BaseTool], call: dict, max_chars: int) -
         return ToolMessage(f"Error: {type(exc).__name__}: {exc}", tool_call_id=call_id, name=name, status="error")
     if not isinstance(reply, ToolMessage):
         reply = ToolMessage(str(reply), tool_call_id=call_id, name=name)
-    if isinstance(reply.content, str) and len(reply.content) > max_chars:
-        reply = reply.model_copy(update={"content": truncate_middle(reply.content, max_chars)})
     return reply
+
+
+def output_namespace(task_id: str) -> tuple[str, ...]:
+    """Store namespace of a subtask's full tool outputs: ("replangraph", "outputs", thread_id, task_id)."""
+    try:
+        thread = str(get_config().get("configurable", {}).get("thread_id") or "default")
+    except RuntimeError:
+        thread = "default"
+    return ("replangraph", "outputs", thread, task_id)
+
+
+def keep_full_outputs(task: Task, outputs: Mapping[str, str]) -> dict:
+    """Save outputs cut from the window: in the store if the graph has one, else in the task record."""
+    if not outputs:
+        return {}
+    try:
+        store = get_store()
+    except RuntimeError:
+        store = None
+    if store is not None:
+        namespace = output_namespace(task["id"])
+        for call_id, text in outputs.items():
+            store.put(namespace, call_id, {"content": text})
+        return {}
+    return {"full_outputs": {**(task.get("full_outputs") or {}), **outputs}}
 
 
 class ToolRunner:
@@ -73,30 +98,37 @@ class ToolRunner:
         toolbox = {t.name: t for t in tools}
         started = task.get("started_at") or time.time()
         replies: list[ToolMessage] = []
+        cut: dict[str, str] = {}
         for call in pending_tool_calls(window):
             if session.ended:
                 replies.append(not_run(call))
                 continue
             try:
                 reply = call_with_timeout(
-                    lambda call=call: run_tool_call(toolbox, call, self.config.max_observation_chars),
-                    seconds_left(started, self.config.step_timeout_s),
+                    lambda call=call: run_tool_call(toolbox, call), seconds_left(started, self.config.step_timeout_s)
                 )
             except StepTimeout:
                 session.close()
                 error = f"step exceeded step_timeout_s={self.config.step_timeout_s:g} in tool {call.get('name')!r}"
                 return failed(task_id, error, task.get("model_calls", 0))
+            reply, full_text = cut_observation(reply, self.config.max_observation_chars)
+            if full_text is not None:
+                cut[reply.tool_call_id] = full_text
             replies.append(reply)
         session.close()
+        new_window, dropped = drop_old_observations([*window, *replies], self.config.max_observations)
+        kept = keep_full_outputs(task, {**dropped, **cut} if not session.ended else cut)
         if session.replan_reason is not None:
             reason = session.replan_reason
             request = {"trigger": "tool", "reason": reason}
-            return failed(task_id, f"replan requested: {reason}", task.get("model_calls", 0), replan_request=request)
+            calls = task.get("model_calls", 0)
+            return failed(task_id, f"replan requested: {reason}", calls, replan_request=request, **kept)
         if session.handoff is None:
-            return {"tasks": {}, "windows": {task_id: [*window, *replies]}}
+            return {"tasks": {task_id: kept} if kept else {}, "windows": {task_id: new_window}}
         new_tasks = session.handoff.tasks
         emit(DYNAMIC_TASKS_ADDED, parent_id=task_id, task_ids=list(new_tasks))
         update = completed(task_id, session.handoff.summary, handed_off=list(new_tasks))
+        update["tasks"][task_id].update(kept)
         update["tasks"].update(new_tasks)
         return update
 
