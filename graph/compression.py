@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages.utils import count_tokens_approximately
 
 from .messages import message_text, truncate_middle
 
@@ -141,7 +142,11 @@ def compress_window(
     if folded:
         count = int(str(old_summary.id).removeprefix(SUMMARY_ID_PREFIX) or 0) + 1 if old_summary else 1
         summary = summarize(summary_text(old_summary), folded)
-        result = [*head, summary_message(summary, plan, instructions, count), *body[cut:]]
+        candidate = [*head, summary_message(summary, plan, instructions, count), *body[cut:]]
+        if count_tokens_approximately(candidate) < count_tokens_approximately(result):
+            result = candidate
+        else:  # folding a few small messages would only add the summary's overhead
+            folded = []
     result = [without_usage(m) for m in result]
     while not fits(result) and shrink_largest(result):
         pass
