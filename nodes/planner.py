@@ -14,8 +14,9 @@ from pydantic import BaseModel, Field
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.events import PLAN_CREATED, emit
 from replangraph.messages import message_text, resolve_goal
+from replangraph.plans import tasks_from_plan, validate_plan
 from replangraph.prompts import PLAN_RETRY, PLANNER_PROMPT, agent_types_text
-from replangraph.queue import DEFAULT_AGENT, RESET, QueueError, Task, ordered, tasks_from_plan, validate_plan
+from replangraph.queue import DEFAULT_AGENT, RESET, QueueError, Task, ordered
 from replangraph.rule_plan import rule_based_plan
 
 

@@ -17,18 +17,9 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.events import REPLANNING, emit
 from replangraph.nodes.planner import request_plan, structured_planner
+from replangraph.plans import next_top_position, tasks_from_plan, validate_plan
 from replangraph.prompts import REPLAN_TEMPLATE, REPLANNER_PROMPT, agent_types_text
-from replangraph.queue import (
-    QueueError,
-    Task,
-    next_top_position,
-    ordered,
-    plan_summary,
-    preview,
-    skip_dependents,
-    tasks_from_plan,
-    validate_plan,
-)
+from replangraph.queue import QueueError, Task, ordered, plan_summary, preview, skip_dependents
 from replangraph.routing import spent_model_calls
 from replangraph.state import ReplanRecord
 

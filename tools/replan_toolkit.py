@@ -12,18 +12,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from replangraph.config import AgentConfig
-from replangraph.queue import (
-    QueueError,
-    Task,
-    ordered,
-    parse_task_specs,
-    preview,
-    split_task,
-    task_line,
-)
+from replangraph.plans import parse_task_specs, split_task
+from replangraph.queue import QueueError, Task, ordered, preview, task_line
 
 REVIEW_TOOL = "replan_review_context"
 SPLIT_TOOL = "replan_split_and_handoff"
@@ -128,6 +121,12 @@ class _SplitArgs(BaseModel):
     )
 
 
+def bad_arguments(error: ValidationError) -> str:
+    """The agent-facing message for arguments that do not match a toolkit tool's schema."""
+    problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in error.errors())
+    return f"Error: invalid arguments ({problems}). Nothing was changed; call the tool again with valid arguments."
+
+
 def replan_toolkit(session: ReplanSession | None) -> list[BaseTool]:
     """The toolkit's tools, bound to ``session`` (None: schemas only; calls return an error)."""
 
@@ -156,6 +155,7 @@ def replan_toolkit(session: ReplanSession | None) -> list[BaseTool]:
             ),
             args_schema=_NoArgs,
             handle_tool_error=True,
+            handle_validation_error=bad_arguments,
         ),
         StructuredTool.from_function(
             split,
@@ -166,6 +166,7 @@ def replan_toolkit(session: ReplanSession | None) -> list[BaseTool]:
             ),
             args_schema=_SplitArgs,
             handle_tool_error=True,
+            handle_validation_error=bad_arguments,
         ),
         StructuredTool.from_function(
             replan,
@@ -176,6 +177,7 @@ def replan_toolkit(session: ReplanSession | None) -> list[BaseTool]:
             ),
             args_schema=_ReplanArgs,
             handle_tool_error=True,
+            handle_validation_error=bad_arguments,
         ),
     ]
 

@@ -1,0 +1,195 @@
+"""Building and changing the queue: plan validation, cycles, dynamic splits. No LangGraph here."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .queue import DEFAULT_AGENT, QueueError, Task, TaskOrigin, new_task
+
+
+def find_cycle(edges: Mapping[str, Sequence[str]]) -> list[str] | None:
+    """A dependency cycle as ``[a, b, ..., a]``, or None. Edges point at dependencies."""
+    state: dict[str, int] = {}  # 1 = on the stack, 2 = done
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for dep in edges.get(node, ()):
+            if state.get(dep) == 1:
+                return stack[stack.index(dep) :] + [dep]
+            if dep in edges and dep not in state:
+                found = visit(dep)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in edges:
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def validate_plan(
+    specs: Sequence[Mapping[str, Any]],
+    *,
+    agent_types: Iterable[str],
+    existing: Mapping[str, Task] | None = None,
+    max_tasks: int | None = None,
+) -> None:
+    """Raise QueueError naming every problem in a list of planned tasks.
+
+    ``specs`` are dicts with ``id``, ``content``, ``agent_type`` and ``depends_on``.
+    Dependencies may point at each other or at ``existing`` tasks.
+    """
+    existing = existing or {}
+    known_agents = set(agent_types)
+    problems: list[str] = []
+    if not specs:
+        problems.append("the plan has no tasks")
+    ids = [str(s.get("id", "")).strip() for s in specs]
+    seen: set[str] = set()
+    for task_id, spec in zip(ids, specs, strict=True):
+        if not task_id:
+            problems.append("a task has an empty id")
+        elif task_id in seen:
+            problems.append(f"duplicate task id {task_id!r}")
+        elif task_id in existing:
+            problems.append(f"task id {task_id!r} is already used")
+        seen.add(task_id)
+        if not str(spec.get("content", "")).strip():
+            problems.append(f"task {task_id!r} has empty content")
+        agent = spec.get("agent_type") or DEFAULT_AGENT
+        if agent not in known_agents:
+            problems.append(
+                f"task {task_id!r} has unknown agent_type {agent!r} (known: {', '.join(sorted(known_agents))})"
+            )
+        for dep in spec.get("depends_on") or ():
+            if dep == task_id:
+                problems.append(f"task {task_id!r} depends on itself")
+            elif dep not in ids and dep not in existing:
+                problems.append(f"task {task_id!r} depends on unknown task {dep!r}")
+    if max_tasks is not None and len(existing) + len(specs) > max_tasks:
+        problems.append(f"the queue would hold {len(existing) + len(specs)} tasks; the limit is {max_tasks}")
+    cycle = find_cycle({i: list(s.get("depends_on") or ()) for i, s in zip(ids, specs, strict=True) if i})
+    if cycle:
+        problems.append("dependency cycle: " + " -> ".join(cycle))
+    if problems:
+        raise QueueError("; ".join(problems))
+
+
+def tasks_from_plan(
+    specs: Sequence[Mapping[str, Any]],
+    *,
+    first_position: int = 0,
+    origin: TaskOrigin = "planner",
+) -> dict[str, Task]:
+    """Pending tasks for a validated plan, queued in the plan's order."""
+    return {
+        str(spec["id"]).strip(): new_task(
+            str(spec["id"]).strip(),
+            str(spec["content"]).strip(),
+            position=[first_position + i],
+            agent_type=spec.get("agent_type") or DEFAULT_AGENT,
+            depends_on=spec.get("depends_on") or (),
+            origin=origin,
+        )
+        for i, spec in enumerate(specs)
+    }
+
+
+def next_top_position(tasks: Mapping[str, Task]) -> int:
+    """The first free top-level position (new tasks go after everything else)."""
+    return max((t["position"][0] for t in tasks.values()), default=-1) + 1
+
+
+# --------------------------------------------------------------------------- splitting
+
+
+def parse_task_specs(tasks_json: str) -> list[dict[str, Any]]:
+    """Parse the ``tasks`` argument of split_and_handoff; QueueError on bad input."""
+    try:
+        data = json.loads(tasks_json)
+    except (TypeError, json.JSONDecodeError) as exc:
+        raise QueueError(f"`tasks` is not valid JSON ({exc})") from None
+    if not isinstance(data, list):
+        raise QueueError(f"`tasks` must be a JSON list of objects, got {type(data).__name__}")
+    if not data:
+        raise QueueError("`tasks` is an empty list; give at least one follow-up task")
+    specs = []
+    for i, item in enumerate(data):
+        if isinstance(item, str):
+            item = {"content": item}
+        if not isinstance(item, dict):
+            raise QueueError(f"task {i} must be an object with 'content', got {type(item).__name__}")
+        content = item.get("content")
+        if not isinstance(content, str) or not content.strip():
+            raise QueueError(f"task {i} has empty or missing 'content'")
+        agent = item.get("agent_type")
+        if agent is not None and not isinstance(agent, str):
+            raise QueueError(f"task {i} has a non-string 'agent_type'")
+        specs.append({"content": content.strip(), "agent_type": agent or None})
+    return specs
+
+
+def split_task(
+    tasks: Mapping[str, Task],
+    parent_id: str,
+    specs: Sequence[Mapping[str, Any]],
+    *,
+    agent_types: Iterable[str],
+    max_tasks: int,
+    max_split_depth: int,
+) -> dict[str, Task]:
+    """New dynamic tasks handed off by ``parent_id``; QueueError if the rules forbid them.
+
+    Ids are ``{parent}_dyn_{i}``; each depends on the parent, inherits its agent type
+    (unless given) and metadata, and sorts right after the parent and its earlier
+    dynamic children.
+    """
+    if parent_id not in tasks:
+        raise QueueError(f"unknown task {parent_id!r}")
+    parent = tasks[parent_id]
+    known_agents = set(agent_types)
+    depth = parent.get("depth", 0) + 1
+    if depth > max_split_depth:
+        raise QueueError(
+            f"split depth limit reached: {parent_id} is at depth {depth - 1} and max_split_depth is "
+            f"{max_split_depth}; finish this subtask yourself"
+        )
+    if len(tasks) + len(specs) > max_tasks:
+        room = max(max_tasks - len(tasks), 0)
+        raise QueueError(
+            f"the queue holds {len(tasks)} of at most {max_tasks} tasks; {len(specs)} more do not fit "
+            f"(room for {room}). Use fewer, larger follow-up tasks"
+        )
+    for i, spec in enumerate(specs):
+        agent = spec.get("agent_type") or parent["agent_type"]
+        if agent not in known_agents:
+            raise QueueError(f"task {i} has unknown agent_type {agent!r} (known: {', '.join(sorted(known_agents))})")
+    siblings = [t for t in tasks.values() if t.get("parent_id") == parent_id]
+    first = 1 + max((t["position"][len(parent["position"])] for t in siblings), default=-1)
+    created: dict[str, Task] = {}
+    for offset, spec in enumerate(specs):
+        index = first + offset
+        task_id = f"{parent_id}_dyn_{index}"
+        if task_id in tasks:
+            raise QueueError(f"task id {task_id!r} is already used")
+        created[task_id] = new_task(
+            task_id,
+            spec["content"],
+            position=[*parent["position"], index],
+            agent_type=spec.get("agent_type") or parent["agent_type"],
+            depends_on=[parent_id],
+            parent_id=parent_id,
+            metadata=parent.get("metadata"),
+            depth=depth,
+            origin="dynamic",
+        )
+    return created

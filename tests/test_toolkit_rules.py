@@ -1,0 +1,220 @@
+"""The replan toolkit and the tools node that runs it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+from replangraph import AgentConfig
+from replangraph.config import AgentProfile, resolve_profiles
+from replangraph.nodes.tool_runner import ToolRunner
+from replangraph.queue import merge_tasks, new_task, ordered
+from replangraph.scripted import tool_call
+from replangraph.tools import REQUEST_REPLAN_TOOL, REVIEW_TOOL, SPLIT_TOOL, ReplanSession, replan_toolkit
+
+AGENTS = ["default", "browser"]
+
+
+def running_queue():
+    tasks = {
+        "1": {**new_task("1", "extract 19 products", position=[0], agent_type="browser"), "status": "in_progress"},
+        "2": new_task("2", "write the report", position=[1], depends_on=["1"]),
+    }
+    tasks["1"]["metadata"] = {"site": "shop"}
+    return tasks
+
+
+def session(tasks=None, **config):
+    return ReplanSession("1", tasks or running_queue(), AGENTS, AgentConfig(**config), goal="top 19")
+
+
+def call(tools, name, **args):
+    return {t.name: t for t in tools}[name].invoke({"name": name, "args": args, "id": "c1", "type": "tool_call"})
+
+
+def split_args(*contents, summary="products 1-5: A, B, C, D, E", **extra):
+    return {"summary": summary, "tasks": json.dumps([{"content": c, **extra} for c in contents])}
+
+
+def test_toolkit_names_and_schemas():
+    tools = replan_toolkit(None)
+    assert [t.name for t in tools] == [REVIEW_TOOL, SPLIT_TOOL, REQUEST_REPLAN_TOOL]
+    assert tools[1].args["tasks"]["type"] == "string"  # JSON travels as a string
+
+
+def test_split_and_handoff_records_the_result_and_the_new_tasks():
+    s = session()
+    reply = call(replan_toolkit(s), SPLIT_TOOL, **split_args("products 6-10", "products 11-15", agent_type=None))
+    assert reply.status == "success" and "1_dyn_0, 1_dyn_1" in reply.content
+    assert s.handoff.summary == "products 1-5: A, B, C, D, E"
+    new = s.handoff.tasks
+    assert list(new) == ["1_dyn_0", "1_dyn_1"]
+    assert all(t["depends_on"] == ["1"] and t["parent_id"] == "1" for t in new.values())
+    assert all(t["agent_type"] == "browser" and t["metadata"] == {"site": "shop"} for t in new.values())
+    merged = merge_tasks(running_queue(), new)
+    assert [t["id"] for t in ordered(merged)] == ["1", "1_dyn_0", "1_dyn_1", "2"]
+    # the subtask has ended: further calls are refused
+    again = call(replan_toolkit(s), REVIEW_TOOL)
+    assert again.status == "error" and "already ended" in again.content
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ({"summary": "s", "tasks": "[{'content': 'x'}]"}, "not valid JSON"),
+        ({"summary": "s", "tasks": '{"content": "x"}'}, "JSON list"),
+        ({"summary": "s", "tasks": "[]"}, "empty list"),
+        ({"summary": "s", "tasks": '[{"content": ""}]'}, "content"),
+        ({"summary": " ", "tasks": '[{"content": "x"}]'}, "`summary` is empty"),
+        ({"summary": "s", "tasks": '[{"content": "x", "agent_type": "painter"}]'}, "unknown agent_type"),
+        ({"summary": "s"}, "invalid arguments (tasks: Field required)"),
+    ],
+)
+def test_bad_split_input_is_an_error_for_the_agent_and_changes_nothing(args, message):
+    s = session()
+    before = json.dumps(s.tasks, sort_keys=True)
+    reply = call(replan_toolkit(s), SPLIT_TOOL, **args)
+    assert reply.status == "error" and message in reply.content
+    assert s.handoff is None and json.dumps(s.tasks, sort_keys=True) == before
+    ok = call(replan_toolkit(s), SPLIT_TOOL, **split_args("rest"))  # the subtask can still hand off
+    assert ok.status == "success"
+
+
+def test_caps_are_errors_for_the_agent():
+    reply = call(replan_toolkit(session(max_tasks=3)), SPLIT_TOOL, **split_args("a", "b"))
+    assert reply.status == "error" and "at most 3 tasks" in reply.content
+    deep = running_queue()
+    deep["1"]["depth"] = 1
+    reply = call(replan_toolkit(session(deep, max_split_depth=1)), SPLIT_TOOL, **split_args("a"))
+    assert reply.status == "error" and "max_split_depth is 1" in reply.content
+
+
+def test_toolkit_does_not_exist_outside_its_subtask():
+    unbound = call(replan_toolkit(None), REVIEW_TOOL)
+    assert unbound.status == "error" and "only available while a subtask runs" in unbound.content
+    s = session()
+    s.close()
+    closed = call(replan_toolkit(s), SPLIT_TOOL, **split_args("x"))
+    assert closed.status == "error" and "subtask 1 is closed" in closed.content
+
+
+def test_request_replan_records_the_reason():
+    s = session()
+    assert call(replan_toolkit(s), REQUEST_REPLAN_TOOL, reason="login wall").status == "success"
+    assert s.replan_reason == "login wall" and s.ended
+    assert call(replan_toolkit(session()), REQUEST_REPLAN_TOOL, reason="").status == "error"
+
+
+def test_review_shows_the_plan_around_the_current_subtask(tmp_path):
+    (tmp_path / "notes.txt").write_text("hello")
+    tasks = running_queue()
+    tasks["0"] = {**new_task("0", "find the shop", position=[-1]), "status": "completed", "result": "shop.example"}
+    text = call(replan_toolkit(session(tasks, workspace_dir=str(tmp_path))), REVIEW_TOOL).content
+    assert "Goal: top 19" in text
+    assert "Current subtask: 1: extract 19 products" in text
+    assert "[X] 0: find the shop (Result: shop.example)" in text
+    assert "[ ] 2: write the report" in text
+    assert "notes.txt (5 bytes)" in text
+
+
+def test_review_is_bounded_however_long_the_queue_gets():
+    tasks = running_queue()
+    for i in range(300):
+        done = {**new_task(f"d{i}", "old work " * 10, position=[-300 + i]), "status": "completed", "result": "r" * 300}
+        tasks[done["id"]] = done
+        tasks[f"p{i}"] = new_task(f"p{i}", "future work " * 10, position=[2 + i])
+    text = call(replan_toolkit(session(tasks, review_context_chars=3_000)), REVIEW_TOOL).content
+    assert len(text) <= 3_000
+    assert "earlier completed subtasks not shown" in text and "later pending subtasks not shown" in text
+    assert "d299" in text and "p0" in text  # the nearest neighbours stay
+
+
+# --------------------------------------------------------------------------- tools node
+
+
+def runner_state(*calls, tasks=None):
+    window = [SystemMessage("s"), HumanMessage("h"), AIMessage("", tool_calls=list(calls))]
+    return {"tasks": tasks or running_queue(), "windows": {"1": window}, "goal": "top 19"}
+
+
+def make_runner(*tools, **config):
+    profiles = resolve_profiles({"browser": AgentProfile(tools=list(tools))}, ())
+    return ToolRunner(profiles, AgentConfig(**config))
+
+
+def test_handoff_completes_the_parent_adds_tasks_and_closes_the_window():
+    update = make_runner()(runner_state(tool_call(SPLIT_TOOL, split_args("6-10"))))
+    assert update["tasks"]["1"]["status"] == "completed"
+    assert update["tasks"]["1"]["result"] == "products 1-5: A, B, C, D, E"
+    assert update["tasks"]["1_dyn_0"]["status"] == "pending"
+    assert update["windows"] == {"1": None}
+
+
+def test_splitting_two_levels_deep_through_the_node():
+    runner = make_runner()
+    tasks = running_queue()
+    tasks = merge_tasks(tasks, runner(runner_state(tool_call(SPLIT_TOOL, split_args("a", "b")), tasks=tasks))["tasks"])
+    tasks["1_dyn_0"]["status"] = "in_progress"
+    state = runner_state(tool_call(SPLIT_TOOL, split_args("a1", "a2")), tasks=tasks)
+    state["windows"] = {"1_dyn_0": state["windows"]["1"]}
+    tasks = merge_tasks(tasks, runner(state)["tasks"])
+    order = [t["id"] for t in ordered(tasks)]
+    assert order == ["1", "1_dyn_0", "1_dyn_0_dyn_0", "1_dyn_0_dyn_1", "1_dyn_1", "2"]
+
+
+def test_bad_tool_calls_become_error_messages():
+    def explode(x: int) -> str:
+        """Always fails."""
+        raise RuntimeError("disk on fire")
+
+    update = make_runner(explode)(
+        runner_state(
+            tool_call("nope", {}, call_id="a"),
+            tool_call("explode", {"x": 1}, call_id="b"),
+            tool_call("explode", {"x": "not a number"}, call_id="c"),
+        )
+    )
+    replies = update["windows"]["1"][3:]
+    assert [m.status for m in replies] == ["error"] * 3
+    assert "no tool named 'nope'" in replies[0].content
+    assert "disk on fire" in replies[1].content
+    assert "x" in replies[2].content and replies[2].tool_call_id == "c"
+
+
+def test_calls_after_a_handoff_are_not_run():
+    runs = []
+
+    def side_effect() -> str:
+        """Counts calls."""
+        runs.append(1)
+        return "ran"
+
+    update = make_runner(side_effect)(
+        runner_state(
+            tool_call("side_effect", {}, call_id="before"),
+            tool_call(SPLIT_TOOL, split_args("rest"), call_id="split"),
+            tool_call("side_effect", {}, call_id="after"),
+        )
+    )
+    assert len(runs) == 1 and update["tasks"]["1"]["status"] == "completed"
+
+
+def test_nothing_to_do_returns_no_update():
+    state = runner_state(tool_call(REVIEW_TOOL, {}))
+    state["tasks"]["1"]["status"] = "completed"
+    assert make_runner()(state) == {}
+    state = runner_state()
+    state["windows"]["1"] = state["windows"]["1"][:2]
+    assert make_runner()(state) == {}
+
+
+def test_long_outputs_are_cut_with_a_marker():
+    def big() -> str:
+        """Big output."""
+        return "q" * 50_000
+
+    update = make_runner(big, max_observation_chars=2_000)(runner_state(tool_call("big", {})))
+    reply = update["windows"]["1"][-1]
+    assert isinstance(reply, ToolMessage) and len(reply.content) <= 2_000 and "characters cut" in reply.content
