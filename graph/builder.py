@@ -74,7 +74,7 @@ def build_graph(
 
     builder = StateGraph(ReplanState, input_schema=InputState, output_schema=OutputState)
     builder.add_node(PLANNER, Planner(planner_model or model, profiles, config))
-    builder.add_node(EXECUTOR, Executor(model, profiles, config))
+    builder.add_node(EXECUTOR, Executor(model, profiles, config, monitor))
     builder.add_node(TOOLS, ToolRunner(profiles, config))
     builder.add_node(COMPRESSOR, Compressor(summary_model or model, tool_schemas, config, monitor))
     builder.add_node(REPLANNER, Replanner(planner_model or model, profiles, config))

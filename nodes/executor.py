@@ -10,7 +10,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
 from langgraph.errors import GraphBubbleUp
 
+from replangraph.compression import shrink_largest
 from replangraph.config import AgentConfig, AgentProfile
+from replangraph.context import ContextMonitor
 from replangraph.events import STEP_STARTED, emit
 from replangraph.messages import message_text
 from replangraph.nodes.outcomes import completed, failed
@@ -45,13 +47,27 @@ class Executor:
     subtask's result (or a replan request when it carries ``[REPLAN]``).
     """
 
-    def __init__(self, model: BaseChatModel, profiles: Mapping[str, AgentProfile], config: AgentConfig):
+    def __init__(
+        self,
+        model: BaseChatModel,
+        profiles: Mapping[str, AgentProfile],
+        config: AgentConfig,
+        monitor: ContextMonitor | None = None,
+    ):
         self.profiles = profiles
         self.config = config
+        self.monitor = monitor or ContextMonitor(config, model)
+        self.tools = {name: [*profile.tools, *replan_toolkit(None)] for name, profile in profiles.items()}
         self.models = {
-            name: (profile.model or model).bind_tools([*profile.tools, *replan_toolkit(None)])
-            for name, profile in profiles.items()
+            name: (profile.model or model).bind_tools(self.tools[name]) for name, profile in profiles.items()
         }
+
+    def fit_opening(self, window: list[AnyMessage], agent_type: str) -> list[AnyMessage]:
+        """The opening window, its largest parts (dependency results) cut until it fits the context."""
+        tools = self.tools[agent_type]
+        while self.monitor.over_threshold(window, tools) and shrink_largest(window):
+            pass
+        return window
 
     def __call__(self, payload: Mapping[str, Any]) -> dict:
         """``payload`` is a `SubtaskInput` sent by the router (typed loosely so it adds no state keys)."""
@@ -60,6 +76,7 @@ class Executor:
         window = list(payload.get("window") or [])
         if not window:
             window = opening_window(self.profiles[task["agent_type"]], payload, self.config.batch_size)
+            window = self.fit_opening(window, task["agent_type"])
             emit(STEP_STARTED, task_id=task_id, content=task["content"], agent_type=task["agent_type"])
         started = task.get("started_at") or time.time()
         spent = task.get("model_calls", 0)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.store.memory import InMemoryStore
-from scripting import make_model, plan_of, run
+from scripting import make_model, plan_of, run, subtask_of
 
 from replangraph import AgentConfig, build_graph
 from replangraph.compression import (
@@ -281,3 +281,21 @@ def test_long_run_compresses_several_times_and_keeps_every_item():
     assert state["tasks"]["a"]["status"] == "completed"
     for n in range(1, ITEMS + 1):
         assert f"ITEM-{n}" in state["final_answer"]
+
+
+def test_huge_dependency_results_are_cut_to_fit_the_first_request():
+    seen = []
+
+    def work(request):
+        seen.append(count_tokens_approximately(request.messages))
+        return "ok"
+
+    plan = plan_of({"id": "a", "content": "gather"}, {"id": "b", "content": "use it", "depends_on": ["a"]})
+
+    def big_result(request):
+        return "ITEM " * 20_000 if subtask_of(request) == "gather" else work(request)
+
+    config = AgentConfig(context_window=8_000, reserved_output=1_000)
+    state, _ = run(build_graph(make_model(plan, big_result), config=config))
+    assert state["tasks"]["b"]["status"] == "completed"
+    assert seen and max(seen) <= 0.9 * 7_000
