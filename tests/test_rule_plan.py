@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from replangraph.queue import validate_plan
+from replangraph.plans import validate_plan
 from replangraph.rule_plan import clause_kind, rule_based_plan, split_clauses
 
 
