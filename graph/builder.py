@@ -58,7 +58,7 @@ def build_graph(
     from replangraph.nodes.planner import Planner
     from replangraph.nodes.replanner import Replanner
     from replangraph.nodes.tool_runner import ToolRunner
-    from replangraph.tools.replan_toolkit import replan_toolkit
+    from replangraph.tools.replan_toolkit import TOOLKIT_NAMES, replan_toolkit
 
     config = config or AgentConfig()
     if not isinstance(config, AgentConfig):
@@ -68,6 +68,10 @@ def build_graph(
         if extra is not None:
             _check_model(extra, role)
     profiles = resolve_profiles(agents, tools)
+    for agent_type, profile in profiles.items():
+        clash = sorted({t.name for t in profile.tools} & set(TOOLKIT_NAMES))
+        if clash:
+            raise ValueError(f"agent type {agent_type!r} has a tool named {clash[0]!r}, which the replan toolkit uses")
     tool_schemas = {name: [*p.tools, *replan_toolkit(None)] for name, p in profiles.items()}
     monitor = ContextMonitor(config, model, token_counter)
     route = make_router(config, monitor, tool_schemas)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage, convert_to_messages
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, convert_to_messages
 
 
 def message_text(message: BaseMessage) -> str:
@@ -45,11 +45,6 @@ def pending_tool_calls(window: Sequence[AnyMessage]) -> list[dict]:
     if not window or not isinstance(window[-1], AIMessage):
         return []
     return list(window[-1].tool_calls)
-
-
-def answered_ids(window: Sequence[AnyMessage]) -> set[str]:
-    """Tool call ids that have a ToolMessage in the window."""
-    return {m.tool_call_id for m in window if isinstance(m, ToolMessage)}
 
 
 def truncate_middle(text: str, limit: int) -> str:

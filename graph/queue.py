@@ -18,7 +18,6 @@ TaskOrigin = Literal["planner", "dynamic", "replanner"]
 ReplanTrigger = Literal["marker", "tool", "failure"]
 
 STATUSES: tuple[TaskStatus, ...] = ("pending", "in_progress", "completed", "failed", "skipped")
-FINISHED: frozenset[str] = frozenset({"completed", "failed", "skipped"})
 DEFAULT_AGENT = "default"
 RESET = "__reset__"
 """Key that makes the queue reducers drop the old value before applying an update."""

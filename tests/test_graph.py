@@ -199,6 +199,13 @@ def test_bad_config_and_model_are_rejected_clearly():
     with pytest.raises(ValueError, match="extra"):
         AgentConfig(max_stepz=3)
 
+    def request_replan(reason: str) -> str:
+        """A user tool that would shadow the toolkit."""
+        return reason
+
+    with pytest.raises(ValueError, match="request_replan"):
+        build_graph(make_model(plan_of(), str), tools=[request_replan])
+
 
 def test_split_args_survive_as_json_string():
     def work(request):
