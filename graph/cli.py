@@ -10,8 +10,17 @@ from collections.abc import Iterator, Mapping
 from typing import Any, TextIO
 
 from .config import AgentConfig
-from .events import DYNAMIC_TASKS_ADDED, PLAN_COMPLETED, PLAN_CREATED, REPLANNING
-from .queue import plan_summary
+from .events import (
+    CONTEXT_COMPRESSED,
+    DYNAMIC_TASKS_ADDED,
+    PLAN_COMPLETED,
+    PLAN_CREATED,
+    REPLANNING,
+    STEP_COMPLETED,
+    STEP_FAILED,
+    STEP_STARTED,
+)
+from .queue import plan_summary, preview
 
 QUEUE_CHANGES = {PLAN_CREATED, DYNAMIC_TASKS_ADDED, REPLANNING}
 
@@ -22,13 +31,23 @@ def describe(event: Mapping[str, Any]) -> str:
     if name == PLAN_CREATED:
         note = f" (fallback: {event['fallback_reason']})" if event.get("fallback_reason") else ""
         return f"plan created with {len(event['tasks'])} task(s){note}"
+    if name == STEP_STARTED:
+        return f"{event['task_id']} started ({event['agent_type']}): {preview(event['content'], 70)}"
+    if name == STEP_COMPLETED:
+        return f"{event['task_id']} completed: {preview(event['result_preview'], 70)}"
+    if name == STEP_FAILED:
+        return f"{event['task_id']} failed: {preview(event['error'], 100)}"
     if name == DYNAMIC_TASKS_ADDED:
         return f"{event['parent_id']} handed off work: added {', '.join(event['task_ids'])}"
+    if name == REPLANNING:
+        new = f", new tasks {', '.join(event['new_task_ids'])}" if event["new_task_ids"] else ""
+        why = f"{event['trigger']}: {preview(event['reason'], 60)}"
+        return f"replanning after {event['task_id']} ({why}): {event['outcome']}{new}"
+    if name == CONTEXT_COMPRESSED:
+        return f"{event['task_id']} context compressed: {event['tokens_before']} -> {event['tokens_after']} tokens"
     if name == PLAN_COMPLETED:
         return "plan completed: " + ", ".join(f"{k} {v}" for k, v in event["counts"].items() if v)
-    details = {k: v for k, v in event.items() if k != "event"}
-    summary = ", ".join(f"{k}={str(v)[:80]!s}" for k, v in details.items())
-    return f"{name}: {summary}"
+    return f"{name}: {dict(event)}"
 
 
 def watch(graph: Any, inputs: dict, config: dict, out: TextIO) -> dict:

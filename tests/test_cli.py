@@ -47,3 +47,30 @@ def test_missing_key_surfaces_at_call_time_not_as_a_crash(monkeypatch):
 def test_config_from_configurable_rejects_bad_values():
     with pytest.raises(ValueError):
         studio.config_from_configurable({"max_steps": -1})
+
+
+def test_every_event_has_a_readable_line():
+    from replangraph import EVENT_NAMES
+
+    samples = {
+        "plan_created": {"tasks": [{}], "fallback_reason": "model down"},
+        "step_started": {"task_id": "a", "agent_type": "default", "content": "read"},
+        "step_completed": {"task_id": "a", "result_preview": "done"},
+        "step_failed": {"task_id": "a", "error": "boom"},
+        "dynamic_tasks_added": {"parent_id": "a", "task_ids": ["a_dyn_0"]},
+        "replanning": {
+            "task_id": "a",
+            "trigger": "tool",
+            "reason": "blocked",
+            "outcome": "replanned",
+            "new_task_ids": ["x"],
+        },
+        "context_compressed": {"task_id": "a", "tokens_before": 900, "tokens_after": 300},
+        "plan_completed": {"counts": {"completed": 2, "failed": 0}},
+    }
+    assert set(samples) == set(EVENT_NAMES)
+    lines = {name: cli.describe({"event": name, **payload}) for name, payload in samples.items()}
+    assert lines["replanning"] == "replanning after a (tool: blocked): replanned, new tasks x"
+    assert lines["context_compressed"] == "a context compressed: 900 -> 300 tokens"
+    assert lines["plan_completed"] == "plan completed: completed 2"
+    assert "fallback: model down" in lines["plan_created"]
