@@ -1,19 +1,30 @@
-"""Retries of transient model errors, and the per-step time limit. No LangGraph here."""
+"""Retries of transient model errors, and the per-step time limit. No LangGraph here.
+
+Hand-written rather than LangGraph's ``RetryPolicy`` because a policy retries a
+whole node: it cannot honour a provider's ``Retry-After``, it would repeat the
+planner's earlier (successful) calls, and its attempts could not be counted
+against ``max_steps``. Nodes still get LangGraph's ``error_handler`` as the
+safety net for anything unexpected (see ``builder.py``).
+"""
 
 from __future__ import annotations
 
+import email.utils
+import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from langchain_core.exceptions import ModelError
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 
 T = TypeVar("T")
 
-TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
-TRANSIENT_NAMES = frozenset(
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
+RETRYABLE_NAMES = frozenset(
     {
+        # SDKs that do not subclass langchain-core's ModelError (httpx, older provider packages)
         "APITimeoutError",
         "APIConnectionError",
         "RateLimitError",
@@ -40,13 +51,46 @@ def status_code(exc: BaseException) -> int | None:
 
 
 def is_transient(exc: BaseException) -> bool:
-    """Timeouts, connection errors, 429 and 5xx: worth another try. StepTimeout is not."""
+    """Worth another try: langchain-core's ``is_retryable`` model errors, timeouts,
+    connection errors, 408/409/425/429 and 5xx. ``StepTimeout`` is not."""
     if isinstance(exc, StepTimeout):
         return False
-    if isinstance(exc, TimeoutError | ConnectionError) or type(exc).__name__ in TRANSIENT_NAMES:
+    if isinstance(exc, ModelError) and (exc.is_retryable or type(exc) is not ModelError):
+        return bool(exc.is_retryable)  # the provider classified it; a bare ModelError falls through
+    if isinstance(exc, TimeoutError | ConnectionError):
+        return True
+    if any(cls.__name__ in RETRYABLE_NAMES for cls in type(exc).__mro__):
         return True
     code = status_code(exc)
-    return code is not None and (code in TRANSIENT_STATUS or code >= 500)
+    return code is not None and (code in RETRYABLE_STATUS or code >= 500)
+
+
+def retry_after(exc: BaseException, now: float | None = None) -> float | None:
+    """Seconds the provider asked us to wait (``Retry-After``, ``retry-after-ms``), if it said."""
+    direct = getattr(exc, "retry_after", None)
+    if isinstance(direct, int | float) and direct >= 0:
+        return float(direct)
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if not isinstance(headers, Mapping) and not hasattr(headers, "get"):
+        return None
+    millis = headers.get("retry-after-ms")
+    try:
+        if millis is not None:
+            return max(float(millis) / 1000, 0.0)
+    except (TypeError, ValueError):
+        pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except (TypeError, ValueError):
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(str(value)).timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    return max(when - (time.time() if now is None else now), 0.0)
 
 
 def backoff_delays(retries: int, initial_s: float, max_s: float) -> list[float]:
@@ -54,16 +98,38 @@ def backoff_delays(retries: int, initial_s: float, max_s: float) -> list[float]:
     return [min(initial_s * 2**i, max_s) for i in range(retries)]
 
 
+def retry_delay(exc: BaseException, backoff_s: float, max_s: float, jitter: float = 0.0) -> float:
+    """The wait before the next try: the provider's ``Retry-After`` if longer than the backoff, capped."""
+    wait = backoff_s * (1 + jitter)
+    asked = retry_after(exc)
+    if asked is not None:
+        wait = max(wait, asked)
+    return min(wait, max_s)
+
+
+def wait(seconds: float) -> None:
+    """Sleep before a retry (a module function, so tests can replace it)."""
+    time.sleep(seconds)
+
+
+def jitter() -> float:
+    """A random factor in [-0.25, 0.25] that spreads retries of parallel branches apart."""
+    return random.uniform(-0.25, 0.25)
+
+
 def call_with_retries(
     call: Callable[[], T],
     *,
     retries: int,
     backoff_s: float,
-    max_backoff_s: float = 30.0,
+    max_backoff_s: float = 60.0,
     transient: Callable[[BaseException], bool] = is_transient,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] | None = None,
 ) -> tuple[T, int]:
-    """``(result, attempts)``; retries transient errors with backoff, re-raises the rest and the last one."""
+    """``(result, attempts)``; retries transient errors with backoff (±25 % jitter) or the
+    provider's ``Retry-After``, capped at ``max_backoff_s``. Other errors, and the last
+    one, are re-raised with ``exc.attempts`` set."""
+    sleep = sleep or wait
     delays = backoff_delays(retries, backoff_s, max_backoff_s)
     attempt = 0
     while True:
@@ -74,7 +140,17 @@ def call_with_retries(
             if attempt > len(delays) or not transient(exc):
                 exc.attempts = attempt  # type: ignore[attr-defined]  # how many calls were spent
                 raise
-            sleep(delays[attempt - 1])
+            sleep(retry_delay(exc, delays[attempt - 1], max_backoff_s, jitter()))
+
+
+def invoke_with_retries(model: Any, request: Any, config: Any) -> tuple[Any, int]:
+    """``model.invoke(request)`` with the run's retry settings (an `AgentConfig`)."""
+    return call_with_retries(
+        lambda: model.invoke(request),
+        retries=config.model_retries,
+        backoff_s=config.retry_backoff_s,
+        max_backoff_s=config.max_retry_wait_s,
+    )
 
 
 def seconds_left(started: float, limit: float | None) -> float | None:
@@ -85,6 +161,7 @@ def seconds_left(started: float, limit: float | None) -> float | None:
 def call_with_timeout(call: Callable[[], T], timeout_s: float | None) -> T:
     """``call()``, or StepTimeout once ``timeout_s`` has passed (None: no limit).
 
+    LangGraph's ``TimeoutPolicy`` only works for async nodes; these nodes are sync.
     The call runs in a worker thread that is abandoned on timeout; Python cannot
     kill it, but its result is ignored.
     """

@@ -1,12 +1,43 @@
-"""Retry classification, backoff and the step timeout (pure helpers)."""
+"""Retry classification (with the real langchain-openai error classes), Retry-After, backoff and the step timeout."""
 
 from __future__ import annotations
 
 import time
 
+import httpx
+import openai
 import pytest
+from langchain_core.exceptions import ContextOverflowError, ModelError
+from langchain_openai.chat_models.base import (
+    OpenAIAPIError,
+    OpenAIAuthenticationError,
+    OpenAIConnectionError,
+    OpenAIContextOverflowError,
+    OpenAIInvalidRequestError,
+    OpenAIRateLimitError,
+    OpenAITimeoutError,
+)
 
-from replangraph.retry import StepTimeout, backoff_delays, call_with_retries, call_with_timeout, is_transient
+from replangraph import retry
+from replangraph.retry import (
+    StepTimeout,
+    backoff_delays,
+    call_with_retries,
+    call_with_timeout,
+    is_transient,
+    retry_after,
+    retry_delay,
+)
+
+REQUEST = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
+
+
+def response(status: int, **headers: str) -> httpx.Response:
+    return httpx.Response(status, headers=headers, request=REQUEST)
+
+
+def status_error(cls, status: int, **headers: str):
+    return cls(f"status {status}", response=response(status, **headers), body=None)
 
 
 class ApiError(Exception):
@@ -15,20 +46,30 @@ class ApiError(Exception):
         self.status_code = status_code
 
 
-class RateLimitError(Exception):
-    pass
-
-
 @pytest.mark.parametrize(
     "exc, transient",
     [
+        # langchain-openai's own classes: subclasses of both openai's and langchain-core's errors
+        (OpenAITimeoutError(request=REQUEST), True),
+        (OpenAIConnectionError(request=REQUEST), True),
+        (status_error(OpenAIRateLimitError, 429), True),
+        (status_error(OpenAIAPIError, 503), True),
+        (status_error(OpenAIAuthenticationError, 401), False),
+        (status_error(OpenAIInvalidRequestError, 400), False),
+        (status_error(OpenAIContextOverflowError, 400), False),
+        # the openai SDK and httpx without langchain's classification
+        (openai.APITimeoutError(request=REQUEST), True),
+        (status_error(openai.InternalServerError, 500), True),
+        (httpx.ReadTimeout("slow"), True),
+        # langchain-core's classes as other providers raise them
+        (ContextOverflowError("too long"), False),
+        (ModelError("unclassified"), False),
+        # plain Python and status-carrying errors of other SDKs
         (TimeoutError("t"), True),
         (ConnectionError("c"), True),
-        (RateLimitError("429"), True),
         (ApiError(429), True),
         (ApiError(503), True),
         (ApiError(400), False),
-        (ApiError(401), False),
         (ValueError("v"), False),
         (StepTimeout("s"), False),
     ],
@@ -37,12 +78,34 @@ def test_transient_classification(exc, transient):
     assert is_transient(exc) is transient
 
 
+def test_retry_after_in_seconds_milliseconds_dates_and_attributes():
+    assert retry_after(status_error(OpenAIRateLimitError, 429, **{"retry-after": "2"})) == 2.0
+    assert retry_after(status_error(OpenAIRateLimitError, 429, **{"retry-after-ms": "1500"})) == 1.5
+    date = "Wed, 21 Oct 2026 07:28:05 GMT"
+    now = time.mktime(time.strptime("2026-10-21 07:28:00", "%Y-%m-%d %H:%M:%S")) - time.timezone
+    assert retry_after(status_error(OpenAIRateLimitError, 429, **{"retry-after": date}), now=now) == pytest.approx(5)
+    assert retry_after(status_error(OpenAIRateLimitError, 429, **{"retry-after": "soon"})) is None
+    assert retry_after(status_error(OpenAIRateLimitError, 429)) is None
+    error = ValueError("x")
+    error.retry_after = 3  # some SDKs carry it as an attribute
+    assert retry_after(error) == 3.0
+
+
+def test_retry_delay_prefers_a_longer_retry_after_and_caps_it():
+    asked = status_error(OpenAIRateLimitError, 429, **{"retry-after": "7"})
+    assert retry_delay(asked, backoff_s=1.0, max_s=60) == 7.0
+    assert retry_delay(asked, backoff_s=10.0, max_s=60) == 10.0
+    assert retry_delay(asked, backoff_s=1.0, max_s=5) == 5.0
+    assert retry_delay(TimeoutError(), backoff_s=2.0, max_s=60, jitter=0.25) == 2.5
+
+
 def test_backoff_doubles_and_caps():
     assert backoff_delays(4, 1.0, 5.0) == [1.0, 2.0, 4.0, 5.0]
 
 
-def test_retries_transient_errors_with_backoff_then_succeeds():
-    waits, outcomes = [], [ApiError(502), TimeoutError("slow"), "ok"]
+def test_retries_transient_errors_with_backoff_then_succeeds(monkeypatch):
+    monkeypatch.setattr(retry, "jitter", lambda: 0.0)
+    waits, outcomes = [], [ApiError(502), OpenAITimeoutError(request=REQUEST), "ok"]
 
     def call():
         outcome = outcomes.pop(0)
@@ -52,6 +115,31 @@ def test_retries_transient_errors_with_backoff_then_succeeds():
 
     assert call_with_retries(call, retries=2, backoff_s=0.5, sleep=waits.append) == ("ok", 3)
     assert waits == [0.5, 1.0]
+
+
+def test_jitter_spreads_waits_by_at_most_a_quarter():
+    waits = []
+
+    def call():
+        raise TimeoutError
+
+    with pytest.raises(TimeoutError):
+        call_with_retries(call, retries=20, backoff_s=1.0, max_backoff_s=1.0, sleep=waits.append)
+    assert all(0.75 <= w <= 1.0 for w in waits) and len(set(waits)) > 1
+
+
+def test_rate_limit_waits_as_long_as_the_provider_asks(monkeypatch):
+    monkeypatch.setattr(retry, "jitter", lambda: 0.0)
+    waits, outcomes = [], [status_error(OpenAIRateLimitError, 429, **{"retry-after": "1.5"}), "ok"]
+
+    def call():
+        outcome = outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    assert call_with_retries(call, retries=2, backoff_s=0.1, sleep=waits.append) == ("ok", 2)
+    assert waits == [1.5]
 
 
 def test_gives_up_after_retries_and_reports_attempts():
@@ -68,9 +156,9 @@ def test_does_not_retry_permanent_errors():
 
     def call():
         calls.append(1)
-        raise ApiError(400)
+        raise status_error(OpenAIAuthenticationError, 401)
 
-    with pytest.raises(ApiError):
+    with pytest.raises(OpenAIAuthenticationError):
         call_with_retries(call, retries=5, backoff_s=0, sleep=lambda s: None)
     assert len(calls) == 1
 
