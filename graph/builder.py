@@ -11,10 +11,12 @@ from langgraph.graph.state import CompiledStateGraph
 
 from .config import AgentConfig, AgentProfile, ToolLike, resolve_profiles
 from .context import ContextMonitor, TokenCounter
-from .routing import COMPRESSOR, DESTINATIONS, EXECUTOR, FINALIZE, REPLANNER, make_router
+from .routing import COMPRESSOR, DESTINATIONS, EXECUTOR, FINALIZE, REPLANNER, VERIFIER, make_router
 from .state import InputState, OutputState, ReplanState
 
 PLANNER, TOOLS = "planner", "tools"
+HANDLER_TARGETS = {EXECUTOR: TOOLS, TOOLS: REPLANNER, COMPRESSOR: TOOLS, VERIFIER: TOOLS}
+"""Where each node's error handler sends the run after turning a crash into a failed subtask."""
 
 
 def recursion_limit(config: AgentConfig) -> int:
@@ -39,6 +41,7 @@ def build_graph(
     config: AgentConfig | None = None,
     planner_model: BaseChatModel | None = None,
     summary_model: BaseChatModel | None = None,
+    verifier_model: BaseChatModel | None = None,
     checkpointer: Any = None,
     store: Any = None,
     token_counter: TokenCounter | None = None,
@@ -47,7 +50,8 @@ def build_graph(
     """Compile the replanning agent graph.
 
     ``model`` runs the subtasks and writes the final answer; ``planner_model`` plans
-    (default: ``model``); ``summary_model`` compresses context (default: ``model``).
+    (default: ``model``); ``summary_model`` compresses context (default: ``model``);
+    ``verifier_model`` runs the completion check of ``verify_results`` (default: ``planner_model``).
     ``tools`` go to every agent type; ``agents`` maps agent type to `AgentProfile`
     (a ``default`` type always exists). The compiled graph takes MessagesState-style
     input and returns ``final_answer``, ``tasks`` and ``messages``.
@@ -57,14 +61,20 @@ def build_graph(
     from replangraph.nodes.finalizer import Finalizer
     from replangraph.nodes.planner import Planner
     from replangraph.nodes.replanner import Replanner
+    from replangraph.nodes.safety_net import fail_running_tool_calls, fail_the_subtask, let_results_stand
     from replangraph.nodes.tool_runner import ToolRunner
+    from replangraph.nodes.verifier import Verifier
     from replangraph.tools.replan_toolkit import TOOLKIT_NAMES, replan_toolkit
 
     config = config or AgentConfig()
     if not isinstance(config, AgentConfig):
         raise TypeError(f"config must be an AgentConfig, got {type(config).__name__}")
     _check_model(model, "model")
-    for role, extra in (("planner_model", planner_model), ("summary_model", summary_model)):
+    for role, extra in (
+        ("planner_model", planner_model),
+        ("summary_model", summary_model),
+        ("verifier_model", verifier_model),
+    ):
         if extra is not None:
             _check_model(extra, role)
     profiles = resolve_profiles(agents, tools)
@@ -78,9 +88,25 @@ def build_graph(
 
     builder = StateGraph(ReplanState, input_schema=InputState, output_schema=OutputState)
     builder.add_node(PLANNER, Planner(planner_model or model, profiles, config))
-    builder.add_node(EXECUTOR, Executor(model, profiles, config, monitor))
-    builder.add_node(TOOLS, ToolRunner(profiles, config))
-    builder.add_node(COMPRESSOR, Compressor(summary_model or model, tool_schemas, config, monitor))
+    # Error handlers turn an unexpected crash in a subtask's step into a failed subtask, not a crashed run.
+    builder.add_node(
+        EXECUTOR,
+        Executor(model, profiles, config, monitor),
+        error_handler=fail_the_subtask(goto=HANDLER_TARGETS[EXECUTOR]),
+    )
+    builder.add_node(
+        TOOLS, ToolRunner(profiles, config), error_handler=fail_running_tool_calls(goto=HANDLER_TARGETS[TOOLS])
+    )
+    builder.add_node(
+        COMPRESSOR,
+        Compressor(summary_model or model, tool_schemas, config, monitor),
+        error_handler=fail_the_subtask(goto=HANDLER_TARGETS[COMPRESSOR]),
+    )
+    builder.add_node(
+        VERIFIER,
+        Verifier(verifier_model or planner_model or model, profiles, config),
+        error_handler=let_results_stand(goto=HANDLER_TARGETS[VERIFIER]),
+    )
     builder.add_node(REPLANNER, Replanner(planner_model or model, profiles, config))
     builder.add_node(FINALIZE, Finalizer(model, config))
 
@@ -89,8 +115,9 @@ def build_graph(
     builder.add_conditional_edges(PLANNER, route, [EXECUTOR, FINALIZE])
     builder.add_edge(EXECUTOR, TOOLS)
     builder.add_edge(COMPRESSOR, TOOLS)
+    builder.add_edge(VERIFIER, TOOLS)
     builder.add_conditional_edges(TOOLS, route, DESTINATIONS)
-    builder.add_conditional_edges(REPLANNER, route, [EXECUTOR, COMPRESSOR, FINALIZE])
+    builder.add_conditional_edges(REPLANNER, route, [EXECUTOR, COMPRESSOR, VERIFIER, FINALIZE])
     builder.add_edge(FINALIZE, END)
 
     graph = builder.compile(checkpointer=checkpointer, store=store, name=name)

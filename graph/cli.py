@@ -19,6 +19,7 @@ from .events import (
     STEP_COMPLETED,
     STEP_FAILED,
     STEP_STARTED,
+    STEP_VERIFIED,
 )
 from .queue import plan_summary, preview
 
@@ -30,14 +31,23 @@ def describe(event: Mapping[str, Any]) -> str:
     name = event["event"]
     if name == PLAN_CREATED:
         note = f" (fallback: {event['fallback_reason']})" if event.get("fallback_reason") else ""
-        return f"plan created with {len(event['tasks'])} task(s){note}"
+        notes = "".join(f"; note: {n}" for n in event.get("notes") or ())
+        return f"plan created with {len(event['tasks'])} task(s){note}{notes}"
     if name == STEP_STARTED:
         return f"{event['task_id']} started ({event['agent_type']}): {preview(event['content'], 70)}"
     if name == STEP_COMPLETED:
         return f"{event['task_id']} completed: {preview(event['result_preview'], 70)}"
     if name == STEP_FAILED:
         return f"{event['task_id']} failed: {preview(event['error'], 100)}"
+    if name == STEP_VERIFIED:
+        verdict = "complete" if event["complete"] else "incomplete"
+        why = f" ({preview(event['reason'], 70)})" if event.get("reason") else ""
+        queued = f"; queued {', '.join(event['follow_up_ids'])}" if event.get("follow_up_ids") else ""
+        trouble = f"; {preview(event['error'], 80)}" if event.get("error") else ""
+        return f"{event['task_id']} checked: {verdict}{why}{queued}{trouble}"
     if name == DYNAMIC_TASKS_ADDED:
+        if event.get("source") == "verifier":
+            return f"{event['parent_id']}: the check added {', '.join(event['task_ids'])}"
         return f"{event['parent_id']} handed off work: added {', '.join(event['task_ids'])}"
     if name == REPLANNING:
         new = f", new tasks {', '.join(event['new_task_ids'])}" if event["new_task_ids"] else ""

@@ -22,17 +22,23 @@ class AgentConfig(BaseModel):
 
     # Work limits
     max_step_iterations: int = Field(15, ge=1, description="Model turns one subtask may take.")
-    max_tasks: int = Field(50, ge=1, description="Most tasks the queue may ever hold.")
+    max_tasks: int = Field(500, ge=1, description="Most tasks the queue may ever hold.")
     max_split_depth: int = Field(3, ge=0, description="How deep dynamic tasks may split again.")
-    max_steps: int = Field(200, ge=1, description="Global budget of executor and replanner model calls.")
+    max_steps: int = Field(
+        1_000, ge=1, description="Global budget of model calls by executor, verifier and replanner (retries count)."
+    )
     max_replans: int = Field(2, ge=0, description="Replans allowed in one run.")
     max_concurrency: int = Field(1, ge=1, description="Subtasks that may run at the same time.")
     planner_retries: int = Field(2, ge=0, description="Retries of an invalid plan before the fallback.")
     replanner_retries: int = Field(2, ge=0, description="Retries of an invalid replan before giving up.")
     model_retries: int = Field(2, ge=0, description="Retries of a model call that failed transiently.")
     retry_backoff_s: float = Field(1.0, ge=0, description="First wait before a retry; doubles each time.")
+    max_retry_wait_s: float = Field(60.0, ge=0, description="Longest wait before a retry, Retry-After included.")
     step_timeout_s: float | None = Field(600.0, gt=0, description="Wall time one subtask may take; None: no limit.")
     batch_size: int = Field(5, ge=1, description="Items an agent handles before it must hand off the rest.")
+    verify_results: bool = Field(
+        False, description="Check each final result against its subtask; queue what is missing as follow-ups."
+    )
 
     # Context monitor and compressor
     context_window: int | None = Field(

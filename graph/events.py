@@ -10,6 +10,7 @@ PLAN_CREATED = "plan_created"
 STEP_STARTED = "step_started"
 STEP_COMPLETED = "step_completed"
 STEP_FAILED = "step_failed"
+STEP_VERIFIED = "step_verified"
 DYNAMIC_TASKS_ADDED = "dynamic_tasks_added"
 REPLANNING = "replanning"
 CONTEXT_COMPRESSED = "context_compressed"
@@ -20,6 +21,7 @@ EVENT_NAMES = (
     STEP_STARTED,
     STEP_COMPLETED,
     STEP_FAILED,
+    STEP_VERIFIED,
     DYNAMIC_TASKS_ADDED,
     REPLANNING,
     CONTEXT_COMPRESSED,

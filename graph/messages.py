@@ -9,7 +9,10 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMes
 
 
 def message_text(message: BaseMessage) -> str:
-    """The text of a message, whether its content is a string or a list of blocks."""
+    """The text of a message, whether its content is a string or a list of content blocks.
+
+    Like ``BaseMessage.text``, but it also survives odd list items (tool outputs may hold any).
+    """
     content = message.content
     if isinstance(content, str):
         return content
@@ -45,6 +48,13 @@ def pending_tool_calls(window: Sequence[AnyMessage]) -> list[dict]:
     if not window or not isinstance(window[-1], AIMessage):
         return []
     return list(window[-1].tool_calls)
+
+
+def awaiting_verification(tasks: Mapping[str, Any], task_id: str, window: Sequence[AnyMessage] | None) -> bool:
+    """Whether a running subtask's window ends with a final answer that waits for the completion check."""
+    task = tasks.get(task_id)
+    last = window[-1] if window else None
+    return bool(task and task["status"] == "in_progress" and isinstance(last, AIMessage) and not last.tool_calls)
 
 
 def truncate_middle(text: str, limit: int) -> str:

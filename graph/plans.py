@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .lenient import match_name
 from .queue import DEFAULT_AGENT, QueueError, Task, TaskOrigin, new_task
+
+
+class LimitReached(QueueError):
+    """A change refused by a limit (``max_tasks``, ``max_split_depth``); says what would have fit."""
+
+    def __init__(self, message: str, *, limit: str, value: int, needed: int):
+        super().__init__(message)
+        self.limit, self.value, self.needed = limit, value, needed
 
 
 def find_cycle(edges: Mapping[str, Sequence[str]]) -> list[str] | None:
@@ -109,33 +118,68 @@ def next_top_position(tasks: Mapping[str, Task]) -> int:
     return max((t["position"][0] for t in tasks.values()), default=-1) + 1
 
 
+# --------------------------------------------------------------------------- tolerance
+
+
+def coerce_agent_types(
+    specs: Sequence[Mapping[str, Any]], known: Sequence[str], fallback: str
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Specs whose agent type is a known one: loose matches are fixed ("Browser" -> "browser"),
+    unknown types become ``fallback``. Returns the specs and a note per unknown type."""
+    known = list(known)
+    fixed, unknown = [], {}
+    for spec in specs:
+        wanted = spec.get("agent_type")
+        agent = match_name(wanted, known) if wanted else fallback
+        if agent is None:
+            unknown.setdefault(wanted, []).append(str(spec["id"]) if spec.get("id") else "")
+            agent = fallback
+        fixed.append({**spec, "agent_type": agent})
+    notes = []
+    for name, ids in unknown.items():
+        named = [i for i in ids if i]
+        if not named:
+            who = "its tasks run"
+        else:
+            who = f"tasks {', '.join(named)} run" if len(named) > 1 else f"task {named[0]} runs"
+        notes.append(f"agent type {name!r} does not exist (known: {', '.join(known)}); {who} as {fallback!r}")
+    return fixed, notes
+
+
+def _id_key(task_id: str) -> str:
+    return re.sub(r"^(task|step|subtask)", "", re.sub(r"[\s#_-]+", "", task_id.lower()))
+
+
+def normalize_plan(
+    specs: Sequence[Mapping[str, Any]], existing: Iterable[str] = ()
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """A model's plan with the usual slips repaired, and a note per repair.
+
+    Ids are stripped; a dependency written another way ("task 1", "Step_1" for "1") points
+    at the id it means; self-dependencies and repeated dependencies are dropped.
+    """
+    ids = [str(s.get("id", "")).strip() for s in specs]
+    targets = [*ids, *existing]
+    loose = {}
+    for target in targets:
+        loose.setdefault(_id_key(target), target)
+    fixed, notes = [], []
+    for task_id, spec in zip(ids, specs, strict=True):
+        depends = []
+        for dep in spec.get("depends_on") or ():
+            dep = str(dep).strip()
+            target = dep if dep in targets else loose.get(_id_key(dep), dep)
+            if target != dep:
+                notes.append(f"task {task_id!r}: dependency {dep!r} read as {target!r}")
+            if target == task_id:
+                notes.append(f"task {task_id!r}: dropped its dependency on itself")
+            elif target not in depends:
+                depends.append(target)
+        fixed.append({**spec, "id": task_id, "content": str(spec.get("content") or "").strip(), "depends_on": depends})
+    return fixed, notes
+
+
 # --------------------------------------------------------------------------- splitting
-
-
-def parse_task_specs(tasks_json: str) -> list[dict[str, Any]]:
-    """Parse the ``tasks`` argument of split_and_handoff; QueueError on bad input."""
-    try:
-        data = json.loads(tasks_json)
-    except (TypeError, json.JSONDecodeError) as exc:
-        raise QueueError(f"`tasks` is not valid JSON ({exc})") from None
-    if not isinstance(data, list):
-        raise QueueError(f"`tasks` must be a JSON list of objects, got {type(data).__name__}")
-    if not data:
-        raise QueueError("`tasks` is an empty list; give at least one follow-up task")
-    specs = []
-    for i, item in enumerate(data):
-        if isinstance(item, str):
-            item = {"content": item}
-        if not isinstance(item, dict):
-            raise QueueError(f"task {i} must be an object with 'content', got {type(item).__name__}")
-        content = item.get("content")
-        if not isinstance(content, str) or not content.strip():
-            raise QueueError(f"task {i} has empty or missing 'content'")
-        agent = item.get("agent_type")
-        if agent is not None and not isinstance(agent, str):
-            raise QueueError(f"task {i} has a non-string 'agent_type'")
-        specs.append({"content": content.strip(), "agent_type": agent or None})
-    return specs
 
 
 def split_task(
@@ -147,27 +191,36 @@ def split_task(
     max_tasks: int,
     max_split_depth: int,
 ) -> dict[str, Task]:
-    """New dynamic tasks handed off by ``parent_id``; QueueError if the rules forbid them.
+    """New dynamic tasks handed off by ``parent_id``; QueueError (`LimitReached` for limits)
+    if the rules forbid them.
 
     Ids are ``{parent}_dyn_{i}``; each depends on the parent, inherits its agent type
-    (unless given) and metadata, and sorts right after the parent and its earlier
-    dynamic children.
+    (unless it names another known one; see `coerce_agent_types`) and metadata, and sorts
+    right after the parent and its earlier dynamic children.
     """
     if parent_id not in tasks:
         raise QueueError(f"unknown task {parent_id!r}")
+    if not specs:
+        raise QueueError("no follow-up tasks given")
     parent = tasks[parent_id]
     known_agents = set(agent_types)
     depth = parent.get("depth", 0) + 1
     if depth > max_split_depth:
-        raise QueueError(
+        raise LimitReached(
             f"split depth limit reached: {parent_id} is at depth {depth - 1} and max_split_depth is "
-            f"{max_split_depth}; finish this subtask yourself"
+            f"{max_split_depth}; finish this subtask yourself",
+            limit="max_split_depth",
+            value=max_split_depth,
+            needed=depth,
         )
     if len(tasks) + len(specs) > max_tasks:
         room = max(max_tasks - len(tasks), 0)
-        raise QueueError(
+        raise LimitReached(
             f"the queue holds {len(tasks)} of at most {max_tasks} tasks; {len(specs)} more do not fit "
-            f"(room for {room}). Use fewer, larger follow-up tasks"
+            f"(room for {room}). Use fewer, larger follow-up tasks",
+            limit="max_tasks",
+            value=max_tasks,
+            needed=len(tasks) + len(specs),
         )
     for i, spec in enumerate(specs):
         agent = spec.get("agent_type") or parent["agent_type"]

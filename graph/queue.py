@@ -32,6 +32,18 @@ class ReplanRequest(TypedDict):
     reason: str
 
 
+class TaskVerdict(TypedDict):
+    """What the completion check said of a result."""
+
+    complete: bool
+    reason: str
+    remaining_tasks: list[str]
+    """Work the check found missing (queued as follow-ups when there was room)."""
+    follow_up_ids: list[str]
+    error: str | None
+    """Why the check could not judge (the result then stands), or why follow-ups were not queued."""
+
+
 class Task(TypedDict):
     """One subtask. Stored in state as ``tasks[id]``."""
 
@@ -57,6 +69,10 @@ class Task(TypedDict):
     """Set when this subtask asks for, or needs, a replan; cleared once handled."""
     full_outputs: NotRequired[dict[str, str]]
     """Tool outputs cut from the window, by tool call id (only when the graph has no store)."""
+    limits_hit: NotRequired[dict[str, int]]
+    """Limits that refused a split of this subtask, with the value that would have let it through."""
+    verdict: NotRequired[TaskVerdict]
+    """The completion check's judgement of this subtask's result (``verify_results``)."""
 
 
 class QueueError(ValueError):

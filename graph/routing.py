@@ -13,15 +13,16 @@ from langgraph.types import Send
 
 from .config import AgentConfig
 from .context import ContextMonitor
+from .messages import awaiting_verification
 from .queue import Task, dependency_results, ordered, plan_summary, ready_tasks, total_model_calls
 from .state import SubtaskInput
 
-EXECUTOR, COMPRESSOR, REPLANNER, FINALIZE = "executor", "compressor", "replanner", "finalize"
-DESTINATIONS = [EXECUTOR, COMPRESSOR, REPLANNER, FINALIZE]
+EXECUTOR, COMPRESSOR, VERIFIER, REPLANNER, FINALIZE = "executor", "compressor", "verifier", "replanner", "finalize"
+DESTINATIONS = [EXECUTOR, COMPRESSOR, VERIFIER, REPLANNER, FINALIZE]
 
 
 def spent_model_calls(state: Mapping[str, Any]) -> int:
-    """Executor and replanner model calls so far (what ``max_steps`` limits)."""
+    """Executor, verifier and replanner model calls so far (what ``max_steps`` limits)."""
     replans = state.get("replans") or []
     return total_model_calls(state.get("tasks") or {}) + sum(r.get("model_calls", 0) for r in replans)
 
@@ -45,7 +46,7 @@ def make_router(
 ) -> Callable[[Mapping[str, Any]], list[Send] | str]:
     """The routing function, bound to the run's limits and each agent type's tools."""
 
-    def route(state: Mapping[str, Any]) -> list[Send] | str:
+    def route(state: Mapping[str, Any]) -> list[Send | str] | str:
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         if any(t.get("replan_request") for t in tasks.values()):
             return REPLANNER
@@ -53,9 +54,13 @@ def make_router(
             return FINALIZE
         windows = state.get("windows") or {}
         active = [t for t in ordered(tasks) if t["status"] == "in_progress"]
-        sends = []
+        sends: list[Send | str] = []
         for task in active:
             window = windows.get(task["id"], [])
+            if awaiting_verification(tasks, task["id"], window):
+                if VERIFIER not in sends:
+                    sends.append(VERIFIER)  # one verifier node checks every waiting answer
+                continue
             over = monitor.over_threshold(window, tool_schemas.get(task["agent_type"], ()))
             payload = subtask_input(state, task)
             if over:

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import re
 
+from .queue import preview
+
 GATHER = ("search", "find", "look up", "lookup", "research", "collect", "gather", "extract", "fetch", "list", "get")
 ANALYSE = ("analyse", "analyze", "compare", "evaluate", "assess", "rank", "review", "contrast")
 WRITE = ("write", "report", "summarise", "summarize", "draft", "present", "compose", "produce")
+CLAUSE_PREVIEW_CHARS = 300
 KINDS = (("gather", GATHER), ("analysis", ANALYSE), ("final", WRITE))
 CLAUSE_BREAK = re.compile(r"\s*(?:[;,.]\s*(?:and\s+|then\s+|and then\s+)?|\s+and then\s+|\s+then\s+|\s+and\s+(?=\w+))")
 
@@ -36,18 +39,26 @@ def split_clauses(goal: str) -> list[str]:
     return clauses
 
 
-def rule_based_plan(goal: str) -> list[dict] | None:
-    """Plan specs (id, content, agent_type, depends_on) from the goal's verbs, or None if none is recognised."""
+def rule_based_plan(goal: str, max_tasks: int | None = None) -> list[dict] | None:
+    """Plan specs (id, content, agent_type, depends_on) from the goal's verbs, or None if none is recognised.
+
+    More clauses than ``max_tasks`` are merged into one task per kind; each task holds a
+    preview of its clause (the whole goal is in every subtask's prompt anyway).
+    """
     steps: dict[str, list[str]] = {"gather": [], "analysis": [], "final": []}
     for clause in split_clauses(goal):
         kind = clause_kind(clause)
         if kind is None:  # only the first clause can lack a verb; later ones were merged
             return None
         steps[kind].append(clause)
-    return _plan(steps, goal)
+    if max_tasks is not None and sum(map(len, steps.values())) > max_tasks:
+        steps = {kind: ["; ".join(clauses)] if clauses else [] for kind, clauses in steps.items()}
+        if sum(map(len, steps.values())) > max_tasks:
+            return None
+    return _plan(steps)
 
 
-def _plan(steps: dict[str, list[str]], goal: str) -> list[dict] | None:
+def _plan(steps: dict[str, list[str]]) -> list[dict] | None:
     if sum(map(len, steps.values())) < 2:
         return None  # one recognised step is no better than the single-task fallback
     specs: list[dict] = []
@@ -56,7 +67,7 @@ def _plan(steps: dict[str, list[str]], goal: str) -> list[dict] | None:
         ids = []
         for clause in steps[kind]:
             task_id = str(len(specs) + 1)
-            content = f"{clause[0].upper()}{clause[1:]} (part of the goal: {goal})"
+            content = preview(f"{clause[0].upper()}{clause[1:]}", CLAUSE_PREVIEW_CHARS)
             specs.append({"id": task_id, "content": content, "agent_type": "default", "depends_on": list(previous)})
             ids.append(task_id)
         if ids:

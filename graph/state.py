@@ -23,6 +23,8 @@ class ReplanRecord(TypedDict):
     replaced_task_ids: list[str]
     skipped_task_ids: list[str]
     model_calls: int
+    notes: NotRequired[list[str]]
+    """Repairs made to the new plan (unknown agent types, dependency spellings)."""
 
 
 class InputState(TypedDict):

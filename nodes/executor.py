@@ -89,6 +89,7 @@ class Executor:
                 lambda: call_with_timeout(lambda: model.invoke(window), remaining),
                 retries=self.config.model_retries,
                 backoff_s=self.config.retry_backoff_s,
+                max_backoff_s=self.config.max_retry_wait_s,
             )
         except GraphBubbleUp:
             raise
@@ -122,4 +123,8 @@ class Executor:
                 result=partial or None,
                 replan_request={"trigger": "marker", "reason": reason},
             )
+        if self.config.verify_results:
+            # The answer waits in the window for the verifier node, which completes the subtask.
+            change = {"status": "in_progress", "model_calls": calls, "started_at": started}
+            return {"tasks": {task_id: change}, "windows": {task_id: [*window, reply]}}
         return completed(task_id, text, calls)

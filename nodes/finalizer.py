@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -11,19 +12,26 @@ from langgraph.errors import GraphBubbleUp
 
 from replangraph.config import AgentConfig
 from replangraph.events import PLAN_COMPLETED, emit
-from replangraph.messages import message_text
+from replangraph.messages import awaiting_verification, message_text
 from replangraph.prompts import FINAL_TEMPLATE, FINALIZER_PROMPT
 from replangraph.queue import RESET, Task, ordered, status_counts
 from replangraph.report import fallback_report
+from replangraph.retry import invoke_with_retries
 from replangraph.routing import spent_model_calls
 
 
-def stop_unfinished(tasks: Mapping[str, Task], reason: str) -> dict[str, dict]:
-    """Updates that close every task still pending or in progress when the run stops."""
+def stop_unfinished(tasks: Mapping[str, Task], reason: str, windows: Mapping[str, list] | None = None) -> dict:
+    """Updates that close every task still pending or in progress when the run stops.
+
+    An answer still waiting for the completion check is kept as the task's partial result.
+    """
     updates: dict[str, dict] = {}
+    windows = windows or {}
     for task in tasks.values():
         if task["status"] == "in_progress":
             updates[task["id"]] = {"status": "failed", "error": f"stopped before it finished: {reason}"}
+            if awaiting_verification(tasks, task["id"], windows.get(task["id"])):
+                updates[task["id"]]["result"] = message_text(windows[task["id"]][-1]).strip()
         elif task["status"] == "pending":
             updates[task["id"]] = {"status": "skipped", "error": task.get("error") or f"not run: {reason}"}
     return updates
@@ -44,24 +52,63 @@ def unresolved(tasks: Mapping[str, Task], replans: Sequence[Mapping]) -> list[Ta
     ]
 
 
+def steps_needed(tasks: Mapping[str, Task], model_calls: int) -> int:
+    """An estimate of the ``max_steps`` that would have let the run finish: the calls spent plus,
+    for every unfinished subtask, the average calls of a finished one."""
+    done = [t for t in tasks.values() if t["status"] == "completed"]
+    per_task = math.ceil(sum(t.get("model_calls", 0) for t in done) / len(done)) if done else 2
+    left = [t for t in tasks.values() if t["status"] in ("pending", "in_progress")]
+    return model_calls + max(per_task * len(left), 1)
+
+
+def limit_notes(tasks: Mapping[str, Task], replans: Sequence[Mapping], config: AgentConfig) -> list[str]:
+    """``max_tasks=50 refused follow-up tasks; 205 would have let them in``, for each limit that did."""
+    needed: dict[str, int] = {}
+    for task in tasks.values():
+        for limit, value in (task.get("limits_hit") or {}).items():
+            needed[limit] = max(needed.get(limit, 0), value)
+    notes = [
+        f"{limit}={getattr(config, limit)} refused follow-up tasks; {limit}={value} would have let them in"
+        for limit, value in sorted(needed.items())
+    ]
+    if any(r.get("outcome") == "limit" for r in replans) and config.max_replans < len(replans):
+        notes.append(
+            f"max_replans={config.max_replans} stopped further replanning; "
+            f"max_replans={len(replans)} would have allowed every request"
+        )
+    return notes
+
+
 def stop_reason(tasks: Mapping[str, Task], replans: Sequence[Mapping], model_calls: int, config: AgentConfig) -> str:
-    """Why the run ends unfinished."""
+    """Why the run ends unfinished, naming any limit that stopped it and the value that would have let it finish."""
     if model_calls >= config.max_steps:
-        return f"the step budget max_steps={config.max_steps} was used up"
-    if any(r.get("outcome") == "gave_up" for r in replans):
-        return "the replanner found no way to continue"
-    covered = replanned_ids(replans)
-    failed = [t["id"] for t in ordered(tasks) if t["status"] == "failed" and t["id"] not in covered]
-    if failed:
-        return f"subtask {', '.join(failed)} failed" if len(failed) == 1 else f"subtasks {', '.join(failed)} failed"
-    return "no remaining subtask could run"
+        reason = (
+            f"the step budget max_steps={config.max_steps} was used up "
+            f"(about max_steps={steps_needed(tasks, model_calls)} would have let it finish)"
+        )
+    elif any(r.get("outcome") == "gave_up" for r in replans):
+        reason = "the replanner found no way to continue"
+    else:
+        covered = replanned_ids(replans)
+        failed = [t["id"] for t in ordered(tasks) if t["status"] == "failed" and t["id"] not in covered]
+        if failed:
+            reason = (
+                f"subtask {', '.join(failed)} failed" if len(failed) == 1 else f"subtasks {', '.join(failed)} failed"
+            )
+        else:
+            reason = "no remaining subtask could run"
+    return "; ".join([reason, *limit_notes(tasks, replans, config)])
 
 
 def results_text(tasks: Mapping[str, Task]) -> str:
-    """Completed results, in queue order, for the final prompt."""
-    return "\n\n".join(
-        f"[{t['id']}] {t['content']}\n{t['result']}" for t in ordered(tasks) if t["status"] == "completed"
-    )
+    """Completed results and the partial results of subtasks that stopped, in queue order, for the final prompt."""
+    parts = []
+    for task in ordered(tasks):
+        if task["status"] == "completed":
+            parts.append(f"[{task['id']}] {task['content']}\n{task['result']}")
+        elif task.get("result"):
+            parts.append(f"[{task['id']}] {task['content']} (partial result; the subtask stopped)\n{task['result']}")
+    return "\n\n".join(parts)
 
 
 class Finalizer:
@@ -77,7 +124,7 @@ class Finalizer:
         replans = state.get("replans") or []
         unfinished = bool(unresolved(tasks, replans))
         reason = stop_reason(tasks, replans, spent_model_calls(state), self.config) if unfinished else ""
-        closing = stop_unfinished(tasks, reason) if unfinished else {}
+        closing = stop_unfinished(tasks, reason, state.get("windows")) if unfinished else {}
         closed = {tid: {**t, **closing.get(tid, {})} for tid, t in tasks.items()}
         answer = self.answer(goal, closed, reason)
         emit(PLAN_COMPLETED, final_answer=answer, counts=status_counts(closed), stop_reason=reason or None)
@@ -99,7 +146,8 @@ class Finalizer:
             HumanMessage(FINAL_TEMPLATE.format(goal=goal, results=results_text(tasks))),
         ]
         try:
-            text = message_text(self.model.invoke(prompt)).strip()
+            reply, _ = invoke_with_retries(self.model, prompt, self.config)
+            text = message_text(reply).strip()
         except GraphBubbleUp:
             raise
         except Exception as exc:  # the model is down: the queue still holds every result

@@ -1,9 +1,10 @@
 """replanner node: replaces the pending subtasks with a new plan when a step fails or asks for one.
 
 Completed subtasks and their results stay; a failed subtask stays failed for
-the record. An empty plan means "cannot continue". Past ``max_replans`` (or the
-step budget) nothing is replanned: the flagged subtasks' dependents are skipped
-and independent work goes on.
+the record, with any partial result it kept. An empty or unusable plan means
+"cannot continue", and past ``max_replans`` (or the step budget) nothing is
+replanned: either way only the flagged subtasks' dependents are skipped and
+independent work goes on.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from langchain_core.messages import HumanMessage, SystemMessage
 
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.events import REPLANNING, emit
-from replangraph.nodes.planner import request_plan, structured_planner
-from replangraph.plans import next_top_position, tasks_from_plan, validate_plan
+from replangraph.planning import request_plan, structured_planner
+from replangraph.plans import coerce_agent_types, next_top_position, normalize_plan, tasks_from_plan, validate_plan
 from replangraph.prompts import REPLAN_TEMPLATE, REPLANNER_PROMPT, agent_types_text
-from replangraph.queue import QueueError, Task, ordered, plan_summary, preview, skip_dependents
+from replangraph.queue import DEFAULT_AGENT, QueueError, Task, ordered, plan_summary, preview, skip_dependents
 from replangraph.routing import spent_model_calls
 from replangraph.state import ReplanRecord
 
@@ -39,6 +40,7 @@ def replan_prompt(goal: str, tasks: Mapping[str, Task], flagged: Sequence[Task],
     results = "\n".join(f"- {t['id']}: {preview(t['result'], preview_chars)}" for t in done) or "(none)"
     reasons = "\n".join(
         f"- {t['id']} ({t['replan_request']['trigger']}): {t['content']}\n  Reason: {t['replan_request']['reason']}"
+        + (f"\n  Partial result (kept): {preview(t['result'], preview_chars)}" if t.get("result") else "")
         for t in flagged
     )
     return REPLAN_TEMPLATE.format(goal=goal, plan=plan_summary(tasks), results=results, flagged=reasons)
@@ -48,7 +50,7 @@ class Replanner:
     """One model call (plus retries) per round, through the planner's structured `Plan`."""
 
     def __init__(self, model: BaseChatModel, profiles: Mapping[str, AgentProfile], config: AgentConfig):
-        self.structured = structured_planner(model)
+        self.structured = structured_planner(model, list(profiles))
         self.profiles = profiles
         self.config = config
 
@@ -60,7 +62,8 @@ class Replanner:
             return {}
         rounds = sum(r["outcome"] != "limit" for r in records)
         if rounds >= self.config.max_replans or spent_model_calls(state) >= self.config.max_steps:
-            updates, record = self.settle(tasks, flagged)
+            updates = self.settle(tasks, flagged)
+            record = self.record(flagged, "limit", skipped=list(updates))
         else:
             updates, record = self.replan(state, tasks, flagged, suffix=f"_r{rounds + 1}")
         for task in flagged:
@@ -74,21 +77,23 @@ class Replanner:
             outcome=record["outcome"],
             new_task_ids=record["new_task_ids"],
             skipped=record["skipped_task_ids"],
+            notes=record.get("notes", []),
         )
         return {"tasks": updates, "replans": [*records, record]}
 
-    def settle(self, tasks: Mapping[str, Task], flagged: Sequence[Task]) -> tuple[dict, ReplanRecord]:
-        """No replanning left: skip what waits on the flagged subtasks."""
+    def settle(self, tasks: Mapping[str, Task], flagged: Sequence[Task]) -> dict[str, dict]:
+        """Skip what waits on the flagged subtasks; independent work goes on."""
         updates: dict[str, dict] = {}
         for task in flagged:
             view = {k: {**v, **updates.get(k, {})} for k, v in tasks.items()}
             updates.update(skip_dependents(view, task["id"]))
-        return updates, self.record(flagged, "limit", skipped=list(updates))
+        return updates
 
     def replan(
         self, state: Mapping[str, Any], tasks: Mapping[str, Task], flagged: Sequence[Task], suffix: str
     ) -> tuple[dict, ReplanRecord]:
-        """Ask the model for the remaining subtasks; an empty or unusable answer gives up."""
+        """Ask the model for the remaining subtasks; an empty or unusable answer gives up on the
+        flagged subtasks (their dependents are skipped, independent work goes on)."""
         descriptions = {name: p.description for name, p in self.profiles.items()}
         goal = state.get("goal", "")
         messages = [
@@ -99,30 +104,35 @@ class Replanner:
         kept = {k: t for k, t in tasks.items() if k not in pending}
         can_wait_on = {k: t for k, t in kept.items() if t["status"] in ("completed", "in_progress")}
 
-        def validate(specs: list[dict]) -> None:
+        def check(specs: list[dict]) -> tuple[list[dict], list[str]]:
             if not specs:
-                return  # an empty plan is a valid answer: "cannot continue"
+                return [], []  # an empty plan is a valid answer: "cannot continue"
+            specs, notes = normalize_plan(specs, existing=can_wait_on)
             renamed = rename_colliding(specs, set(tasks), suffix)
+            renamed, agent_notes = coerce_agent_types(renamed, list(self.profiles), DEFAULT_AGENT)
             validate_plan(renamed, agent_types=self.profiles, existing=can_wait_on, max_tasks=None)
             if len(kept) + len(renamed) > self.config.max_tasks:
                 raise QueueError(
                     f"the queue would hold {len(kept) + len(renamed)} tasks; the limit is {self.config.max_tasks}"
                 )
+            return renamed, notes + agent_notes
 
-        specs, calls, error = request_plan(
-            self.structured, messages, retries=self.config.replanner_retries, validate=validate
+        answer = request_plan(
+            self.structured, messages, retries=self.config.replanner_retries, config=self.config, check=check
         )
-        if not specs:
-            reason = error or "the replanner returned no remaining subtasks"
-            updates = {
-                tid: {"status": "skipped", "error": f"not run: the replanner gave up ({reason})"} for tid in pending
-            }
-            return updates, self.record(flagged, "gave_up", skipped=pending, calls=calls)
-        renamed = rename_colliding(specs, set(tasks), suffix)
-        created = tasks_from_plan(renamed, first_position=next_top_position(tasks), origin="replanner")
+        if not answer.specs:
+            reason = answer.error or "the replanner returned no remaining subtasks"
+            updates = self.settle(tasks, flagged)
+            for update in updates.values():
+                update["error"] = f"not run: the replanner gave up ({preview(reason, 300)})"
+            record = self.record(flagged, "gave_up", skipped=list(updates), calls=answer.calls)
+            return updates, record
+        created = tasks_from_plan(answer.specs, first_position=next_top_position(tasks), origin="replanner")
         updates: dict[str, Any] = {tid: None for tid in pending}
         updates.update(created)
-        return updates, self.record(flagged, "replanned", new=list(created), replaced=pending, calls=calls)
+        record = self.record(flagged, "replanned", new=list(created), replaced=pending, calls=answer.calls)
+        record["notes"] = answer.notes
+        return updates, record
 
     @staticmethod
     def record(

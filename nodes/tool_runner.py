@@ -18,12 +18,12 @@ from langgraph.errors import GraphBubbleUp
 
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.events import DYNAMIC_TASKS_ADDED, emit
-from replangraph.messages import pending_tool_calls
+from replangraph.messages import message_text, pending_tool_calls
 from replangraph.nodes.outcomes import completed, failed
 from replangraph.observations import cut_observation, drop_old_observations
-from replangraph.queue import Task
+from replangraph.queue import Task, preview
 from replangraph.retry import StepTimeout, call_with_timeout, seconds_left
-from replangraph.tools.replan_toolkit import ReplanSession, replan_toolkit
+from replangraph.tools.replan_toolkit import TOOLKIT_NAMES, ReplanSession, replan_toolkit, sent_summary
 
 
 def not_run(call: dict) -> ToolMessage:
@@ -54,6 +54,26 @@ def run_tool_call(toolbox: Mapping[str, BaseTool], call: dict) -> ToolMessage:
     if not isinstance(reply, ToolMessage):
         reply = ToolMessage(str(reply), tool_call_id=call_id, name=name)
     return reply
+
+
+def is_repeated_refusal(window: Sequence[AnyMessage], reply: ToolMessage) -> bool:
+    """Whether ``reply`` refuses a toolkit call exactly as an earlier reply in the window did."""
+    if reply.status != "error" or reply.name not in TOOLKIT_NAMES:
+        return False
+    text = message_text(reply)
+    return any(
+        isinstance(m, ToolMessage) and m.status == "error" and m.name == reply.name and message_text(m) == text
+        for m in window
+    )
+
+
+def limits_hit(task: Task, session: ReplanSession) -> dict:
+    """``{"limits_hit": {limit: value needed}}`` when a limit refused a split of this subtask, else {}."""
+    if session.limit is None:
+        return {}
+    hits = dict(task.get("limits_hit") or {})
+    hits[session.limit.limit] = max(hits.get(session.limit.limit, 0), session.limit.needed)
+    return {"limits_hit": hits}
 
 
 def output_namespace(task_id: str) -> tuple[str, ...]:
@@ -97,10 +117,12 @@ class ToolRunner:
         tools = [*self.profiles[task["agent_type"]].tools, *replan_toolkit(session)]
         toolbox = {t.name: t for t in tools}
         started = task.get("started_at") or time.time()
+        calls = task.get("model_calls", 0)
         replies: list[ToolMessage] = []
         cut: dict[str, str] = {}
+        repeated: str | None = None
         for call in pending_tool_calls(window):
-            if session.ended:
+            if session.ended or repeated:
                 replies.append(not_run(call))
                 continue
             try:
@@ -110,26 +132,35 @@ class ToolRunner:
             except StepTimeout:
                 session.close()
                 error = f"step exceeded step_timeout_s={self.config.step_timeout_s:g} in tool {call.get('name')!r}"
-                return failed(task_id, error, task.get("model_calls", 0))
+                return failed(task_id, error, calls, **limits_hit(task, session))
+            if is_repeated_refusal([*window, *replies], reply):
+                repeated = sent_summary(call.get("args"))
+                error = f"the agent repeated a refused {reply.name} call: {preview(message_text(reply), 300)}"
             reply, full_text = cut_observation(reply, self.config.max_observation_chars)
             if full_text is not None:
                 cut[reply.tool_call_id] = full_text
             replies.append(reply)
         session.close()
         new_window, dropped = drop_old_observations([*window, *replies], self.config.max_observations)
-        kept = keep_full_outputs(task, {**dropped, **cut} if not session.ended else cut)
+        ended = session.ended or repeated is not None
+        kept = {**keep_full_outputs(task, {**dropped, **cut} if not ended else cut), **limits_hit(task, session)}
+        if repeated is not None:
+            # The same refusal twice: the agent will not get past it alone. Keep what it sent, replan the rest.
+            request = {"trigger": "failure", "reason": error}
+            return failed(task_id, error, calls, result=repeated or None, replan_request=request, **kept)
         if session.replan_reason is not None:
             reason = session.replan_reason
             request = {"trigger": "tool", "reason": reason}
-            calls = task.get("model_calls", 0)
             return failed(task_id, f"replan requested: {reason}", calls, replan_request=request, **kept)
         if session.handoff is None:
             return {"tasks": {task_id: kept} if kept else {}, "windows": {task_id: new_window}}
-        new_tasks = session.handoff.tasks
-        emit(DYNAMIC_TASKS_ADDED, parent_id=task_id, task_ids=list(new_tasks))
-        update = completed(task_id, session.handoff.summary, handed_off=list(new_tasks))
+        handoff = session.handoff
+        emit(
+            DYNAMIC_TASKS_ADDED, parent_id=task_id, task_ids=list(handoff.tasks), source="toolkit", notes=handoff.notes
+        )
+        update = completed(task_id, handoff.summary, handed_off=list(handoff.tasks))
         update["tasks"][task_id].update(kept)
-        update["tasks"].update(new_tasks)
+        update["tasks"].update(handoff.tasks)
         return update
 
     def __call__(self, state: Mapping) -> dict:

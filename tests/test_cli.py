@@ -53,11 +53,17 @@ def test_every_event_has_a_readable_line():
     from replangraph import EVENT_NAMES
 
     samples = {
-        "plan_created": {"tasks": [{}], "fallback_reason": "model down"},
+        "plan_created": {"tasks": [{}], "fallback_reason": "model down", "notes": ["agent type 'x' does not exist"]},
         "step_started": {"task_id": "a", "agent_type": "default", "content": "read"},
         "step_completed": {"task_id": "a", "result_preview": "done"},
         "step_failed": {"task_id": "a", "error": "boom"},
-        "dynamic_tasks_added": {"parent_id": "a", "task_ids": ["a_dyn_0"]},
+        "step_verified": {
+            "task_id": "a",
+            "complete": False,
+            "reason": "ranks 6-19 missing",
+            "follow_up_ids": ["a_dyn_0"],
+        },
+        "dynamic_tasks_added": {"parent_id": "a", "task_ids": ["a_dyn_0"], "source": "verifier"},
         "replanning": {
             "task_id": "a",
             "trigger": "tool",
@@ -74,3 +80,6 @@ def test_every_event_has_a_readable_line():
     assert lines["context_compressed"] == "a context compressed: 900 -> 300 tokens"
     assert lines["plan_completed"] == "plan completed: completed 2"
     assert "fallback: model down" in lines["plan_created"]
+    assert "agent type 'x' does not exist" in lines["plan_created"]
+    assert lines["step_verified"] == "a checked: incomplete (ranks 6-19 missing); queued a_dyn_0"
+    assert lines["dynamic_tasks_added"] == "a: the check added a_dyn_0"

@@ -1,21 +1,27 @@
-"""planner node: valid plans, retries with the error fed back, and the single-task fallback."""
+"""planner node: valid plans, lenient reading, retries with the error fed back, and the fallbacks."""
 
 from __future__ import annotations
 
+import httpx
 from langchain_core.messages import AIMessage
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langchain_openai.chat_models.base import OpenAIRateLimitError
 
+from replangraph import retry
 from replangraph.config import AgentConfig, AgentProfile, resolve_profiles
 from replangraph.nodes.planner import Planner
+from replangraph.planning import plan_schema
 from replangraph.queue import RESET
 from replangraph.scripted import ScriptedChatModel, ScriptedRequest, tool_call
 
 GOAL = "Compare the three cheapest flights to Oslo"
 RETRY_MARK = "could not be used"
+FAST = {"retry_backoff_s": 0.0}
 
 
 def planner_for(respond, agents=None, **config) -> Planner:
     profiles = resolve_profiles(agents, ())
-    return Planner(ScriptedChatModel(respond=respond), profiles, AgentConfig(**config))
+    return Planner(ScriptedChatModel(respond=respond), profiles, AgentConfig(**{**FAST, **config}))
 
 
 def plan_call(*tasks):
@@ -42,17 +48,26 @@ def test_valid_plan_becomes_pending_tasks_in_order():
     assert "messages" not in update  # the goal already is a message
 
 
+def test_schema_lists_agent_types_as_an_enum_and_hides_the_field_when_only_default_exists():
+    def task_properties(types):
+        parameters = convert_to_openai_tool(plan_schema(types))["function"]["parameters"]
+        return parameters["properties"]["tasks"]["items"]["properties"]
+
+    assert "agent_type" not in task_properties(["default"])
+    assert task_properties(["default", "browser"])["agent_type"]["enum"] == ["default", "browser"]
+
+
 def test_garbage_is_retried_twice_with_the_error_then_falls_back():
     prompts = []
 
     def respond(request):
         prompts.append(request.prompt)
-        return "I think you should just book the first one."  # never a Plan tool call
+        return "I think you should just book the first one."  # never a plan
 
-    tasks, calls, error = planner_for(respond).plan(GOAL)
+    tasks, calls, error, _ = planner_for(respond).plan(GOAL)
     assert calls == 3
     assert list(tasks) == ["1"] and tasks["1"]["content"] == GOAL
-    assert "not a valid Plan" in error
+    assert "not valid JSON" in error
     assert [p.count(RETRY_MARK) for p in prompts] == [0, 1, 1]
     assert "just book the first one" in prompts[1]
 
@@ -64,36 +79,94 @@ def test_invalid_plan_is_corrected_on_retry():
         assert "dependency cycle" in request.prompt
         return plan_call(task("a"), task("b", depends_on=["a"]))
 
-    tasks, calls, error = planner_for(respond).plan(GOAL)
+    tasks, calls, error, _ = planner_for(respond).plan(GOAL)
     assert list(tasks) == ["a", "b"] and calls == 2 and error == ""
 
 
-def test_unknown_agent_type_is_an_invalid_plan():
+def test_unknown_agent_type_runs_as_default_with_a_note_and_no_retry():
     agents = {"browser": AgentProfile(description="reads web pages")}
 
     def respond(request):
         assert "- browser: reads web pages" in request.system
-        if retries_in(request) == 0:
-            return plan_call(task("a", agent_type="painter"))
-        assert "unknown agent_type 'painter'" in request.prompt
-        return plan_call(task("a", agent_type="browser"))
+        assert retries_in(request) == 0
+        return plan_call(task("a", agent_type="painter"), task("b", agent_type="Browser"))
 
-    tasks, _, _ = planner_for(respond, agents=agents).plan(GOAL)
-    assert tasks["a"]["agent_type"] == "browser"
+    planner = planner_for(respond, agents=agents)
+    tasks, calls, _, notes = planner.plan(GOAL)
+    assert calls == 1
+    assert tasks["a"]["agent_type"] == "default" and tasks["b"]["agent_type"] == "browser"
+    assert notes == ["agent type 'painter' does not exist (known: browser, default); task a runs as 'default'"]
+
+
+def test_plan_event_carries_the_notes():
+    events = []
+    planner = planner_for(lambda r: plan_call(task("a", agent_type="researcher")))
+    import replangraph.nodes.planner as planner_module
+
+    original = planner_module.emit
+    planner_module.emit = lambda name, **payload: events.append((name, payload))
+    try:
+        planner({"messages": [("user", GOAL)]})
+    finally:
+        planner_module.emit = original
+    [(name, payload)] = events
+    assert name == "plan_created" and "'researcher' does not exist" in payload["notes"][0]
+
+
+def test_plan_as_fenced_json_text_numbers_for_ids_and_loose_dependencies_is_accepted():
+    text = """Here is the plan:
+```json
+{"tasks": [{"id": 1, "task": "search flights"},
+           {"id": 2, "description": "compare them", "depends_on": "task 1"},
+           {"id": 3, "content": "write it up", "dependencies": [1, 2]}]}
+```"""
+    tasks, calls, error, notes = planner_for(lambda r: AIMessage(content=[{"type": "text", "text": text}])).plan(GOAL)
+    assert calls == 1 and error == ""
+    assert [(t["id"], t["content"], t["depends_on"]) for t in tasks.values()] == [
+        ("1", "search flights", []),
+        ("2", "compare them", ["1"]),
+        ("3", "write it up", ["1", "2"]),
+    ]
+    assert notes == ["task '2': dependency 'task 1' read as '1'"]
+
+
+def test_tasks_sent_as_a_json_string_inside_the_call_are_accepted():
+    args = {"tasks": '[{"id": "a", "content": "search"}, {"id": "b", "content": "compare", "depends_on": ["a"]}]'}
+    tasks, calls, _, _ = planner_for(lambda r: tool_call("Plan", args)).plan(GOAL)
+    assert list(tasks) == ["a", "b"] and calls == 1
 
 
 def test_plan_over_max_tasks_is_rejected():
     many = [task(str(i)) for i in range(5)]
-    tasks, calls, error = planner_for(lambda r: plan_call(*many), max_tasks=3).plan(GOAL)
+    tasks, calls, error, _ = planner_for(lambda r: plan_call(*many), max_tasks=3).plan(GOAL)
     assert calls == 3 and list(tasks) == ["1"] and "limit is 3" in error
 
 
-def test_model_that_raises_falls_back_without_crashing():
+def test_model_that_keeps_failing_is_retried_with_backoff_then_falls_back():
     def respond(request):
         raise ConnectionError("no route to host")
 
-    tasks, calls, error = planner_for(respond, planner_retries=1).plan(GOAL)
-    assert calls == 2 and list(tasks) == ["1"] and "no route to host" in error
+    tasks, calls, error, _ = planner_for(respond, planner_retries=1, model_retries=2).plan(GOAL)
+    assert calls == 3  # one ask, retried twice; no further asks once the model is down
+    assert list(tasks) == ["1"] and "no route to host" in error
+
+
+def test_a_rate_limit_window_is_waited_out(monkeypatch):
+    waits, seen = [], []
+    monkeypatch.setattr(retry, "wait", waits.append)
+    monkeypatch.setattr(retry, "jitter", lambda: 0.0)
+    request = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
+
+    def respond(r):
+        seen.append(1)
+        if len(seen) < 3:
+            response = httpx.Response(429, headers={"retry-after": "0.75"}, request=request)
+            raise OpenAIRateLimitError("rate limited", response=response, body=None)
+        return plan_call(task("a"))
+
+    tasks, calls, error, _ = planner_for(respond, retry_backoff_s=0.5).plan(GOAL)
+    assert list(tasks) == ["a"] and calls == 3 and error == ""
+    assert waits == [0.75, 1.0]  # the provider's Retry-After, then the doubled backoff
 
 
 def test_malformed_plan_arguments_are_retried():
@@ -102,8 +175,23 @@ def test_malformed_plan_arguments_are_retried():
             return tool_call("Plan", {"tasks": "not a list"})
         return plan_call(task("only"))
 
-    tasks, calls, _ = planner_for(respond).plan(GOAL)
+    tasks, calls, _, _ = planner_for(respond).plan(GOAL)
     assert list(tasks) == ["only"] and calls == 2
+
+
+def test_rule_based_fallback_respects_max_tasks_and_keeps_tasks_short():
+    goal = ", ".join(f"find item {i}" for i in range(5_000)) + ", then write a report"
+    assert len(goal) > 60_000
+    tasks, _, _, _ = planner_for(lambda r: "no plan", max_tasks=10).plan(goal)
+    assert 2 <= len(tasks) <= 10
+    assert all(len(t["content"]) <= 300 for t in tasks.values())
+    assert list(tasks.values())[-1]["depends_on"] == ["1"]
+
+
+def test_single_task_fallback_holds_a_preview_of_a_huge_goal():
+    goal = "x" * 200_000
+    tasks, _, _, _ = planner_for(lambda r: "no plan").plan(goal)
+    assert list(tasks) == ["1"] and len(tasks["1"]["content"]) <= 300
 
 
 def test_goal_key_is_used_when_the_last_message_is_not_human():

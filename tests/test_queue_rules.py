@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replangraph.plans import find_cycle, parse_task_specs, split_task, tasks_from_plan, validate_plan
+from replangraph.plans import find_cycle, split_task, tasks_from_plan, validate_plan
 from replangraph.queue import (
     RESET,
     QueueError,
@@ -181,29 +181,6 @@ def test_split_respects_caps():
         split_task(
             tasks, "1", [{"content": "x", "agent_type": "painter"}], agent_types=AGENTS, max_tasks=9, max_split_depth=3
         )
-
-
-@pytest.mark.parametrize(
-    "raw, message",
-    [
-        ("not json", "not valid JSON"),
-        ('{"content": "x"}', "must be a JSON list"),
-        ("[]", "empty list"),
-        ("[3]", "must be an object"),
-        ('[{"content": ""}]', "empty or missing 'content'"),
-        ('[{"content": "x", "agent_type": 5}]', "non-string 'agent_type'"),
-    ],
-)
-def test_bad_task_specs(raw, message):
-    with pytest.raises(QueueError, match=message):
-        parse_task_specs(raw)
-
-
-def test_task_specs_accept_bare_strings():
-    assert parse_task_specs('["read 6-10", {"content": " x ", "agent_type": "browser"}]') == [
-        {"content": "read 6-10", "agent_type": None},
-        {"content": "x", "agent_type": "browser"},
-    ]
 
 
 # --------------------------------------------------------------------------- summary and reducers

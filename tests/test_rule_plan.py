@@ -17,8 +17,20 @@ def test_gather_analyse_write_chain():
     plan = rule_based_plan(goal)
     assert plan[0]["content"].startswith("Find the prices of the three cheapest flights to Oslo")
     assert plan[1]["content"].startswith("Compare them")
-    assert goal in plan[2]["content"]  # every step keeps the whole goal as context
+    assert plan[2]["content"] == "Write a short report"  # the whole goal is in every subtask's prompt anyway
     validate_plan(plan, agent_types=["default"])
+
+
+def test_more_clauses_than_max_tasks_merge_into_one_task_per_kind():
+    goal = "Find A, find B, find C, compare them and write a report"
+    assert len(rule_based_plan(goal)) == 5
+    merged = rule_based_plan(goal, max_tasks=3)
+    assert [(t["content"], t["depends_on"]) for t in merged] == [
+        ("Find A; find B; find C", []),
+        ("Compare them", ["1"]),
+        ("Write a report", ["2"]),
+    ]
+    assert rule_based_plan(goal, max_tasks=2) is None  # three kinds cannot fit: the single-task fallback
 
 
 def test_several_gathers_feed_the_analysis():

@@ -41,7 +41,7 @@ def split_args(*contents, summary="products 1-5: A, B, C, D, E", **extra):
 def test_toolkit_names_and_schemas():
     tools = replan_toolkit(None)
     assert [t.name for t in tools] == [REVIEW_TOOL, SPLIT_TOOL, REQUEST_REPLAN_TOOL]
-    assert tools[1].args["tasks"]["type"] == "string"  # JSON travels as a string
+    assert tools[1].args["tasks"]["type"] == "string"  # shown as a JSON string; arrays are accepted too
 
 
 def test_split_and_handoff_records_the_result_and_the_new_tasks():
@@ -64,11 +64,13 @@ def test_split_and_handoff_records_the_result_and_the_new_tasks():
     "args, message",
     [
         ({"summary": "s", "tasks": "[{'content': 'x'}]"}, "not valid JSON"),
-        ({"summary": "s", "tasks": '{"content": "x"}'}, "JSON list"),
         ({"summary": "s", "tasks": "[]"}, "empty list"),
-        ({"summary": "s", "tasks": '[{"content": ""}]'}, "content"),
+        ({"summary": "s", "tasks": '[{"content": ""}]'}, "has no 'content'"),
+        ({"summary": "s", "tasks": '{"range": "6-19"}'}, "keys given: range"),
+        ({"summary": "s", "tasks": 7}, "must be a list of tasks"),
+        ({"summary": "s", "tasks": "[" * 5_000 + "]" * 5_000}, "levels deep"),
+        ({"summary": "s", "tasks": [[[[[[[[[[[[[[[[[[[[[["x"]]]]]]]]]]]]]]]]]]]]]]}, "levels deep"),
         ({"summary": " ", "tasks": '[{"content": "x"}]'}, "`summary` is empty"),
-        ({"summary": "s", "tasks": '[{"content": "x", "agent_type": "painter"}]'}, "unknown agent_type"),
         ({"summary": "s"}, "invalid arguments (tasks: Field required)"),
     ],
 )
@@ -77,9 +79,47 @@ def test_bad_split_input_is_an_error_for_the_agent_and_changes_nothing(args, mes
     before = json.dumps(s.tasks, sort_keys=True)
     reply = call(replan_toolkit(s), SPLIT_TOOL, **args)
     assert reply.status == "error" and message in reply.content
+    assert "RecursionError" not in reply.content
     assert s.handoff is None and json.dumps(s.tasks, sort_keys=True) == before
     ok = call(replan_toolkit(s), SPLIT_TOOL, **split_args("rest"))  # the subtask can still hand off
     assert ok.status == "success"
+
+
+@pytest.mark.parametrize(
+    "tasks",
+    [
+        '[{"content": "products 6-10"}, {"content": "products 11-15"}]',  # the documented JSON string
+        [{"content": "products 6-10"}, {"content": "products 11-15"}],  # a real JSON array
+        '```json\n[{"content": "products 6-10"}, {"content": "products 11-15"}]\n```',  # fenced
+        ["products 6-10", "products 11-15"],  # plain strings
+        "- products 6-10\n- products 11-15",  # one task per line
+        {"tasks": [{"task": "products 6-10"}, {"description": "products 11-15"}]},  # wrapped, other key names
+        'Remaining: [{"content": "products 6-10"}, {"content": "products 11-15"}]',  # JSON inside prose
+    ],
+)
+def test_split_accepts_the_shapes_models_send(tasks):
+    s = session()
+    reply = call(replan_toolkit(s), SPLIT_TOOL, summary="products 1-5", tasks=tasks)
+    assert reply.status == "success", reply.content
+    assert [t["content"] for t in s.handoff.tasks.values()] == ["products 6-10", "products 11-15"]
+
+
+def test_split_accepts_other_field_names_and_a_list_as_summary():
+    s = session()
+    reply = call(replan_toolkit(s), SPLIT_TOOL, partial_result=["#1 A", "#2 B"], follow_up_tasks=["products 3-5"])
+    assert reply.status == "success", reply.content
+    assert s.handoff.summary == "#1 A\n#2 B" and list(s.handoff.tasks) == ["1_dyn_0"]
+
+
+def test_unknown_agent_type_in_a_split_runs_as_the_parent_s_type_and_the_reply_says_so():
+    s = session()
+    reply = call(replan_toolkit(s), SPLIT_TOOL, **split_args("a", "b", agent_type="researcher"))
+    assert reply.status == "success"
+    assert "agent type 'researcher' does not exist" in reply.content and "run as 'browser'" in reply.content
+    assert {t["agent_type"] for t in s.handoff.tasks.values()} == {"browser"}
+    loose = session()
+    call(replan_toolkit(loose), SPLIT_TOOL, **split_args("a", agent_type="Default"))
+    assert loose.handoff.tasks["1_dyn_0"]["agent_type"] == "default" and not loose.handoff.notes
 
 
 def test_caps_are_errors_for_the_agent():
@@ -218,3 +258,36 @@ def test_long_outputs_are_cut_with_a_marker():
     update = make_runner(big, max_observation_chars=2_000)(runner_state(tool_call("big", {})))
     reply = update["windows"]["1"][-1]
     assert isinstance(reply, ToolMessage) and len(reply.content) <= 2_000 and "characters cut" in reply.content
+
+
+# --------------------------------------------------------------------------- repeat guard
+
+
+def test_the_same_refusal_twice_ends_the_subtask_keeping_the_summary_for_the_replanner():
+    bad = {"summary": "#1 A\n#2 B", "tasks": '{"range": "3-19"}'}
+    runner = make_runner()
+    first = runner(runner_state(tool_call(SPLIT_TOOL, bad, call_id="a")))
+    refusal = first["windows"]["1"][-1]
+    assert refusal.status == "error" and "keys given: range" in refusal.content
+    assert first["tasks"] == {}  # still running: the agent may correct itself
+    window = [*first["windows"]["1"], AIMessage("", tool_calls=[tool_call(SPLIT_TOOL, bad, call_id="b")])]
+    second = runner({"tasks": running_queue(), "windows": {"1": window}, "goal": "top 19"})
+    task = second["tasks"]["1"]
+    assert task["status"] == "failed" and task["result"] == "#1 A\n#2 B"
+    assert "repeated a refused replan_split_and_handoff call" in task["error"]
+    assert task["replan_request"]["trigger"] == "failure"
+    assert second["windows"] == {"1": None}
+
+
+def test_a_corrected_call_after_a_refusal_goes_through():
+    runner = make_runner()
+    first = runner(runner_state(tool_call(SPLIT_TOOL, {"summary": "s", "tasks": "[]"}, call_id="a")))
+    fixed = AIMessage("", tool_calls=[tool_call(SPLIT_TOOL, split_args("rest"), call_id="b")])
+    second = runner({"tasks": running_queue(), "windows": {"1": [*first["windows"]["1"], fixed]}, "goal": "g"})
+    assert second["tasks"]["1"]["status"] == "completed" and "1_dyn_0" in second["tasks"]
+
+
+def test_a_limit_refusal_is_recorded_with_the_value_that_would_fit():
+    update = make_runner(max_tasks=3)(runner_state(tool_call(SPLIT_TOOL, split_args("a", "b", "c"))))
+    assert update["tasks"]["1"]["limits_hit"] == {"max_tasks": 5}
+    assert update["windows"]["1"][-1].status == "error"

@@ -10,12 +10,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Annotated, Any
 
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, Field, ValidationError, WithJsonSchema
 
 from replangraph.config import AgentConfig
-from replangraph.plans import parse_task_specs, split_task
+from replangraph.lenient import UnreadableInput, as_text, task_specs
+from replangraph.plans import LimitReached, coerce_agent_types, split_task
 from replangraph.queue import QueueError, Task, ordered, preview, task_line
 
 REVIEW_TOOL = "replan_review_context"
@@ -31,6 +33,8 @@ class Handoff:
 
     summary: str
     tasks: dict[str, Task]
+    notes: list[str] = field(default_factory=list)
+    """What was read differently from what the agent sent (e.g. an unknown agent type)."""
 
 
 @dataclass
@@ -44,6 +48,8 @@ class ReplanSession:
     goal: str = ""
     handoff: Handoff | None = None
     replan_reason: str | None = None
+    limit: LimitReached | None = None
+    """The last limit that refused a split, so a stopped run can say what would have fit."""
     closed: bool = False
 
     @property
@@ -69,13 +75,26 @@ class ReplanSession:
             workspace=self.config.workspace_dir,
         )
 
-    def split_and_handoff(self, summary: str, tasks: str) -> str:
-        """Record ``summary`` as this subtask's result and queue the follow-up tasks."""
+    def split_and_handoff(self, summary: Any, tasks: Any) -> str:
+        """Record ``summary`` as this subtask's result and queue the follow-up tasks.
+
+        ``tasks`` may be a JSON string, a JSON array, fenced JSON, a list of strings or
+        one task per line; an unknown agent type runs as this subtask's type.
+        """
         self._check_open()
-        if not isinstance(summary, str) or not summary.strip():
+        summary = as_text(summary).strip()
+        if not summary:
             raise ToolException("`summary` is empty: put the partial result you have so far in it")
+        unchanged = "The queue is unchanged; this subtask is still yours."
         try:
-            specs = parse_task_specs(tasks)
+            specs = task_specs(tasks)
+        except UnreadableInput as exc:
+            example = '[{"content": "Extract items 6-10"}, {"content": "Extract items 11-15"}]'
+            raise ToolException(
+                f"`tasks` could not be read: {exc}. Send a list such as {example}. {unchanged}"
+            ) from None
+        specs, notes = coerce_agent_types(specs, list(self.agent_types), self.tasks[self.task_id]["agent_type"])
+        try:
             created = split_task(
                 self.tasks,
                 self.task_id,
@@ -84,18 +103,25 @@ class ReplanSession:
                 max_tasks=self.config.max_tasks,
                 max_split_depth=self.config.max_split_depth,
             )
+        except LimitReached as exc:
+            self.limit = exc
+            raise ToolException(f"{exc}. {unchanged}") from None
         except QueueError as exc:
-            raise ToolException(f"{exc}. The queue is unchanged; this subtask is still yours.") from None
-        self.handoff = Handoff(summary=summary.strip(), tasks=created)
+            raise ToolException(f"{exc}. {unchanged}") from None
+        self.handoff = Handoff(summary=summary, tasks=created, notes=notes)
         listing = ", ".join(created)
-        return f"Handed off. Your partial result is saved and {len(created)} task(s) were queued: {listing}. Stop now."
+        reply = f"Handed off. Your partial result is saved and {len(created)} task(s) were queued: {listing}."
+        if notes:
+            reply += " Note: " + "; ".join(notes) + "."
+        return reply + " Stop now."
 
-    def request_replan(self, reason: str) -> str:
+    def request_replan(self, reason: Any) -> str:
         """End this subtask and ask the replanner for a new plan of the remaining work."""
         self._check_open()
-        if not isinstance(reason, str) or not reason.strip():
+        reason = as_text(reason).strip()
+        if not reason:
             raise ToolException("`reason` is empty: say why the plan cannot go on as it is")
-        self.replan_reason = reason.strip()
+        self.replan_reason = reason
         return "Replan requested. This subtask ends here; the replanner will revise the remaining plan."
 
     def close(self) -> None:
@@ -107,18 +133,35 @@ class _NoArgs(BaseModel):
     pass
 
 
+SUMMARY_NAMES = ("summary", "partial_result", "result")
+TASKS_NAMES = ("tasks", "follow_up_tasks", "subtasks", "new_tasks", "remaining_tasks")
+
+
+def _text_field(description: str, names: tuple[str, ...] = ()) -> Any:
+    """A field shown to the model as a string but accepting any value (lists, blocks, objects)."""
+    alias = AliasChoices(*names) if names else None
+    return Annotated[Any, WithJsonSchema({"type": "string"}), Field(description=description, validation_alias=alias)]
+
+
 class _ReplanArgs(BaseModel):
-    reason: str = Field(description="Why the remaining plan cannot work as it is, and what you found.")
+    reason: _text_field("Why the remaining plan cannot work as it is, and what you found.", ("reason", "why"))
 
 
 class _SplitArgs(BaseModel):
-    summary: str = Field(description="Your partial result so far: the actual data you collected or produced.")
-    tasks: str = Field(
-        description=(
-            'JSON string: a list of follow-up tasks, e.g. \'[{"content": "Extract items 6-10", '
-            '"agent_type": "browser"}]\'. agent_type is optional (default: yours).'
-        )
+    summary: _text_field("Your partial result so far: the actual data you collected or produced.", SUMMARY_NAMES)
+    tasks: _text_field(
+        "JSON list of follow-up tasks, e.g. "
+        '\'[{"content": "Extract items 6-10"}, {"content": "Extract items 11-15"}]\'. '
+        "Each task may name an agent_type; the default is yours.",
+        TASKS_NAMES,
     )
+
+
+def sent_summary(args: Any) -> str:
+    """The partial result a split call carried, whatever the field was called."""
+    if not isinstance(args, dict):
+        return ""
+    return next((as_text(args[k]).strip() for k in SUMMARY_NAMES if as_text(args.get(k)).strip()), "")
 
 
 def bad_arguments(error: ValidationError) -> str:
@@ -135,12 +178,12 @@ def replan_toolkit(session: ReplanSession | None) -> list[BaseTool]:
             raise ToolException("the replan toolkit is only available while a subtask runs")
         return session.review_context()
 
-    def split(summary: str, tasks: str) -> str:
+    def split(summary: Any, tasks: Any) -> str:
         if session is None:
             raise ToolException("the replan toolkit is only available while a subtask runs")
         return session.split_and_handoff(summary, tasks)
 
-    def replan(reason: str) -> str:
+    def replan(reason: Any) -> str:
         if session is None:
             raise ToolException("the replan toolkit is only available while a subtask runs")
         return session.request_replan(reason)

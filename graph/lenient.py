@@ -1,0 +1,243 @@
+"""Lenient reading of what models send. No LangGraph here.
+
+Real models vary: they wrap JSON in markdown fences, send a JSON array where the
+schema says "JSON string", answer in content blocks, call a field ``task`` or
+``description`` instead of ``content``, or write ids as numbers. Everything here
+accepts those variations and raises `UnreadableInput`, with a message the model
+can act on, for the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+MAX_NESTING = 20
+CONTENT_KEYS = ("content", "task", "description", "instruction", "instructions", "prompt", "query", "text", "title")
+AGENT_KEYS = ("agent_type", "agentType", "agent", "type")
+LIST_KEYS = ("tasks", "subtasks", "follow_up_tasks", "items", "steps", "plan", "remaining_tasks")
+FENCED = re.compile(r"```[ \t]*[\w+-]*[ \t]*\n?(.*?)```", re.S)
+BULLET = re.compile(r"^\s*(?:[-*•+]|\d+[.)]|\[[ xX]?\])\s+")
+
+
+class UnreadableInput(ValueError):
+    """Input no reading can make sense of; the message says what was expected."""
+
+
+def strip_fences(text: str) -> str:
+    """The inside of the first markdown code fence, or the text itself."""
+    found = FENCED.search(text)
+    return found.group(1).strip() if found else text.strip()
+
+
+def check_nesting(value: Any, limit: int = MAX_NESTING) -> None:
+    """UnreadableInput if lists/dicts nest deeper than ``limit`` (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping | list | tuple):
+            if depth > limit:
+                raise UnreadableInput(f"the value nests more than {limit} levels deep; send a flat list")
+            children = item.values() if isinstance(item, Mapping) else item
+            stack.extend((child, depth + 1) for child in children)
+
+
+def load_json(text: str) -> Any:
+    """JSON from ``text``: fences stripped, surrounding prose ignored. UnreadableInput if none parses."""
+    body = strip_fences(text)
+    candidates = [body]
+    starts = [i for i in (body.find("["), body.find("{")) if i >= 0]
+    if starts:
+        start = min(starts)
+        end = max(body.rfind("]"), body.rfind("}"))
+        if end > start:
+            candidates.append(body[start : end + 1])
+    error = "no JSON found"
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except RecursionError:
+            raise UnreadableInput(f"the JSON nests more than {MAX_NESTING} levels deep; send a flat list") from None
+        except json.JSONDecodeError as exc:
+            error = str(exc)
+            continue
+        check_nesting(value)
+        return value
+    raise UnreadableInput(f"not valid JSON ({error})")
+
+
+def as_text(value: Any) -> str:
+    """A string from whatever a model sent for a text field: a string, content blocks,
+    a list of lines, a number or an object (as JSON)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool | int | float):
+        return json.dumps(value)
+    if isinstance(value, Mapping):
+        if isinstance(value.get("text"), str) and set(value) <= {"type", "text", "id", "annotations"}:
+            return value["text"]  # one content block
+        return json.dumps(value, ensure_ascii=False, default=str)
+    if isinstance(value, list | tuple):
+        return "\n".join(part for part in (as_text(item) for item in value) if part)
+    return str(value)
+
+
+def text_lines(text: str) -> list[str]:
+    """Non-empty lines of ``text`` without list bullets or numbering."""
+    return [line for line in (BULLET.sub("", raw).strip() for raw in text.splitlines()) if line]
+
+
+def list_from(value: Any, what: str, lines: bool = True) -> list:
+    """The list a model meant: a list, a JSON (or fenced JSON) string, an object wrapping a list,
+    one object, or (when ``lines``) plain text with one item per line."""
+    check_nesting(value)
+    if isinstance(value, str):
+        body = strip_fences(value)
+        if body[:1] in ("[", "{"):
+            value = load_json(body)
+        else:
+            embedded = _embedded_task_json(body)
+            if embedded is None and not lines:
+                raise UnreadableInput(f"`{what}` must be a JSON list of task objects, got plain text")
+            if embedded is None:
+                items = text_lines(body)
+                if not items:
+                    raise UnreadableInput(f"`{what}` is empty; give at least one task")
+                return items
+            value = embedded
+    if isinstance(value, Mapping):
+        for key in LIST_KEYS:
+            if key in value:
+                return list_from(value[key], what, lines)
+        return [value]
+    if isinstance(value, list | tuple):
+        return list(value)
+    raise UnreadableInput(f"`{what}` must be a list of tasks, got {type(value).__name__}")
+
+
+def _embedded_task_json(text: str) -> Any:
+    """A task list written inside prose ("Here are the tasks: [...]"), or None."""
+    try:
+        value = load_json(text)
+    except UnreadableInput:
+        return None
+    if isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+        return value
+    if isinstance(value, Mapping) and any(k in value for k in LIST_KEYS):
+        return value
+    return None
+
+
+def content_of(item: Mapping[str, Any]) -> str:
+    """The instruction of a task object, under whichever usual key the model chose."""
+    for key in CONTENT_KEYS:
+        text = as_text(item.get(key)).strip()
+        if text:
+            return text
+    return ""
+
+
+def agent_of(item: Mapping[str, Any]) -> str | None:
+    """The agent type a task object asks for, if any."""
+    for key in AGENT_KEYS:
+        value = item.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+def id_list(value: Any) -> list[str]:
+    """Dependency ids from a list, a single id, or a comma-separated string; numbers become strings."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        if value.strip().lower() in ("none", "null", "[]", "-"):
+            return []
+        if value.strip().startswith("["):
+            return id_list(load_json(value))
+        return [part.strip() for part in re.split(r"[,;]|\band\b", value) if part.strip()]
+    if isinstance(value, list | tuple):
+        return [as_text(v).strip() for v in value if as_text(v).strip()]
+    return [as_text(value).strip()]
+
+
+def task_specs(value: Any, what: str = "tasks") -> list[dict[str, Any]]:
+    """``[{content, agent_type}]`` from a follow-up task list in any usual shape."""
+    specs = []
+    for i, item in enumerate(list_from(value, what)):
+        if isinstance(item, str):
+            item = {"content": item}
+        if not isinstance(item, Mapping):
+            raise UnreadableInput(f"task {i} must be an object with 'content' or a string, got {type(item).__name__}")
+        content = content_of(item)
+        if not content:
+            keys = ", ".join(map(str, item)) or "none"
+            raise UnreadableInput(f"task {i} has no 'content' (keys given: {keys})")
+        specs.append({"content": content, "agent_type": agent_of(item)})
+    if not specs:
+        raise UnreadableInput(f"`{what}` is an empty list; give at least one task")
+    return specs
+
+
+def plan_specs(value: Any) -> list[dict[str, Any]]:
+    """``[{id, content, agent_type, depends_on}]`` from a plan in any usual shape; missing ids are numbered."""
+    specs = []
+    for i, item in enumerate(list_from(value, "tasks", lines=False)):
+        if isinstance(item, str):
+            item = {"content": item}
+        if not isinstance(item, Mapping):
+            raise UnreadableInput(f"task {i} must be an object, got {type(item).__name__}")
+        task_id = as_text(item.get("id", item.get("task_id"))).strip() or str(i + 1)
+        depends = item.get("depends_on", item.get("dependencies", item.get("dependsOn")))
+        specs.append(
+            {
+                "id": task_id,
+                "content": content_of(item),
+                "agent_type": agent_of(item),
+                "depends_on": id_list(depends),
+            }
+        )
+    return specs
+
+
+def first_tool_args(message: Any) -> Any:
+    """Arguments of the first tool call of an AI message, else its text (JSON may be in it)."""
+    calls = getattr(message, "tool_calls", None) or []
+    if calls:
+        return calls[0].get("args")
+    invalid = getattr(message, "invalid_tool_calls", None) or []
+    if invalid and isinstance(invalid[0].get("args"), str):
+        return invalid[0]["args"]
+    text = getattr(message, "text", None)
+    return str(text) if text is not None else None
+
+
+def truthy(value: Any) -> bool | None:
+    """A yes/no from a bool, a number or words like "yes", "complete", "false"; None if unclear."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return bool(value)
+    word = as_text(value).strip().lower().strip(".!")
+    if word in ("true", "yes", "y", "complete", "completed", "done", "1"):
+        return True
+    if word in ("false", "no", "n", "incomplete", "not complete", "partial", "0"):
+        return False
+    return None
+
+
+def normalized_name(name: str) -> str:
+    """Lower case without spaces, dashes or underscores, for loose name matching."""
+    return re.sub(r"[\s_-]+", "", name.lower())
+
+
+def match_name(name: str, known: Sequence[str]) -> str | None:
+    """``name`` itself or the known name it loosely matches (case, spaces, dashes), else None."""
+    if name in known:
+        return name
+    wanted = normalized_name(name)
+    return next((k for k in known if normalized_name(k) == wanted), None)

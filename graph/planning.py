@@ -1,0 +1,133 @@
+"""Asking a model for a plan, shared by the planner and the replanner.
+
+The `Plan` schema lists the known agent types; the answer is read leniently
+(tool-call arguments, JSON in the text, fences, numeric ids), repaired where the
+intent is clear, validated, and retried with the error fed back.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langgraph.errors import GraphBubbleUp
+from pydantic import BaseModel, Field, create_model
+
+from .config import AgentConfig
+from .lenient import UnreadableInput, first_tool_args, load_json, plan_specs
+from .messages import message_text
+from .prompts import PLAN_RETRY
+from .queue import DEFAULT_AGENT, QueueError
+from .retry import call_with_retries
+
+PLAN_TOOL = "Plan"
+
+Check = Callable[[list[dict]], tuple[list[dict], list[str]]]
+"""Repairs and validates specs; returns them with notes, or raises QueueError / UnreadableInput."""
+
+
+def plan_schema(agent_types: Sequence[str]) -> type[BaseModel]:
+    """The `Plan` tool schema. ``agent_type`` is an enum of the known types, left out when only
+    ``default`` exists. Validation is loose on purpose: the answer is read by `read_plan`."""
+    fields: dict[str, Any] = {
+        "id": (str, Field(description="Short unique id, e.g. '1', '2'.")),
+        "content": (str, Field(description="Self-contained instruction for the agent.")),
+    }
+    if len(agent_types) > 1:
+        fields["agent_type"] = (
+            str,
+            Field(
+                DEFAULT_AGENT, description="Which agent type runs it.", json_schema_extra={"enum": list(agent_types)}
+            ),
+        )
+    fields["depends_on"] = (
+        list[str],
+        Field(default_factory=list, description="Ids of the subtasks whose results this one needs."),
+    )
+    task = create_model("PlannedTask", __doc__="One subtask of a plan.", **fields)
+    return create_model(
+        PLAN_TOOL,
+        __doc__="A plan: the subtasks that together reach the goal.",
+        tasks=(list[task], Field(description="The subtasks, in the order they should run.")),
+    )
+
+
+def structured_planner(model: BaseChatModel, agent_types: Sequence[str]) -> Any:
+    """``model`` answering with a `Plan` through tool calling, raw reply included."""
+    return model.with_structured_output(plan_schema(agent_types), method="function_calling", include_raw=True)
+
+
+def read_plan(answer: Any) -> list[dict]:
+    """Plan specs from a structured answer: the raw reply's tool call or JSON text, else ``parsed``."""
+    raw = answer.get("raw") if isinstance(answer, Mapping) else answer
+    if isinstance(raw, BaseMessage):
+        value = first_tool_args(raw)
+        if isinstance(value, str) and value.strip():
+            return plan_specs(load_json(value))  # a plan written as JSON text (often fenced) instead of a call
+        if value not in (None, ""):
+            return plan_specs(value)
+    parsed = answer.get("parsed") if isinstance(answer, Mapping) else None
+    if isinstance(parsed, BaseModel):
+        return plan_specs(parsed.model_dump())
+    if isinstance(parsed, Mapping | list):
+        return plan_specs(parsed)
+    raise UnreadableInput("the answer holds no plan: call the Plan tool with a list of tasks")
+
+
+def raw_answer(answer: Any) -> str:
+    """What the model actually said, for the retry prompt."""
+    raw = answer.get("raw") if isinstance(answer, Mapping) else answer
+    if isinstance(raw, AIMessage) and raw.tool_calls:
+        return json.dumps(raw.tool_calls[0].get("args"), default=str)[:2_000]
+    if isinstance(raw, BaseMessage):
+        return message_text(raw)[:2_000] or "(empty)"
+    return "(none)"
+
+
+@dataclass
+class PlanAnswer:
+    """The outcome of asking for a plan."""
+
+    specs: list[dict] | None
+    """Validated specs, or None when no usable plan came."""
+    calls: int
+    error: str = ""
+    """Why the last answer was not usable."""
+    notes: list[str] = field(default_factory=list)
+    """Repairs made to the accepted plan (unknown agent types, dependency spellings)."""
+
+
+def request_plan(
+    structured: Any, messages: list[BaseMessage], *, retries: int, config: AgentConfig, check: Check
+) -> PlanAnswer:
+    """Ask until ``check`` accepts a plan, at most ``retries + 1`` answers.
+
+    Transient model errors are retried with backoff inside each ask; a model that
+    still fails ends the asking at once (more answers would not come either).
+    """
+    prompt, calls, error = list(messages), 0, ""
+    for _ in range(retries + 1):
+        try:
+            answer, spent = call_with_retries(
+                lambda prompt=prompt: structured.invoke(prompt),
+                retries=config.model_retries,
+                backoff_s=config.retry_backoff_s,
+                max_backoff_s=config.max_retry_wait_s,
+            )
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:  # the model is down or refuses: the caller falls back
+            calls += getattr(exc, "attempts", 1)
+            return PlanAnswer(None, calls, f"model call failed: {type(exc).__name__}: {exc}")
+        calls += spent
+        try:
+            specs, notes = check(read_plan(answer))
+            return PlanAnswer(specs, calls, "", notes)
+        except (UnreadableInput, QueueError) as exc:
+            error = str(exc)
+        prompt = [*messages, HumanMessage(PLAN_RETRY.format(error=error, previous=raw_answer(answer)))]
+    return PlanAnswer(None, calls, error)

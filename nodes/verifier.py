@@ -1,0 +1,161 @@
+"""verifier node: the completion check (``AgentConfig(verify_results=True)``).
+
+A subtask that ends with a final answer (not a handoff) waits in its window
+until this node judges the answer against the subtask's instructions with one
+structured `Verdict` call. Incomplete: the answer is kept as the partial result
+and the missing work is queued as dynamic tasks of that subtask, exactly like a
+split. A check that fails or answers garbage never fails the subtask: its
+result stands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from concurrent.futures import Future
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables.config import ContextThreadPoolExecutor
+from langgraph.errors import GraphBubbleUp
+from pydantic import BaseModel, Field
+
+from replangraph.config import AgentConfig, AgentProfile
+from replangraph.events import DYNAMIC_TASKS_ADDED, STEP_VERIFIED, emit
+from replangraph.lenient import UnreadableInput, as_text, first_tool_args, load_json, task_specs, truthy
+from replangraph.messages import awaiting_verification, message_text
+from replangraph.nodes.outcomes import completed
+from replangraph.plans import LimitReached, split_task
+from replangraph.prompts import VERIFIER_PROMPT, VERIFY_TEMPLATE
+from replangraph.queue import QueueError, Task, TaskVerdict
+from replangraph.retry import call_with_retries
+
+VERDICT_TOOL = "Verdict"
+
+
+class Verdict(BaseModel):
+    """Whether a subtask's result does everything its instructions ask for."""
+
+    complete: bool = Field(description="True only if nothing the instructions ask for is missing.")
+    remaining_tasks: list[str] = Field(
+        default_factory=list, description="Instructions for exactly the missing work; empty when complete."
+    )
+    reason: str = Field(description="What is missing, or why the result is complete.")
+
+
+def read_verdict(answer: Any) -> tuple[bool, str, list[str]]:
+    """``(complete, reason, remaining task instructions)`` from a structured answer, read leniently."""
+    raw = answer.get("raw") if isinstance(answer, Mapping) else answer
+    value = first_tool_args(raw) if isinstance(raw, BaseMessage) else None
+    if isinstance(value, str):
+        value = load_json(value)
+    if not isinstance(value, Mapping):
+        parsed = answer.get("parsed") if isinstance(answer, Mapping) else None
+        value = parsed.model_dump() if isinstance(parsed, BaseModel) else None
+    if not isinstance(value, Mapping):
+        raise UnreadableInput("the answer holds no Verdict")
+    remaining = value.get("remaining_tasks", value.get("remaining"))
+    contents = [s["content"] for s in task_specs(remaining, "remaining_tasks")] if remaining else []
+    complete = truthy(value.get("complete", value.get("is_complete")))
+    if complete is None:
+        if not contents:
+            raise UnreadableInput("the Verdict says neither whether the result is complete nor what is missing")
+        complete = False
+    return complete, as_text(value.get("reason")).strip(), [] if complete else contents
+
+
+def verdict(complete: bool, reason: str, remaining: list[str], error: str | None = None) -> TaskVerdict:
+    """The record kept on the task."""
+    return TaskVerdict(complete=complete, reason=reason, remaining_tasks=remaining, follow_up_ids=[], error=error)
+
+
+class Verifier:
+    """Judges every answer awaiting its check, then completes the subtask (and queues what is missing)."""
+
+    def __init__(self, model: BaseChatModel, profiles: Mapping[str, AgentProfile], config: AgentConfig):
+        self.structured = model.with_structured_output(Verdict, method="function_calling", include_raw=True)
+        self.profiles = profiles
+        self.config = config
+
+    def judge(self, goal: str, task: Task, result: str) -> tuple[TaskVerdict, int]:
+        """The verdict on ``result`` and the model calls it took; never raises for model trouble."""
+        request = [
+            SystemMessage(VERIFIER_PROMPT.format(batch_size=self.config.batch_size)),
+            HumanMessage(VERIFY_TEMPLATE.format(goal=goal, task_id=task["id"], content=task["content"], result=result)),
+        ]
+        try:
+            answer, calls = call_with_retries(
+                lambda: self.structured.invoke(request),
+                retries=self.config.model_retries,
+                backoff_s=self.config.retry_backoff_s,
+                max_backoff_s=self.config.max_retry_wait_s,
+            )
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:  # a broken check must not fail a subtask that has a result
+            error = f"the check failed ({type(exc).__name__}: {exc}); the result stands"
+            return verdict(True, "", [], error=error), getattr(exc, "attempts", 1)
+        try:
+            complete, reason, remaining = read_verdict(answer)
+        except UnreadableInput as exc:
+            return verdict(
+                True, "", [], error=f"the check's answer could not be read ({exc}); the result stands"
+            ), calls
+        return verdict(complete, reason, remaining), calls
+
+    def settle(self, tasks: Mapping[str, Task], task: Task, result: str, judged: TaskVerdict, calls: int) -> dict:
+        """The state update for one judged subtask: completed, with follow-ups when something is missing."""
+        task_id = task["id"]
+        spent = task.get("model_calls", 0) + calls
+        created: dict[str, Task] = {}
+        extra: dict[str, Any] = {}
+        if not judged["complete"] and judged["remaining_tasks"]:
+            specs = [{"content": c, "agent_type": None} for c in judged["remaining_tasks"]]
+            try:
+                created = split_task(
+                    tasks,
+                    task_id,
+                    specs,
+                    agent_types=self.profiles,
+                    max_tasks=self.config.max_tasks,
+                    max_split_depth=self.config.max_split_depth,
+                )
+            except QueueError as exc:
+                judged = {**judged, "error": f"the missing work was not queued: {exc}"}
+                if isinstance(exc, LimitReached):
+                    hits = dict(task.get("limits_hit") or {})
+                    hits[exc.limit] = max(hits.get(exc.limit, 0), exc.needed)
+                    extra["limits_hit"] = hits
+        judged = {**judged, "follow_up_ids": list(created)}
+        emit(STEP_VERIFIED, task_id=task_id, **judged)
+        if created:
+            emit(DYNAMIC_TASKS_ADDED, parent_id=task_id, task_ids=list(created), source="verifier", notes=[])
+        update = completed(task_id, result, spent, **({"handed_off": list(created)} if created else {}))
+        update["tasks"][task_id].update(verdict=judged, **extra)
+        update["tasks"].update(created)
+        return update
+
+    def __call__(self, state: Mapping[str, Any]) -> dict:
+        tasks: Mapping[str, Task] = state.get("tasks") or {}
+        windows = state.get("windows") or {}
+        goal = state.get("goal", "")
+        waiting = [tid for tid, window in windows.items() if awaiting_verification(tasks, tid, window)]
+        if not waiting:
+            return {}
+        results = {tid: message_text(windows[tid][-1]).strip() for tid in waiting}
+        if len(waiting) == 1:
+            judged = [self.judge(goal, tasks[waiting[0]], results[waiting[0]])]
+        else:
+            with ContextThreadPoolExecutor(max_workers=min(len(waiting), self.config.max_concurrency)) as pool:
+                futures: list[Future] = [pool.submit(self.judge, goal, tasks[t], results[t]) for t in waiting]
+                judged = [f.result() for f in futures]
+        # Follow-ups are queued one subtask at a time, so parallel checks never overshoot max_tasks.
+        view = dict(tasks)
+        merged: dict = {"tasks": {}, "windows": {}}
+        for task_id, (judgement, calls) in zip(waiting, judged, strict=True):
+            update = self.settle(view, tasks[task_id], results[task_id], judgement, calls)
+            for tid, change in update["tasks"].items():
+                view[tid] = {**view.get(tid, {}), **change}
+            merged["tasks"].update(update["tasks"])
+            merged["windows"].update(update["windows"])
+        return merged

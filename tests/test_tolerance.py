@@ -1,0 +1,164 @@
+"""Whole runs with models that behave like real ones, not like our script."""
+
+from __future__ import annotations
+
+import httpx
+from langchain_core.messages import AIMessage
+from langchain_openai.chat_models.base import OpenAIConnectionError, OpenAITimeoutError
+from scripting import is_replan, make_model, plan_of, run, subtask_of
+
+from replangraph import AgentConfig, AgentProfile, build_graph
+from replangraph.queue import ordered
+from replangraph.scripted import ScriptedChatModel, tool_call
+
+FAST = {"retry_backoff_s": 0.0}
+REQUEST = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
+
+
+def task(task_id, content, depends_on=(), agent_type=None):
+    spec = {"id": task_id, "content": content, "depends_on": list(depends_on)}
+    return {**spec, "agent_type": agent_type} if agent_type else spec
+
+
+def statuses(state):
+    return {t["id"]: t["status"] for t in ordered(state["tasks"])}
+
+
+def test_invented_agent_types_in_plan_and_split_run_as_the_nearest_known_type():
+    def work(request):
+        if "1_dyn" in request.prompt:
+            return "rest of the items"
+        if not request.tool_results:
+            tasks = [{"content": "read the rest", "agent_type": "browser"}]
+            return tool_call("replan_split_and_handoff", {"summary": "first items", "tasks": tasks})
+        return "unexpected"
+
+    plan = plan_of(task("1", "read the items", agent_type="browser"))
+    state, events = run(build_graph(make_model(plan, work), config=AgentConfig(**FAST)))
+    assert statuses(state) == {"1": "completed", "1_dyn_0": "completed"}
+    assert {t["agent_type"] for t in state["tasks"].values()} == {"default"}
+    [created] = [e for e in events if e["event"] == "plan_created"]
+    assert "'browser' does not exist" in created["notes"][0]
+    [added] = [e for e in events if e["event"] == "dynamic_tasks_added"]
+    assert "'browser' does not exist" in added["notes"][0]
+    assert "first items" in state["final_answer"] and "rest of the items" in state["final_answer"]
+
+
+def test_a_repeated_refused_split_ends_the_subtask_and_the_replanner_takes_over_the_rest():
+    bad = {"summary": "#1 A\n#2 B", "tasks": {"from": 3, "to": 4}}
+    calls = {"bad": 0}
+
+    def work(request):
+        if "3-4" in subtask_of(request):
+            return "#3 C\n#4 D"
+        calls["bad"] += 1
+        return tool_call("replan_split_and_handoff", bad, call_id=f"bad{len(request.tool_results)}")
+
+    def replan(request):
+        assert "repeated a refused replan_split_and_handoff call" in request.prompt
+        assert "Partial result (kept): #1 A #2 B" in request.prompt
+        return plan_of(task("r", "Extract items 3-4"))
+
+    graph = build_graph(
+        make_model(plan_of(task("1", "Extract items 1-4")), work, replan=replan), config=AgentConfig(**FAST)
+    )
+    state, events = run(graph)
+    assert calls["bad"] == 2  # refused once, repeated once, then stopped: not max_step_iterations
+    assert statuses(state) == {"1": "failed", "r": "completed"}
+    assert state["tasks"]["1"]["result"] == "#1 A\n#2 B"
+    for item in ("#1 A", "#2 B", "#3 C", "#4 D"):  # the partial result reaches the final answer
+        assert item in state["final_answer"]
+
+
+def test_replanner_failure_skips_only_the_flagged_task_s_dependents():
+    def work(request):
+        if subtask_of(request) == "fetch prices":
+            return "[REPLAN] the shop is down"
+        return f"did {subtask_of(request)}"
+
+    def replan(request):
+        raise ValueError("replanner model rejected the request")
+
+    plan = plan_of(
+        task("a", "fetch prices"),
+        task("b", "compare prices", ["a"]),
+        task("c", "fetch specs"),
+        task("d", "compare specs", ["c"]),
+    )
+    state, events = run(build_graph(make_model(plan, work, replan=replan), config=AgentConfig(**FAST)))
+    assert statuses(state) == {"a": "failed", "b": "skipped", "c": "completed", "d": "completed"}
+    [record] = state["replans"]
+    assert record["outcome"] == "gave_up" and record["skipped_task_ids"] == ["b"]
+    assert "did compare specs" in state["final_answer"]
+
+
+def test_chatopenai_error_classes_are_retried():
+    failures = [OpenAITimeoutError(request=REQUEST), OpenAIConnectionError(request=REQUEST)]
+
+    def work(request):
+        if failures:
+            raise failures.pop(0)
+        return "made it"
+
+    state, _ = run(build_graph(make_model(plan_of(task("a", "x")), work), config=AgentConfig(**FAST)))
+    assert state["tasks"]["a"]["status"] == "completed" and state["tasks"]["a"]["model_calls"] == 3
+
+
+def test_content_blocks_everywhere():
+    def blocks(text):
+        return AIMessage(content=[{"type": "text", "text": text}, {"type": "reasoning", "reasoning": "hmm"}])
+
+    def respond(request):
+        if is_replan(request):
+            return blocks('```json\n{"tasks": [{"id": "r", "content": "try the archive"}]}\n```')
+        if "Plan" in request.tool_names:
+            return blocks('{"tasks": [{"id": "a", "content": "fetch the data"}]}')
+        if request.tool_names:
+            if subtask_of(request) == "fetch the data":
+                return blocks("got nothing [REPLAN] the page is gone")
+            if not request.tool_results:
+                call = tool_call("replan_review_context", {})
+                return AIMessage(content=[{"type": "text", "text": "Let me look."}], tool_calls=[call])
+            return blocks("archived data: 42")
+        return blocks("FINAL: " + request.prompt.split("Subtask results, in plan order:")[1].strip())
+
+    state, _ = run(build_graph(ScriptedChatModel(respond=respond), config=AgentConfig(**FAST)))
+    assert statuses(state) == {"a": "failed", "r": "completed"}
+    assert state["tasks"]["r"]["result"] == "archived data: 42"
+    assert state["final_answer"].startswith("FINAL:") and "archived data: 42" in state["final_answer"]
+
+
+def test_a_crash_inside_a_step_fails_that_subtask_not_the_run():
+    agents = {"broken": AgentProfile(prompt=None, description="misconfigured")}  # crashes the executor
+    plan = plan_of(task("a", "use the broken agent", agent_type="broken"), task("b", "plain work"))
+    graph = build_graph(make_model(plan, lambda r: "done"), agents=agents, config=AgentConfig(max_replans=0))
+    state, _ = run(graph)
+    assert statuses(state) == {"a": "failed", "b": "completed"}
+    assert state["tasks"]["a"]["error"].startswith("executor crashed: TypeError")
+
+
+def test_a_budget_stop_names_the_limit_and_the_value_that_would_have_let_it_finish():
+    def work(request):
+        return f"done {subtask_of(request)}"
+
+    plan = plan_of(*(task(str(i), f"job {i}") for i in range(6)))
+    state, _ = run(build_graph(make_model(plan, work), config=AgentConfig(max_steps=3)))
+    assert "max_steps=3 was used up (about max_steps=6 would have let it finish)" in state["final_answer"]
+
+
+def test_a_split_refused_by_max_tasks_is_named_in_the_report():
+    def work(request):
+        if "_dyn_" in request.prompt or "rest" in subtask_of(request):
+            return "rest"
+        tasks = [{"content": f"part {i}"} for i in range(5)]
+        return tool_call("replan_split_and_handoff", {"summary": "first part", "tasks": tasks})
+
+    def replan(request):
+        return plan_of()
+
+    graph = build_graph(
+        make_model(plan_of(task("1", "all parts")), work, replan=replan), config=AgentConfig(max_tasks=3, **FAST)
+    )
+    state, _ = run(graph)
+    assert "max_tasks=3 refused follow-up tasks; max_tasks=6 would have let them in" in state["final_answer"]
+    assert "first part" in state["final_answer"]  # the partial result is in the report

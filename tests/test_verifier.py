@@ -1,0 +1,185 @@
+"""The completion check (verify_results): complete, incomplete, garbage, failing, limits, cost."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from langchain_core.messages import AIMessage
+from scripting import plan_of, run, subtask_of
+
+from replangraph import AgentConfig, build_graph
+from replangraph.queue import ordered
+from replangraph.scripted import ScriptedChatModel, ScriptedRequest, tool_call
+
+FAST = {"retry_backoff_s": 0.0, "verify_results": True}
+ITEMS = [f"item-{i}" for i in range(1, 13)]
+
+
+def wanted_range(text: str) -> tuple[int, int]:
+    found = re.search(r"items (\d+)-(\d+)", text)
+    return int(found.group(1)), int(found.group(2))
+
+
+def lazy_worker(request: ScriptedRequest):
+    """Reads the first 4 items of its range and stops, as lazy agents do."""
+    first, last = wanted_range(subtask_of(request))
+    got = ", ".join(ITEMS[first - 1 : min(first + 3, last)])
+    return f"I have collected enough data: {got}"
+
+
+def fair_check(request: ScriptedRequest):
+    """A Verdict that compares the items asked for with the items in the result."""
+    first, last = wanted_range(request.prompt.split("Result:")[0])
+    result = request.prompt.split("Result:", 1)[1]
+    seen = [int(n) for n in re.findall(r"item-(\d+)", result)]
+    upto = max(seen, default=first - 1)
+    if upto >= last:
+        return tool_call("Verdict", {"complete": True, "remaining_tasks": [], "reason": "all items are there"})
+    rest = [f"Extract items {lo}-{min(lo + 3, last)}" for lo in range(upto + 1, last + 1, 4)]
+    reason = f"items {upto + 1}-{last} missing"
+    return tool_call("Verdict", {"complete": False, "remaining_tasks": rest, "reason": reason})
+
+
+def model(verdict=fair_check, worker=lazy_worker):
+    def respond(request: ScriptedRequest):
+        if "Verdict" in request.tool_names:
+            return verdict(request)
+        if "Plan" in request.tool_names:
+            return plan_of({"id": "1", "content": "Extract items 1-12", "depends_on": []})
+        if request.tool_names:
+            return worker(request)
+        return "FINAL:\n" + request.prompt
+
+    return ScriptedChatModel(respond=respond)
+
+
+def items_in(text: str) -> set[str]:
+    return set(re.findall(r"item-\d+", text))
+
+
+def test_incomplete_results_get_follow_ups_that_are_checked_too():
+    state, events = run(build_graph(model(), config=AgentConfig(**FAST)))
+    assert items_in(state["final_answer"]) == set(ITEMS)
+    tasks = state["tasks"]
+    assert [t["id"] for t in ordered(tasks)] == ["1", "1_dyn_0", "1_dyn_1"]
+    assert tasks["1"]["status"] == "completed" and tasks["1"]["result"].endswith("item-1, item-2, item-3, item-4")
+    assert tasks["1"]["verdict"]["complete"] is False
+    assert tasks["1"]["verdict"]["follow_up_ids"] == ["1_dyn_0", "1_dyn_1"]
+    assert all(tasks[i]["verdict"]["complete"] for i in ("1_dyn_0", "1_dyn_1"))
+    added = [e for e in events if e["event"] == "dynamic_tasks_added"]
+    assert [(e["parent_id"], e["source"]) for e in added] == [("1", "verifier")]
+    checked = [e for e in events if e["event"] == "step_verified"]
+    assert [(e["task_id"], e["complete"]) for e in checked] == [("1", False), ("1_dyn_0", True), ("1_dyn_1", True)]
+    # the check's calls count: one turn and one check per subtask
+    assert [tasks[i]["model_calls"] for i in ("1", "1_dyn_0", "1_dyn_1")] == [2, 2, 2]
+
+
+def test_without_the_check_a_lazy_agent_loses_the_rest():
+    state, _ = run(build_graph(model(), config=AgentConfig(retry_backoff_s=0)))
+    assert items_in(state["final_answer"]) == set(ITEMS[:4])
+
+
+def test_a_complete_result_is_accepted_as_it_is():
+    def diligent(request):
+        first, last = wanted_range(subtask_of(request))
+        return ", ".join(ITEMS[first - 1 : last])
+
+    state, events = run(build_graph(model(worker=diligent), config=AgentConfig(**FAST)))
+    assert list(state["tasks"]) == ["1"] and state["tasks"]["1"]["verdict"]["complete"] is True
+    assert items_in(state["final_answer"]) == set(ITEMS)
+
+
+@pytest.mark.parametrize(
+    "answer, why",
+    [
+        ("Looks fine to me!", "could not be read"),
+        (tool_call("Verdict", {"reason": "hmm"}), "neither whether"),
+        (AIMessage(content=[{"type": "text", "text": '```json\n{"verdict": 1}\n```'}]), "neither whether"),
+    ],
+)
+def test_garbage_from_the_check_lets_the_result_stand(answer, why):
+    state, _ = run(build_graph(model(verdict=lambda r: answer), config=AgentConfig(**FAST)))
+    task = state["tasks"]["1"]
+    assert task["status"] == "completed" and why in task["verdict"]["error"]
+    assert list(state["tasks"]) == ["1"]
+
+
+def test_a_failing_check_never_fails_the_subtask():
+    def down(request):
+        raise ConnectionError("verifier unreachable")
+
+    state, _ = run(build_graph(model(verdict=down), config=AgentConfig(**FAST, model_retries=1)))
+    task = state["tasks"]["1"]
+    assert task["status"] == "completed" and "verifier unreachable" in task["verdict"]["error"]
+    assert task["model_calls"] == 1 + 2  # the turn, and the check tried twice
+    assert not state["final_answer"].startswith("The run for this goal stopped")
+
+
+def test_lenient_verdicts_are_understood():
+    answer = AIMessage(
+        content=[
+            {
+                "type": "text",
+                "text": '```json\n{"complete": "no", "remaining_tasks": "- Extract items 5-8\\n- Extract items 9-12", '
+                '"reason": "stopped at 4"}\n```',
+            }
+        ]
+    )
+    calls = []
+
+    def verdict(request):
+        calls.append(1)
+        return answer if len(calls) == 1 else fair_check(request)
+
+    state, _ = run(build_graph(model(verdict=verdict), config=AgentConfig(**FAST)))
+    assert state["tasks"]["1"]["verdict"]["remaining_tasks"] == ["Extract items 5-8", "Extract items 9-12"]
+    assert items_in(state["final_answer"]) == set(ITEMS)
+
+
+def test_split_depth_and_max_tasks_bound_the_check():
+    state, events = run(build_graph(model(), config=AgentConfig(**FAST, max_split_depth=0)))
+    task = state["tasks"]["1"]
+    assert list(state["tasks"]) == ["1"] and task["status"] == "completed"
+    assert "not queued" in task["verdict"]["error"] and task["limits_hit"] == {"max_split_depth": 1}
+    state, _ = run(build_graph(model(), config=AgentConfig(**FAST, max_tasks=2)))
+    assert state["tasks"]["1"]["limits_hit"] == {"max_tasks": 3}
+
+
+def test_a_handoff_is_not_checked():
+    def splitter(request):
+        if "1_dyn" in request.prompt:
+            return "item-5, item-6, item-7, item-8, item-9, item-10, item-11, item-12"
+        args = {"summary": "item-1, item-2, item-3, item-4", "tasks": ["items 5-12"]}
+        return tool_call("replan_split_and_handoff", args)
+
+    state, events = run(build_graph(model(worker=splitter), config=AgentConfig(**FAST)))
+    assert "verdict" not in state["tasks"]["1"] and state["tasks"]["1_dyn_0"]["verdict"]["complete"]
+    assert items_in(state["final_answer"]) == set(ITEMS)
+
+
+def test_an_answer_waiting_for_the_check_is_kept_when_the_budget_stops_the_run():
+    state, _ = run(build_graph(model(), config=AgentConfig(**FAST, max_steps=1)))
+    task = state["tasks"]["1"]
+    assert task["status"] == "failed" and "item-4" in task["result"]
+    assert "item-4" in state["final_answer"]
+
+
+def test_parallel_subtasks_are_checked_together():
+    def respond(request: ScriptedRequest):
+        if "Verdict" in request.tool_names:
+            return fair_check(request)
+        if "Plan" in request.tool_names:
+            return plan_of(
+                {"id": "a", "content": "Extract items 1-4", "depends_on": []},
+                {"id": "b", "content": "Extract items 5-8", "depends_on": []},
+            )
+        if request.tool_names:
+            first, last = wanted_range(subtask_of(request))
+            return ", ".join(ITEMS[first - 1 : last])
+        return "FINAL:\n" + request.prompt
+
+    graph = build_graph(ScriptedChatModel(respond=respond), config=AgentConfig(**FAST, max_concurrency=2))
+    state, events = run(graph)
+    assert {e["task_id"] for e in events if e["event"] == "step_verified"} == {"a", "b"}
+    assert items_in(state["final_answer"]) == set(ITEMS[:8])
