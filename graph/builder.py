@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,6 +27,33 @@ def recursion_limit(config: AgentConfig) -> int:
     task can fail without a model call (timeout) and cost a replanner step.
     """
     return 10 + 4 * config.max_steps + 2 * config.max_tasks + 2 * config.max_replans
+
+
+def client_retries(model: Any) -> int | None:
+    """How often a chat model's own client retries a failed request (ChatOpenAI: ``max_retries``)."""
+    own = getattr(model, "max_retries", None)
+    if isinstance(own, int):
+        return own
+    client = getattr(getattr(model, "root_client", None), "max_retries", None)
+    return client if isinstance(client, int) else None
+
+
+def warn_stacked_retries(models: Mapping[str, Any], config: AgentConfig) -> None:
+    """Warn when a model's client retries on its own as well: each of our tries would become several."""
+    if not config.model_retries:
+        return
+    stacked = {role: n for role, m in models.items() if m is not None and (n := client_retries(m))}
+    if stacked:
+        names = ", ".join(f"{role} (max_retries={n})" for role, n in stacked.items())
+        warnings.warn(
+            f"{names} retries failed requests itself, and replangraph retries them too "
+            f"(model_retries={config.model_retries}), so one failure costs up to "
+            f"{(config.model_retries + 1) * (max(stacked.values()) + 1)} requests. Build the model with "
+            "max_retries=0 to let replangraph retry (it honours Retry-After and counts tries against max_steps), "
+            "or set AgentConfig(model_retries=0).",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _check_model(model: Any, role: str) -> None:
@@ -78,6 +106,16 @@ def build_graph(
         if extra is not None:
             _check_model(extra, role)
     profiles = resolve_profiles(agents, tools)
+    warn_stacked_retries(
+        {
+            "model": model,
+            "planner_model": planner_model,
+            "summary_model": summary_model,
+            "verifier_model": verifier_model,
+            **{f"agents[{name!r}].model": p.model for name, p in profiles.items()},
+        },
+        config,
+    )
     for agent_type, profile in profiles.items():
         clash = sorted({t.name for t in profile.tools} & set(TOOLKIT_NAMES))
         if clash:

@@ -99,12 +99,10 @@ def backoff_delays(retries: int, initial_s: float, max_s: float) -> list[float]:
 
 
 def retry_delay(exc: BaseException, backoff_s: float, max_s: float, jitter: float = 0.0) -> float:
-    """The wait before the next try: the provider's ``Retry-After`` if longer than the backoff, capped."""
-    wait = backoff_s * (1 + jitter)
+    """The wait before the next try: the provider's ``Retry-After`` when it sent one, else the
+    backoff with jitter; capped at ``max_s``."""
     asked = retry_after(exc)
-    if asked is not None:
-        wait = max(wait, asked)
-    return min(wait, max_s)
+    return min(asked if asked is not None else backoff_s * (1 + jitter), max_s)
 
 
 def wait(seconds: float) -> None:
@@ -126,9 +124,9 @@ def call_with_retries(
     transient: Callable[[BaseException], bool] = is_transient,
     sleep: Callable[[float], None] | None = None,
 ) -> tuple[T, int]:
-    """``(result, attempts)``; retries transient errors with backoff (±25 % jitter) or the
-    provider's ``Retry-After``, capped at ``max_backoff_s``. Other errors, and the last
-    one, are re-raised with ``exc.attempts`` set."""
+    """``(result, attempts)``; retries transient errors after the provider's ``Retry-After``
+    or else an exponential backoff (±25 % jitter), capped at ``max_backoff_s``. Other
+    errors, and the last one, are re-raised with ``exc.attempts`` set."""
     sleep = sleep or wait
     delays = backoff_delays(retries, backoff_s, max_backoff_s)
     attempt = 0

@@ -29,9 +29,12 @@ def _api_key() -> str:
 
 
 def chat_model_from_env(model: str | None = None) -> ChatOpenAI:
-    """ChatOpenAI for ``model`` (else $REPLANGRAPH_MODEL, else gpt-4o-mini); the key is read at call time."""
+    """ChatOpenAI for ``model`` (else $REPLANGRAPH_MODEL, else gpt-4o-mini); the key is read at call time.
+
+    Its client does not retry (``max_retries=0``): replangraph's own policy does, once per try.
+    """
     name = model or os.environ.get("REPLANGRAPH_MODEL") or DEFAULT_MODEL
-    return ChatOpenAI(model=name, api_key=_api_key, base_url=os.environ.get("OPENAI_BASE_URL") or None)
+    return ChatOpenAI(model=name, api_key=_api_key, base_url=os.environ.get("OPENAI_BASE_URL") or None, max_retries=0)
 
 
 def config_from_configurable(configurable: dict) -> AgentConfig:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -39,6 +40,8 @@ def tool_rule_violation(messages: list[dict]) -> str | None:
 
 class FakeOpenAI(BaseHTTPRequestHandler):
     requests: list[dict] = []
+    failures: list[tuple[int, dict]] = []
+    """(status, headers) answered to the next requests, before normal answers resume."""
 
     def log_message(self, *args):  # keep pytest output clean
         pass
@@ -46,6 +49,10 @@ class FakeOpenAI(BaseHTTPRequestHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         FakeOpenAI.requests.append(body)
+        if FakeOpenAI.failures:
+            status, headers = FakeOpenAI.failures.pop(0)
+            self.reply(status, {"error": {"message": f"fake {status}", "type": "server_error"}}, headers)
+            return
         problem = tool_rule_violation(body["messages"])
         if problem:
             self.reply(400, {"error": {"message": problem, "type": "invalid_request_error"}})
@@ -69,9 +76,11 @@ class FakeOpenAI(BaseHTTPRequestHandler):
             },
         )
 
-    def reply(self, status: int, payload: dict):
+    def reply(self, status: int, payload: dict, headers: dict | None = None):
         data = json.dumps(payload).encode()
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -84,6 +93,7 @@ def fake_openai(monkeypatch):
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     FakeOpenAI.requests = []
+    FakeOpenAI.failures = []
     monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{server.server_port}/v1")
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("REPLANGRAPH_MODEL", "fake-model")
@@ -115,3 +125,24 @@ def test_run_rejects_a_bad_tools_spec(fake_openai):
         cli.main(["run", "goal", "--tools", "replangraph.demo"])
     with pytest.raises(SystemExit, match="cannot load tools"):
         cli.main(["run", "goal", "--tools", "replangraph.demo:nope"])
+
+
+def test_a_rate_limit_window_is_waited_out_with_one_retry_policy(fake_openai):
+    """The client does not retry on its own: each 429 costs one request, and Retry-After is honoured."""
+    FakeOpenAI.failures = [(429, {"retry-after": "0.3"}), (429, {"retry-after": "0.3"})]
+    out = io.StringIO()
+    started = time.monotonic()
+    assert cli.main(["run", DEMO_GOAL, "--tools", "replangraph.demo:read_ranking"], out=out) == 0
+    assert 0.6 <= time.monotonic() - started < 3  # the server's 0.3 s twice, not the 1 s + 2 s backoff
+    plan_requests = [r for r in fake_openai if any(t["function"]["name"] == "Plan" for t in r.get("tools", []))]
+    assert len(plan_requests) == 3  # two refused, one answered: no stacked client retries
+    assert all(name in out.getvalue().split("Final answer:", 1)[1] for name in expected_products(19))
+
+
+def test_a_server_that_stays_down_costs_three_requests_per_call_not_nine(fake_openai):
+    FakeOpenAI.failures = [(503, {"retry-after": "0"})] * 100
+    out = io.StringIO()
+    cli.main(["run", "anything at all"], out=out)
+    # planner: 3 requests, executor: 3, replanner: 3 (then it gives up); the final report needs no model
+    assert len(fake_openai) == 9
+    assert "The run for this goal stopped" in out.getvalue()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import warnings
+
 import httpx
+import pytest
 from langchain_core.messages import AIMessage
 from langchain_openai.chat_models.base import OpenAIConnectionError, OpenAITimeoutError
 from scripting import is_replan, make_model, plan_of, run, subtask_of
@@ -162,3 +165,14 @@ def test_a_split_refused_by_max_tasks_is_named_in_the_report():
     state, _ = run(graph)
     assert "max_tasks=3 refused follow-up tasks; max_tasks=6 would have let them in" in state["final_answer"]
     assert "first part" in state["final_answer"]  # the partial result is in the report
+
+
+def test_stacked_retries_are_warned_about():
+    from langchain_openai import ChatOpenAI
+
+    with pytest.warns(UserWarning, match=r"model \(max_retries=2\) retries failed requests itself"):
+        build_graph(ChatOpenAI(model="m", api_key="k"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        build_graph(ChatOpenAI(model="m", api_key="k", max_retries=0))
+        build_graph(ChatOpenAI(model="m", api_key="k"), config=AgentConfig(model_retries=0))
