@@ -6,6 +6,23 @@ from collections.abc import Mapping, Sequence
 
 REPLAN_MARKER = "[REPLAN]"
 
+REVIEW_TOOL_DESCRIPTION = (
+    "Show the whole plan: completed subtasks with result previews, yours, and the pending ones. "
+    "Call it before handing off work."
+)
+SPLIT_TOOL_DESCRIPTION = (
+    "End this subtask: save `summary` as its result and queue `tasks` for the remaining work; they run next."
+)
+SPLIT_SUMMARY_DESCRIPTION = "The data you collected or produced so far (this subtask's result)."
+SPLIT_TASKS_DESCRIPTION = (
+    'JSON list of follow-up tasks, e.g. [{"content": "Extract items 6-10"}, {"content": "Extract items 11-15"}]. '
+    "A task may name an agent_type (default: yours)."
+)
+REQUEST_REPLAN_DESCRIPTION = (
+    "End this subtask and ask for a new plan of the remaining work, when it cannot be done as planned."
+)
+REPLAN_REASON_DESCRIPTION = "What blocks the plan, and what you found."
+
 DEFAULT_AGENT_PROMPT = (
     "You are a careful agent executing one subtask of a larger plan. Use your tools to do the "
     "whole subtask. Never stop early or claim you have 'enough data' while items remain."
@@ -13,13 +30,12 @@ DEFAULT_AGENT_PROMPT = (
 
 EXECUTION_RULES = """\
 Rules for this subtask:
-- Your final message (a reply without tool calls) is the subtask's result. Put the actual \
-data in it; later subtasks see only that result.
-- A subtask with more than {batch_size} items is done in batches: process one batch of at \
-most {batch_size}, call `replan_review_context` to see the whole plan, then call \
-`replan_split_and_handoff` with your partial result as `summary` and the remaining work as \
-new tasks. Your work on this subtask ends with that call.
-- If the subtask cannot be done as planned, reply with {marker} followed by the reason."""
+- Your final reply (no tool calls) is the subtask's result: put the actual data in it; \
+later subtasks see only that.
+- More than {batch_size} items: process one batch of at most {batch_size}, call \
+`replan_review_context`, then `replan_split_and_handoff` with your data as `summary` and \
+the rest as tasks of at most {batch_size} items each. That call ends your subtask.
+- If the subtask cannot be done as planned, reply with {marker} and the reason."""
 
 SUBTASK_TEMPLATE = """\
 Overall goal: {goal}

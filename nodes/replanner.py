@@ -17,12 +17,16 @@ from langchain_core.messages import HumanMessage, SystemMessage
 
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.events import REPLANNING, emit
+from replangraph.messages import truncate_middle
 from replangraph.planning import request_plan, structured_planner
 from replangraph.plans import coerce_agent_types, next_top_position, normalize_plan, tasks_from_plan, validate_plan
 from replangraph.prompts import REPLAN_TEMPLATE, REPLANNER_PROMPT, agent_types_text
 from replangraph.queue import DEFAULT_AGENT, QueueError, Task, ordered, plan_summary, preview, skip_dependents
 from replangraph.routing import spent_model_calls
 from replangraph.state import ReplanRecord
+
+PARTIAL_RESULT_CHARS = 2_000
+"""How much of a flagged subtask's partial result the replanner sees: enough to tell what is done."""
 
 
 def rename_colliding(specs: list[dict], taken: set[str], suffix: str) -> list[dict]:
@@ -40,7 +44,11 @@ def replan_prompt(goal: str, tasks: Mapping[str, Task], flagged: Sequence[Task],
     results = "\n".join(f"- {t['id']}: {preview(t['result'], preview_chars)}" for t in done) or "(none)"
     reasons = "\n".join(
         f"- {t['id']} ({t['replan_request']['trigger']}): {t['content']}\n  Reason: {t['replan_request']['reason']}"
-        + (f"\n  Partial result (kept): {preview(t['result'], preview_chars)}" if t.get("result") else "")
+        + (
+            f"\n  Partial result (kept): {truncate_middle(t['result'], PARTIAL_RESULT_CHARS)}"
+            if t.get("result")
+            else ""
+        )
         for t in flagged
     )
     return REPLAN_TEMPLATE.format(goal=goal, plan=plan_summary(tasks), results=results, flagged=reasons)
@@ -62,8 +70,8 @@ class Replanner:
             return {}
         rounds = sum(r["outcome"] != "limit" for r in records)
         if rounds >= self.config.max_replans or spent_model_calls(state) >= self.config.max_steps:
-            updates = self.settle(tasks, flagged)
-            record = self.record(flagged, "limit", skipped=list(updates))
+            updates = self.settle(tasks, flagged, "no replans left (max_replans or max_steps)")
+            record = self.record(flagged, "limit", skipped=[k for k, u in updates.items() if u["status"] == "skipped"])
         else:
             updates, record = self.replan(state, tasks, flagged, suffix=f"_r{rounds + 1}")
         for task in flagged:
@@ -81,9 +89,17 @@ class Replanner:
         )
         return {"tasks": updates, "replans": [*records, record]}
 
-    def settle(self, tasks: Mapping[str, Task], flagged: Sequence[Task]) -> dict[str, dict]:
-        """Skip what waits on the flagged subtasks; independent work goes on."""
-        updates: dict[str, dict] = {}
+    def settle(self, tasks: Mapping[str, Task], flagged: Sequence[Task], why: str) -> dict[str, dict]:
+        """Skip what waits on the flagged subtasks; independent work goes on.
+
+        A flagged subtask that completed part of its work (its partial result kept) fails
+        now: the rest of its work will not be done.
+        """
+        updates: dict[str, dict] = {
+            t["id"]: {"status": "failed", "error": f"the rest of its work was not replanned: {why}"}
+            for t in flagged
+            if t["status"] == "completed"
+        }
         for task in flagged:
             view = {k: {**v, **updates.get(k, {})} for k, v in tasks.items()}
             updates.update(skip_dependents(view, task["id"]))
@@ -121,12 +137,12 @@ class Replanner:
             self.structured, messages, retries=self.config.replanner_retries, config=self.config, check=check
         )
         if not answer.specs:
-            reason = answer.error or "the replanner returned no remaining subtasks"
-            updates = self.settle(tasks, flagged)
-            for update in updates.values():
-                update["error"] = f"not run: the replanner gave up ({preview(reason, 300)})"
-            record = self.record(flagged, "gave_up", skipped=list(updates), calls=answer.calls)
-            return updates, record
+            reason = preview(answer.error or "the replanner returned no remaining subtasks", 300)
+            updates = self.settle(tasks, flagged, f"the replanner gave up ({reason})")
+            skipped = [k for k, u in updates.items() if u["status"] == "skipped"]
+            for task_id in skipped:
+                updates[task_id]["error"] = f"not run: the replanner gave up ({reason})"
+            return updates, self.record(flagged, "gave_up", skipped=skipped, calls=answer.calls)
         created = tasks_from_plan(answer.specs, first_position=next_top_position(tasks), origin="replanner")
         updates: dict[str, Any] = {tid: None for tid in pending}
         updates.update(created)

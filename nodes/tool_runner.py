@@ -145,9 +145,14 @@ class ToolRunner:
         ended = session.ended or repeated is not None
         kept = {**keep_full_outputs(task, {**dropped, **cut} if not ended else cut), **limits_hit(task, session)}
         if repeated is not None:
-            # The same refusal twice: the agent will not get past it alone. Keep what it sent, replan the rest.
+            # The same refusal twice: the agent will not get past it alone. What it sent as summary is
+            # its result (later tasks may build on it); the rest of its work goes to the replanner.
             request = {"trigger": "failure", "reason": error}
-            return failed(task_id, error, calls, result=repeated or None, replan_request=request, **kept)
+            if not repeated:
+                return failed(task_id, error, calls, replan_request=request, **kept)
+            update = completed(task_id, repeated, calls)
+            update["tasks"][task_id].update(replan_request=request, **kept)
+            return update
         if session.replan_reason is not None:
             reason = session.replan_reason
             request = {"trigger": "tool", "reason": reason}

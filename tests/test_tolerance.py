@@ -59,7 +59,7 @@ def test_a_repeated_refused_split_ends_the_subtask_and_the_replanner_takes_over_
 
     def replan(request):
         assert "repeated a refused replan_split_and_handoff call" in request.prompt
-        assert "Partial result (kept): #1 A #2 B" in request.prompt
+        assert "Partial result (kept): #1 A\n#2 B" in request.prompt
         return plan_of(task("r", "Extract items 3-4"))
 
     graph = build_graph(
@@ -67,7 +67,7 @@ def test_a_repeated_refused_split_ends_the_subtask_and_the_replanner_takes_over_
     )
     state, events = run(graph)
     assert calls["bad"] == 2  # refused once, repeated once, then stopped: not max_step_iterations
-    assert statuses(state) == {"1": "failed", "r": "completed"}
+    assert statuses(state) == {"1": "completed", "r": "completed"}
     assert state["tasks"]["1"]["result"] == "#1 A\n#2 B"
     for item in ("#1 A", "#2 B", "#3 C", "#4 D"):  # the partial result reaches the final answer
         assert item in state["final_answer"]

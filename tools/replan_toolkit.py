@@ -18,6 +18,14 @@ from pydantic import AliasChoices, BaseModel, Field, ValidationError, WithJsonSc
 from replangraph.config import AgentConfig
 from replangraph.lenient import UnreadableInput, as_text, task_specs
 from replangraph.plans import LimitReached, coerce_agent_types, split_task
+from replangraph.prompts import (
+    REPLAN_REASON_DESCRIPTION,
+    REQUEST_REPLAN_DESCRIPTION,
+    REVIEW_TOOL_DESCRIPTION,
+    SPLIT_SUMMARY_DESCRIPTION,
+    SPLIT_TASKS_DESCRIPTION,
+    SPLIT_TOOL_DESCRIPTION,
+)
 from replangraph.queue import QueueError, Task, ordered, preview, task_line
 
 REVIEW_TOOL = "replan_review_context"
@@ -144,17 +152,12 @@ def _text_field(description: str, names: tuple[str, ...] = ()) -> Any:
 
 
 class _ReplanArgs(BaseModel):
-    reason: _text_field("Why the remaining plan cannot work as it is, and what you found.", ("reason", "why"))
+    reason: _text_field(REPLAN_REASON_DESCRIPTION, ("reason", "why"))
 
 
 class _SplitArgs(BaseModel):
-    summary: _text_field("Your partial result so far: the actual data you collected or produced.", SUMMARY_NAMES)
-    tasks: _text_field(
-        "JSON list of follow-up tasks, e.g. "
-        '\'[{"content": "Extract items 6-10"}, {"content": "Extract items 11-15"}]\'. '
-        "Each task may name an agent_type; the default is yours.",
-        TASKS_NAMES,
-    )
+    summary: _text_field(SPLIT_SUMMARY_DESCRIPTION, SUMMARY_NAMES)
+    tasks: _text_field(SPLIT_TASKS_DESCRIPTION, TASKS_NAMES)
 
 
 def sent_summary(args: Any) -> str:
@@ -192,10 +195,7 @@ def replan_toolkit(session: ReplanSession | None) -> list[BaseTool]:
         StructuredTool.from_function(
             review,
             name=REVIEW_TOOL,
-            description=(
-                "Show the whole plan: completed subtasks with result previews, your current subtask, "
-                "the pending ones. Call it before handing off work."
-            ),
+            description=REVIEW_TOOL_DESCRIPTION,
             args_schema=_NoArgs,
             handle_tool_error=True,
             handle_validation_error=bad_arguments,
@@ -203,10 +203,7 @@ def replan_toolkit(session: ReplanSession | None) -> list[BaseTool]:
         StructuredTool.from_function(
             split,
             name=SPLIT_TOOL,
-            description=(
-                "Save your partial result as this subtask's result and queue follow-up subtasks for the "
-                "remaining work; they run right after this one. Your work on this subtask ends here."
-            ),
+            description=SPLIT_TOOL_DESCRIPTION,
             args_schema=_SplitArgs,
             handle_tool_error=True,
             handle_validation_error=bad_arguments,
@@ -214,10 +211,7 @@ def replan_toolkit(session: ReplanSession | None) -> list[BaseTool]:
         StructuredTool.from_function(
             replan,
             name=REQUEST_REPLAN_TOOL,
-            description=(
-                "Stop this subtask and ask for a new plan of the remaining work, when it cannot be done as "
-                "planned (blocked, impossible, or the plan is wrong). Your work on this subtask ends here."
-            ),
+            description=REQUEST_REPLAN_DESCRIPTION,
             args_schema=_ReplanArgs,
             handle_tool_error=True,
             handle_validation_error=bad_arguments,

@@ -1,0 +1,1 @@
+"""Benchmarks: scripted worlds and personas, run side by side against replangraph and a plain ReAct agent."""

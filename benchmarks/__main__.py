@@ -1,0 +1,19 @@
+"""``python -m benchmarks NAME [options]``: run one benchmark and print its table."""
+
+from __future__ import annotations
+
+import sys
+
+BENCHMARKS = {"personas": "benchmarks.persona_table"}
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in BENCHMARKS:
+        print(f"usage: python -m benchmarks {{{','.join(BENCHMARKS)}}} [options]", file=sys.stderr)
+        return 2
+    module = __import__(BENCHMARKS[argv[0]], fromlist=["main"])
+    return module.main(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,147 @@
+"""Running one agent on one world and measuring it: items recovered, model calls, prompt tokens, wall time.
+
+Tokens come from each reply's ``usage_metadata`` (the scripted personas report
+``count_tokens_approximately`` of the request, tool schemas included; a real
+endpoint reports its own count), read by a callback handler, so every agent is
+measured the same way.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import LLMResult
+
+from replangraph import AgentConfig, build_graph
+
+from .worlds import World
+
+WORKER_NODES = {"executor", "agent", "model"}
+"""Graph nodes whose model calls do the subtask work (replangraph's executor; ReAct's agent/model node)."""
+
+
+class Meter(BaseCallbackHandler):
+    """Counts chat model calls (failed ones too) and the prompt tokens of each answered call, by graph node."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.prompts: list[tuple[str, int]] = []
+        self.nodes: dict[UUID, str] = {}
+        self.lock = threading.Lock()
+
+    def on_chat_model_start(self, serialized, messages, *, run_id: UUID, metadata=None, **kwargs: Any) -> None:
+        with self.lock:
+            self.calls += 1
+            self.nodes[run_id] = (metadata or {}).get("langgraph_node", "")
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        message = getattr(response.generations[0][0], "message", None) if response.generations else None
+        usage = getattr(message, "usage_metadata", None) or {}
+        with self.lock:
+            self.prompts.append((self.nodes.get(run_id, ""), int(usage.get("input_tokens") or 0)))
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(tokens for _, tokens in self.prompts)
+
+    def largest(self, nodes: set[str] | None = None) -> int:
+        return max((t for node, t in self.prompts if nodes is None or node in nodes), default=0)
+
+
+@dataclass
+class Outcome:
+    """One run of one agent on one world."""
+
+    recovered: int
+    size: int
+    calls: int
+    prompt_tokens: int
+    largest_worker_prompt: int
+    largest_prompt: int
+    wall_s: float
+    error: str | None = None
+
+
+def measure(world: World, invoke: Callable[[Meter], str]) -> Outcome:
+    """Run ``invoke(meter) -> final answer`` and score it; an exception is a crashed run (nothing recovered)."""
+    meter = Meter()
+    started = time.perf_counter()
+    error = None
+    try:
+        answer = invoke(meter)
+    except Exception as exc:  # a crashed agent recovers nothing; the table says why
+        answer, error = "", f"{type(exc).__name__}"
+    wall = time.perf_counter() - started
+    return Outcome(
+        recovered=world.score(answer),
+        size=world.size,
+        calls=meter.calls,
+        prompt_tokens=meter.prompt_tokens,
+        largest_worker_prompt=meter.largest(WORKER_NODES),
+        largest_prompt=meter.largest(),
+        wall_s=wall,
+        error=error,
+    )
+
+
+def replangraph_agent(verify: bool, **config: Any) -> Callable[[BaseChatModel, World], Outcome]:
+    """replangraph with default limits (and the completion check when ``verify``)."""
+
+    def run(model: BaseChatModel, world: World) -> Outcome:
+        graph = build_graph(model, tools=world.tools, config=AgentConfig(verify_results=verify, **config))
+
+        def invoke(meter: Meter) -> str:
+            state = graph.invoke({"messages": [("user", world.goal)]}, {"callbacks": [meter]})
+            return state["final_answer"]
+
+        return measure(world, invoke)
+
+    return run
+
+
+def react_agent(model: BaseChatModel, world: World) -> Outcome:
+    """LangGraph's prebuilt ReAct agent with the world's tools, allowed as many steps as it wants."""
+    from langgraph.prebuilt import create_react_agent
+
+    with warnings.catch_warnings():
+        # langchain.agents.create_agent is its successor; this one needs no package beyond langgraph.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        agent = create_react_agent(model, world.tools)
+
+    def invoke(meter: Meter) -> str:
+        state = agent.invoke({"messages": [("user", world.goal)]}, {"callbacks": [meter], "recursion_limit": 100_000})
+        last = state["messages"][-1]
+        return str(last.text) if isinstance(last, AIMessage) else ""
+
+    return measure(world, invoke)
+
+
+def deepagents_agent(model: BaseChatModel, world: World) -> Outcome:
+    """deepagents' ``create_deep_agent`` (todo list, file system, summarization) with the world's tools."""
+    from deepagents import create_deep_agent
+
+    agent = create_deep_agent(model=model, tools=world.tools)
+
+    def invoke(meter: Meter) -> str:
+        state = agent.invoke({"messages": [("user", world.goal)]}, {"callbacks": [meter], "recursion_limit": 100_000})
+        last = state["messages"][-1]
+        return str(last.text) if isinstance(last, AIMessage) else ""
+
+    return measure(world, invoke)
+
+
+def deepagents_available() -> bool:
+    try:
+        import deepagents  # noqa: F401
+    except ImportError:
+        return False
+    return True

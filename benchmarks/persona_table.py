@@ -1,0 +1,144 @@
+"""The persona benchmark: replangraph beside a plain ReAct agent, same scripted worlds, same models.
+
+    python -m benchmarks personas                      # scripted personas, the README table
+    python -m benchmarks personas --sizes 19 100 --runs 1
+    python -m benchmarks personas --base-url http://localhost:8000/v1 --model qwen2.5-7b-instruct
+
+Every cell: items recovered / N, model calls, total and largest worker prompt
+tokens, wall time (min / median of ``--runs``). Counts and tokens are the same
+every run; only wall time varies. With ``--base-url`` the personas are replaced
+by the real model (ChatOpenAI); the worlds stay scripted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+from collections.abc import Callable, Sequence
+from typing import TextIO
+
+from langchain_core.language_models import BaseChatModel
+
+from .harness import Outcome, deepagents_agent, deepagents_available, react_agent, replangraph_agent
+from .personas import PERSONAS, persona
+from .worlds import WORLDS, World
+
+SCRIPTED_RETRY = {"retry_backoff_s": 0.01}
+"""Scripted failures need no real wait; a real endpoint keeps the default backoff."""
+
+
+def agents(scripted: bool, with_deepagents: bool) -> dict[str, Callable[[BaseChatModel, World], Outcome]]:
+    extra = SCRIPTED_RETRY if scripted else {}
+    table = {
+        "replangraph": replangraph_agent(verify=False, **extra),
+        "replangraph + verify": replangraph_agent(verify=True, **extra),
+        "ReAct": react_agent,
+    }
+    if with_deepagents:
+        table["deepagents"] = deepagents_agent
+    return table
+
+
+def short(n: int) -> str:
+    """1234 -> 1.2k, 1234567 -> 1.23M."""
+    if n >= 1_000_000:
+        return f"{n / 1_000_000:.2f}M"
+    if n >= 1_000:
+        return f"{n / 1_000:.1f}k"
+    return str(n)
+
+
+def cell(outcomes: list[Outcome]) -> str:
+    first = outcomes[0]
+    walls = [o.wall_s for o in outcomes]
+    done = f"**{first.recovered}/{first.size}**" + (f" ({first.error})" if first.error else "")
+    wall = f"{min(walls):.2f}/{statistics.median(walls):.2f} s" if len(walls) > 1 else f"{walls[0]:.2f} s"
+    return (
+        f"{done} · {first.calls} calls · {short(first.prompt_tokens)} tok · "
+        f"max {short(first.largest_worker_prompt)} · {wall}"
+    )
+
+
+def run_cell(
+    agent: Callable[[BaseChatModel, World], Outcome],
+    make_model: Callable[[World], BaseChatModel],
+    world_cls,
+    size,
+    runs,
+) -> list[Outcome]:
+    outcomes = []
+    for _ in range(runs):
+        world = world_cls(size)
+        outcomes.append(agent(make_model(world), world))
+    return outcomes
+
+
+def chat_openai(base_url: str, model: str, retries: int) -> Callable[[World], BaseChatModel]:
+    from langchain_openai import ChatOpenAI
+
+    key = os.environ.get("OPENAI_API_KEY") or "not-needed"
+    return lambda world: ChatOpenAI(model=model, base_url=base_url, api_key=key, max_retries=retries, temperature=0)
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks personas", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--worlds", nargs="+", default=list(WORLDS), choices=list(WORLDS))
+    parser.add_argument(
+        "--sizes", nargs="+", type=int, default=[19, 100, 1000], help="N items (report world: at most 250)"
+    )
+    parser.add_argument("--personas", nargs="+", default=list(PERSONAS), choices=list(PERSONAS))
+    parser.add_argument("--runs", type=int, default=3, help="runs per cell; wall time is min/median")
+    parser.add_argument(
+        "--large-personas",
+        nargs="+",
+        default=["compliant", "lazy"],
+        choices=list(PERSONAS),
+        help="personas run at sizes above 100 (each large cell takes a while)",
+    )
+    parser.add_argument("--base-url", help="an OpenAI-compatible endpoint: run the real model instead of personas")
+    parser.add_argument("--model", default="gpt-4o-mini", help="model name at --base-url")
+    parser.add_argument("--deepagents", action="store_true", help="add a deepagents column (pip install deepagents)")
+    args = parser.parse_args(argv)
+    if args.deepagents and not deepagents_available():
+        parser.error("--deepagents needs the deepagents package: pip install deepagents")
+    scripted = args.base_url is None
+    table = agents(scripted, args.deepagents)
+    print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}", file=out)
+    print(
+        f"Cells: recovered/N · model calls · total prompt tokens · largest worker prompt · wall min/median "
+        f"of {args.runs} run(s)\n",
+        file=out,
+    )
+    for world_name in args.worlds:
+        world_cls = WORLDS[world_name]
+        print(f"### {world_name} world\n", file=out)
+        print("| N | persona | " + " | ".join(table) + " |", file=out)
+        print("|---|---|" + "---|" * len(table), file=out)
+        for size in args.sizes:
+            if world_name == "report" and size > 250:
+                continue
+            rows = (
+                ["real model: " + args.model]
+                if not scripted
+                else [p for p in args.personas if size <= 100 or p in args.large_personas]
+            )
+            for row in rows:
+                if scripted:
+
+                    def make_model(world, name=row):
+                        return persona(name, world).model()
+
+                    models = dict.fromkeys(table, make_model)
+                else:
+                    ours = chat_openai(args.base_url, args.model, retries=0)
+                    theirs = chat_openai(args.base_url, args.model, retries=2)
+                    models = {name: ours if name.startswith("replangraph") else theirs for name in table}
+                cells = [
+                    cell(run_cell(agent, models[name], world_cls, size, args.runs)) for name, agent in table.items()
+                ]
+                print(f"| {size} | {row} | " + " | ".join(cells) + " |", file=out, flush=True)
+        print(file=out)
+    return 0

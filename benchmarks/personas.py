@@ -1,0 +1,271 @@
+"""Scripted models that behave like real ones, documented behaviour by behaviour.
+
+A persona answers every request the way one kind of real model does, whichever
+agent sends it: replangraph's planner, workers, verifier, replanner, summarizer
+and finalizer, or a plain ReAct agent. It decides from the request alone (its
+messages and bound tools), never from call order, so parallel branches stay
+deterministic. The flaky persona also remembers which requests it has failed
+once, like a server that recovers.
+
+- compliant: works in batches, reviews the plan, hands off the rest as JSON.
+- lazy: ignores the toolkit and stops after one batch: "I have collected enough data".
+- sloppy: plans in fenced JSON text with numeric ids and invented agent types;
+  hands off tasks as a real JSON array or inside fences.
+- repeater: hands off with a malformed task list and repeats the refused call unchanged.
+- flaky: like compliant, but the first try of every third request raises one of
+  ChatOpenAI's own errors (timeout, connection, rate limit).
+- blocks: like compliant, but every answer comes as a list of content blocks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+
+import httpx
+from langchain_core.messages import AIMessage
+from langchain_openai.chat_models.base import OpenAIConnectionError, OpenAIRateLimitError, OpenAITimeoutError
+
+from replangraph.scripted import ScriptedChatModel, ScriptedRequest, as_message, tool_call
+from replangraph.tools.replan_toolkit import REVIEW_TOOL, SPLIT_TOOL
+
+from .worlds import World
+
+PERSONAS = ("compliant", "lazy", "sloppy", "repeater", "flaky", "blocks")
+ENOUGH = "I have collected enough data."
+VERDICT, PLAN = "Verdict", "Plan"
+REQUEST = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
+
+
+def batches(first: int, last: int, size: int) -> list[tuple[int, int]]:
+    """Consecutive ranges of at most ``size`` covering ``first``..``last``."""
+    return [(lo, min(lo + size - 1, last)) for lo in range(first, last + 1, size)]
+
+
+def runs(numbers: list[int], size: int) -> list[tuple[int, int]]:
+    """Ranges of at most ``size`` covering ``numbers`` (gaps start a new range)."""
+    out: list[tuple[int, int]] = []
+    for n in sorted(numbers):
+        if out and n == out[-1][1] + 1 and n - out[-1][0] < size:
+            out[-1] = (out[-1][0], n)
+        else:
+            out.append((n, n))
+    return out
+
+
+def subtask(request: ScriptedRequest) -> tuple[str, str]:
+    """``(id, instruction)`` of the subtask a worker request is about."""
+    found = re.search(r"Your subtask \(([^)]*)\): (.*)", request.prompt)
+    return (found.group(1), found.group(2)) if found else ("", "")
+
+
+def stable_hash(text: str) -> int:
+    return int(hashlib.sha1(text.encode()).hexdigest()[:12], 16)
+
+
+@dataclass
+class Persona:
+    """One behaviour, answering for one world."""
+
+    name: str
+    world: World
+    failed_once: set[int] = field(default_factory=set)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def model(self) -> ScriptedChatModel:
+        return ScriptedChatModel(respond=self.respond)
+
+    # ------------------------------------------------------------------ dispatch
+
+    def respond(self, request: ScriptedRequest):
+        if self.name == "flaky":
+            self.maybe_fail(request)
+        reply = self.answer(request)
+        return self.as_blocks(reply) if self.name == "blocks" else reply
+
+    def answer(self, request: ScriptedRequest):
+        names = request.tool_names
+        if VERDICT in names:
+            return self.verdict(request)
+        if PLAN in names:
+            return self.replan(request) if "replanner" in request.system else self.plan(request)
+        if SPLIT_TOOL in names:
+            return self.work(request)
+        if set(names) & {t.name for t in self.world.tools}:
+            return self.react(request)
+        if "compress the working memory" in request.system:
+            return "Facts so far:\n" + "\n".join(self.world.ordered_lines(self.world.items_in(request.prompt)))
+        return self.final(request)
+
+    def maybe_fail(self, request: ScriptedRequest) -> None:
+        """Fail the first try of every third distinct request with one of ChatOpenAI's error classes."""
+        key = stable_hash("|".join(m.type + ":" + str(m.content) for m in request.messages) + str(request.tool_names))
+        if key % 3:
+            return
+        with self.lock:
+            if key in self.failed_once:
+                return
+            self.failed_once.add(key)
+        kind = key // 3 % 3
+        if kind == 0:
+            raise OpenAITimeoutError(request=REQUEST)
+        if kind == 1:
+            raise OpenAIConnectionError(request=REQUEST)
+        response = httpx.Response(429, headers={"retry-after": "0"}, request=REQUEST)
+        raise OpenAIRateLimitError("Rate limit reached", response=response, body=None)
+
+    @staticmethod
+    def as_blocks(reply) -> AIMessage:
+        message = as_message(reply)
+        text = message.content if isinstance(message.content, str) else ""
+        blocks = [{"type": "text", "text": text or "Working on it."}]
+        return AIMessage(content=blocks, tool_calls=message.tool_calls)
+
+    # ------------------------------------------------------------------ planning
+
+    def plan_tasks(self) -> list[dict]:
+        world = self.world
+        tasks = [{"id": "1", "content": world.range_task(1, world.size), "depends_on": []}]
+        if world.noun == "cities":
+            tasks.append(
+                {"id": "2", "content": "Compare the yearly rainfall of all cities and rank them.", "depends_on": ["1"]}
+            )
+            tasks.append(
+                {"id": "3", "content": "Write the report that ranks every city by rainfall.", "depends_on": ["2"]}
+            )
+        return tasks
+
+    def plan(self, request: ScriptedRequest):
+        tasks = self.plan_tasks()
+        if self.name != "sloppy":
+            return tool_call(PLAN, {"tasks": tasks})
+        sloppy = [
+            {
+                "id": int(t["id"]),
+                "task": t["content"],
+                "agent_type": "researcher",
+                "depends_on": ", ".join(t["depends_on"]),
+            }
+            for t in tasks
+        ]
+        return f"Here is my plan:\n```json\n{json.dumps({'tasks': sloppy}, indent=1)}\n```"
+
+    def replan(self, request: ScriptedRequest):
+        """New tasks for what the flagged subtasks left undone, then the pending steps again."""
+        flagged = request.prompt.split("Needs a new plan:", 1)[-1].strip()
+        new, kept = [], []
+        for block in re.split(r"\n(?=- )", flagged):
+            head = re.match(r"- (\S+) \((\w+)\): (.*)", block)
+            span = self.world.range_of(head.group(3)) if head else None
+            if not span:
+                continue
+            partial = block.partition("Partial result (kept):")[2]
+            have = [i for i in self.world.items_in(partial) if span[0] <= i <= span[1]]
+            if re.search(rf"^\[X\] {re.escape(head.group(1))}:", request.prompt, flags=re.MULTILINE):
+                kept.append(head.group(1))  # completed with a partial result: later steps may use it
+            missing = [i for i in range(span[0], span[1] + 1) if i not in have]
+            for lo, hi in runs(missing, self.world.batch):
+                new.append({"id": f"r{lo}", "content": self.world.range_task(lo, hi), "depends_on": []})
+        previous = [*kept, *(t["id"] for t in new)]
+        for task_id, content in re.findall(r"^\[ \] (\S+): (.*)$", request.prompt, flags=re.MULTILINE):
+            new.append({"id": task_id, "content": content, "depends_on": previous})
+            previous = [task_id]
+        return tool_call(PLAN, {"tasks": new})
+
+    # ------------------------------------------------------------------ replangraph workers
+
+    def work(self, request: ScriptedRequest):
+        task_id, instruction = subtask(request)
+        span = self.world.range_of(instruction)
+        if span is None:
+            return self.synthesize(instruction, request.prompt)
+        first, last = span
+        read = self.read_items(request)
+        if not read:
+            return self.read_call(first, min(self.world.batch, last - first + 1))
+        found = self.lines(read)
+        if max(read) >= last:
+            return found
+        if self.name == "lazy":
+            return f"{ENOUGH}\n{found}"
+        if not request.called(REVIEW_TOOL):
+            return tool_call(REVIEW_TOOL, {})
+        rest = [self.world.range_task(lo, hi) for lo, hi in batches(max(read) + 1, last, self.world.batch)]
+        args = {"summary": found, "tasks": self.task_list(task_id, rest, max(read) + 1, last)}
+        return tool_call(SPLIT_TOOL, args, call_id=f"split_{task_id}_{len(request.tool_results)}")
+
+    def task_list(self, task_id: str, contents: list[str], first: int, last: int):
+        """The ``tasks`` argument, shaped the way this persona writes it."""
+        if self.name == "repeater":
+            return {"from": first, "to": last}  # no instructions at all: refused, and sent again unchanged
+        if self.name == "sloppy":
+            tasks = [{"content": c, "agent_type": "browser"} for c in contents]
+            if stable_hash(task_id) % 2:
+                return tasks  # a real JSON array where the schema says "JSON string"
+            return f"```json\n{json.dumps(tasks)}\n```"
+        return json.dumps([{"content": c} for c in contents])
+
+    def read_items(self, request: ScriptedRequest) -> dict[int, str]:
+        tool = self.world.tools[0].name
+        found: dict[int, str] = {}
+        for message in request.tool_results:
+            if request.tool_name(message) == tool:
+                found.update(self.world.items_in(str(message.content)))
+        return found
+
+    def read_call(self, start: int, count: int) -> dict:
+        return tool_call(self.world.tools[0].name, {"start": start, "count": count})
+
+    def lines(self, items: dict[int, str]) -> str:
+        return "\n".join(items[i] for i in sorted(items))
+
+    def synthesize(self, instruction: str, prompt: str) -> str:
+        """A step that works on earlier results (compare, write): it keeps every item."""
+        items = self.world.items_in(prompt)
+        ranking = "\n".join(self.world.ordered_lines(items))
+        if instruction.lower().startswith("write"):
+            return f"Rainfall report: all {len(items)} cities, wettest first.\n{ranking}"
+        return f"Rainfall ranking of {len(items)} cities:\n{ranking}"
+
+    # ------------------------------------------------------------------ plain ReAct agent
+
+    def react(self, request: ScriptedRequest):
+        """The same behaviour without a toolkit: read batch after batch in one growing conversation."""
+        size = self.world.size_in_goal(request.prompt) or self.world.size
+        read = self.read_items(request)
+        if not read:
+            return self.read_call(1, self.world.batch)
+        if self.name == "lazy" or max(read) >= size:
+            text = self.synthesize("write", self.lines(read)) if self.world.noun == "cities" else self.lines(read)
+            return f"{ENOUGH}\n{text}" if max(read) < size else text
+        return self.read_call(max(read) + 1, self.world.batch)
+
+    # ------------------------------------------------------------------ checking and answering
+
+    def verdict(self, request: ScriptedRequest):
+        instruction, _, result = request.prompt.partition("Result:")
+        task = re.search(r"Subtask \([^)]*\): (.*)", instruction)
+        span = self.world.range_of(task.group(1) if task else "")
+        if span is None:
+            return tool_call(VERDICT, {"complete": True, "remaining_tasks": [], "reason": "nothing to count"})
+        have = self.world.items_in(result)
+        missing = [i for i in range(span[0], span[1] + 1) if i not in have]
+        if not missing:
+            return tool_call(VERDICT, {"complete": True, "remaining_tasks": [], "reason": "every item is there"})
+        rest = [self.world.range_task(lo, hi) for lo, hi in runs(missing, self.world.batch)]
+        reason = f"{len(missing)} of {span[1] - span[0] + 1} {self.world.noun} are missing"
+        return tool_call(VERDICT, {"complete": False, "remaining_tasks": rest, "reason": reason})
+
+    def final(self, request: ScriptedRequest) -> str:
+        items = self.world.items_in(request.prompt)
+        return f"{len(items)} {self.world.noun}:\n" + "\n".join(self.world.ordered_lines(items))
+
+
+def persona(name: str, world: World) -> Persona:
+    """The persona ``name`` (one of `PERSONAS`) answering for ``world``."""
+    if name not in PERSONAS:
+        raise ValueError(f"unknown persona {name!r}; known: {', '.join(PERSONAS)}")
+    return Persona(name, world)

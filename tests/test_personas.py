@@ -1,0 +1,76 @@
+"""Every benchmark persona, end to end at N = 19 in both worlds: what replangraph recovers, what ReAct loses."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.harness import Meter, react_agent, replangraph_agent
+from benchmarks.personas import PERSONAS, persona
+from benchmarks.worlds import CatalogWorld, ReportWorld
+from replangraph import AgentConfig, build_graph
+
+FAST = {"retry_backoff_s": 0.0}
+WORLDS = [CatalogWorld, ReportWorld]
+
+
+@pytest.mark.parametrize("world_cls", WORLDS, ids=["catalog", "report"])
+@pytest.mark.parametrize("name", PERSONAS)
+def test_replangraph_recovers_every_item_with_every_persona(world_cls, name):
+    world = world_cls(19)
+    verify = name == "lazy"  # the lazy persona ignores the toolkit: only the completion check catches it
+    outcome = replangraph_agent(verify=verify, **FAST)(persona(name, world).model(), world)
+    assert outcome.error is None
+    assert outcome.recovered == 19, f"{name}: {outcome.recovered}/19"
+
+
+@pytest.mark.parametrize("world_cls", WORLDS, ids=["catalog", "report"])
+def test_without_the_check_the_lazy_persona_loses_most_items_in_both_agents(world_cls):
+    world = world_cls(19)
+    ours = replangraph_agent(verify=False, **FAST)(persona("lazy", world).model(), world)
+    react = react_agent(persona("lazy", world).model(), world)
+    assert ours.recovered == react.recovered == world.batch  # one batch: about a quarter
+    assert react.recovered / 19 < 0.3
+
+
+def test_react_crashes_on_the_first_flaky_error_and_recovers_nothing():
+    world = CatalogWorld(19)
+    outcome = react_agent(persona("flaky", world).model(), world)
+    assert outcome.recovered == 0 and outcome.error in {
+        "OpenAITimeoutError",
+        "OpenAIConnectionError",
+        "OpenAIRateLimitError",
+    }
+
+
+def test_sloppy_persona_really_sends_the_sloppy_shapes():
+    world = CatalogWorld(19)
+    graph = build_graph(persona("sloppy", world).model(), tools=world.tools, config=AgentConfig(**FAST))
+    events = [
+        chunk
+        for mode, chunk in graph.stream({"messages": [("user", world.goal)]}, stream_mode=["custom", "values"])
+        if mode == "custom"
+    ]
+    [created] = [e for e in events if e["event"] == "plan_created"]
+    assert "'researcher' does not exist" in created["notes"][0]
+    [added] = [e for e in events if e["event"] == "dynamic_tasks_added"]
+    assert "'browser' does not exist" in added["notes"][0]
+
+
+def test_repeater_is_stopped_by_the_guard_and_replanned():
+    world = ReportWorld(19)
+    graph = build_graph(persona("repeater", world).model(), tools=world.tools, config=AgentConfig(**FAST))
+    state = graph.invoke({"messages": [("user", world.goal)]})
+    [record] = state["replans"]
+    assert "repeated a refused replan_split_and_handoff call" in record["reason"]
+    assert record["outcome"] == "replanned"
+    assert world.score(state["final_answer"]) == 19
+
+
+def test_meter_counts_failed_calls_and_tokens_by_node():
+    world = CatalogWorld(19)
+    meter = Meter()
+    graph = build_graph(persona("flaky", world).model(), tools=world.tools, config=AgentConfig(**FAST))
+    graph.invoke({"messages": [("user", world.goal)]}, {"callbacks": [meter]})
+    assert meter.calls > len(meter.prompts)  # the failed tries are calls without an answer
+    assert {node for node, _ in meter.prompts} >= {"planner", "executor", "finalize"}
+    assert meter.largest({"executor"}) > 0 and meter.largest({"finalize"}) > 0
