@@ -13,6 +13,7 @@ by the real model (ChatOpenAI); the worlds stay scripted.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import statistics
@@ -83,6 +84,21 @@ def chat_openai(base_url: str, model: str, retries: int) -> Callable[[World], Ba
     return lambda world: ChatOpenAI(model=model, base_url=base_url, api_key=key, max_retries=retries, temperature=0)
 
 
+def machine() -> str:
+    """The machine and the library versions, for the table's heading."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ram = f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB RAM, "
+    except (ValueError, OSError, AttributeError):
+        ram = ""
+    libs = []
+    for name in ("langgraph", "langchain-core", "deepagents"):
+        with contextlib.suppress(PackageNotFoundError):
+            libs.append(f"{name} {version(name)}")
+    return f"{platform.machine()}, {os.cpu_count()} cores, {ram}Python {platform.python_version()}, " + ", ".join(libs)
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks personas", description=__doc__.split("\n\n")[0])
     parser.add_argument("--worlds", nargs="+", default=list(WORLDS), choices=list(WORLDS))
@@ -106,7 +122,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
         parser.error("--deepagents needs the deepagents package: pip install deepagents")
     scripted = args.base_url is None
     table = agents(scripted, args.deepagents)
-    print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}", file=out)
+    print(f"Machine: {machine()}\n", file=out)
     print(
         f"Cells: recovered/N · model calls · total prompt tokens · largest worker prompt · wall min/median "
         f"of {args.runs} run(s)\n",

@@ -19,7 +19,7 @@ CONTENT_KEYS = ("content", "task", "description", "instruction", "instructions",
 AGENT_KEYS = ("agent_type", "agentType", "agent", "type")
 LIST_KEYS = ("tasks", "subtasks", "follow_up_tasks", "items", "steps", "plan", "remaining_tasks")
 FENCED = re.compile(r"```[ \t]*[\w+-]*[ \t]*\n?(.*?)```", re.S)
-BULLET = re.compile(r"^\s*(?:[-*•+]|\d+[.)]|\[[ xX]?\])\s+")
+BULLET = re.compile(r"^\s*(?:(?:[-*•+]|\d+[.)]|\[[ xX]?\])\s+)+")
 
 
 class UnreadableInput(ValueError):

@@ -74,3 +74,12 @@ def test_meter_counts_failed_calls_and_tokens_by_node():
     assert meter.calls > len(meter.prompts)  # the failed tries are calls without an answer
     assert {node for node, _ in meter.prompts} >= {"planner", "executor", "finalize"}
     assert meter.largest({"executor"}) > 0 and meter.largest({"finalize"}) > 0
+
+
+def test_default_limits_fit_a_1000_item_job():
+    """About 200 subtasks and 400 model calls: the defaults must let it finish."""
+    world = CatalogWorld(1000)
+    outcome = replangraph_agent(verify=False)(persona("compliant", world).model(), world)
+    assert outcome.recovered == 1000
+    assert 390 <= outcome.calls <= 420
+    assert outcome.largest_worker_prompt <= 8_000
