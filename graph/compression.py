@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from .messages import message_text, truncate_middle
+from .messages import all_tool_calls, message_text, truncate_middle
 
 HEAD = 2  # the system prompt and the subtask message
 SUMMARY_ID_PREFIX = "replangraph-summary-"
@@ -57,7 +57,7 @@ def tool_pairs_ok(messages: Sequence[AnyMessage]) -> bool:
         if open_calls:
             return False
         if isinstance(message, AIMessage):
-            open_calls = {c["id"] for c in message.tool_calls}
+            open_calls = {c["id"] for c in all_tool_calls(message)}
     return True
 
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, convert_to_messages
+
+from .lenient import UnreadableInput, load_json, strip_fences
 
 
 def message_text(message: BaseMessage) -> str:
@@ -43,18 +47,82 @@ def resolve_goal(state: Mapping[str, Any]) -> tuple[str, bool]:
     raise ValueError("replangraph needs a goal: pass a human message in `messages` or a `goal` string")
 
 
+def all_tool_calls(message: AIMessage) -> list[dict]:
+    """A reply's tool calls, unreadable ones included (``type: invalid_tool_call``, ``error``):
+    providers count those as calls too, and each needs an answer."""
+    return [*message.tool_calls, *message.invalid_tool_calls]
+
+
 def pending_tool_calls(window: Sequence[AnyMessage]) -> list[dict]:
     """Tool calls of the window's last AI message that have no ToolMessage yet."""
     if not window or not isinstance(window[-1], AIMessage):
         return []
-    return list(window[-1].tool_calls)
+    return all_tool_calls(window[-1])
+
+
+def repair_tool_calls(reply: AIMessage, tool_names: Sequence[str]) -> AIMessage:
+    """``reply`` with the tool calls a model meant but did not send cleanly.
+
+    Arguments a provider could not parse (fenced JSON, prose around the JSON) are read
+    leniently; a reply whose whole text is a tool call written as JSON
+    (``{"name": ..., "arguments": {...}}``, as local servers without a tool parser
+    return) becomes that call. Anything else is left as it was.
+    """
+    calls = list(reply.tool_calls)
+    invalid = []
+    for bad in reply.invalid_tool_calls:
+        try:
+            args = load_json(bad.get("args") or "")
+        except UnreadableInput:
+            args = None
+        if isinstance(args, dict) and bad.get("name"):
+            calls.append({"name": bad["name"], "args": args, "id": bad.get("id"), "type": "tool_call"})
+        else:
+            invalid.append(bad)
+    content = reply.content
+    if not calls and not invalid:
+        written = calls_written_as_text(message_text(reply), tool_names)
+        if written:
+            calls, content = written, ""
+    if calls == reply.tool_calls and invalid == reply.invalid_tool_calls:
+        return reply
+    return reply.model_copy(update={"tool_calls": calls, "invalid_tool_calls": invalid, "content": content})
+
+
+def calls_written_as_text(text: str, tool_names: Sequence[str]) -> list[dict]:
+    """Tool calls when ``text`` is nothing but JSON naming known tools, else []."""
+    body = strip_fences(text)
+    if body[:1] not in ("{", "["):
+        return []
+    try:
+        value = load_json(body)
+    except UnreadableInput:
+        return []
+    calls = []
+    for item in value if isinstance(value, list) else [value]:
+        if not isinstance(item, Mapping):
+            return []
+        call = item.get("function") if isinstance(item.get("function"), Mapping) else item
+        name = call.get("name")
+        args = next((call[k] for k in ("arguments", "parameters", "args", "input") if k in call), None)
+        if isinstance(args, str):
+            try:
+                args = load_json(args)
+            except UnreadableInput:
+                return []
+        if name not in tool_names or not isinstance(args, Mapping):
+            return []
+        digest = hashlib.sha1(json.dumps([name, args], sort_keys=True, default=str).encode()).hexdigest()[:12]
+        calls.append({"name": name, "args": dict(args), "id": f"call_text_{digest}", "type": "tool_call"})
+    return calls
 
 
 def awaiting_verification(tasks: Mapping[str, Any], task_id: str, window: Sequence[AnyMessage] | None) -> bool:
     """Whether a running subtask's window ends with a final answer that waits for the completion check."""
     task = tasks.get(task_id)
     last = window[-1] if window else None
-    return bool(task and task["status"] == "in_progress" and isinstance(last, AIMessage) and not last.tool_calls)
+    waiting = isinstance(last, AIMessage) and not all_tool_calls(last)
+    return bool(task and task["status"] == "in_progress" and waiting)
 
 
 def truncate_middle(text: str, limit: int) -> str:

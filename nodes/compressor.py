@@ -20,6 +20,7 @@ from replangraph.events import CONTEXT_COMPRESSED, emit
 from replangraph.messages import message_text, truncate_middle
 from replangraph.nodes.outcomes import failed
 from replangraph.prompts import SUMMARIZER_PROMPT, SUMMARY_REQUEST
+from replangraph.retry import invoke_with_retries
 
 
 def summarizer_request(previous: str | None, messages: Sequence[AnyMessage], budget_tokens: int, monitor) -> list:
@@ -56,7 +57,8 @@ class Compressor:
         """A summary of ``previous`` plus ``messages``; a plain note if the summary model fails."""
         request = summarizer_request(previous, messages, self.summary_budget, self.monitor)
         try:
-            text = message_text(self.summary_model.invoke(request)).strip()
+            reply, _ = invoke_with_retries(self.summary_model, request, self.config)
+            text = message_text(reply).strip()
             problem = "the summary model returned nothing"
         except GraphBubbleUp:
             raise

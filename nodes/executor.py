@@ -14,7 +14,7 @@ from replangraph.compression import shrink_largest
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context import ContextMonitor
 from replangraph.events import STEP_STARTED, emit
-from replangraph.messages import message_text
+from replangraph.messages import all_tool_calls, message_text, repair_tool_calls
 from replangraph.nodes.outcomes import completed, failed
 from replangraph.prompts import REPLAN_MARKER, execution_rules, subtask_text
 from replangraph.retry import StepTimeout, call_with_retries, call_with_timeout, seconds_left
@@ -101,7 +101,8 @@ class Executor:
         calls = spent + attempts
         if not isinstance(reply, AIMessage):
             reply = AIMessage(content=message_text(reply))
-        if reply.tool_calls:
+        reply = repair_tool_calls(reply, [t.name for t in self.tools[task["agent_type"]]])
+        if all_tool_calls(reply):
             if calls >= self.config.max_step_iterations:
                 return failed(
                     task_id,

@@ -39,6 +39,14 @@ def not_run(call: dict) -> ToolMessage:
 def run_tool_call(toolbox: Mapping[str, BaseTool], call: dict) -> ToolMessage:
     """One tool call as a ToolMessage; unknown tools, bad arguments and exceptions become error messages."""
     name, call_id = call.get("name", ""), call.get("id") or ""
+    if call.get("type") == "invalid_tool_call":
+        return ToolMessage(
+            f"Error: the arguments of this call could not be read ({preview(call.get('error'), 200)}). "
+            f"Call {name} again with a JSON object of arguments.",
+            tool_call_id=call_id,
+            name=name,
+            status="error",
+        )
     tool = toolbox.get(name)
     if tool is None:
         known = ", ".join(sorted(toolbox))

@@ -176,3 +176,56 @@ def test_stacked_retries_are_warned_about():
         warnings.simplefilter("error")
         build_graph(ChatOpenAI(model="m", api_key="k", max_retries=0))
         build_graph(ChatOpenAI(model="m", api_key="k"), config=AgentConfig(model_retries=0))
+
+
+def invalid_call(name, args, call_id="bad1"):
+    return {"name": name, "args": args, "id": call_id, "error": "not valid JSON", "type": "invalid_tool_call"}
+
+
+def test_tool_arguments_a_provider_could_not_parse_are_read_leniently():
+    def work(request):
+        if "1_dyn" in request.prompt:
+            return "the rest"
+        args = '```json\n{"summary": "first half", "tasks": ["the second half"]}\n```'
+        return AIMessage(content="", invalid_tool_calls=[invalid_call("replan_split_and_handoff", args)])
+
+    state, _ = run(build_graph(make_model(plan_of(task("1", "do it all")), work), config=AgentConfig(**FAST)))
+    assert statuses(state) == {"1": "completed", "1_dyn_0": "completed"}
+    assert state["tasks"]["1"]["result"] == "first half"
+
+
+def test_unreadable_arguments_get_an_error_the_model_can_fix():
+    def lookup(city: str) -> str:
+        """Weather of a city."""
+        return f"{city}: sunny"
+
+    def work(request):
+        if not request.tool_results:
+            return AIMessage(content="", invalid_tool_calls=[invalid_call("lookup", '{"city": "Oslo",,')])
+        if len(request.tool_results) == 1:
+            [error] = request.tool_results
+            assert error.status == "error" and "could not be read" in error.content
+            return tool_call("lookup", {"city": "Oslo"})
+        return request.tool_results[-1].content
+
+    graph = build_graph(make_model(plan_of(task("a", "weather")), work), tools=[lookup], config=AgentConfig(**FAST))
+    state, _ = run(graph)
+    assert state["tasks"]["a"]["result"] == "Oslo: sunny"
+
+
+def test_a_tool_call_written_as_text_is_run_and_other_json_answers_stay_answers():
+    def lookup(city: str) -> str:
+        """Weather of a city."""
+        return f"{city}: sunny"
+
+    def work(request):
+        if subtask_of(request) == "report as json":
+            return '```json\n{"name": "Oslo", "weather": "sunny"}\n```'  # an answer that happens to be JSON
+        if not request.tool_results:
+            return '{"name": "lookup", "arguments": {"city": "Bergen"}}'  # a local server without a tool parser
+        return request.tool_results[-1].content
+
+    plan = plan_of(task("a", "weather"), task("b", "report as json"))
+    state, _ = run(build_graph(make_model(plan, work), tools=[lookup], config=AgentConfig(**FAST)))
+    assert state["tasks"]["a"]["result"] == "Bergen: sunny"
+    assert '"weather": "sunny"' in state["tasks"]["b"]["result"]
