@@ -121,7 +121,7 @@ def run_goal(goal: str, args: argparse.Namespace, out: TextIO) -> int:
     from .builder import build_graph
     from .studio import chat_model_from_env
 
-    config = AgentConfig(max_steps=args.max_steps, max_concurrency=args.concurrency)
+    config = AgentConfig(max_steps=args.max_steps, max_concurrency=args.concurrency, verify_results=args.verify)
     graph = build_graph(chat_model_from_env(args.model), tools=load_tools(args.tools), config=config)
     state = watch(graph, {"messages": [("user", goal)]}, {}, out)
     print(f"\nFinal answer:\n{state.get('final_answer', '')}", file=out)
@@ -140,6 +140,7 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
     run.add_argument("--tools", action="append", default=[], metavar="MODULE:ATTR", help="tools to give the agents")
     run.add_argument("--max-steps", type=int, default=AgentConfig().max_steps)
     run.add_argument("--concurrency", type=int, default=AgentConfig().max_concurrency)
+    run.add_argument("--verify", action="store_true", help="check each result and queue what is missing")
     args = parser.parse_args(argv)
     if args.command == "demo":
         return run_demo(out)

@@ -104,8 +104,21 @@ def _final(request: ScriptedRequest) -> str:
     return f"Top {len(lines)} bestsellers:\n" + "\n".join(lines)
 
 
+def _verdict(request: ScriptedRequest) -> dict:
+    instruction, _, result = request.prompt.partition("Result:")
+    span = re.search(r"ranked (\d+)-(\d+)", instruction)
+    first, last = (int(span.group(1)), int(span.group(2))) if span else (1, 0)
+    missing = [r for r in range(first, last + 1) if f"#{r} " not in result]
+    if not missing:
+        return tool_call("Verdict", {"complete": True, "remaining_tasks": [], "reason": "every rank is there"})
+    rest = [_range_task(lo, min(lo + BATCH - 1, last)) for lo in range(missing[0], last + 1, BATCH)]
+    return tool_call("Verdict", {"complete": False, "remaining_tasks": rest, "reason": f"{len(missing)} ranks missing"})
+
+
 def demo_responder(request: ScriptedRequest) -> dict | str:
-    """The scripted model: plans, works in batches of 5 and hands off, then writes the final list."""
+    """The scripted model: plans, works in batches of 5 and hands off, checks results, writes the final list."""
+    if "Verdict" in request.tool_names:
+        return _verdict(request)
     if "Plan" in request.tool_names:
         return _plan(request)
     if SPLIT_TOOL in request.tool_names:

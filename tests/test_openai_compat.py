@@ -146,3 +146,11 @@ def test_a_server_that_stays_down_costs_three_requests_per_call_not_nine(fake_op
     # planner: 3 requests, executor: 3, replanner: 3 (then it gives up); the final report needs no model
     assert len(fake_openai) == 9
     assert "The run for this goal stopped" in out.getvalue()
+
+
+def test_run_with_the_completion_check(fake_openai):
+    out = io.StringIO()
+    assert cli.main(["run", DEMO_GOAL, "--tools", "replangraph.demo:read_ranking", "--verify"], out=out) == 0
+    assert out.getvalue().count("checked: complete (every rank is there)") == 3
+    verdicts = [r for r in fake_openai if any(t["function"]["name"] == "Verdict" for t in r.get("tools", []))]
+    assert len(verdicts) == 3  # the three follow-ups end with answers; the first subtask handed off
