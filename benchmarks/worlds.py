@@ -100,12 +100,31 @@ class World:
         """Compact lines in the order the answer should list them."""
         return [items[i] for i in sorted(items)]
 
+    def page(self, index: int) -> str:
+        """The full record of item ``index`` as the tool shows it."""
+        raise NotImplementedError
+
+    def paged_tool(self, name: str, description: str) -> BaseTool:
+        """A tool that reads up to ``batch`` item pages, beginning at ``start`` (1-based)."""
+
+        def read(start: int, count: int = self.batch) -> str:
+            if start < 1 or count < 1:
+                raise ValueError("start and count must be at least 1")
+            last = min(start + min(count, self.batch) - 1, self.size)
+            if start > last:
+                return f"There are only {self.size} {self.noun}."
+            return "\n".join(self.page(i) for i in range(start, last + 1))
+
+        return StructuredTool.from_function(read, name=name, description=description)
+
 
 class CatalogWorld(World):
-    """The top-N bestseller extraction. Each product page is about 100 tokens; the tool reads 5."""
+    """The top-N bestseller extraction. Each product page is about 68 tokens; the tool reads 5."""
 
     def __init__(self, size: int):
-        super().__init__(size=size, batch=5, noun="products", tools=[self.make_tool()])
+        super().__init__(size=size, batch=5, noun="products")
+        description = "Read up to 5 product pages of the bestseller ranking, beginning at rank `start` (1-based)."
+        self.tools = [self.paged_tool("read_ranking", description)]
 
     @property
     def goal(self) -> str:
@@ -136,24 +155,14 @@ class CatalogWorld(World):
             for m in self.ITEM.finditer(text)
         }
 
-    def make_tool(self) -> BaseTool:
-        def read_ranking(start: int, count: int = 5) -> str:
-            """Read up to 5 product pages of the bestseller ranking, beginning at rank `start` (1-based)."""
-            if start < 1 or count < 1:
-                raise ValueError("start and count must be at least 1")
-            last = min(start + min(count, 5) - 1, self.size)
-            if start > last:
-                return f"The ranking has only {self.size} products."
-            return "\n".join(self.page(rank) for rank in range(start, last + 1))
-
-        return StructuredTool.from_function(read_ranking)
-
 
 class ReportWorld(World):
     """Look up K cities, compare their rainfall, write a ranked report: a plan with dependencies."""
 
     def __init__(self, size: int):
-        super().__init__(size=size, batch=4, noun="cities", tools=[self.make_tool()])
+        super().__init__(size=size, batch=4, noun="cities")
+        description = "Look up the climate records of up to 4 survey cities, beginning at city `start` (1-based)."
+        self.tools = [self.paged_tool("lookup_cities", description)]
 
     @property
     def goal(self) -> str:
@@ -171,7 +180,7 @@ class ReportWorld(World):
     def rainfall(self, index: int) -> int:
         return 400 + (index * 389) % 1_700
 
-    def record(self, index: int) -> str:
+    def page(self, index: int) -> str:
         return (
             f"City {index}: {city_name(index)} | yearly rainfall {self.rainfall(index):,} mm | "
             f"mean temperature {6 + index * 7 % 19} C | population {(index * 7_919) % 900_000 + 20_000:,} | {FILLER}"
@@ -186,18 +195,6 @@ class ReportWorld(World):
         """Ranked by rainfall, wettest first: ``1. City 7: Holford, 2,123 mm``."""
         ranked = sorted(items, key=lambda i: -int(re.search(r", ([\d,]+) mm", items[i]).group(1).replace(",", "")))
         return [f"{place}. {items[i]}" for place, i in enumerate(ranked, 1)]
-
-    def make_tool(self) -> BaseTool:
-        def lookup_cities(start: int, count: int = 4) -> str:
-            """Look up the climate records of up to 4 survey cities, beginning at city `start` (1-based)."""
-            if start < 1 or count < 1:
-                raise ValueError("start and count must be at least 1")
-            last = min(start + min(count, 4) - 1, self.size)
-            if start > last:
-                return f"The survey has only {self.size} cities."
-            return "\n".join(self.record(i) for i in range(start, last + 1))
-
-        return StructuredTool.from_function(lookup_cities)
 
 
 WORLDS = {"catalog": CatalogWorld, "report": ReportWorld}

@@ -103,16 +103,22 @@ def test_backoff_doubles_and_caps():
     assert backoff_delays(4, 1.0, 5.0) == [1.0, 2.0, 4.0, 5.0]
 
 
-def test_retries_transient_errors_with_backoff_then_succeeds(monkeypatch):
-    monkeypatch.setattr(retry, "jitter", lambda: 0.0)
-    waits, outcomes = [], [ApiError(502), OpenAITimeoutError(request=REQUEST), "ok"]
+def replay(*outcomes):
+    """A call that raises or returns ``outcomes`` one after the other."""
+    left = list(outcomes)
 
     def call():
-        outcome = outcomes.pop(0)
+        outcome = left.pop(0)
         if isinstance(outcome, Exception):
             raise outcome
         return outcome
 
+    return call
+
+
+def test_retries_transient_errors_with_backoff_then_succeeds(monkeypatch):
+    monkeypatch.setattr(retry, "jitter", lambda: 0.0)
+    waits, call = [], replay(ApiError(502), OpenAITimeoutError(request=REQUEST), "ok")
     assert call_with_retries(call, retries=2, backoff_s=0.5, sleep=waits.append) == ("ok", 3)
     assert waits == [0.5, 1.0]
 
@@ -130,14 +136,7 @@ def test_jitter_spreads_waits_by_at_most_a_quarter():
 
 def test_rate_limit_waits_as_long_as_the_provider_asks(monkeypatch):
     monkeypatch.setattr(retry, "jitter", lambda: 0.0)
-    waits, outcomes = [], [status_error(OpenAIRateLimitError, 429, **{"retry-after": "1.5"}), "ok"]
-
-    def call():
-        outcome = outcomes.pop(0)
-        if isinstance(outcome, Exception):
-            raise outcome
-        return outcome
-
+    waits, call = [], replay(status_error(OpenAIRateLimitError, 429, **{"retry-after": "1.5"}), "ok")
     assert call_with_retries(call, retries=2, backoff_s=0.1, sleep=waits.append) == ("ok", 2)
     assert waits == [1.5]
 
