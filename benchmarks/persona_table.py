@@ -58,30 +58,50 @@ def cell(outcomes: list[Outcome]) -> str:
     done = f"**{first.recovered}/{first.size}**" + (f" ({first.error})" if first.error else "")
     wall = f"{min(walls):.2f}/{statistics.median(walls):.2f} s" if len(walls) > 1 else f"{walls[0]:.2f} s"
     return (
-        f"{done} · {first.calls} calls · {short(first.prompt_tokens)} tok · "
+        f"{done} · {first.calls} req · {short(first.prompt_tokens)} tok · "
         f"max {short(first.largest_worker_prompt)} · {wall}"
     )
 
 
 def run_cell(
     agent: Callable[[BaseChatModel, World], Outcome],
-    make_model: Callable[[World], BaseChatModel],
+    make_model: Callable[[World], tuple[BaseChatModel, Callable[[], int] | None]],
     world_cls,
     size,
     runs,
 ) -> list[Outcome]:
+    """``runs`` fresh runs; ``make_model`` gives the model and, for personas, a count of the requests
+    they saw (client retries included), which replaces the count of LangChain calls."""
     outcomes = []
     for _ in range(runs):
         world = world_cls(size)
-        outcomes.append(agent(make_model(world), world))
+        model, requests = make_model(world)
+        outcome = agent(model, world)
+        if requests is not None:
+            outcome.calls = requests()
+        outcomes.append(outcome)
     return outcomes
 
 
-def chat_openai(base_url: str, model: str, retries: int) -> Callable[[World], BaseChatModel]:
+def chat_openai(base_url: str, model: str, retries: int) -> Callable[[World], tuple[BaseChatModel, None]]:
     from langchain_openai import ChatOpenAI
 
     key = os.environ.get("OPENAI_API_KEY") or "not-needed"
-    return lambda world: ChatOpenAI(model=model, base_url=base_url, api_key=key, max_retries=retries, temperature=0)
+    return lambda world: (
+        ChatOpenAI(model=model, base_url=base_url, api_key=key, max_retries=retries, temperature=0),
+        None,
+    )
+
+
+def persona_model(name: str, client_retries: int) -> Callable[[World], tuple[BaseChatModel, Callable[[], int]]]:
+    """Persona ``name``. replangraph gets a client that does not retry (its own policy does); the
+    other agents get ChatOpenAI's default client retries (2)."""
+
+    def make(world: World):
+        scripted = persona(name, world)
+        return scripted.model(client_retries=client_retries), lambda: scripted.requests
+
+    return make
 
 
 def machine() -> str:
@@ -124,13 +144,13 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     table = agents(scripted, args.deepagents)
     print(f"Machine: {machine()}\n", file=out)
     print(
-        f"Cells: recovered/N · model calls · total prompt tokens · largest worker prompt · wall min/median "
+        f"Cells: recovered/N · model requests · total prompt tokens · largest worker prompt · wall min/median "
         f"of {args.runs} run(s)\n",
         file=out,
     )
     for world_name in args.worlds:
         world_cls = WORLDS[world_name]
-        print(f"### {world_name} world\n", file=out)
+        print(f"**{world_name} world**\n", file=out)
         print("| N | persona | " + " | ".join(table) + " |", file=out)
         print("|---|---|" + "---|" * len(table), file=out)
         for size in args.sizes:
@@ -143,11 +163,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
             )
             for row in rows:
                 if scripted:
-
-                    def make_model(world, name=row):
-                        return persona(name, world).model()
-
-                    models = dict.fromkeys(table, make_model)
+                    models = {name: persona_model(row, 0 if name.startswith("replangraph") else 2) for name in table}
                 else:
                     ours = chat_openai(args.base_url, args.model, retries=0)
                     theirs = chat_openai(args.base_url, args.model, retries=2)

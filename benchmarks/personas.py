@@ -29,6 +29,7 @@ import httpx
 from langchain_core.messages import AIMessage
 from langchain_openai.chat_models.base import OpenAIConnectionError, OpenAIRateLimitError, OpenAITimeoutError
 
+from replangraph.retry import is_transient
 from replangraph.scripted import ScriptedChatModel, ScriptedRequest, as_message, tool_call
 from replangraph.tools.replan_toolkit import REVIEW_TOOL, SPLIT_TOOL
 
@@ -73,14 +74,20 @@ class Persona:
     name: str
     world: World
     failed_once: set[int] = field(default_factory=set)
+    requests: int = 0
+    """Requests the persona answered or failed: what a server would count, client retries included."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def model(self) -> ScriptedChatModel:
-        return ScriptedChatModel(respond=self.respond)
+    def model(self, client_retries: int = 0) -> ScriptedChatModel:
+        """The persona as a chat model whose client retries transient errors ``client_retries``
+        times on its own, as ChatOpenAI's does (``max_retries``, 2 by default)."""
+        return ClientRetrying(respond=self.respond, client_retries=client_retries)
 
     # ------------------------------------------------------------------ dispatch
 
     def respond(self, request: ScriptedRequest):
+        with self.lock:
+            self.requests += 1
         if self.name == "flaky":
             self.maybe_fail(request)
         reply = self.answer(request)
@@ -262,6 +269,21 @@ class Persona:
     def final(self, request: ScriptedRequest) -> str:
         items = self.world.items_in(request.prompt)
         return f"{len(items)} {self.world.noun}:\n" + "\n".join(self.world.ordered_lines(items))
+
+
+class ClientRetrying(ScriptedChatModel):
+    """A scripted model with a client that retries transient errors itself, unseen by LangChain callbacks."""
+
+    client_retries: int = 0
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        for attempt in range(self.client_retries + 1):
+            try:
+                return super()._generate(messages, stop, run_manager, **kwargs)
+            except Exception as exc:
+                if attempt == self.client_retries or not is_transient(exc):
+                    raise
+        raise AssertionError("unreachable")
 
 
 def persona(name: str, world: World) -> Persona:

@@ -27,9 +27,10 @@ class UnreadableInput(ValueError):
 
 
 def strip_fences(text: str) -> str:
-    """The inside of the first markdown code fence, or the text itself."""
-    found = FENCED.search(text)
-    return found.group(1).strip() if found else text.strip()
+    """The inside of the first markdown code fence that holds JSON, else of the first one, else the text."""
+    blocks = [block.strip() for block in FENCED.findall(text)]
+    json_like = [block for block in blocks if block[:1] in ("[", "{")]
+    return (json_like or blocks or [text.strip()])[0]
 
 
 def check_nesting(value: Any, limit: int = MAX_NESTING) -> None:
@@ -78,8 +79,8 @@ def as_text(value: Any) -> str:
     if isinstance(value, bool | int | float):
         return json.dumps(value)
     if isinstance(value, Mapping):
-        if isinstance(value.get("text"), str) and set(value) <= {"type", "text", "id", "annotations"}:
-            return value["text"]  # one content block
+        if value.get("type") == "text" and isinstance(value.get("text"), str):
+            return value["text"]  # one content block (whatever else it carries: citations, cache_control...)
         return json.dumps(value, ensure_ascii=False, default=str)
     if isinstance(value, list | tuple):
         return "\n".join(part for part in (as_text(item) for item in value) if part)
@@ -87,8 +88,11 @@ def as_text(value: Any) -> str:
 
 
 def text_lines(text: str) -> list[str]:
-    """Non-empty lines of ``text`` without list bullets or numbering."""
-    return [line for line in (BULLET.sub("", raw).strip() for raw in text.splitlines()) if line]
+    """The items of a list written as text: its bulleted or numbered lines (a heading such as
+    "Remaining tasks:" is not an item), or every non-empty line when none is bulleted."""
+    lines = [raw for raw in text.splitlines() if raw.strip()]
+    bulleted = [raw for raw in lines if BULLET.match(raw)]
+    return [BULLET.sub("", raw).strip() for raw in bulleted or lines if BULLET.sub("", raw).strip()]
 
 
 def list_from(value: Any, what: str, lines: bool = True) -> list:
@@ -126,6 +130,8 @@ def _embedded_task_json(text: str) -> Any:
     except UnreadableInput:
         return None
     if isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+        return value
+    if isinstance(value, list) and value and all(isinstance(v, str) and v.strip() for v in value):
         return value
     if isinstance(value, Mapping) and any(k in value for k in LIST_KEYS):
         return value
@@ -225,7 +231,7 @@ def truthy(value: Any) -> bool | None:
     word = as_text(value).strip().lower().strip(".!")
     if word in ("true", "yes", "y", "complete", "completed", "done", "1"):
         return True
-    if word in ("false", "no", "n", "incomplete", "not complete", "partial", "0"):
+    if word in ("false", "no", "n", "incomplete", "not complete", "partial", "partially", "unfinished", "0"):
         return False
     return None
 

@@ -117,12 +117,19 @@ def calls_written_as_text(text: str, tool_names: Sequence[str]) -> list[dict]:
     return calls
 
 
-def awaiting_verification(tasks: Mapping[str, Any], task_id: str, window: Sequence[AnyMessage] | None) -> bool:
-    """Whether a running subtask's window ends with a final answer that waits for the completion check."""
-    task = tasks.get(task_id)
+def ends_with_answer(window: Sequence[AnyMessage] | None) -> bool:
+    """Whether a window ends with a model reply that calls no tool: a final answer."""
     last = window[-1] if window else None
-    waiting = isinstance(last, AIMessage) and not all_tool_calls(last)
-    return bool(task and task["status"] == "in_progress" and waiting)
+    return isinstance(last, AIMessage) and not all_tool_calls(last)
+
+
+def answers_waiting(tasks: Mapping[str, Any], windows: Mapping[str, Sequence[AnyMessage]]) -> list[str]:
+    """Ids of running subtasks whose window ends with a final answer waiting for the completion check."""
+    return [
+        tid
+        for tid, window in windows.items()
+        if tid in tasks and tasks[tid]["status"] == "in_progress" and ends_with_answer(window)
+    ]
 
 
 def truncate_middle(text: str, limit: int) -> str:

@@ -15,7 +15,7 @@ from typing_extensions import NotRequired, TypedDict
 
 TaskStatus = Literal["pending", "in_progress", "completed", "failed", "skipped"]
 TaskOrigin = Literal["planner", "dynamic", "replanner"]
-ReplanTrigger = Literal["marker", "tool", "failure"]
+ReplanTrigger = Literal["marker", "tool", "failure", "check"]
 
 STATUSES: tuple[TaskStatus, ...] = ("pending", "in_progress", "completed", "failed", "skipped")
 DEFAULT_AGENT = "default"
@@ -42,6 +42,15 @@ class TaskVerdict(TypedDict):
     follow_up_ids: list[str]
     error: str | None
     """Why the check could not judge (the result then stands), or why follow-ups were not queued."""
+
+
+def verdict_record(
+    complete: bool, reason: str = "", remaining: list[str] | None = None, error: str | None = None
+) -> TaskVerdict:
+    """A `TaskVerdict` with every field filled in (no follow-ups yet)."""
+    return TaskVerdict(
+        complete=complete, reason=reason, remaining_tasks=list(remaining or []), follow_up_ids=[], error=error
+    )
 
 
 class Task(TypedDict):

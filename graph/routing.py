@@ -13,7 +13,7 @@ from langgraph.types import Send
 
 from .config import AgentConfig
 from .context import ContextMonitor
-from .messages import awaiting_verification
+from .messages import ends_with_answer
 from .queue import Task, dependency_results, ordered, plan_summary, ready_tasks, total_model_calls
 from .state import SubtaskInput
 
@@ -57,7 +57,7 @@ def make_router(
         sends: list[Send | str] = []
         for task in active:
             window = windows.get(task["id"], [])
-            if awaiting_verification(tasks, task["id"], window):
+            if ends_with_answer(window):
                 if VERIFIER not in sends:
                     sends.append(VERIFIER)  # one verifier node checks every waiting answer
                 continue

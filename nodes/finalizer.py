@@ -12,7 +12,7 @@ from langgraph.errors import GraphBubbleUp
 
 from replangraph.config import AgentConfig
 from replangraph.events import PLAN_COMPLETED, emit
-from replangraph.messages import awaiting_verification, message_text
+from replangraph.messages import ends_with_answer, message_text
 from replangraph.prompts import FINAL_TEMPLATE, FINALIZER_PROMPT
 from replangraph.queue import RESET, Task, ordered, status_counts
 from replangraph.report import fallback_report
@@ -30,7 +30,7 @@ def stop_unfinished(tasks: Mapping[str, Task], reason: str, windows: Mapping[str
     for task in tasks.values():
         if task["status"] == "in_progress":
             updates[task["id"]] = {"status": "failed", "error": f"stopped before it finished: {reason}"}
-            if awaiting_verification(tasks, task["id"], windows.get(task["id"])):
+            if ends_with_answer(windows.get(task["id"])):
                 updates[task["id"]]["result"] = message_text(windows[task["id"]][-1]).strip()
         elif task["status"] == "pending":
             updates[task["id"]] = {"status": "skipped", "error": task.get("error") or f"not run: {reason}"}

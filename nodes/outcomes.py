@@ -1,10 +1,12 @@
-"""State updates that end a subtask, shared by the executor and tools nodes."""
+"""State updates that end a subtask, shared by the nodes that run subtasks."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from replangraph.events import STEP_COMPLETED, STEP_FAILED, emit
+from replangraph.plans import LimitReached
 from replangraph.queue import preview
 
 
@@ -23,3 +25,21 @@ def completed(task_id: str, result: str, model_calls: int | None = None, **event
     if model_calls is not None:
         change["model_calls"] = model_calls
     return {"tasks": {task_id: change}, "windows": {task_id: None}}
+
+
+def merge_updates(updates: list[dict]) -> dict:
+    """One state update from several per-subtask updates (parallel work joined in one node)."""
+    merged: dict = {"tasks": {}, "windows": {}}
+    for update in updates:
+        merged["tasks"].update(update.get("tasks") or {})
+        merged["windows"].update(update.get("windows") or {})
+    return merged
+
+
+def limit_hit(task: Mapping[str, Any], limit: LimitReached | None) -> dict:
+    """``{"limits_hit": {...}}`` adding what ``limit`` refused to the task's record, or {} without one."""
+    if limit is None:
+        return {}
+    hits = dict(task.get("limits_hit") or {})
+    hits[limit.limit] = max(hits.get(limit.limit, 0), limit.needed)
+    return {"limits_hit": hits}

@@ -13,22 +13,14 @@ from typing import Any
 from langgraph.errors import NodeError
 from langgraph.types import Command
 
-from replangraph.messages import awaiting_verification, message_text, pending_tool_calls
-from replangraph.nodes.outcomes import completed, failed
+from replangraph.messages import answers_waiting, message_text, pending_tool_calls
+from replangraph.nodes.outcomes import completed, failed, merge_updates
+from replangraph.queue import verdict_record
 
 
 def describe(error: NodeError) -> str:
     """``executor crashed: TypeError: ...``"""
     return f"{error.node} crashed: {type(error.error).__name__}: {error.error}"
-
-
-def merge(updates: list[dict]) -> dict:
-    """One state update from several per-subtask updates."""
-    merged: dict = {"tasks": {}, "windows": {}}
-    for update in updates:
-        merged["tasks"].update(update["tasks"])
-        merged["windows"].update(update["windows"])
-    return merged
 
 
 def fail_the_subtask(goto: str) -> Callable[..., Command]:
@@ -48,11 +40,11 @@ def fail_running_tool_calls(goto: str) -> Callable[..., Command]:
         tasks, windows = state.get("tasks") or {}, state.get("windows") or {}
         running = [
             tid
-            for tid, w in windows.items()
-            if tid in tasks and tasks[tid]["status"] == "in_progress" and pending_tool_calls(w)
+            for tid, window in windows.items()
+            if tid in tasks and tasks[tid]["status"] == "in_progress" and pending_tool_calls(window)
         ]
         updates = [failed(tid, describe(error), tasks[tid].get("model_calls", 0)) for tid in running]
-        return Command(update=merge(updates), goto=goto)
+        return Command(update=merge_updates(updates), goto=goto)
 
     return handle
 
@@ -63,18 +55,11 @@ def let_results_stand(goto: str) -> Callable[..., Command]:
     def handle(state: Mapping[str, Any], error: NodeError) -> Command:
         tasks, windows = state.get("tasks") or {}, state.get("windows") or {}
         updates = []
-        for tid, window in windows.items():
-            if awaiting_verification(tasks, tid, window):
-                update = completed(tid, message_text(window[-1]).strip())
-                note = f"the check failed ({describe(error)}); the result stands"
-                update["tasks"][tid]["verdict"] = {
-                    "complete": True,
-                    "reason": "",
-                    "remaining_tasks": [],
-                    "follow_up_ids": [],
-                    "error": note,
-                }
-                updates.append(update)
-        return Command(update=merge(updates), goto=goto)
+        for tid in answers_waiting(tasks, windows):
+            update = completed(tid, message_text(windows[tid][-1]).strip())
+            note = f"the check failed ({describe(error)}); the result stands"
+            update["tasks"][tid]["verdict"] = verdict_record(True, error=note)
+            updates.append(update)
+        return Command(update=merge_updates(updates), goto=goto)
 
     return handle

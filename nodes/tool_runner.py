@@ -19,11 +19,11 @@ from langgraph.errors import GraphBubbleUp
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.events import DYNAMIC_TASKS_ADDED, emit
 from replangraph.messages import message_text, pending_tool_calls
-from replangraph.nodes.outcomes import completed, failed
+from replangraph.nodes.outcomes import completed, failed, limit_hit, merge_updates
 from replangraph.observations import cut_observation, drop_old_observations
 from replangraph.queue import Task, preview
 from replangraph.retry import StepTimeout, call_with_timeout, seconds_left
-from replangraph.tools.replan_toolkit import TOOLKIT_NAMES, ReplanSession, replan_toolkit, sent_summary
+from replangraph.tools.replan_toolkit import STILL_YOURS, TOOLKIT_NAMES, ReplanSession, replan_toolkit, sent_summary
 
 
 def not_run(call: dict) -> ToolMessage:
@@ -73,15 +73,6 @@ def is_repeated_refusal(window: Sequence[AnyMessage], reply: ToolMessage) -> boo
         isinstance(m, ToolMessage) and m.status == "error" and m.name == reply.name and message_text(m) == text
         for m in window
     )
-
-
-def limits_hit(task: Task, session: ReplanSession) -> dict:
-    """``{"limits_hit": {limit: value needed}}`` when a limit refused a split of this subtask, else {}."""
-    if session.limit is None:
-        return {}
-    hits = dict(task.get("limits_hit") or {})
-    hits[session.limit.limit] = max(hits.get(session.limit.limit, 0), session.limit.needed)
-    return {"limits_hit": hits}
 
 
 def output_namespace(task_id: str) -> tuple[str, ...]:
@@ -140,10 +131,11 @@ class ToolRunner:
             except StepTimeout:
                 session.close()
                 error = f"step exceeded step_timeout_s={self.config.step_timeout_s:g} in tool {call.get('name')!r}"
-                return failed(task_id, error, calls, **limits_hit(task, session))
+                return failed(task_id, error, calls, **limit_hit(task, session.limit))
             if is_repeated_refusal([*window, *replies], reply):
                 repeated = sent_summary(call.get("args"))
-                error = f"the agent repeated a refused {reply.name} call: {preview(message_text(reply), 300)}"
+                refusal = message_text(reply).replace(STILL_YOURS, "").strip()
+                error = f"the agent repeated a refused {reply.name} call: {preview(refusal, 300)}"
             reply, full_text = cut_observation(reply, self.config.max_observation_chars)
             if full_text is not None:
                 cut[reply.tool_call_id] = full_text
@@ -151,7 +143,7 @@ class ToolRunner:
         session.close()
         new_window, dropped = drop_old_observations([*window, *replies], self.config.max_observations)
         ended = session.ended or repeated is not None
-        kept = {**keep_full_outputs(task, {**dropped, **cut} if not ended else cut), **limits_hit(task, session)}
+        kept = {**keep_full_outputs(task, {**dropped, **cut} if not ended else cut), **limit_hit(task, session.limit)}
         if repeated is not None:
             # The same refusal twice: the agent will not get past it alone. What it sent as summary is
             # its result (later tasks may build on it); the rest of its work goes to the replanner.
@@ -195,8 +187,4 @@ class ToolRunner:
                     pool.submit(self.run_subtask_tools, task_id, windows[task_id], tasks, goal) for task_id in work
                 ]
                 updates = [f.result() for f in futures]
-        merged: dict = {"tasks": {}, "windows": {}}
-        for update in updates:
-            merged["tasks"].update(update["tasks"])
-            merged["windows"].update(update["windows"])
-        return merged
+        return merge_updates(updates)

@@ -23,12 +23,12 @@ from pydantic import BaseModel, Field
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.events import DYNAMIC_TASKS_ADDED, STEP_VERIFIED, emit
 from replangraph.lenient import UnreadableInput, as_text, first_tool_args, load_json, task_specs, truthy
-from replangraph.messages import awaiting_verification, message_text
-from replangraph.nodes.outcomes import completed
+from replangraph.messages import answers_waiting, message_text
+from replangraph.nodes.outcomes import completed, limit_hit, merge_updates
 from replangraph.plans import LimitReached, split_task
 from replangraph.prompts import VERIFIER_PROMPT, VERIFY_TEMPLATE
-from replangraph.queue import QueueError, Task, TaskVerdict
-from replangraph.retry import call_with_retries
+from replangraph.queue import QueueError, Task, TaskVerdict, verdict_record
+from replangraph.retry import invoke_with_retries
 
 VERDICT_TOOL = "Verdict"
 
@@ -43,8 +43,12 @@ class Verdict(BaseModel):
     reason: str = Field(description="What is missing, or why the result is complete.")
 
 
-def read_verdict(answer: Any) -> tuple[bool, str, list[str]]:
-    """``(complete, reason, remaining task instructions)`` from a structured answer, read leniently."""
+NOTHING = {"", "none", "null", "n/a", "na", "nothing", "-", "[]", "no remaining tasks"}
+
+
+def verdict_fields(answer: Any) -> Mapping[str, Any]:
+    """The Verdict's arguments: from the raw reply's tool call or JSON text, else ``parsed``; unwraps
+    ``{"verdict": {...}}``."""
     raw = answer.get("raw") if isinstance(answer, Mapping) else answer
     value = first_tool_args(raw) if isinstance(raw, BaseMessage) else None
     if isinstance(value, str):
@@ -52,21 +56,36 @@ def read_verdict(answer: Any) -> tuple[bool, str, list[str]]:
     if not isinstance(value, Mapping):
         parsed = answer.get("parsed") if isinstance(answer, Mapping) else None
         value = parsed.model_dump() if isinstance(parsed, BaseModel) else None
+    if isinstance(value, Mapping) and "complete" not in value and len(value) == 1:
+        inner = next(iter(value.values()))
+        value = inner if isinstance(inner, Mapping) else value
     if not isinstance(value, Mapping):
         raise UnreadableInput("the answer holds no Verdict")
-    remaining = value.get("remaining_tasks", value.get("remaining"))
-    contents = [s["content"] for s in task_specs(remaining, "remaining_tasks")] if remaining else []
+    return value
+
+
+def read_verdict(answer: Any) -> tuple[bool, str, list[str], str | None]:
+    """``(complete, reason, remaining task instructions, note)`` from a structured answer, read leniently.
+
+    An explicit "incomplete" stands even when its remaining tasks cannot be read (the note says so).
+    """
+    value = verdict_fields(answer)
+    reason = as_text(value.get("reason")).strip()
     complete = truthy(value.get("complete", value.get("is_complete")))
+    remaining = value.get("remaining_tasks", value.get("remaining"))
+    contents, note = [], None
+    if remaining is not None and as_text(remaining).strip().lower() not in NOTHING:
+        try:
+            contents = [s["content"] for s in task_specs(remaining, "remaining_tasks")]
+        except UnreadableInput as exc:
+            if complete is not False:
+                raise
+            note = f"its remaining tasks could not be read ({exc})"
     if complete is None:
         if not contents:
             raise UnreadableInput("the Verdict says neither whether the result is complete nor what is missing")
         complete = False
-    return complete, as_text(value.get("reason")).strip(), [] if complete else contents
-
-
-def verdict(complete: bool, reason: str, remaining: list[str], error: str | None = None) -> TaskVerdict:
-    """The record kept on the task."""
-    return TaskVerdict(complete=complete, reason=reason, remaining_tasks=remaining, follow_up_ids=[], error=error)
+    return complete, reason, [] if complete else contents, note
 
 
 class Verifier:
@@ -84,52 +103,65 @@ class Verifier:
             HumanMessage(VERIFY_TEMPLATE.format(goal=goal, task_id=task["id"], content=task["content"], result=result)),
         ]
         try:
-            answer, calls = call_with_retries(
-                lambda: self.structured.invoke(request),
-                retries=self.config.model_retries,
-                backoff_s=self.config.retry_backoff_s,
-                max_backoff_s=self.config.max_retry_wait_s,
-            )
+            answer, calls = invoke_with_retries(self.structured, request, self.config)
         except GraphBubbleUp:
             raise
         except Exception as exc:  # a broken check must not fail a subtask that has a result
             error = f"the check failed ({type(exc).__name__}: {exc}); the result stands"
-            return verdict(True, "", [], error=error), getattr(exc, "attempts", 1)
+            return verdict_record(True, error=error), getattr(exc, "attempts", 1)
         try:
-            complete, reason, remaining = read_verdict(answer)
+            complete, reason, remaining, note = read_verdict(answer)
         except UnreadableInput as exc:
-            return verdict(
-                True, "", [], error=f"the check's answer could not be read ({exc}); the result stands"
-            ), calls
-        return verdict(complete, reason, remaining), calls
+            return verdict_record(True, error=f"the check's answer could not be read ({exc}); the result stands"), calls
+        return verdict_record(complete, reason, remaining, error=note), calls
 
-    def settle(self, tasks: Mapping[str, Task], task: Task, result: str, judged: TaskVerdict, calls: int) -> dict:
-        """The state update for one judged subtask: completed, with follow-ups when something is missing."""
-        task_id = task["id"]
-        spent = task.get("model_calls", 0) + calls
-        created: dict[str, Task] = {}
-        extra: dict[str, Any] = {}
-        if not judged["complete"] and judged["remaining_tasks"]:
-            specs = [{"content": c, "agent_type": None} for c in judged["remaining_tasks"]]
-            try:
-                created = split_task(
+    def queue_follow_ups(self, tasks: Mapping[str, Task], task: Task, remaining: list[str]) -> tuple[dict, dict]:
+        """``(follow-up tasks, task fields)``: the missing work as dynamic tasks of ``task``; when none
+        can be queued, the task's fields ask the replanner to take it over."""
+        specs = [{"content": c, "agent_type": None} for c in remaining]
+        try:
+            return (
+                split_task(
                     tasks,
-                    task_id,
+                    task["id"],
                     specs,
                     agent_types=self.profiles,
                     max_tasks=self.config.max_tasks,
                     max_split_depth=self.config.max_split_depth,
-                )
-            except QueueError as exc:
-                judged = {**judged, "error": f"the missing work was not queued: {exc}"}
-                if isinstance(exc, LimitReached):
-                    hits = dict(task.get("limits_hit") or {})
-                    hits[exc.limit] = max(hits.get(exc.limit, 0), exc.needed)
-                    extra["limits_hit"] = hits
+                ),
+                {},
+            )
+        except LimitReached as exc:
+            return {}, {
+                "why": f"{exc.limit}={exc.value} left no room for them ({exc.needed} needed)",
+                **limit_hit(task, exc),
+            }
+        except QueueError as exc:
+            return {}, {"why": str(exc)}
+
+    def settle(self, tasks: Mapping[str, Task], task: Task, result: str, judged: TaskVerdict, calls: int) -> dict:
+        """The state update for one judged subtask: completed, with follow-ups when something is missing.
+
+        Missing work that could not be queued (none named, or a limit refused it) goes to the
+        replanner, with the answer kept as the partial result.
+        """
+        task_id = task["id"]
+        created: dict[str, Task] = {}
+        extra: dict[str, Any] = {}
+        if not judged["complete"]:
+            extra = {"why": "it named no remaining tasks"}
+            if judged["remaining_tasks"]:
+                created, extra = self.queue_follow_ups(tasks, task, judged["remaining_tasks"])
+            why = extra.pop("why", None)
+            if not created:
+                judged = {**judged, "error": "; ".join(e for e in (judged["error"], f"not queued: {why}") if e)}
+                reason = f"the completion check found the result incomplete ({judged['reason'] or 'no reason'}); {why}"
+                extra["replan_request"] = {"trigger": "check", "reason": reason}
         judged = {**judged, "follow_up_ids": list(created)}
         emit(STEP_VERIFIED, task_id=task_id, **judged)
         if created:
             emit(DYNAMIC_TASKS_ADDED, parent_id=task_id, task_ids=list(created), source="verifier", notes=[])
+        spent = task.get("model_calls", 0) + calls
         update = completed(task_id, result, spent, **({"handed_off": list(created)} if created else {}))
         update["tasks"][task_id].update(verdict=judged, **extra)
         update["tasks"].update(created)
@@ -139,7 +171,7 @@ class Verifier:
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         windows = state.get("windows") or {}
         goal = state.get("goal", "")
-        waiting = [tid for tid, window in windows.items() if awaiting_verification(tasks, tid, window)]
+        waiting = answers_waiting(tasks, windows)
         if not waiting:
             return {}
         results = {tid: message_text(windows[tid][-1]).strip() for tid in waiting}
@@ -151,11 +183,10 @@ class Verifier:
                 judged = [f.result() for f in futures]
         # Follow-ups are queued one subtask at a time, so parallel checks never overshoot max_tasks.
         view = dict(tasks)
-        merged: dict = {"tasks": {}, "windows": {}}
+        updates = []
         for task_id, (judgement, calls) in zip(waiting, judged, strict=True):
             update = self.settle(view, tasks[task_id], results[task_id], judgement, calls)
             for tid, change in update["tasks"].items():
                 view[tid] = {**view.get(tid, {}), **change}
-            merged["tasks"].update(update["tasks"])
-            merged["windows"].update(update["windows"])
-        return merged
+            updates.append(update)
+        return merge_updates(updates)

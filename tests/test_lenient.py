@@ -22,8 +22,9 @@ from replangraph.lenient import (
 from replangraph.plans import coerce_agent_types, normalize_plan
 
 
-def test_strip_fences_takes_the_first_fenced_block():
+def test_strip_fences_prefers_the_block_that_holds_json():
     assert strip_fences("Sure!\n```json\n[1, 2]\n```\nanything else") == "[1, 2]"
+    assert strip_fences("```text\na note\n```\nthen\n```json\n[3]\n```") == "[3]"
     assert strip_fences("```\nplain\n```") == "plain"
     assert strip_fences("  no fence ") == "no fence"
 
@@ -43,6 +44,7 @@ def test_load_json_finds_json_in_prose_and_explains_failures():
         (None, ""),
         (["#1 A", "#2 B"], "#1 A\n#2 B"),
         ([{"type": "text", "text": "block"}], "block"),
+        ([{"type": "text", "text": "cited", "citations": [{"url": "u"}], "cache_control": {}}], "cited"),
         ({"name": "A", "units": 3}, '{"name": "A", "units": 3}'),
         (42, "42"),
     ],
@@ -83,6 +85,10 @@ def test_task_specs_shapes_and_key_names():
     assert task_specs("1. first\n2) second\n- [ ] third") == [
         {"content": c, "agent_type": None} for c in ("first", "second", "third")
     ]
+    only_items = [{"content": c, "agent_type": None} for c in ("first", "second")]
+    assert task_specs("Remaining tasks:\n- first\n- second") == only_items  # a heading is not a task
+    assert task_specs('Here are the tasks: ["first", "second"]') == only_items
+    assert task_specs('```text\nSome notes\n```\n```json\n["first", "second"]\n```') == only_items
     with pytest.raises(UnreadableInput, match="empty"):
         task_specs("   ")
 

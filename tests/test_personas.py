@@ -32,14 +32,13 @@ def test_without_the_check_the_lazy_persona_loses_most_items_in_both_agents(worl
     assert react.recovered / 19 < 0.3
 
 
-def test_react_crashes_on_the_first_flaky_error_and_recovers_nothing():
+def test_flaky_persona_needs_retries_a_plain_agent_gets_only_from_its_client():
     world = CatalogWorld(19)
-    outcome = react_agent(persona("flaky", world).model(), world)
-    assert outcome.recovered == 0 and outcome.error in {
-        "OpenAITimeoutError",
-        "OpenAIConnectionError",
-        "OpenAIRateLimitError",
-    }
+    bare = react_agent(persona("flaky", world).model(client_retries=0), world)
+    assert bare.recovered == 0 and bare.error in {"OpenAITimeoutError", "OpenAIConnectionError", "OpenAIRateLimitError"}
+    flaky = persona("flaky", world)
+    with_client = react_agent(flaky.model(client_retries=2), world)  # ChatOpenAI's default max_retries
+    assert with_client.recovered == 19 and flaky.requests > with_client.calls  # client retries are unseen
 
 
 def test_sloppy_persona_really_sends_the_sloppy_shapes():

@@ -300,3 +300,13 @@ def test_a_limit_refusal_is_recorded_with_the_value_that_would_fit():
     update = make_runner(max_tasks=3)(runner_state(tool_call(SPLIT_TOOL, split_args("a", "b", "c"))))
     assert update["tasks"]["1"]["limits_hit"] == {"max_tasks": 5}
     assert update["windows"]["1"][-1].status == "error"
+
+
+def test_the_repeat_guard_keeps_data_sent_under_an_unknown_name():
+    bad = {"found": "#1 A\n#2 B", "tasks": "[]"}
+    runner = make_runner()
+    first = runner(runner_state(tool_call(SPLIT_TOOL, bad, call_id="a")))
+    window = [*first["windows"]["1"], AIMessage("", tool_calls=[tool_call(SPLIT_TOOL, bad, call_id="b")])]
+    task = runner({"tasks": running_queue(), "windows": {"1": window}, "goal": "g"})["tasks"]["1"]
+    assert task["status"] == "completed" and "#1 A" in task["result"]
+    assert "still yours" not in task["replan_request"]["reason"]  # the refusal is quoted, not its advice

@@ -41,10 +41,12 @@ def fair_check(request: ScriptedRequest):
     return tool_call("Verdict", {"complete": False, "remaining_tasks": rest, "reason": reason})
 
 
-def model(verdict=fair_check, worker=lazy_worker):
+def model(verdict=fair_check, worker=lazy_worker, replan=None):
     def respond(request: ScriptedRequest):
         if "Verdict" in request.tool_names:
             return verdict(request)
+        if replan and "Plan" in request.tool_names and "replanner" in request.system:
+            return replan(request)
         if "Plan" in request.tool_names:
             return plan_of({"id": "1", "content": "Extract items 1-12", "depends_on": []})
         if request.tool_names:
@@ -137,13 +139,60 @@ def test_lenient_verdicts_are_understood():
     assert items_in(state["final_answer"]) == set(ITEMS)
 
 
-def test_split_depth_and_max_tasks_bound_the_check():
-    state, events = run(build_graph(model(), config=AgentConfig(**FAST, max_split_depth=0)))
+def test_missing_work_the_check_cannot_queue_goes_to_the_replanner():
+    def replan(request):
+        assert "the completion check found the result incomplete (items 5-12 missing)" in request.prompt
+        return plan_of(
+            {"id": "b", "content": "Extract items 5-8", "depends_on": []},
+            {"id": "c", "content": "Extract items 9-12", "depends_on": []},
+        )
+
+    state, events = run(build_graph(model(replan=replan), config=AgentConfig(**FAST, max_split_depth=0)))
     task = state["tasks"]["1"]
-    assert list(state["tasks"]) == ["1"] and task["status"] == "completed"
-    assert "not queued" in task["verdict"]["error"] and task["limits_hit"] == {"max_split_depth": 1}
-    state, _ = run(build_graph(model(), config=AgentConfig(**FAST, max_tasks=2)))
-    assert state["tasks"]["1"]["limits_hit"] == {"max_tasks": 3}
+    assert task["status"] == "completed" and "max_split_depth=0 left no room" in task["verdict"]["error"]
+    assert task["limits_hit"] == {"max_split_depth": 1}
+    [replanning] = [e for e in events if e["event"] == "replanning"]
+    assert replanning["trigger"] == "check" and replanning["outcome"] == "replanned"
+    assert items_in(state["final_answer"]) == set(ITEMS)
+
+
+def test_an_incomplete_verdict_that_names_no_work_is_not_accepted_silently():
+    def vague(request):
+        if "items 1-12" in request.prompt.split("Result:")[0]:
+            return tool_call("Verdict", {"complete": False, "reason": "it stopped early"})
+        return fair_check(request)
+
+    def replan(request):
+        return plan_of({"id": "b", "content": "Extract items 5-8", "depends_on": []})
+
+    state, events = run(build_graph(model(verdict=vague, replan=replan), config=AgentConfig(**FAST)))
+    assert state["tasks"]["1"]["verdict"]["error"] == "not queued: it named no remaining tasks"
+    assert [e["trigger"] for e in events if e["event"] == "replanning"] == ["check"]
+    assert items_in(state["final_answer"]) == set(ITEMS[:8])
+
+
+def test_when_nothing_can_take_the_missing_work_the_report_says_so():
+    state, _ = run(build_graph(model(replan=lambda r: plan_of()), config=AgentConfig(**FAST, max_tasks=2)))
+    task = state["tasks"]["1"]
+    assert task["status"] == "failed" and task["result"].endswith("item-4")  # the partial result is kept
+    assert "max_tasks=2 refused follow-up tasks; max_tasks=3 would have let them in" in state["final_answer"]
+    assert "item-4" in state["final_answer"]
+
+
+@pytest.mark.parametrize(
+    "args, remaining",
+    [
+        ({"complete": False, "remaining_tasks": [{"range": "5-12"}], "reason": "x"}, []),  # unreadable rest
+        ({"complete": "partially", "remaining_tasks": ["Extract items 5-12"], "reason": "x"}, ["Extract items 5-12"]),
+        ({"verdict": {"complete": False, "remaining_tasks": "- Extract items 5-12"}}, ["Extract items 5-12"]),
+        ({"complete": True, "remaining_tasks": "None", "reason": "x"}, []),
+    ],
+)
+def test_verdict_shapes(args, remaining):
+    from replangraph.nodes.verifier import read_verdict
+
+    complete, _, rest, _ = read_verdict({"raw": AIMessage("", tool_calls=[tool_call("Verdict", args)])})
+    assert rest == remaining and complete is (args.get("complete") is True)
 
 
 def test_a_handoff_is_not_checked():

@@ -93,7 +93,7 @@ class ReplanSession:
         summary = as_text(summary).strip()
         if not summary:
             raise ToolException("`summary` is empty: put the partial result you have so far in it")
-        unchanged = "The queue is unchanged; this subtask is still yours."
+        unchanged = STILL_YOURS
         try:
             specs = task_specs(tasks)
         except UnreadableInput as exc:
@@ -141,7 +141,9 @@ class _NoArgs(BaseModel):
     pass
 
 
-SUMMARY_NAMES = ("summary", "partial_result", "result")
+STILL_YOURS = "The queue is unchanged; this subtask is still yours."
+"""Ends every refusal; dropped where the refusal is quoted after the subtask ended (the repeat guard)."""
+SUMMARY_NAMES = ("summary", "partial_result", "result", "results", "findings", "data")
 TASKS_NAMES = ("tasks", "follow_up_tasks", "subtasks", "new_tasks", "remaining_tasks")
 
 
@@ -161,10 +163,15 @@ class _SplitArgs(BaseModel):
 
 
 def sent_summary(args: Any) -> str:
-    """The partial result a split call carried, whatever the field was called."""
+    """The partial result a split call carried, whatever the field was called; failing a known
+    name, everything it sent but the task list (raw text when its arguments were unreadable)."""
+    if isinstance(args, str):
+        return args.strip()
     if not isinstance(args, dict):
         return ""
-    return next((as_text(args[k]).strip() for k in SUMMARY_NAMES if as_text(args.get(k)).strip()), "")
+    named = next((as_text(args[k]).strip() for k in SUMMARY_NAMES if as_text(args.get(k)).strip()), "")
+    rest = {k: v for k, v in args.items() if k not in (*TASKS_NAMES, *SUMMARY_NAMES) and as_text(v).strip()}
+    return named or (as_text(rest).strip() if rest else "")
 
 
 def bad_arguments(error: ValidationError) -> str:
