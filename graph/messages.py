@@ -9,7 +9,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, convert_to_messages
 
-from .lenient import UnreadableInput, load_json, strip_fences
+from .lenient import UnreadableInput, check_nesting, load_json, strip_fences
 
 
 def message_text(message: BaseMessage) -> str:
@@ -63,13 +63,27 @@ def pending_tool_calls(window: Sequence[AnyMessage]) -> list[dict]:
 def repair_tool_calls(reply: AIMessage, tool_names: Sequence[str]) -> AIMessage:
     """``reply`` with the tool calls a model meant but did not send cleanly.
 
+    Arguments nested absurdly deep are removed (the call is answered with an error).
     Arguments a provider could not parse (fenced JSON, prose around the JSON) are read
     leniently; a reply whose whole text is a tool call written as JSON
     (``{"name": ..., "arguments": {...}}``, as local servers without a tool parser
     return) becomes that call. Anything else is left as it was.
     """
-    calls = list(reply.tool_calls)
-    invalid = []
+    calls, invalid = [], []
+    for call in reply.tool_calls:
+        try:
+            check_nesting(call.get("args"))
+            calls.append(call)
+        except UnreadableInput as exc:  # kept as it was, the reply could not even be sent back to the model
+            invalid.append(
+                {
+                    "name": call.get("name"),
+                    "args": "(removed: nested too deeply)",
+                    "id": call.get("id"),
+                    "error": str(exc),
+                    "type": "invalid_tool_call",
+                }
+            )
     for bad in reply.invalid_tool_calls:
         try:
             args = load_json(bad.get("args") or "")

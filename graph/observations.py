@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from langchain_core.messages import AnyMessage, ToolMessage
+from langgraph.config import get_config, get_store
 
 from .messages import message_text, truncate_middle
 
@@ -34,3 +36,37 @@ def drop_old_observations(window: Sequence[AnyMessage], keep: int) -> tuple[list
         dropped[message.tool_call_id] = message_text(message)
         result[index] = message.model_copy(update={"content": DROPPED.format(keep=keep)})
     return result, dropped
+
+
+def output_namespace(task_id: str) -> tuple[str, ...]:
+    """Store namespace of a subtask's full tool outputs: ("replangraph", "outputs", thread_id, task_id)."""
+    try:
+        thread = str(get_config().get("configurable", {}).get("thread_id") or "default")
+    except RuntimeError:
+        thread = "default"
+    return ("replangraph", "outputs", thread, task_id)
+
+
+def keep_full_outputs(task: Mapping[str, Any], outputs: Mapping[str, str]) -> dict:
+    """Save outputs cut from the window: in the store if the graph has one, else in the task record."""
+    if not outputs:
+        return {}
+    try:
+        store = get_store()
+    except RuntimeError:
+        store = None
+    if store is not None:
+        namespace = output_namespace(task["id"])
+        for call_id, text in outputs.items():
+            store.put(namespace, call_id, {"content": text})
+        return {}
+    return {"full_outputs": {**(task.get("full_outputs") or {}), **outputs}}
+
+
+def window_outputs(window: Sequence[AnyMessage]) -> dict[str, str]:
+    """Full text of every tool output still in a window, by tool call id."""
+    return {
+        m.tool_call_id: message_text(m)
+        for m in window
+        if isinstance(m, ToolMessage) and m.content and not message_text(m).startswith(DROPPED.split("{")[0])
+    }

@@ -22,7 +22,7 @@ from .lenient import UnreadableInput, first_tool_args, load_json, plan_specs
 from .messages import message_text
 from .prompts import PLAN_RETRY
 from .queue import DEFAULT_AGENT, QueueError
-from .retry import call_with_retries
+from .retry import invoke_with_retries
 
 PLAN_TOOL = "Plan"
 
@@ -112,12 +112,7 @@ def request_plan(
     prompt, calls, error = list(messages), 0, ""
     for _ in range(retries + 1):
         try:
-            answer, spent = call_with_retries(
-                lambda prompt=prompt: structured.invoke(prompt),
-                retries=config.model_retries,
-                backoff_s=config.retry_backoff_s,
-                max_backoff_s=config.max_retry_wait_s,
-            )
+            answer, spent = invoke_with_retries(structured, prompt, config)
         except GraphBubbleUp:
             raise
         except Exception as exc:  # the model is down or refuses: the caller falls back

@@ -55,8 +55,10 @@ def is_transient(exc: BaseException) -> bool:
     connection errors, 408/409/425/429 and 5xx. ``StepTimeout`` is not."""
     if isinstance(exc, StepTimeout):
         return False
-    if isinstance(exc, ModelError) and (exc.is_retryable or type(exc) is not ModelError):
-        return bool(exc.is_retryable)  # the provider classified it; a bare ModelError falls through
+    if isinstance(exc, ModelError) and exc.is_retryable:
+        return True
+    if isinstance(exc, ModelError) and type(exc) is not ModelError:
+        return False  # classified by the provider as permanent (auth, bad request, context overflow)
     if isinstance(exc, TimeoutError | ConnectionError):
         return True
     if any(cls.__name__ in RETRYABLE_NAMES for cls in type(exc).__mro__):
@@ -123,10 +125,12 @@ def call_with_retries(
     max_backoff_s: float = 60.0,
     transient: Callable[[BaseException], bool] = is_transient,
     sleep: Callable[[float], None] | None = None,
+    deadline: float | None = None,
 ) -> tuple[T, int]:
     """``(result, attempts)``; retries transient errors after the provider's ``Retry-After``
     or else an exponential backoff (±25 % jitter), capped at ``max_backoff_s``. Other
-    errors, and the last one, are re-raised with ``exc.attempts`` set."""
+    errors, and the last one, are re-raised with ``exc.attempts`` set. No wait runs past
+    ``deadline`` (epoch seconds)."""
     sleep = sleep or wait
     delays = backoff_delays(retries, backoff_s, max_backoff_s)
     attempt = 0
@@ -138,17 +142,26 @@ def call_with_retries(
             if attempt > len(delays) or not transient(exc):
                 exc.attempts = attempt  # type: ignore[attr-defined]  # how many calls were spent
                 raise
-            sleep(retry_delay(exc, delays[attempt - 1], max_backoff_s, jitter()))
+            delay = retry_delay(exc, delays[attempt - 1], max_backoff_s, jitter())
+            if deadline is not None:
+                delay = min(delay, max(deadline - time.time(), 0.0))
+            sleep(delay)
 
 
-def invoke_with_retries(model: Any, request: Any, config: Any) -> tuple[Any, int]:
-    """``model.invoke(request)`` with the run's retry settings (an `AgentConfig`)."""
+def retrying(call: Callable[[], T], config: Any, deadline: float | None = None) -> tuple[T, int]:
+    """``call()`` with the run's retry settings (an `AgentConfig`); ``(result, attempts)``."""
     return call_with_retries(
-        lambda: model.invoke(request),
+        call,
         retries=config.model_retries,
         backoff_s=config.retry_backoff_s,
         max_backoff_s=config.max_retry_wait_s,
+        deadline=deadline,
     )
+
+
+def invoke_with_retries(model: Any, request: Any, config: Any) -> tuple[Any, int]:
+    """``model.invoke(request)`` with the run's retry settings; ``(reply, attempts)``."""
+    return retrying(lambda: model.invoke(request), config)
 
 
 def seconds_left(started: float, limit: float | None) -> float | None:

@@ -17,7 +17,7 @@ from replangraph.events import STEP_STARTED, emit
 from replangraph.messages import all_tool_calls, message_text, repair_tool_calls
 from replangraph.nodes.outcomes import completed, failed
 from replangraph.prompts import REPLAN_MARKER, execution_rules, subtask_text
-from replangraph.retry import StepTimeout, call_with_retries, call_with_timeout, seconds_left
+from replangraph.retry import StepTimeout, call_with_timeout, retrying, seconds_left
 from replangraph.state import SubtaskInput
 from replangraph.tools.replan_toolkit import replan_toolkit
 
@@ -80,21 +80,25 @@ class Executor:
             emit(STEP_STARTED, task_id=task_id, content=task["content"], agent_type=task["agent_type"])
         started = task.get("started_at") or time.time()
         spent = task.get("model_calls", 0)
-        remaining = seconds_left(started, self.config.step_timeout_s)
-        if remaining is not None and remaining <= 0:
-            return failed(task_id, f"step exceeded step_timeout_s={self.config.step_timeout_s:g}", spent)
+        limit = self.config.step_timeout_s
+        timed_out = f"step exceeded step_timeout_s={limit:g}"
+        if limit is not None and seconds_left(started, limit) <= 0:
+            return failed(task_id, timed_out, spent)
         model = self.models[task["agent_type"]]
         try:
-            reply, attempts = call_with_retries(
-                lambda: call_with_timeout(lambda: model.invoke(window), remaining),
-                retries=self.config.model_retries,
-                backoff_s=self.config.retry_backoff_s,
-                max_backoff_s=self.config.max_retry_wait_s,
+            # Each try gets only what is left of the step's time, waits between tries included.
+            reply, attempts = retrying(
+                lambda: call_with_timeout(lambda: model.invoke(window), seconds_left(started, limit)),
+                self.config,
+                deadline=None if limit is None else started + limit,
             )
         except GraphBubbleUp:
             raise
-        except StepTimeout:
-            return failed(task_id, f"step exceeded step_timeout_s={self.config.step_timeout_s:g}", spent + 1)
+        except StepTimeout as exc:
+            return failed(task_id, timed_out, spent + getattr(exc, "attempts", 1))
+        except RecursionError as exc:  # the client could not even read the reply
+            calls = spent + getattr(exc, "attempts", 1)
+            return failed(task_id, "model call failed: its reply nests too deeply to be read", calls)
         except Exception as exc:  # a failed step is a failed task, not a crashed run
             calls = spent + getattr(exc, "attempts", 1)
             return failed(task_id, f"model call failed: {type(exc).__name__}: {exc}", calls)

@@ -13,6 +13,7 @@ from langgraph.errors import GraphBubbleUp
 from replangraph.config import AgentConfig
 from replangraph.events import PLAN_COMPLETED, emit
 from replangraph.messages import ends_with_answer, message_text
+from replangraph.observations import keep_full_outputs, output_namespace, window_outputs
 from replangraph.prompts import FINAL_TEMPLATE, FINALIZER_PROMPT
 from replangraph.queue import RESET, Task, ordered, status_counts
 from replangraph.report import fallback_report
@@ -23,15 +24,24 @@ from replangraph.routing import spent_model_calls
 def stop_unfinished(tasks: Mapping[str, Task], reason: str, windows: Mapping[str, list] | None = None) -> dict:
     """Updates that close every task still pending or in progress when the run stops.
 
-    An answer still waiting for the completion check is kept as the task's partial result.
+    Nothing a stopped subtask saw or wrote is dropped: an answer still waiting for the
+    completion check becomes its partial result, and the tool outputs in its window are
+    kept like cut outputs (in the store, else in ``full_outputs``).
     """
     updates: dict[str, dict] = {}
     windows = windows or {}
     for task in tasks.values():
         if task["status"] == "in_progress":
-            updates[task["id"]] = {"status": "failed", "error": f"stopped before it finished: {reason}"}
-            if ends_with_answer(windows.get(task["id"])):
-                updates[task["id"]]["result"] = message_text(windows[task["id"]][-1]).strip()
+            window = windows.get(task["id"]) or []
+            change = {"status": "failed", "error": f"stopped before it finished: {reason}"}
+            if ends_with_answer(window):
+                change["result"] = message_text(window[-1]).strip()
+            outputs = window_outputs(window)
+            kept = keep_full_outputs(task, outputs)
+            if outputs:
+                where = "its full_outputs" if kept else f"the store under {output_namespace(task['id'])}"
+                change["error"] += f" ({len(outputs)} tool outputs it had read are kept in {where})"
+            updates[task["id"]] = {**change, **kept}
         elif task["status"] == "pending":
             updates[task["id"]] = {"status": "skipped", "error": task.get("error") or f"not run: {reason}"}
     return updates
@@ -53,8 +63,8 @@ def unresolved(tasks: Mapping[str, Task], replans: Sequence[Mapping]) -> list[Ta
 
 
 def steps_needed(tasks: Mapping[str, Task], model_calls: int) -> int:
-    """An estimate of the ``max_steps`` that would have let the run finish: the calls spent plus,
-    for every unfinished subtask, the average calls of a finished one."""
+    """A lower bound of the ``max_steps`` the queued work needs: the calls spent plus, for every
+    unfinished subtask, the average calls of a finished one (later splits may need more)."""
     done = [t for t in tasks.values() if t["status"] == "completed"]
     per_task = math.ceil(sum(t.get("model_calls", 0) for t in done) / len(done)) if done else 2
     left = [t for t in tasks.values() if t["status"] in ("pending", "in_progress")]
@@ -62,7 +72,7 @@ def steps_needed(tasks: Mapping[str, Task], model_calls: int) -> int:
 
 
 def limit_notes(tasks: Mapping[str, Task], replans: Sequence[Mapping], config: AgentConfig) -> list[str]:
-    """``max_tasks=50 refused follow-up tasks; 205 would have let them in``, for each limit that did."""
+    """``max_tasks=50 refused follow-up tasks; max_tasks=205 would have let them in``, for each limit that did."""
     needed: dict[str, int] = {}
     for task in tasks.values():
         for limit, value in (task.get("limits_hit") or {}).items():
@@ -84,7 +94,7 @@ def stop_reason(tasks: Mapping[str, Task], replans: Sequence[Mapping], model_cal
     if model_calls >= config.max_steps:
         reason = (
             f"the step budget max_steps={config.max_steps} was used up "
-            f"(about max_steps={steps_needed(tasks, model_calls)} would have let it finish)"
+            f"(the work queued so far needs at least max_steps={steps_needed(tasks, model_calls)})"
         )
     elif any(r.get("outcome") == "gave_up" for r in replans):
         reason = "the replanner found no way to continue"

@@ -13,14 +13,13 @@ from concurrent.futures import Future
 from langchain_core.messages import AnyMessage, ToolMessage
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langchain_core.tools import BaseTool
-from langgraph.config import get_config, get_store
 from langgraph.errors import GraphBubbleUp
 
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.events import DYNAMIC_TASKS_ADDED, emit
 from replangraph.messages import message_text, pending_tool_calls
 from replangraph.nodes.outcomes import completed, failed, limit_hit, merge_updates
-from replangraph.observations import cut_observation, drop_old_observations
+from replangraph.observations import cut_observation, drop_old_observations, keep_full_outputs
 from replangraph.queue import Task, preview
 from replangraph.retry import StepTimeout, call_with_timeout, seconds_left
 from replangraph.tools.replan_toolkit import STILL_YOURS, TOOLKIT_NAMES, ReplanSession, replan_toolkit, sent_summary
@@ -73,31 +72,6 @@ def is_repeated_refusal(window: Sequence[AnyMessage], reply: ToolMessage) -> boo
         isinstance(m, ToolMessage) and m.status == "error" and m.name == reply.name and message_text(m) == text
         for m in window
     )
-
-
-def output_namespace(task_id: str) -> tuple[str, ...]:
-    """Store namespace of a subtask's full tool outputs: ("replangraph", "outputs", thread_id, task_id)."""
-    try:
-        thread = str(get_config().get("configurable", {}).get("thread_id") or "default")
-    except RuntimeError:
-        thread = "default"
-    return ("replangraph", "outputs", thread, task_id)
-
-
-def keep_full_outputs(task: Task, outputs: Mapping[str, str]) -> dict:
-    """Save outputs cut from the window: in the store if the graph has one, else in the task record."""
-    if not outputs:
-        return {}
-    try:
-        store = get_store()
-    except RuntimeError:
-        store = None
-    if store is not None:
-        namespace = output_namespace(task["id"])
-        for call_id, text in outputs.items():
-            store.put(namespace, call_id, {"content": text})
-        return {}
-    return {"full_outputs": {**(task.get("full_outputs") or {}), **outputs}}
 
 
 class ToolRunner:

@@ -27,7 +27,7 @@ def statuses(state):
     return {t["id"]: t["status"] for t in ordered(state["tasks"])}
 
 
-def test_invented_agent_types_in_plan_and_split_run_as_the_nearest_known_type():
+def test_invented_agent_types_in_plan_and_split_run_as_the_parent_s_type():
     def work(request):
         if "1_dyn" in request.prompt:
             return "rest of the items"
@@ -146,7 +146,40 @@ def test_a_budget_stop_names_the_limit_and_the_value_that_would_have_let_it_fini
 
     plan = plan_of(*(task(str(i), f"job {i}") for i in range(6)))
     state, _ = run(build_graph(make_model(plan, work), config=AgentConfig(max_steps=3)))
-    assert "max_steps=3 was used up (about max_steps=6 would have let it finish)" in state["final_answer"]
+    assert "max_steps=3 was used up (the work queued so far needs at least max_steps=6)" in state["final_answer"]
+
+
+def test_a_subtask_stopped_by_the_budget_keeps_what_it_had_read():
+    def read(page: int) -> str:
+        """Read a page."""
+        return f"page {page}: item-{page}"
+
+    def work(request):
+        return tool_call("read", {"page": len(request.tool_results) + 1})
+
+    graph = build_graph(
+        make_model(plan_of(task("a", "read everything")), work), tools=[read], config=AgentConfig(max_steps=3)
+    )
+    state, _ = run(graph)
+    stopped = state["tasks"]["a"]
+    assert (
+        stopped["status"] == "failed" and "3 tool outputs it had read are kept in its full_outputs" in stopped["error"]
+    )
+    assert sorted(stopped["full_outputs"].values()) == ["page 1: item-1", "page 2: item-2", "page 3: item-3"]
+
+
+def test_a_step_timeout_holds_across_retries():
+    import time
+
+    def work(request):
+        time.sleep(0.3)
+        raise OpenAIConnectionError(request=REQUEST)
+
+    config = AgentConfig(step_timeout_s=0.5, retry_backoff_s=0.4, model_retries=5, max_replans=0)
+    started = time.monotonic()
+    state, _ = run(build_graph(make_model(plan_of(task("a", "x")), work), config=config))
+    assert time.monotonic() - started < 1.5
+    assert state["tasks"]["a"]["error"] == "step exceeded step_timeout_s=0.5"
 
 
 def test_a_split_refused_by_max_tasks_is_named_in_the_report():
@@ -229,3 +262,25 @@ def test_a_tool_call_written_as_text_is_run_and_other_json_answers_stay_answers(
     state, _ = run(build_graph(make_model(plan, work), tools=[lookup], config=AgentConfig(**FAST)))
     assert state["tasks"]["a"]["result"] == "Bergen: sunny"
     assert '"weather": "sunny"' in state["tasks"]["b"]["result"]
+
+
+def test_absurdly_nested_arguments_are_refused_without_recursion_errors_even_with_a_checkpointer():
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    deep: list = [{"content": "x"}]
+    for _ in range(10_000):
+        deep = [deep]
+    seen = []
+
+    def work(request):
+        if not request.tool_results:
+            return tool_call("replan_split_and_handoff", {"summary": "#1 A", "tasks": deep}, call_id="c1")
+        seen.append(request.tool_results[-1].content)
+        return "#1 A"
+
+    graph = build_graph(
+        make_model(plan_of(task("1", "job")), work), config=AgentConfig(**FAST), checkpointer=InMemorySaver()
+    )
+    state, _ = run(graph)
+    assert state["tasks"]["1"]["status"] == "completed"
+    assert "nests more than 20 levels deep" in seen[0]
