@@ -9,12 +9,17 @@ can act on, for the rest.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 MAX_NESTING = 20
+MAX_STARTS = 50
+"""Opening brackets tried when looking for JSON inside prose."""
+MAX_LITERAL_CHARS = 100_000
+"""Longest text read as a Python literal (``ast.literal_eval`` is slow on huge input)."""
 CONTENT_KEYS = ("content", "task", "description", "instruction", "instructions", "prompt", "query", "text", "title")
 AGENT_KEYS = ("agent_type", "agentType", "agent", "type")
 LIST_KEYS = ("tasks", "subtasks", "follow_up_tasks", "items", "steps", "plan", "remaining_tasks")
@@ -46,27 +51,36 @@ def check_nesting(value: Any, limit: int = MAX_NESTING) -> None:
 
 
 def load_json(text: str) -> Any:
-    """JSON from ``text``: fences stripped, surrounding prose ignored. UnreadableInput if none parses."""
+    """JSON from ``text``: fences stripped, prose around it ignored, and as a last resort a Python
+    literal (single quotes, trailing commas: what models write when they think in Python).
+    UnreadableInput if nothing parses."""
     body = strip_fences(text)
-    candidates = [body]
-    starts = [i for i in (body.find("["), body.find("{")) if i >= 0]
-    if starts:
-        start = min(starts)
-        end = max(body.rfind("]"), body.rfind("}"))
-        if end > start:
-            candidates.append(body[start : end + 1])
     error = "no JSON found"
-    for candidate in candidates:
+    try:
+        return _checked(json.loads(body))
+    except json.JSONDecodeError as exc:
+        error = str(exc)
+    except RecursionError:
+        raise UnreadableInput(f"the JSON nests more than {MAX_NESTING} levels deep; send a flat list") from None
+    starts = [i for i, char in enumerate(body) if char in "[{"][:MAX_STARTS]
+    decoder = json.JSONDecoder()
+    for start in starts:  # the first complete JSON value inside prose
         try:
-            value = json.loads(candidate)
-        except RecursionError:
-            raise UnreadableInput(f"the JSON nests more than {MAX_NESTING} levels deep; send a flat list") from None
-        except json.JSONDecodeError as exc:
-            error = str(exc)
+            return _checked(decoder.raw_decode(body, start)[0])
+        except (json.JSONDecodeError, RecursionError):
             continue
-        check_nesting(value)
-        return value
+    if starts and len(body) <= MAX_LITERAL_CHARS:
+        end = max(body.rfind("]"), body.rfind("}"))
+        try:
+            return _checked(ast.literal_eval(body[starts[0] : end + 1]))
+        except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
+            pass
     raise UnreadableInput(f"not valid JSON ({error})")
+
+
+def _checked(value: Any) -> Any:
+    check_nesting(value)
+    return value
 
 
 def as_text(value: Any) -> str:

@@ -63,7 +63,7 @@ def test_split_and_handoff_records_the_result_and_the_new_tasks():
 @pytest.mark.parametrize(
     "args, message",
     [
-        ({"summary": "s", "tasks": "[{'content': 'x'}]"}, "not valid JSON"),
+        ({"summary": "s", "tasks": "[{'content': 'x'"}, "not valid JSON"),
         ({"summary": "s", "tasks": "[]"}, "empty list"),
         ({"summary": "s", "tasks": '[{"content": ""}]'}, "has no 'content'"),
         ({"summary": "s", "tasks": '{"range": "6-19"}'}, "keys given: range"),
@@ -94,7 +94,8 @@ def test_bad_split_input_is_an_error_for_the_agent_and_changes_nothing(args, mes
         ["products 6-10", "products 11-15"],  # plain strings
         "- products 6-10\n- products 11-15",  # one task per line
         {"tasks": [{"task": "products 6-10"}, {"description": "products 11-15"}]},  # wrapped, other key names
-        'Remaining: [{"content": "products 6-10"}, {"content": "products 11-15"}]',  # JSON inside prose
+        'Remaining: [{"content": "products 6-10"}, {"content": "products 11-15"}] (see [1])',  # JSON inside prose
+        "[{'content': 'products 6-10'}, {'content': 'products 11-15'},]",  # a Python literal, trailing comma
     ],
 )
 def test_split_accepts_the_shapes_models_send(tasks):
