@@ -1,4 +1,4 @@
-"""finalize node: writes the final answer from the completed results, in queue order."""
+"""finalize node: writes the final answer from the results (partial ones included), in queue order."""
 
 from __future__ import annotations
 
