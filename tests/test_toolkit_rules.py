@@ -280,12 +280,16 @@ def test_the_same_refusal_twice_ends_the_subtask_keeping_the_summary_for_the_rep
     assert second["windows"] == {"1": None}
 
 
-def test_a_repeated_refusal_without_a_summary_fails_the_subtask():
-    bad = {"summary": "", "tasks": "[]"}
+def split_twice(args: dict) -> dict:
+    """The task after the agent sent the same split call twice."""
     runner = make_runner()
-    first = runner(runner_state(tool_call(SPLIT_TOOL, bad, call_id="a")))
-    window = [*first["windows"]["1"], AIMessage("", tool_calls=[tool_call(SPLIT_TOOL, bad, call_id="b")])]
-    task = runner({"tasks": running_queue(), "windows": {"1": window}, "goal": "g"})["tasks"]["1"]
+    first = runner(runner_state(tool_call(SPLIT_TOOL, args, call_id="a")))
+    window = [*first["windows"]["1"], AIMessage("", tool_calls=[tool_call(SPLIT_TOOL, args, call_id="b")])]
+    return runner({"tasks": running_queue(), "windows": {"1": window}, "goal": "g"})["tasks"]["1"]
+
+
+def test_a_repeated_refusal_without_a_summary_fails_the_subtask():
+    task = split_twice({"summary": "", "tasks": "[]"})
     assert task["status"] == "failed" and "repeated a refused" in task["error"] and task["replan_request"]
 
 
@@ -304,10 +308,6 @@ def test_a_limit_refusal_is_recorded_with_the_value_that_would_fit():
 
 
 def test_the_repeat_guard_keeps_data_sent_under_an_unknown_name():
-    bad = {"found": "#1 A\n#2 B", "tasks": "[]"}
-    runner = make_runner()
-    first = runner(runner_state(tool_call(SPLIT_TOOL, bad, call_id="a")))
-    window = [*first["windows"]["1"], AIMessage("", tool_calls=[tool_call(SPLIT_TOOL, bad, call_id="b")])]
-    task = runner({"tasks": running_queue(), "windows": {"1": window}, "goal": "g"})["tasks"]["1"]
+    task = split_twice({"found": "#1 A\n#2 B", "tasks": "[]"})
     assert task["status"] == "completed" and "#1 A" in task["result"]
     assert "still yours" not in task["replan_request"]["reason"]  # the refusal is quoted, not its advice
