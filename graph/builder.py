@@ -92,6 +92,8 @@ def build_graph(
     from replangraph.nodes.safety_net import fail_running_tool_calls, fail_the_subtask, let_results_stand
     from replangraph.nodes.tool_runner import ToolRunner
     from replangraph.nodes.verifier import Verifier
+    from replangraph.observations import READ_OUTPUT
+    from replangraph.tools.read_output import read_output_tool
     from replangraph.tools.replan_toolkit import TOOLKIT_NAMES, replan_toolkit
 
     config = config or AgentConfig()
@@ -117,15 +119,18 @@ def build_graph(
         config,
     )
     for agent_type, profile in profiles.items():
-        clash = sorted({t.name for t in profile.tools} & set(TOOLKIT_NAMES))
+        clash = sorted({t.name for t in profile.tools} & {*TOOLKIT_NAMES, READ_OUTPUT})
         if clash:
-            raise ValueError(f"agent type {agent_type!r} has a tool named {clash[0]!r}, which the replan toolkit uses")
-    tool_schemas = {name: [*p.tools, *replan_toolkit(None)] for name, p in profiles.items()}
+            raise ValueError(
+                f"agent type {agent_type!r} has a tool named {clash[0]!r}, which replangraph gives every agent"
+            )
+    reader = read_output_tool(lambda _: None, list, config.max_observation_chars)
+    tool_schemas = {name: [*p.tools, *replan_toolkit(None), reader] for name, p in profiles.items()}
     monitor = ContextMonitor(config, model, token_counter)
     route = make_router(config, monitor, tool_schemas)
 
     builder = StateGraph(ReplanState, input_schema=InputState, output_schema=OutputState)
-    builder.add_node(PLANNER, Planner(planner_model or model, profiles, config))
+    builder.add_node(PLANNER, Planner(planner_model or model, profiles, config, monitor))
     # Error handlers turn an unexpected crash in a subtask's step into a failed subtask, not a crashed run.
     builder.add_node(
         EXECUTOR,
@@ -137,16 +142,16 @@ def build_graph(
     )
     builder.add_node(
         COMPRESSOR,
-        Compressor(summary_model or model, tool_schemas, config, monitor),
+        Compressor(summary_model or model, profiles, tool_schemas, config, monitor),
         error_handler=fail_the_subtask(goto=HANDLER_TARGETS[COMPRESSOR]),
     )
     builder.add_node(
         VERIFIER,
-        Verifier(verifier_model or planner_model or model, profiles, config),
+        Verifier(verifier_model or planner_model or model, profiles, config, monitor),
         error_handler=let_results_stand(goto=HANDLER_TARGETS[VERIFIER]),
     )
-    builder.add_node(REPLANNER, Replanner(planner_model or model, profiles, config))
-    builder.add_node(FINALIZE, Finalizer(model, config))
+    builder.add_node(REPLANNER, Replanner(planner_model or model, profiles, config, monitor))
+    builder.add_node(FINALIZE, Finalizer(model, config, monitor))
 
     builder.add_edge(START, PLANNER)
     # A fresh plan has no windows or replan requests; the replanner settles every request.

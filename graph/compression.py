@@ -9,11 +9,14 @@ tool calls from its tool results.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from .messages import all_tool_calls, message_text, truncate_middle
+from .fitting import output_id, recut
+from .messages import all_tool_calls, message_text
+from .observations import message_key
 
 HEAD = 2  # the system prompt and the subtask message
 SUMMARY_ID_PREFIX = "replangraph-summary-"
@@ -37,14 +40,6 @@ def split_window(window: Sequence[AnyMessage]) -> tuple[list[AnyMessage], AnyMes
     return head, None, rest
 
 
-def safe_cut(body: Sequence[AnyMessage], keep_last: int) -> int:
-    """Start of the kept tail: the last ``keep_last`` messages, moved back so no tool result loses its call."""
-    cut = max(len(body) - keep_last, 0)
-    while 0 < cut < len(body) and isinstance(body[cut], ToolMessage):
-        cut -= 1
-    return cut
-
-
 def tool_pairs_ok(messages: Sequence[AnyMessage]) -> bool:
     """The provider rule: each tool result answers an open call; calls are answered before anything else."""
     open_calls: set[str] = set()
@@ -61,25 +56,43 @@ def tool_pairs_ok(messages: Sequence[AnyMessage]) -> bool:
     return True
 
 
-def transcript(messages: Sequence[AnyMessage], per_message_chars: int = 4_000) -> str:
-    """Readable text of messages for the summarizer, each cut to ``per_message_chars``."""
-    lines = []
+def transcript_entries(messages: Sequence[AnyMessage]) -> list[str]:
+    """Readable text of each message for the summarizer, in full (tool calls with their arguments)."""
+    entries = []
     for message in messages:
         if isinstance(message, AIMessage):
             text = message_text(message)
             calls = "; ".join(f"{c['name']}({c['args']})" for c in message.tool_calls)
             body = "\n".join(part for part in (text, f"tool calls: {calls}" if calls else "") if part)
-            lines.append(f"ASSISTANT: {truncate_middle(body, per_message_chars)}")
+            entries.append(f"ASSISTANT: {body}")
         elif isinstance(message, ToolMessage):
-            lines.append(f"TOOL {message.name or ''}: {truncate_middle(message_text(message), per_message_chars)}")
+            entries.append(f"TOOL {message.name or ''}: {message_text(message)}")
         else:
-            lines.append(f"{message.type.upper()}: {truncate_middle(message_text(message), per_message_chars)}")
-    return "\n".join(lines)
+            entries.append(f"{message.type.upper()}: {message_text(message)}")
+    return entries
 
 
-def summary_message(summary: str, plan: str, instructions: str, count: int) -> HumanMessage:
+def transcript(messages: Sequence[AnyMessage]) -> str:
+    """The full text of ``messages``, one entry per message."""
+    return "\n".join(transcript_entries(messages))
+
+
+def history_note(task_id: str, count: int) -> str:
+    """Where the messages folded into summaries 1..count are kept."""
+    first, last = output_id(task_id, "history-1"), output_id(task_id, f"history-{count}")
+    if count == 1:
+        return f'The messages folded into this summary are kept in full: read_output(output_id="{first}").'
+    return (
+        f'The messages folded into summaries are kept in full: read_output(output_id="{first}") '
+        f'through read_output(output_id="{last}").'
+    )
+
+
+def summary_message(summary: str, plan: str, instructions: str, count: int, task_id: str = "") -> HumanMessage:
     """The message standing for everything folded so far, with the plan and the subtask re-injected."""
     text = f"{SUMMARY_HEADER}\n\nWhat was done so far:\n{summary.strip()}"
+    if task_id:
+        text += "\n\n" + history_note(task_id, count)
     if plan:
         text += f"\n\nCurrent plan:\n{plan}"
     text += f"\n\nYour subtask, unchanged:\n{instructions}\nContinue from where the summary ends."
@@ -92,9 +105,8 @@ def summary_text(message: AnyMessage | None) -> str | None:
         return None
     text = message_text(message)
     start = text.find("What was done so far:\n")
-    end = text.find("\n\nCurrent plan:\n")
-    if end < 0:
-        end = text.find("\n\nYour subtask, unchanged:\n")
+    ends = [text.find(m) for m in ("\n\nThe messages folded", "\n\nCurrent plan:\n", "\n\nYour subtask, unchanged:\n")]
+    end = min((e for e in ends if e > 0), default=-1)
     return text[start + len("What was done so far:\n") : end if end > 0 else None].strip() if start >= 0 else text
 
 
@@ -105,20 +117,63 @@ def without_usage(message: AnyMessage) -> AnyMessage:
     return message
 
 
-def shrink_largest(window: list[AnyMessage], protect: int = 1, floor: int = 200) -> bool:
-    """Halve the largest text after the system prompt (tool outputs first); False when nothing can shrink."""
-    candidates = []
-    for index, message in enumerate(window):
-        if index < protect or not isinstance(message.content, str) or is_summary(message):
-            continue
-        rank = 1 if isinstance(message, ToolMessage) else 0  # tool outputs go first at equal size
-        candidates.append((len(message.content) > floor, rank, len(message.content), index))
-    candidates = [c for c in candidates if c[0]]
-    if not candidates:
+@dataclass
+class Compression:
+    """What `compress_window` did."""
+
+    window: list[AnyMessage]
+    folded: int
+    """Messages folded into the summary."""
+    saved: dict[str, str] = field(default_factory=dict)
+    """Full texts to keep, by key: folded messages (``history-N``) and messages cut because they were too big."""
+    fits: bool = True
+
+
+def cut_points(body: Sequence[AnyMessage], keep_last: int) -> list[int]:
+    """Where the body may be cut, earliest first: before a message that is not a tool result, keeping at
+    most ``keep_last`` messages, but never less than the last AI/tool group."""
+    starts = [i for i in range(len(body)) if not isinstance(body[i], ToolMessage)]
+    return [i for i in starts if i >= len(body) - keep_last] or starts[-1:]
+
+
+def first_fitting_cut(
+    head: Sequence[AnyMessage], summary: AnyMessage | None, body: Sequence[AnyMessage], cuts: Sequence[int], fits: Fits
+) -> int:
+    """The earliest of ``cuts`` whose tail fits after ``head`` and ``summary`` (else the last cut)."""
+    for cut in cuts:
+        if fits([*head, *([summary] if summary else []), *body[cut:]]):
+            return cut
+    return cuts[-1]
+
+
+def cut_message(message: AnyMessage, limit: int, key: str, task_id: str) -> tuple[AnyMessage, str | None]:
+    """``(message within about limit characters, full text to save or None)``; a summary keeps its
+    plan and instructions and cuts only its summary."""
+    if is_summary(message):
+        text = message_text(message)
+        summary = summary_text(message) or ""
+        rest = len(text) - len(summary)
+        shown, must_save = recut(summary, max(limit - rest, 200), output_id(task_id, key))
+        new_text = text.replace(summary, shown, 1)
+        return message.model_copy(update={"content": new_text}), summary if must_save else None
+    text = message_text(message)
+    shown, must_save = recut(text, limit, output_id(task_id, key))
+    return message.model_copy(update={"content": shown}), text if must_save else None
+
+
+def cut_largest(window: list[AnyMessage], saved: dict[str, str], task_id: str, floor: int = 300) -> bool:
+    """Halve the largest message after the head (its full text saved); False when none is over ``floor``."""
+    sizes = [(len(message_text(m)), i) for i, m in enumerate(window) if i >= HEAD and isinstance(m.content, str)]
+    sizes = [(size, i) for size, i in sizes if size > floor]
+    if not sizes:
         return False
-    _, _, size, index = max(candidates)
-    window[index] = window[index].model_copy(update={"content": truncate_middle(window[index].content, size // 2)})
-    return True
+    size, index = max(sizes)
+    message = window[index]
+    key = f"summary-{str(message.id).removeprefix(SUMMARY_ID_PREFIX)}" if is_summary(message) else message_key(message)
+    window[index], full = cut_message(message, max(size // 2, floor), key, task_id)
+    if full is not None:
+        saved.setdefault(key, full)
+    return len(message_text(window[index])) < size
 
 
 def compress_window(
@@ -129,25 +184,38 @@ def compress_window(
     summarize: Summarize,
     plan: str = "",
     instructions: str = "",
-) -> tuple[list[AnyMessage], int]:
-    """``(new window, messages folded)``. The result fits unless even shrinking could not make it.
+    task_id: str = "",
+) -> Compression:
+    """Fold the older body (and any earlier summary) into one summary until the window fits.
 
-    Folds the body before the safe cut (and any earlier summary) into one new summary;
-    then, while the window is too big, halves the largest contents, tool outputs first.
+    ``keep_last`` is a ceiling: while the window does not fit, more whole AI/tool
+    groups are folded, down to the last one. Only then is a single message that is
+    too big on its own cut, its full text returned in ``saved``. The folded messages
+    go to ``summarize`` in full and are returned in ``saved`` as ``history-N``.
     """
     head, old_summary, body = split_window(window)
-    cut = safe_cut(body, keep_last)
-    folded = body[:cut]
+    body = [without_usage(m) for m in body]
+    cuts = cut_points(body, keep_last) or [0]
+    count = int(str(old_summary.id).removeprefix(SUMMARY_ID_PREFIX) or 0) + 1 if old_summary else 1
+    saved: dict[str, str] = {}
     result = [*head, *([old_summary] if old_summary else []), *body]
-    if folded:
-        count = int(str(old_summary.id).removeprefix(SUMMARY_ID_PREFIX) or 0) + 1 if old_summary else 1
-        summary = summarize(summary_text(old_summary), folded)
-        candidate = [*head, summary_message(summary, plan, instructions, count), *body[cut:]]
+    cut = first_fitting_cut(head, old_summary, body, cuts, fits) if cuts[-1] > 0 else 0
+    folded = 0
+    if cut > 0:
+        summary = summarize(summary_text(old_summary), body[:cut])
+        done = cut
+        while True:
+            message = summary_message(summary, plan, instructions, count, task_id)
+            candidate = [*head, message, *body[done:]]
+            later = [c for c in cuts if c > done]
+            if fits(candidate) or not later:
+                break
+            more = first_fitting_cut(head, message, body, later, fits)
+            summary = summarize(summary, body[done:more])
+            done = more
         if count_tokens_approximately(candidate) < count_tokens_approximately(result):
-            result = candidate
-        else:  # folding a few small messages would only add the summary's overhead
-            folded = []
-    result = [without_usage(m) for m in result]
-    while not fits(result) and shrink_largest(result):
+            result, folded = candidate, done
+            saved[f"history-{count}"] = transcript(body[:done])
+    while not fits(result) and cut_largest(result, saved, task_id):
         pass
-    return result, len(folded)
+    return Compression(result, folded, saved, fits(result))

@@ -28,13 +28,25 @@ def model_context_window(model: Any) -> int | None:
 
 
 class ContextMonitor:
-    """Counts request tokens against the effective window (context window minus reserved output)."""
+    """Counts request tokens against the effective window (context window minus reserved output).
+
+    Every phase (planner, executor, compressor, summarizer, verifier, replanner,
+    finalizer) measures its requests with the same counter; `for_model` gives a
+    monitor for another model's window.
+    """
 
     def __init__(self, config: AgentConfig, model: Any = None, counter: TokenCounter | None = None):
+        self.config = config
         self.context_window = config.context_window or model_context_window(model) or DEFAULT_CONTEXT_WINDOW
         self.effective_window = max(self.context_window - config.reserved_output, 1)
         self.threshold = config.compress_threshold
         self.counter = counter or approximate_tokens
+
+    def for_model(self, model: Any) -> ContextMonitor:
+        """A monitor with this one's counter and ``model``'s window (``config.context_window`` wins)."""
+        if model is None or self.config.context_window or model_context_window(model) is None:
+            return self
+        return ContextMonitor(self.config, model, self.counter)
 
     def tokens(self, messages: Sequence[AnyMessage], tools: Sequence[Any] = ()) -> int:
         """Tokens the request would use.
@@ -57,6 +69,10 @@ class ContextMonitor:
     def over_threshold(self, messages: Sequence[AnyMessage], tools: Sequence[Any] = ()) -> bool:
         """Whether the request would pass ``compress_threshold``."""
         return bool(messages) and self.usage(messages, tools) > self.threshold
+
+    def fits(self, messages: Sequence[AnyMessage], tools: Sequence[Any] = (), budget: int | None = None) -> bool:
+        """Whether the request stays within ``budget`` (default: the compression threshold)."""
+        return self.tokens(messages, tools) <= (self.budget if budget is None else budget)
 
     @property
     def budget(self) -> int:

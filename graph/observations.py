@@ -1,45 +1,39 @@
-"""Tool observations in a subtask window: cut long ones, drop old ones, keep the full text elsewhere."""
+"""Saved outputs: what was cut from a subtask's window, kept under an output id the agent can read back.
+
+Text is saved in the graph's store when it has one, else in the task record
+(``full_outputs``). Output ids are ``goal``, ``{task_id}/result`` (a subtask's
+result, read from the queue) and ``{task_id}/{key}`` (a tool call id for tool
+outputs, ``history-N`` for folded messages, ``summary-N``/``message-…`` for cut messages).
+"""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AnyMessage, ToolMessage
 from langgraph.config import get_config, get_store
 
-from .messages import message_text, truncate_middle
+from .fitting import GOAL_ID, PAGE_RE, RESULT_KEY, excerpt, output_id, pointers
+from .messages import message_text
 
-DROPPED = "[output dropped from context: only the last {keep} tool outputs are kept]"
-
-
-def cut_observation(message: ToolMessage, max_chars: int) -> tuple[ToolMessage, str | None]:
-    """``(message for the window, full text if it was cut)``."""
-    text = message_text(message) if not isinstance(message.content, str) else message.content
-    if len(text) <= max_chars:
-        return message, None
-    return message.model_copy(update={"content": truncate_middle(text, max_chars)}), text
+READ_OUTPUT = "read_output"
+DROPPED = '[output "{id}" removed from context (only the last {keep} tool outputs are kept); {how}]'
+DROPPED_START = "[output "
+DROPPED_MARK = "removed from context"
 
 
-def drop_old_observations(window: Sequence[AnyMessage], keep: int) -> tuple[list[AnyMessage], dict[str, str]]:
-    """``(window, dropped texts by call id)``: older tool outputs beyond ``keep`` lose their content.
-
-    The messages stay (so every tool call keeps its answer); only their text goes.
-    """
-    result = list(window)
-    indices = [i for i, m in enumerate(result) if isinstance(m, ToolMessage)]
-    dropped: dict[str, str] = {}
-    for index in indices[: max(len(indices) - keep, 0)]:
-        message = result[index]
-        if message.content == DROPPED.format(keep=keep):
-            continue
-        dropped[message.tool_call_id] = message_text(message)
-        result[index] = message.model_copy(update={"content": DROPPED.format(keep=keep)})
-    return result, dropped
+def current_store() -> Any:
+    """The graph's store, or None (no store, or not inside a graph run)."""
+    try:
+        return get_store()
+    except (RuntimeError, KeyError):  # KeyError: inside a runnable (a tool call) but not a graph run
+        return None
 
 
 def output_namespace(task_id: str) -> tuple[str, ...]:
-    """Store namespace of a subtask's full tool outputs: ("replangraph", "outputs", thread_id, task_id)."""
+    """Store namespace of a subtask's saved outputs: ("replangraph", "outputs", thread_id, task_id)."""
     try:
         thread = str(get_config().get("configurable", {}).get("thread_id") or "default")
     except RuntimeError:
@@ -48,25 +42,131 @@ def output_namespace(task_id: str) -> tuple[str, ...]:
 
 
 def keep_full_outputs(task: Mapping[str, Any], outputs: Mapping[str, str]) -> dict:
-    """Save outputs cut from the window: in the store if the graph has one, else in the task record."""
+    """Save texts cut from the window (by key): in the store if the graph has one, else in the task record.
+
+    Returns the task fields to write (empty when the store took them).
+    """
     if not outputs:
         return {}
-    try:
-        store = get_store()
-    except RuntimeError:
-        store = None
+    store = current_store()
     if store is not None:
         namespace = output_namespace(task["id"])
-        for call_id, text in outputs.items():
-            store.put(namespace, call_id, {"content": text})
+        for key, text in outputs.items():
+            store.put(namespace, key, {"content": text})
         return {}
     return {"full_outputs": {**(task.get("full_outputs") or {}), **outputs}}
 
 
+def where_kept(task_id: str) -> str:
+    """Where a subtask's saved outputs are, in words."""
+    if current_store() is not None:
+        return f"the store under {output_namespace(task_id)}"
+    return "its full_outputs"
+
+
+def saved_text(task: Mapping[str, Any], key: str) -> str | None:
+    """Text saved for ``task`` under ``key``."""
+    store = current_store()
+    if store is not None:
+        item = store.get(output_namespace(task["id"]), key)
+        if item is not None:
+            return str(item.value.get("content", ""))
+    found = (task.get("full_outputs") or {}).get(key)
+    return found if isinstance(found, str) else None
+
+
+def read_saved(ident: str, tasks: Mapping[str, Mapping[str, Any]], goal: str, current: str) -> str | None:
+    """The full text behind an output id; ids without a task part are looked up in ``current``'s outputs."""
+    ident = ident.strip().strip("'\"` ")
+    if ident == GOAL_ID:
+        return goal
+    for index in reversed([i for i, c in enumerate(ident) if c == "/"]):  # task ids may hold a slash too
+        task_id, key = ident[:index], ident[index + 1 :]
+        if task_id in tasks:
+            found = tasks[task_id].get("result") if key == RESULT_KEY else saved_text(tasks[task_id], key)
+            if found is not None:
+                return found
+    return saved_text(tasks[current], ident) if current in tasks else None
+
+
+def saved_keys(tasks: Mapping[str, Mapping[str, Any]], task_id: str, limit: int = 20) -> list[str]:
+    """Output ids a subtask can read: its own saved outputs, then ``goal``."""
+    keys: list[str] = []
+    store = current_store()
+    if store is not None:
+        keys = [item.key for item in store.search(output_namespace(task_id), limit=limit)]
+    elif task_id in tasks:
+        keys = list(tasks[task_id].get("full_outputs") or {})[-limit:]
+    return [output_id(task_id, key) for key in keys] + [GOAL_ID]
+
+
+def message_key(message: AnyMessage) -> str:
+    """Key under which a message's full text is saved: its tool call id, else a digest of its text."""
+    if isinstance(message, ToolMessage) and message.tool_call_id:
+        return message.tool_call_id
+    return "message-" + hashlib.sha1(message_text(message).encode()).hexdigest()[:12]
+
+
+def cut_observation(message: ToolMessage, max_chars: int, task_id: str) -> tuple[ToolMessage, str | None]:
+    """``(message for the window, full text to save if it was cut)``: head, tail and a read_output note."""
+    text = message_text(message) if not isinstance(message.content, str) else message.content
+    if len(text) <= max_chars:
+        return message, None
+    shown = excerpt(text, max_chars, output_id(task_id, message_key(message)))
+    return message.model_copy(update={"content": shown}), text
+
+
+def is_dropped(message: AnyMessage) -> bool:
+    """Whether a tool output was removed from the window by `drop_old_observations`."""
+    text = message_text(message)
+    return text.startswith(DROPPED_START) and DROPPED_MARK in text[:200]
+
+
+def drop_old_observations(
+    window: Sequence[AnyMessage], keep: int, task_id: str
+) -> tuple[list[AnyMessage], dict[str, str]]:
+    """``(window, texts to save by key)``: tool outputs beyond the last ``keep`` leave the window.
+
+    Each keeps its message (every tool call keeps its answer) with a note saying how
+    to read it back. Texts that are already kept elsewhere (an excerpt's original, a
+    ``read_output`` page) are not saved again.
+    """
+    result = list(window)
+    indices = [i for i, m in enumerate(result) if isinstance(m, ToolMessage)]
+    saved: dict[str, str] = {}
+    for index in indices[: max(len(indices) - keep, 0)]:
+        message = result[index]
+        if is_dropped(message):
+            continue
+        text = message_text(message)
+        named = pointers(text)
+        page = PAGE_RE.match(text)
+        if message.name == READ_OUTPUT:  # a page of something kept, or our own error message
+            ident = page.group(1) if page else "read_output"
+            how = f'read it again with read_output(output_id="{ident}", offset={page.group(2)})' if page else "-"
+        elif named:
+            ident, how = named[0], f'read it with read_output(output_id="{named[0]}")'
+        else:
+            ident = output_id(task_id, message_key(message))
+            how = f'read it with read_output(output_id="{ident}")'
+            saved[message_key(message)] = text
+        result[index] = message.model_copy(update={"content": DROPPED.format(id=ident, keep=keep, how=how)})
+    return result, saved
+
+
 def window_outputs(window: Sequence[AnyMessage]) -> dict[str, str]:
-    """Full text of every tool output still in a window, by tool call id."""
+    """Text of every tool output in a window that is not kept elsewhere already, by tool call id."""
     return {
-        m.tool_call_id: message_text(m)
+        m.tool_call_id: text
         for m in window
-        if isinstance(m, ToolMessage) and m.content and not message_text(m).startswith(DROPPED.split("{")[0])
+        if isinstance(m, ToolMessage)
+        and (text := message_text(m))
+        and m.name != READ_OUTPUT
+        and not is_dropped(m)
+        and not pointers(text)
     }
+
+
+def keep_window_outputs(task: Mapping[str, Any], window: Sequence[AnyMessage] | None) -> dict:
+    """Save the tool outputs of a window that is about to be dropped (a subtask that failed or stopped)."""
+    return keep_full_outputs(task, window_outputs(window or []))

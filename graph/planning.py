@@ -20,8 +20,9 @@ from pydantic import BaseModel, Field, create_model
 from .config import AgentConfig
 from .lenient import UnreadableInput, first_tool_args, load_json, plan_specs
 from .messages import message_text
+from .oneshot import RETRY_ERROR_CHARS
 from .prompts import PLAN_RETRY
-from .queue import DEFAULT_AGENT, QueueError
+from .queue import DEFAULT_AGENT, QueueError, preview
 from .retry import invoke_with_retries
 
 PLAN_TOOL = "Plan"
@@ -123,6 +124,6 @@ def request_plan(
             specs, notes = check(read_plan(answer))
             return PlanAnswer(specs, calls, "", notes)
         except (UnreadableInput, QueueError) as exc:
-            error = str(exc)
+            error = preview(str(exc), RETRY_ERROR_CHARS)  # the retry request must fit the window too
         prompt = [*messages, HumanMessage(PLAN_RETRY.format(error=error, previous=raw_answer(answer)))]
     return PlanAnswer(None, calls, error)

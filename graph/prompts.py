@@ -119,6 +119,12 @@ Earlier summary:
 Messages to fold in:
 {messages}"""
 
+MERGE_REQUEST = """\
+These summaries cover consecutive parts of the same work, in order. Merge them into one \
+summary that keeps every fact, number, name, item and result of every part.
+
+{parts}"""
+
 FINALIZER_PROMPT = """\
 You write the final answer to the user's goal from the results of the subtasks that were \
 run for it. Use every result; keep all items, numbers and names they contain, in order. \
@@ -148,3 +154,30 @@ def subtask_text(goal: str, task_id: str, content: str, dependencies: Sequence[t
         lines = [f"- {dep_id} ({dep_content}):\n{result}" for dep_id, dep_content, result in dependencies]
         text += "\n\n" + DEPENDENCIES_HEADER + "\n" + "\n".join(lines)
     return text
+
+
+VERIFY_EXCERPT_NOTE = """\
+
+
+Some text above is shown as an excerpt to fit this request: each "[… output … are not shown \
+here; the full text is kept …]" note stands for text that exists in full. Omitted text is not \
+missing: never count it as missing work."""
+
+FINAL_PART_TEMPLATE = """\
+Goal: {goal}
+
+The subtask results are too long for one request, so the final answer is written in parts. \
+Write the part of the final answer that covers the results below (a consecutive share of all \
+the results, in plan order). Keep every item, number and name they contain, in order. Do not \
+write an introduction or a conclusion for the whole answer.
+
+Subtask results:
+{results}"""
+
+FINAL_MERGE_TEMPLATE = """\
+Goal: {goal}
+
+These parts of the final answer cover consecutive shares of the subtask results, in order. \
+Join them into one final answer that keeps every item, number and name of every part, in order.
+
+{parts}"""

@@ -77,7 +77,10 @@ class Task(TypedDict):
     replan_request: ReplanRequest | None
     """Set when this subtask asks for, or needs, a replan; cleared once handled."""
     full_outputs: NotRequired[dict[str, str]]
-    """Tool outputs cut from the window, by tool call id (only when the graph has no store)."""
+    """Text kept out of the window, by key: tool outputs by call id, folded messages as ``history-N``
+    (only when the graph has no store; with one, they live in the store)."""
+    context_overflow: NotRequired[dict[str, Any] | None]
+    """Set when the provider refused the window as too long: ``tokens`` (our count), ``compressed``."""
     limits_hit: NotRequired[dict[str, int]]
     """Limits that refused a split of this subtask, with the value that would have let it through."""
     verdict: NotRequired[TaskVerdict]

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
 
-from langchain_core.exceptions import ModelError
+from langchain_core.exceptions import ContextOverflowError, ModelError
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 
 T = TypeVar("T")
@@ -65,6 +65,36 @@ def is_transient(exc: BaseException) -> bool:
         return True
     code = status_code(exc)
     return code is not None and (code in RETRYABLE_STATUS or code >= 500)
+
+
+OVERFLOW_PHRASES = (
+    "context_length_exceeded",  # OpenAI's error code
+    "maximum context length",  # OpenAI, vLLM
+    "context window",
+    "exceeds the available context size",  # llama.cpp server
+    "exceed_context_size",
+    "prompt is too long",  # Anthropic
+    "input tokens exceed",
+    "too many tokens",
+)
+
+
+def is_context_overflow(exc: BaseException) -> bool:
+    """Whether the provider refused the request as longer than its context window.
+
+    langchain-core's ``ContextOverflowError``, or a 400/413 whose code or message says so:
+    langchain-openai only recognises some wordings (with openai>=2 the code is not in the
+    message), and local servers word it their own way.
+    """
+    if isinstance(exc, ContextOverflowError):
+        return True
+    if status_code(exc) not in (400, 413, None) or isinstance(exc, StepTimeout):
+        return False
+    body = getattr(exc, "body", None)
+    error = body.get("error", body) if isinstance(body, Mapping) else None
+    code = str(error.get("code") or error.get("type") or "") if isinstance(error, Mapping) else ""
+    text = f"{code} {exc}".lower()
+    return status_code(exc) is not None and any(phrase in text for phrase in OVERFLOW_PHRASES)
 
 
 def retry_after(exc: BaseException, now: float | None = None) -> float | None:

@@ -61,7 +61,9 @@ def make_router(
                 if VERIFIER not in sends:
                     sends.append(VERIFIER)  # one verifier node checks every waiting answer
                 continue
-            over = monitor.over_threshold(window, tool_schemas.get(task["agent_type"], ()))
+            overflow = task.get("context_overflow") or {}
+            refused = bool(overflow) and not overflow.get("compressed")  # the provider said it is too long
+            over = refused or monitor.over_threshold(window, tool_schemas.get(task["agent_type"], ()))
             payload = subtask_input(state, task)
             if over:
                 payload["plan"] = plan_summary(tasks)

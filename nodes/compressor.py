@@ -1,7 +1,8 @@
 """compressor node: folds the older part of a subtask's window into a summary so the next request fits.
 
 The summary carries the current plan and the subtask's instructions, so the
-agent never loses them. Cuts never separate tool calls from their results.
+agent never loses them, and says where the folded messages are kept in full.
+Cuts never separate tool calls from their results.
 """
 
 from __future__ import annotations
@@ -13,82 +14,144 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
 from langgraph.errors import GraphBubbleUp
 
-from replangraph.compression import compress_window, transcript
-from replangraph.config import AgentConfig
-from replangraph.context import DEFAULT_CONTEXT_WINDOW, ContextMonitor, model_context_window
+from replangraph.compression import Compression, compress_window, split_window, transcript, transcript_entries
+from replangraph.config import AgentConfig, AgentProfile
+from replangraph.context import ContextMonitor
 from replangraph.events import CONTEXT_COMPRESSED, emit
-from replangraph.messages import message_text, truncate_middle
+from replangraph.fitting import output_id
+from replangraph.messages import message_text
 from replangraph.nodes.outcomes import failed
-from replangraph.prompts import SUMMARIZER_PROMPT, SUMMARY_REQUEST
+from replangraph.observations import keep_full_outputs
+from replangraph.opening import opening_window
+from replangraph.prompts import MERGE_REQUEST, SUMMARIZER_PROMPT, SUMMARY_REQUEST
 from replangraph.retry import invoke_with_retries
+from replangraph.summarizing import summarize_in_chunks
+
+OVERFLOW_SHRINK = 0.5
+"""After a provider's ContextOverflowError, what can shrink is compressed to this share of our own count."""
 
 
-def summarizer_request(previous: str | None, messages: Sequence[AnyMessage], budget_tokens: int, monitor) -> list:
-    """The summary model's request, with the transcript cut until it fits ``budget_tokens``."""
-    text = transcript(messages)
-    while True:
-        request = [
-            SystemMessage(SUMMARIZER_PROMPT),
-            HumanMessage(SUMMARY_REQUEST.format(previous=previous or "(none)", messages=text)),
-        ]
-        if monitor.tokens(request) <= budget_tokens or len(text) < 500:
-            return request
-        text = truncate_middle(text, int(len(text) * 0.7))
+def fold_request(previous: str | None, text: str) -> list[AnyMessage]:
+    """The summary model's request to fold ``text`` into ``previous``."""
+    return [
+        SystemMessage(SUMMARIZER_PROMPT),
+        HumanMessage(SUMMARY_REQUEST.format(previous=previous or "(none)", messages=text)),
+    ]
+
+
+def merge_request(summaries: Sequence[str]) -> list[AnyMessage]:
+    """The summary model's request to merge partial summaries (of consecutive parts, in order)."""
+    parts = "\n\n".join(f"Part {n}:\n{text}" for n, text in enumerate(summaries, 1))
+    return [SystemMessage(SUMMARIZER_PROMPT), HumanMessage(MERGE_REQUEST.format(parts=parts))]
 
 
 class Compressor:
-    """Summarizes with ``summary_model``; if that fails, the folded part becomes a short note."""
+    """Summarizes with ``summary_model`` (in chunks when the folded text exceeds its window);
+    if that fails, the summary says so and the folded messages stay readable with ``read_output``."""
 
     def __init__(
         self,
         summary_model: BaseChatModel,
+        profiles: Mapping[str, AgentProfile],
         tool_schemas: Mapping[str, Sequence],
         config: AgentConfig,
         monitor: ContextMonitor,
     ):
         self.summary_model = summary_model
+        self.profiles = profiles
         self.tools = tool_schemas
         self.config = config
         self.monitor = monitor
-        window = model_context_window(summary_model) or config.context_window or DEFAULT_CONTEXT_WINDOW
-        self.summary_budget = max(int((window - config.reserved_output) * config.compress_threshold), 1_000)
+        self.summary_monitor = monitor.for_model(summary_model)
+
+    def ask(self, request: list[AnyMessage]) -> str:
+        reply, _ = invoke_with_retries(self.summary_model, request, self.config)
+        text = message_text(reply).strip()
+        if not text:
+            raise ValueError("the summary model returned nothing")
+        return text
 
     def summarize(self, previous: str | None, messages: Sequence[AnyMessage]) -> str:
-        """A summary of ``previous`` plus ``messages``; a plain note if the summary model fails."""
-        request = summarizer_request(previous, messages, self.summary_budget, self.monitor)
+        """A summary of ``previous`` plus ``messages``, every character of them shown to the summary model."""
+        fits = self.summary_monitor.fits
         try:
-            reply, _ = invoke_with_retries(self.summary_model, request, self.config)
-            text = message_text(reply).strip()
-            problem = "the summary model returned nothing"
+            summary, _ = summarize_in_chunks(
+                previous,
+                transcript_entries(messages),
+                fold=lambda prior, text: self.ask(fold_request(prior, text)),
+                merge=lambda texts: self.ask(merge_request(texts)),
+                fits_fold=lambda prior, text: fits(fold_request(prior, text)),
+                fits_merge=lambda texts: fits(merge_request(texts)),
+            )
+            return summary
         except GraphBubbleUp:
             raise
-        except Exception as exc:  # compression must not crash the run
-            text, problem = "", f"the summary model failed: {type(exc).__name__}: {exc}"
-        if text:
-            return text
-        note = f"({problem}; {len(messages)} earlier messages were removed.)"
-        return f"{previous}\n{note}" if previous else note
+        except Exception as exc:  # compression must not crash the run; the folded messages are kept
+            note = (
+                f"(The summary model failed: {type(exc).__name__}: {exc}. {len(messages)} earlier messages "
+                "were folded without a summary; read them in full as said below.)"
+            )
+            return f"{previous}\n{note}" if previous else note
+
+    def compress(self, payload: Mapping[str, Any], budget: int) -> Compression:
+        """The compressed window; a window that is only the opening is built again to fit."""
+        task = payload["task"]
+        tools = self.tools[task["agent_type"]]
+        window = list(payload["window"])
+        _, summary, body = split_window(window)
+        if not body and summary is None:
+            profile = self.profiles[task["agent_type"]]
+            opening = opening_window(
+                profile, payload, self.config.batch_size, lambda w: self.monitor.tokens(w, tools), budget
+            )
+            return Compression(opening.request, 0, {}, opening.fits)
+        return compress_window(
+            window,
+            keep_last=self.config.keep_last_messages,
+            fits=lambda w: self.monitor.fits(w, tools, budget),
+            summarize=self.summarize,
+            plan=payload.get("plan", ""),
+            instructions=f"({task['id']}) {task['content']}",
+            task_id=task["id"],
+        )
 
     def __call__(self, payload: Mapping[str, Any]) -> dict:
         """``payload`` is a `SubtaskInput` sent by the router (typed loosely so it adds no state keys)."""
         task = payload["task"]
         tools = self.tools[task["agent_type"]]
         window = list(payload["window"])
+        overflow = task.get("context_overflow") or {}
+        budget = self.monitor.budget
+        if overflow and not overflow.get("compressed"):
+            # The provider counted more than we did: halve what can shrink (all but the system prompt and tools).
+            fixed = self.monitor.tokens(window[:1], tools)
+            refused = overflow.get("tokens", budget)
+            budget = min(budget, int(fixed + max(refused - fixed, 0) * OVERFLOW_SHRINK))
         before = self.monitor.tokens(window, tools)
-        compressed, folded = compress_window(
-            window,
-            keep_last=self.config.keep_last_messages,
-            fits=lambda w: not self.monitor.over_threshold(w, tools),
-            summarize=self.summarize,
-            plan=payload.get("plan", ""),
-            instructions=f"({task['id']}) {task['content']}",
-        )
-        after = self.monitor.tokens(compressed, tools)
-        if self.monitor.over_threshold(compressed, tools):
-            return failed(
+        result = self.compress(payload, budget)
+        after = self.monitor.tokens(result.window, tools)
+        if not result.fits:
+            saved = {**result.saved, "window-at-failure": transcript(window)}
+            update = failed(
                 task["id"],
-                f"context window too small: {after} tokens needed after compression, budget {self.monitor.budget}",
+                f"context window too small: {after} tokens needed after compression, budget {budget} "
+                f"(the window is kept as output {output_id(task['id'], 'window-at-failure')})",
                 task.get("model_calls", 0),
             )
-        emit(CONTEXT_COMPRESSED, task_id=task["id"], tokens_before=before, tokens_after=after, folded=folded)
-        return {"windows": {task["id"]: compressed}}
+            update["tasks"][task["id"]].update(keep_full_outputs(task, saved))
+            return update
+        emit(
+            CONTEXT_COMPRESSED,
+            task_id=task["id"],
+            tokens_before=before,
+            tokens_after=after,
+            folded=result.folded,
+            saved=[output_id(task["id"], key) for key in result.saved],
+        )
+        change = keep_full_outputs(task, result.saved)
+        if overflow:
+            change["context_overflow"] = {**overflow, "compressed": True}
+        update: dict[str, Any] = {"windows": {task["id"]: result.window}}
+        if change:
+            update["tasks"] = {task["id"]: change}
+        return update

@@ -7,29 +7,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage
 from langgraph.errors import GraphBubbleUp
 
-from replangraph.compression import shrink_largest
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context import ContextMonitor
 from replangraph.events import STEP_STARTED, emit
 from replangraph.messages import all_tool_calls, message_text, repair_tool_calls
 from replangraph.nodes.outcomes import completed, failed
-from replangraph.prompts import REPLAN_MARKER, execution_rules, subtask_text
-from replangraph.retry import StepTimeout, call_with_timeout, retrying, seconds_left
-from replangraph.state import SubtaskInput
+from replangraph.observations import keep_window_outputs
+from replangraph.opening import mentions_read_output, opening_window
+from replangraph.prompts import REPLAN_MARKER
+from replangraph.retry import StepTimeout, call_with_timeout, is_context_overflow, retrying, seconds_left
+from replangraph.tools.read_output import read_output_tool
 from replangraph.tools.replan_toolkit import replan_toolkit
-
-
-def opening_window(profile: AgentProfile, payload: SubtaskInput, batch_size: int) -> list[AnyMessage]:
-    """A fresh window: the profile's prompt with the rules, then the subtask and its inputs."""
-    task = payload["task"]
-    dependencies = [(d["id"], d["content"], d["result"]) for d in payload.get("dependencies", [])]
-    return [
-        SystemMessage(profile.prompt + "\n\n" + execution_rules(batch_size)),
-        HumanMessage(subtask_text(payload["goal"], task["id"], task["content"], dependencies)),
-    ]
 
 
 def split_replan_marker(text: str) -> tuple[str, str] | None:
@@ -44,7 +35,10 @@ class Executor:
     """Runs one model turn of the subtask in the payload.
 
     A reply with tool calls goes to the tools node; a reply without them is the
-    subtask's result (or a replan request when it carries ``[REPLAN]``).
+    subtask's result (or a replan request when it carries ``[REPLAN]``). The agent
+    gets ``read_output`` once its window points at kept text. A provider's
+    ``ContextOverflowError`` sends the window to the compressor, and the call is
+    tried once more.
     """
 
     def __init__(
@@ -57,34 +51,48 @@ class Executor:
         self.profiles = profiles
         self.config = config
         self.monitor = monitor or ContextMonitor(config, model)
+        reader = read_output_tool(lambda _: None, list, config.max_observation_chars)
         self.tools = {name: [*profile.tools, *replan_toolkit(None)] for name, profile in profiles.items()}
+        self.reader_tools = {name: [*tools, reader] for name, tools in self.tools.items()}
         self.models = {
             name: (profile.model or model).bind_tools(self.tools[name]) for name, profile in profiles.items()
         }
-
-    def fit_opening(self, window: list[AnyMessage], agent_type: str) -> list[AnyMessage]:
-        """The opening window, its largest parts (dependency results) cut until it fits the context."""
-        tools = self.tools[agent_type]
-        while self.monitor.over_threshold(window, tools) and shrink_largest(window):
-            pass
-        return window
+        self.reader_models = {
+            name: (profile.model or model).bind_tools(self.reader_tools[name]) for name, profile in profiles.items()
+        }
 
     def __call__(self, payload: Mapping[str, Any]) -> dict:
         """``payload`` is a `SubtaskInput` sent by the router (typed loosely so it adds no state keys)."""
         task = payload["task"]
         task_id = task["id"]
         window = list(payload.get("window") or [])
-        if not window:
-            window = opening_window(self.profiles[task["agent_type"]], payload, self.config.batch_size)
-            window = self.fit_opening(window, task["agent_type"])
-            emit(STEP_STARTED, task_id=task_id, content=task["content"], agent_type=task["agent_type"])
-        started = task.get("started_at") or time.time()
         spent = task.get("model_calls", 0)
+        tools = self.reader_tools[task["agent_type"]]
+        if not window:
+            emit(STEP_STARTED, task_id=task_id, content=task["content"], agent_type=task["agent_type"])
+            opening = opening_window(
+                self.profiles[task["agent_type"]],
+                payload,
+                self.config.batch_size,
+                lambda w: self.monitor.tokens(w, tools),
+                self.monitor.budget,
+            )
+            if not opening.fits:
+                needed = self.monitor.tokens(opening.request, tools)
+                return failed(
+                    task_id,
+                    f"context window too small for this subtask's instructions: {needed} tokens needed "
+                    f"with every input cut, budget {self.monitor.budget}",
+                    spent,
+                )
+            window = opening.request
+        started = task.get("started_at") or time.time()
         limit = self.config.step_timeout_s
         timed_out = f"step exceeded step_timeout_s={limit:g}"
         if limit is not None and seconds_left(started, limit) <= 0:
-            return failed(task_id, timed_out, spent)
-        model = self.models[task["agent_type"]]
+            return self.fail(task, window, timed_out, spent)
+        models = self.reader_models if mentions_read_output(window) else self.models
+        model = models[task["agent_type"]]
         try:
             # Each try gets only what is left of the step's time, waits between tries included.
             reply, attempts = retrying(
@@ -95,34 +103,39 @@ class Executor:
         except GraphBubbleUp:
             raise
         except StepTimeout as exc:
-            return failed(task_id, timed_out, spent + getattr(exc, "attempts", 1))
+            return self.fail(task, window, timed_out, spent + getattr(exc, "attempts", 1))
         except RecursionError as exc:  # the client could not even read the reply
             calls = spent + getattr(exc, "attempts", 1)
-            return failed(task_id, "model call failed: its reply nests too deeply to be read", calls)
+            return self.fail(task, window, "model call failed: its reply nests too deeply to be read", calls)
         except Exception as exc:  # a failed step is a failed task, not a crashed run
             calls = spent + getattr(exc, "attempts", 1)
-            return failed(task_id, f"model call failed: {type(exc).__name__}: {exc}", calls)
+            if is_context_overflow(exc):
+                return self.overflowed(task, window, started, calls, exc)
+            return self.fail(task, window, f"model call failed: {type(exc).__name__}: {exc}", calls)
         calls = spent + attempts
+        cleared = {"context_overflow": None} if task.get("context_overflow") else {}
         if not isinstance(reply, AIMessage):
             reply = AIMessage(content=message_text(reply))
-        reply = repair_tool_calls(reply, [t.name for t in self.tools[task["agent_type"]]])
+        reply = repair_tool_calls(reply, [t.name for t in tools])
         if all_tool_calls(reply):
             if calls >= self.config.max_step_iterations:
-                return failed(
-                    task_id,
+                return self.fail(
+                    task,
+                    window,
                     f"no final answer after max_step_iterations={self.config.max_step_iterations} model turns",
                     calls,
                 )
-            change = {"status": "in_progress", "model_calls": calls, "started_at": started}
+            change = {"status": "in_progress", "model_calls": calls, "started_at": started, **cleared}
             return {"tasks": {task_id: change}, "windows": {task_id: [*window, reply]}}
         text = message_text(reply).strip()
         if not text:
-            return failed(task_id, "the model ended the subtask with an empty answer", calls)
+            return self.fail(task, window, "the model ended the subtask with an empty answer", calls)
         marker = split_replan_marker(text)
         if marker:
             partial, reason = marker
-            return failed(
-                task_id,
+            return self.fail(
+                task,
+                window,
                 f"replan requested: {reason}",
                 calls,
                 result=partial or None,
@@ -130,6 +143,32 @@ class Executor:
             )
         if self.config.verify_results:
             # The answer waits in the window for the verifier node, which completes the subtask.
-            change = {"status": "in_progress", "model_calls": calls, "started_at": started}
+            change = {"status": "in_progress", "model_calls": calls, "started_at": started, **cleared}
             return {"tasks": {task_id: change}, "windows": {task_id: [*window, reply]}}
-        return completed(task_id, text, calls)
+        update = completed(task_id, text, calls)
+        update["tasks"][task_id].update(cleared)
+        return update
+
+    def fail(self, task: Mapping[str, Any], window: list, error: str, calls: int, **extra: Any) -> dict:
+        """A failed subtask whose window goes: the tool outputs it had read are kept."""
+        return failed(task["id"], error, calls, **keep_window_outputs(task, window), **extra)
+
+    def overflowed(self, task: Mapping[str, Any], window: list, started: float, calls: int, exc: Exception) -> dict:
+        """The provider refused the request as too long: compress and try once more, else fail the step."""
+        if (task.get("context_overflow") or {}).get("compressed"):
+            return self.fail(
+                task,
+                window,
+                f"the request exceeds the model's context window even after compression: {exc}",
+                calls,
+            )
+        tools = self.reader_tools[task["agent_type"]]
+        # Usage figures may come from a server that counts differently: take the larger count.
+        tokens = max(self.monitor.tokens(window, tools), self.monitor.counter(window, tools))
+        change = {
+            "status": "in_progress",
+            "model_calls": calls,
+            "started_at": started,
+            "context_overflow": {"tokens": tokens, "compressed": False, "error": str(exc)[:300]},
+        }
+        return {"tasks": {task["id"]: change}, "windows": {task["id"]: window}}

@@ -1,4 +1,8 @@
-"""finalize node: writes the final answer from the results (partial ones included), in queue order."""
+"""finalize node: writes the final answer from the results (partial ones included), in queue order.
+
+When the results do not fit one request, the answer is written in stages
+(see ``staging.py``) and keeps every result.
+"""
 
 from __future__ import annotations
 
@@ -6,19 +10,24 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, AnyMessage
 from langgraph.errors import GraphBubbleUp
 
 from replangraph.config import AgentConfig
+from replangraph.context import ContextMonitor
 from replangraph.events import PLAN_COMPLETED, emit
 from replangraph.messages import ends_with_answer, message_text
 from replangraph.observations import keep_full_outputs, output_namespace, window_outputs
-from replangraph.prompts import FINAL_TEMPLATE, FINALIZER_PROMPT
 from replangraph.queue import RESET, Task, ordered, status_counts
 from replangraph.report import fallback_report
 from replangraph.retry import invoke_with_retries
 from replangraph.routing import spent_model_calls
+from replangraph.staging import ResultsTooBig, Synthesis, joined, result_entries, synthesize
+
+OVERFLOW_SHRINK = 0.5
+"""After a provider's ContextOverflowError, the synthesis is tried once more with this share of the budget."""
 
 
 def stop_unfinished(tasks: Mapping[str, Task], reason: str, windows: Mapping[str, list] | None = None) -> dict:
@@ -112,19 +121,15 @@ def stop_reason(tasks: Mapping[str, Task], replans: Sequence[Mapping], model_cal
 
 def results_text(tasks: Mapping[str, Task]) -> str:
     """Completed results and the partial results of subtasks that stopped, in queue order, for the final prompt."""
-    parts = []
-    for task in ordered(tasks):
-        if task["status"] == "completed":
-            parts.append(f"[{task['id']}] {task['content']}\n{task['result']}")
-        elif task.get("result"):
-            parts.append(f"[{task['id']}] {task['content']} (partial result; the subtask stopped)\n{task['result']}")
-    return "\n\n".join(parts)
+    return joined(result_entries(tasks))
 
 
 class Finalizer:
-    """One model call over the completed results; the fallback report when that is not possible."""
+    """The model's synthesis of the results: one call when they fit, else in stages; the fallback
+    report when that is not possible. No request passes the monitor's budget."""
 
-    def __init__(self, model: BaseChatModel, config: AgentConfig):
+    def __init__(self, model: BaseChatModel, config: AgentConfig, monitor: ContextMonitor | None = None):
+        self.monitor = (monitor or ContextMonitor(config)).for_model(model)
         self.model = model
         self.config = config
 
@@ -147,19 +152,38 @@ class Finalizer:
             update["tasks"] = closing
         return update
 
+    def ask(self, request: list[AnyMessage]) -> str:
+        reply, _ = invoke_with_retries(self.model, request, self.config)
+        return message_text(reply).strip()
+
+    def synthesize(self, goal: str, tasks: Mapping[str, Task], budget: int) -> Synthesis:
+        """The model's answer over every result, each request within ``budget`` tokens."""
+        return synthesize(
+            goal,
+            result_entries(tasks),
+            ask=self.ask,
+            tokens=self.monitor.tokens,
+            budget=budget,
+            room=self.monitor.config.reserved_output,
+        )
+
     def answer(self, goal: str, tasks: Mapping[str, Task], reason: str) -> str:
-        """The final answer: the model's synthesis when everything completed, else the report."""
+        """The final answer: the model's synthesis when everything completed, else the report.
+
+        A provider that refuses a request as too long gets one more try with half the budget.
+        """
         if reason or not tasks:
             return fallback_report(goal, tasks, reason or "no subtasks were planned")
-        prompt = [
-            SystemMessage(FINALIZER_PROMPT),
-            HumanMessage(FINAL_TEMPLATE.format(goal=goal, results=results_text(tasks))),
-        ]
+        budget = self.monitor.budget
         try:
-            reply, _ = invoke_with_retries(self.model, prompt, self.config)
-            text = message_text(reply).strip()
+            try:
+                text = self.synthesize(goal, tasks, budget).text
+            except ContextOverflowError:
+                text = self.synthesize(goal, tasks, max(int(budget * OVERFLOW_SHRINK), 1)).text
         except GraphBubbleUp:
             raise
+        except ResultsTooBig as exc:
+            return fallback_report(goal, tasks, f"the results do not fit the model's context window ({exc})")
         except Exception as exc:  # the model is down: the queue still holds every result
             return fallback_report(goal, tasks, f"the final model call failed ({type(exc).__name__}: {exc})")
         return text or fallback_report(goal, tasks, "the model returned an empty final answer")

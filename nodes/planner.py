@@ -9,9 +9,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from replangraph.config import AgentConfig, AgentProfile
+from replangraph.context import ContextMonitor
 from replangraph.events import PLAN_CREATED, emit
+from replangraph.fitting import GOAL_ID
 from replangraph.messages import resolve_goal
-from replangraph.planning import request_plan, structured_planner
+from replangraph.oneshot import fit_request, retry_room, schema_tools
+from replangraph.planning import PlanAnswer, plan_schema, request_plan, structured_planner
 from replangraph.plans import coerce_agent_types, normalize_plan, tasks_from_plan, validate_plan
 from replangraph.prompts import PLANNER_PROMPT, agent_types_text
 from replangraph.queue import DEFAULT_AGENT, RESET, QueueError, Task, ordered, preview
@@ -35,10 +38,22 @@ def fallback_specs(goal: str, agent_types: list[str], max_tasks: int) -> list[di
 
 class Planner:
     """Plans the goal. After ``planner_retries`` unusable answers it falls back to a rule-based
-    plan from the goal's verbs, and failing that to one subtask for the whole goal."""
+    plan from the goal's verbs, and failing that to one subtask for the whole goal.
 
-    def __init__(self, model: BaseChatModel, profiles: Mapping[str, AgentProfile], config: AgentConfig):
+    A goal too long for the request (a retry's message included) is shown as an
+    excerpt; the system prompt is never cut.
+    """
+
+    def __init__(
+        self,
+        model: BaseChatModel,
+        profiles: Mapping[str, AgentProfile],
+        config: AgentConfig,
+        monitor: ContextMonitor | None = None,
+    ):
+        self.monitor = (monitor or ContextMonitor(config)).for_model(model)
         self.structured = structured_planner(model, list(profiles))
+        self.tools = schema_tools(plan_schema(list(profiles)))
         self.profiles = profiles
         self.config = config
 
@@ -52,13 +67,33 @@ class Planner:
     def plan(self, goal: str) -> tuple[dict[str, Task], int, str, list[str]]:
         """``(tasks, model calls, why the fallback was used or "", notes on repairs)``."""
         descriptions = {name: p.description for name, p in self.profiles.items()}
-        messages = [
-            SystemMessage(PLANNER_PROMPT.format(agent_types=agent_types_text(descriptions))),
-            HumanMessage(goal),
-        ]
-        answer = request_plan(
-            self.structured, messages, retries=self.config.planner_retries, config=self.config, check=self.check
+        system = SystemMessage(PLANNER_PROMPT.format(agent_types=agent_types_text(descriptions)))
+        # A retry adds its message to this request.
+        budget = self.monitor.budget - retry_room(self.monitor, self.config.planner_retries)
+        fitted = fit_request(
+            {GOAL_ID: goal},
+            lambda shown: [system, HumanMessage(shown[GOAL_ID])],
+            {GOAL_ID: GOAL_ID},
+            self.monitor,
+            tools=self.tools,
+            budget=budget,
         )
+        if fitted.fits:
+            answer = request_plan(
+                self.structured,
+                fitted.request,
+                retries=self.config.planner_retries,
+                config=self.config,
+                check=self.check,
+            )
+        else:
+            needed = self.monitor.tokens(fitted.request, self.tools)
+            answer = PlanAnswer(
+                None,
+                0,
+                f"the planner's request does not fit the context window ({needed} tokens, "
+                f"{budget} allowed with room for a retry)",
+            )
         specs = answer.specs or fallback_specs(goal, list(self.profiles), self.config.max_tasks)
         return tasks_from_plan(specs), answer.calls, answer.error if answer.specs is None else "", answer.notes
 

@@ -9,19 +9,21 @@ independent work goes on.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from replangraph.config import AgentConfig, AgentProfile
+from replangraph.context import ContextMonitor
 from replangraph.events import REPLANNING, emit
-from replangraph.messages import truncate_middle
-from replangraph.planning import request_plan, structured_planner
+from replangraph.fitting import GOAL_ID, Fitted, excerpt, fit_parts, result_id
+from replangraph.oneshot import retry_room, schema_tools
+from replangraph.planning import PlanAnswer, plan_schema, request_plan, structured_planner
 from replangraph.plans import coerce_agent_types, next_top_position, normalize_plan, tasks_from_plan, validate_plan
 from replangraph.prompts import REPLAN_TEMPLATE, REPLANNER_PROMPT, agent_types_text
-from replangraph.queue import DEFAULT_AGENT, QueueError, Task, ordered, plan_summary, preview, skip_dependents
+from replangraph.queue import DEFAULT_AGENT, QueueError, Task, ordered, preview, skip_dependents, task_line
 from replangraph.routing import spent_model_calls
 from replangraph.state import ReplanRecord
 
@@ -38,27 +40,128 @@ def rename_colliding(specs: list[dict], taken: set[str], suffix: str) -> list[di
     ]
 
 
-def replan_prompt(goal: str, tasks: Mapping[str, Task], flagged: Sequence[Task], preview_chars: int) -> str:
-    """The human message: goal, plan, completed results, the flagged subtasks and why."""
+PLAN_PREVIEW_CHARS = 80
+"""Result and error previews in the plan's lines (as in ``plan_summary``)."""
+PLAN_ID = "plan"
+"""Output id named when the plan itself must be shown as an excerpt (the queue keeps every task)."""
+
+
+def plan_lines(tasks: Mapping[str, Task], preview_chars: int, collapse: bool = False) -> str:
+    """The plan, one line per task in queue order; result previews of ``preview_chars`` (0: none).
+
+    With ``collapse``, each run of completed lines becomes one line naming their ids;
+    pending, in-progress, failed and skipped lines stay whole.
+    """
+    lines: list[str] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        if run:
+            lines.append(f"[X] (… {len(run)} completed subtasks: {', '.join(run)}; their results are kept)")
+            run.clear()
+
+    for task in ordered(tasks):
+        if collapse and task["status"] == "completed":
+            run.append(task["id"])
+            continue
+        flush()
+        if task["status"] == "completed" and preview_chars <= 0:
+            lines.append(task_line({**task, "result": None}))
+        elif task["status"] == "completed":
+            lines.append(task_line(task, min(preview_chars, PLAN_PREVIEW_CHARS)))
+        else:
+            lines.append(task_line(task, PLAN_PREVIEW_CHARS))
+    flush()
+    return "\n".join(lines)
+
+
+def completed_results(tasks: Mapping[str, Task], preview_chars: int) -> str:
+    """Previews of the completed results (0: only how many there are)."""
     done = [t for t in ordered(tasks) if t["status"] == "completed"]
-    results = "\n".join(f"- {t['id']}: {preview(t['result'], preview_chars)}" for t in done) or "(none)"
-    reasons = "\n".join(
+    if not done:
+        return "(none)"
+    if preview_chars <= 0:
+        return f"({len(done)} completed results are kept; their previews are left out to fit this request)"
+    return "\n".join(f"- {t['id']}: {preview(t['result'], preview_chars)}" for t in done)
+
+
+def flagged_text(flagged: Sequence[Task], partials: Mapping[str, str]) -> str:
+    """Each flagged subtask with its trigger, reason and (an excerpt of) its partial result."""
+    return "\n".join(
         f"- {t['id']} ({t['replan_request']['trigger']}): {t['content']}\n  Reason: {t['replan_request']['reason']}"
-        + (
-            f"\n  Partial result (kept): {truncate_middle(t['result'], PARTIAL_RESULT_CHARS)}"
-            if t.get("result")
-            else ""
-        )
+        + (f"\n  Partial result (kept): {partials[t['id']]}" if t["id"] in partials else "")
         for t in flagged
     )
-    return REPLAN_TEMPLATE.format(goal=goal, plan=plan_summary(tasks), results=results, flagged=reasons)
+
+
+def preview_steps(preview_chars: int) -> list[int]:
+    """Preview lengths to try, longest first: halves down to 20 characters, then none."""
+    steps = [preview_chars]
+    while steps[-1] // 2 >= 20:
+        steps.append(steps[-1] // 2)
+    return [*steps, 0]
+
+
+def fit_replan_prompt(
+    goal: str, tasks: Mapping[str, Task], flagged: Sequence[Task], preview_chars: int, fits: Callable[[str], bool]
+) -> Fitted[str]:
+    """The human message: goal, plan, completed results, the flagged subtasks and why; fitted when needed.
+
+    To fit, the result previews are shortened (then left out), then the goal and the
+    partial results are shown as excerpts, then the plan's completed lines are
+    collapsed, and as a last resort the plan is an excerpt. The pending, in-progress
+    and failed lines stay whole until then: the new plan replaces every pending subtask.
+    """
+    partials = {
+        t["id"]: excerpt(t["result"], PARTIAL_RESULT_CHARS, result_id(t["id"]), readable=False)
+        for t in flagged
+        if t.get("result")
+    }
+    parts = {GOAL_ID: goal, **{f"partial:{k}": v for k, v in partials.items()}}
+    outputs = {GOAL_ID: GOAL_ID, **{f"partial:{k}": result_id(k) for k in partials}}
+
+    def build(shown: Mapping[str, str], chars: int, collapse: bool) -> str:
+        shown_partials = {k: shown[f"partial:{k}"] for k in partials}
+        plan = shown.get(PLAN_ID) or plan_lines(tasks, chars, collapse)
+        return REPLAN_TEMPLATE.format(
+            goal=shown[GOAL_ID],
+            plan=plan,
+            results=completed_results(tasks, chars),
+            flagged=flagged_text(flagged, shown_partials),
+        )
+
+    for chars in preview_steps(preview_chars):
+        text = build(parts, chars, False)
+        if fits(text):
+            return Fitted(text, ["previews"] if chars < preview_chars else [])
+    cut = ["previews"]
+    for collapse in (False, True):
+        fitted = fit_parts(parts, lambda shown, c=collapse: build(shown, 0, c), fits, outputs, readable=False)
+        if fitted.fits:
+            return Fitted(fitted.request, cut + (["completed lines"] if collapse else []) + fitted.cut)
+    whole = {**parts, PLAN_ID: plan_lines(tasks, 0, True)}
+    fitted = fit_parts(whole, lambda shown: build(shown, 0, True), fits, {**outputs, PLAN_ID: PLAN_ID}, readable=False)
+    return Fitted(fitted.request, [*cut, "completed lines", *fitted.cut], fitted.fits)
+
+
+def replan_prompt(goal: str, tasks: Mapping[str, Task], flagged: Sequence[Task], preview_chars: int) -> str:
+    """The human message with nothing fitted (partial results as excerpts of about 2,000 characters)."""
+    return fit_replan_prompt(goal, tasks, flagged, preview_chars, lambda _: True).request
 
 
 class Replanner:
     """One model call (plus retries) per round, through the planner's structured `Plan`."""
 
-    def __init__(self, model: BaseChatModel, profiles: Mapping[str, AgentProfile], config: AgentConfig):
+    def __init__(
+        self,
+        model: BaseChatModel,
+        profiles: Mapping[str, AgentProfile],
+        config: AgentConfig,
+        monitor: ContextMonitor | None = None,
+    ):
+        self.monitor = (monitor or ContextMonitor(config)).for_model(model)
         self.structured = structured_planner(model, list(profiles))
+        self.tools = schema_tools(plan_schema(list(profiles)))
         self.profiles = profiles
         self.config = config
 
@@ -112,10 +215,17 @@ class Replanner:
         flagged subtasks (their dependents are skipped, independent work goes on)."""
         descriptions = {name: p.description for name, p in self.profiles.items()}
         goal = state.get("goal", "")
-        messages = [
-            SystemMessage(REPLANNER_PROMPT.format(agent_types=agent_types_text(descriptions))),
-            HumanMessage(replan_prompt(goal, tasks, flagged, self.config.result_preview_chars)),
-        ]
+        system = SystemMessage(REPLANNER_PROMPT.format(agent_types=agent_types_text(descriptions)))
+        # A retry adds its message to this request.
+        budget = self.monitor.budget - retry_room(self.monitor, self.config.replanner_retries)
+        fitted = fit_replan_prompt(
+            goal,
+            tasks,
+            flagged,
+            self.config.result_preview_chars,
+            lambda text: self.monitor.fits([system, HumanMessage(text)], self.tools, budget),
+        )
+        messages = [system, HumanMessage(fitted.request)]
         pending = [t["id"] for t in ordered(tasks) if t["status"] == "pending"]
         kept = {k: t for k, t in tasks.items() if k not in pending}
         can_wait_on = {k: t for k, t in kept.items() if t["status"] in ("completed", "in_progress")}
@@ -133,9 +243,15 @@ class Replanner:
                 )
             return renamed, notes + agent_notes
 
-        answer = request_plan(
-            self.structured, messages, retries=self.config.replanner_retries, config=self.config, check=check
-        )
+        if fitted.fits:
+            answer = request_plan(
+                self.structured, messages, retries=self.config.replanner_retries, config=self.config, check=check
+            )
+        else:
+            needed = self.monitor.tokens(messages, self.tools)
+            answer = PlanAnswer(
+                None, 0, f"the request does not fit the context window ({needed} tokens, {budget} allowed)"
+            )
         if not answer.specs:
             reason = preview(answer.error or "the replanner returned no remaining subtasks", 300)
             updates = self.settle(tasks, flagged, f"the replanner gave up ({reason})")

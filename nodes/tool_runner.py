@@ -19,9 +19,17 @@ from replangraph.config import AgentConfig, AgentProfile
 from replangraph.events import DYNAMIC_TASKS_ADDED, emit
 from replangraph.messages import message_text, pending_tool_calls
 from replangraph.nodes.outcomes import completed, failed, limit_hit, merge_updates
-from replangraph.observations import cut_observation, drop_old_observations, keep_full_outputs
+from replangraph.observations import (
+    cut_observation,
+    drop_old_observations,
+    keep_full_outputs,
+    read_saved,
+    saved_keys,
+    window_outputs,
+)
 from replangraph.queue import Task, preview
 from replangraph.retry import StepTimeout, call_with_timeout, seconds_left
+from replangraph.tools.read_output import read_output_tool
 from replangraph.tools.replan_toolkit import STILL_YOURS, TOOLKIT_NAMES, ReplanSession, replan_toolkit, sent_summary
 
 
@@ -87,7 +95,12 @@ class ToolRunner:
         """The state update after running one subtask's pending tool calls."""
         task = tasks[task_id]
         session = ReplanSession(task_id, tasks, list(self.profiles), self.config, goal=goal)
-        tools = [*self.profiles[task["agent_type"]].tools, *replan_toolkit(session)]
+        reader = read_output_tool(
+            lambda ident: read_saved(ident, tasks, goal, task_id),
+            lambda: saved_keys(tasks, task_id),
+            self.config.max_observation_chars,
+        )
+        tools = [*self.profiles[task["agent_type"]].tools, *replan_toolkit(session), reader]
         toolbox = {t.name: t for t in tools}
         started = task.get("started_at") or time.time()
         calls = task.get("model_calls", 0)
@@ -105,19 +118,25 @@ class ToolRunner:
             except StepTimeout:
                 session.close()
                 error = f"step exceeded step_timeout_s={self.config.step_timeout_s:g} in tool {call.get('name')!r}"
-                return failed(task_id, error, calls, **limit_hit(task, session.limit))
+                kept = keep_full_outputs(task, {**window_outputs(window), **cut})
+                return failed(task_id, error, calls, **kept, **limit_hit(task, session.limit))
             if is_repeated_refusal([*window, *replies], reply):
                 repeated = sent_summary(call.get("args"))
                 refusal = message_text(reply).replace(STILL_YOURS, "").strip()
                 error = f"the agent repeated a refused {reply.name} call: {preview(refusal, 300)}"
-            reply, full_text = cut_observation(reply, self.config.max_observation_chars)
+            reply, full_text = cut_observation(reply, self.config.max_observation_chars, task_id)
             if full_text is not None:
                 cut[reply.tool_call_id] = full_text
             replies.append(reply)
         session.close()
-        new_window, dropped = drop_old_observations([*window, *replies], self.config.max_observations)
-        ended = session.ended or repeated is not None
-        kept = {**keep_full_outputs(task, {**dropped, **cut} if not ended else cut), **limit_hit(task, session.limit)}
+        new_window, dropped = drop_old_observations([*window, *replies], self.config.max_observations, task_id)
+        if session.handoff is not None:  # completed: its summary is its result; outputs cut just now are kept
+            to_keep = cut
+        elif session.ended or repeated is not None:  # the window goes: keep every output it had read
+            to_keep = {**window_outputs(new_window), **dropped, **cut}
+        else:
+            to_keep = {**dropped, **cut}
+        kept = {**keep_full_outputs(task, to_keep), **limit_hit(task, session.limit)}
         if repeated is not None:
             # The same refusal twice: the agent will not get past it alone. What it sent as summary is
             # its result (later tasks may build on it); the rest of its work goes to the replanner.

@@ -21,16 +21,20 @@ from langgraph.errors import GraphBubbleUp
 from pydantic import BaseModel, Field
 
 from replangraph.config import AgentConfig, AgentProfile
+from replangraph.context import ContextMonitor
 from replangraph.events import DYNAMIC_TASKS_ADDED, STEP_VERIFIED, emit
+from replangraph.fitting import GOAL_ID, Fitted, result_id
 from replangraph.lenient import UnreadableInput, as_text, first_tool_args, load_json, task_specs, truthy
 from replangraph.messages import answers_waiting, message_text
 from replangraph.nodes.outcomes import completed, limit_hit, merge_updates
+from replangraph.oneshot import fit_request, schema_tools
 from replangraph.plans import LimitReached, split_task
-from replangraph.prompts import VERIFIER_PROMPT, VERIFY_TEMPLATE
+from replangraph.prompts import VERIFIER_PROMPT, VERIFY_EXCERPT_NOTE, VERIFY_TEMPLATE
 from replangraph.queue import QueueError, Task, TaskVerdict, verdict_record
 from replangraph.retry import invoke_with_retries
 
 VERDICT_TOOL = "Verdict"
+RESULT_PART = "result"
 
 
 class Verdict(BaseModel):
@@ -91,19 +95,45 @@ def read_verdict(answer: Any) -> tuple[bool, str, list[str], str | None]:
 class Verifier:
     """Judges every answer awaiting its check, then completes the subtask (and queues what is missing)."""
 
-    def __init__(self, model: BaseChatModel, profiles: Mapping[str, AgentProfile], config: AgentConfig):
+    def __init__(
+        self,
+        model: BaseChatModel,
+        profiles: Mapping[str, AgentProfile],
+        config: AgentConfig,
+        monitor: ContextMonitor | None = None,
+    ):
+        self.monitor = (monitor or ContextMonitor(config)).for_model(model)
         self.structured = model.with_structured_output(Verdict, method="function_calling", include_raw=True)
+        self.tools = schema_tools(Verdict)
         self.profiles = profiles
         self.config = config
 
+    def request(self, goal: str, task: Task, result: str) -> Fitted[list[BaseMessage]]:
+        """The check's request. A goal or result too long for it is shown as an excerpt, and the
+        prompt then says the omitted text is not missing; the instructions are never cut."""
+        system = SystemMessage(VERIFIER_PROMPT.format(batch_size=self.config.batch_size))
+
+        def build(shown: Mapping[str, str]) -> list[BaseMessage]:
+            text = VERIFY_TEMPLATE.format(
+                goal=shown[GOAL_ID], task_id=task["id"], content=task["content"], result=shown[RESULT_PART]
+            )
+            if shown[GOAL_ID] != goal or shown[RESULT_PART] != result:
+                text += VERIFY_EXCERPT_NOTE
+            return [system, HumanMessage(text)]
+
+        parts = {GOAL_ID: goal, RESULT_PART: result}
+        outputs = {GOAL_ID: GOAL_ID, RESULT_PART: result_id(task["id"])}
+        return fit_request(parts, build, outputs, self.monitor, tools=self.tools)
+
     def judge(self, goal: str, task: Task, result: str) -> tuple[TaskVerdict, int]:
         """The verdict on ``result`` and the model calls it took; never raises for model trouble."""
-        request = [
-            SystemMessage(VERIFIER_PROMPT.format(batch_size=self.config.batch_size)),
-            HumanMessage(VERIFY_TEMPLATE.format(goal=goal, task_id=task["id"], content=task["content"], result=result)),
-        ]
+        fitted = self.request(goal, task, result)
+        if not fitted.fits:
+            needed = self.monitor.tokens(fitted.request, self.tools)
+            error = f"the check's request does not fit the context window ({needed} tokens); the result stands"
+            return verdict_record(True, error=error), 0
         try:
-            answer, calls = invoke_with_retries(self.structured, request, self.config)
+            answer, calls = invoke_with_retries(self.structured, fitted.request, self.config)
         except GraphBubbleUp:
             raise
         except Exception as exc:  # a broken check must not fail a subtask that has a result

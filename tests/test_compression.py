@@ -1,38 +1,58 @@
-"""Context monitor and compressor: properties over random histories, units, and a long end-to-end run."""
+"""Compression is lossless: properties over random histories, and the units behind them."""
 
 from __future__ import annotations
 
 import re
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
-from langgraph.store.memory import InMemoryStore
-from scripting import make_model, plan_of, run, subtask_of
 
-from replangraph import AgentConfig, build_graph
+from replangraph import AgentConfig
 from replangraph.compression import (
     SUMMARY_HEADER,
     compress_window,
+    cut_points,
     is_summary,
-    safe_cut,
     split_window,
     tool_pairs_ok,
+    transcript,
 )
-from replangraph.config import resolve_profiles
 from replangraph.context import ContextMonitor
-from replangraph.nodes.compressor import Compressor, summarizer_request
-from replangraph.nodes.tool_runner import ToolRunner
-from replangraph.observations import DROPPED, drop_old_observations
-from replangraph.queue import new_task
+from replangraph.fitting import NOTE_RE, excerpt, pointers, recut, split_text
+from replangraph.messages import message_text
+from replangraph.nodes.compressor import Compressor
+from replangraph.observations import drop_old_observations, is_dropped
 from replangraph.scripted import ScriptedChatModel, tool_call
+from replangraph.summarizing import summarize_in_chunks
 
 HEAD = [SystemMessage("You are an agent."), HumanMessage("Your subtask (a): read everything")]
+FACT = re.compile(r"F\d+")
 
 
 def tokens(window):
     return count_tokens_approximately(window)
+
+
+def facts(text: str) -> set[str]:
+    return set(FACT.findall(text))
+
+
+def window_text(window) -> str:
+    return "\n".join(transcript([m]) for m in window)
+
+
+class ListingSummarizer:
+    """A faithful summarizer: lists every fact it was shown, and records what it was shown."""
+
+    def __init__(self):
+        self.seen: list[str] = []
+
+    def __call__(self, previous, messages):
+        shown = (previous or "") + "\n" + transcript(messages)
+        self.seen.append(shown)
+        return "facts: " + " ".join(sorted(facts(shown), key=lambda f: int(f[1:])))
 
 
 # --------------------------------------------------------------------------- random histories
@@ -40,57 +60,75 @@ def tokens(window):
 
 @st.composite
 def histories(draw):
-    """A window: head, then turns of text replies or (parallel) tool calls with their results."""
+    """Head, then turns of text replies or (parallel) tool calls with their results; every message
+    carries fact tokens F<n> amid filler."""
+    counter = iter(range(10_000))
     body = []
     for n in range(draw(st.integers(1, 14))):
         if draw(st.booleans()):
-            body.append(AIMessage("thinking " * draw(st.integers(1, 60)), id=f"ai{n}"))
+            body.append(AIMessage(f"noted F{next(counter)} " + "thinking " * draw(st.integers(1, 80)), id=f"ai{n}"))
         else:
             calls = [tool_call("read", {"n": n + k}, call_id=f"c{n}_{k}") for k in range(draw(st.integers(1, 3)))]
             body.append(AIMessage("", tool_calls=calls, id=f"ai{n}"))
-            body.extend(
-                ToolMessage("data " * draw(st.integers(1, 700)), tool_call_id=c["id"], name="read") for c in calls
-            )
+            for c in calls:
+                parts = [f"F{next(counter)} " + "data " * draw(st.integers(0, 400)) for _ in range(3)]
+                body.append(ToolMessage(" ".join(parts), tool_call_id=c["id"], name="read"))
     return [*HEAD, *body]
 
 
-def short_summary(previous, messages):
-    return f"summary of {len(messages)} messages" + (f" after: {previous}" if previous else "")
-
-
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(window=histories(), keep_last=st.integers(1, 12), budget=st.integers(150, 6_000))
-def test_compression_properties(window, keep_last, budget):
+@given(window=histories(), keep_last=st.integers(1, 12), budget=st.integers(900, 6_000))
+def test_compression_keeps_every_fact_within_reach(window, keep_last, budget):
     assert tool_pairs_ok(window)
+    summarizer = ListingSummarizer()
 
     def fits(w):
         return tokens(w) <= budget
 
-    result, folded = compress_window(window, keep_last=keep_last, fits=fits, summarize=short_summary, plan="[ ] a: x")
-    # the provider rule holds after compression
-    assert tool_pairs_ok(result)
-    # the head is kept, at most one summary follows it
-    assert [type(m) for m in result[:2]] == [SystemMessage, HumanMessage]
-    assert sum(is_summary(m) for m in result) == (1 if folded else 0)
-    # the tail is the original tail from the safe cut: same messages, contents intact or visibly shrunk
+    result = compress_window(window, keep_last=keep_last, fits=fits, summarize=summarizer, plan="[ ] a: x", task_id="a")
+    # every fact is in the kept window, in the summarizer's input, or in the saved texts read_output serves
+    reachable = window_text(result.window) + "\n".join(summarizer.seen) + "\n".join(result.saved.values())
+    assert facts(window_text(window)) <= facts(reachable)
+    # what the summarizer was shown was never cut
+    for shown in summarizer.seen:
+        assert "not shown here" not in shown or pointers(shown)
+    # every note points at a saved text
+    for ident in pointers(window_text(result.window)):
+        assert ident.removeprefix("a/") in result.saved
+    # the provider rule holds, and the window fits
+    assert tool_pairs_ok(result.window)
+    assert [type(m) for m in result.window[:2]] == [SystemMessage, HumanMessage]
+    assert sum(is_summary(m) for m in result.window) <= 1
+    assert result.fits and fits(result.window)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(window=histories(), keep_last=st.integers(1, 12))
+def test_keep_last_is_a_ceiling_and_the_tail_is_folded_before_any_message_is_cut(window, keep_last):
+    summarizer = ListingSummarizer()
     _, _, body = split_window(window)
-    tail = body[safe_cut(body, keep_last) :]
-    assert len(tail) >= min(keep_last, len(body))
-    kept = result[len(result) - len(tail) :]
-    for before, after in zip(tail, kept, strict=True):
-        assert type(before) is type(after) and before.id == after.id
-        assert after.content == before.content or "characters cut" in after.content
-    # it fits, unless nothing is left to shrink
-    assert fits(result) or all(len(m.content) <= 260 for m in result[1:] if isinstance(m.content, str))
-    if folded or result != window:
-        assert tokens(result) <= tokens(window)
+    last_group = cut_points(body, 1)[0]
+    minimal = [*HEAD, HumanMessage(SUMMARY_HEADER + " " + "x" * 400), *body[last_group:]]
+    budget = tokens(minimal) + 600  # room for a summary and the last group, not for much more
+    assume(tokens(window) > budget)
+
+    result = compress_window(
+        window, keep_last=keep_last, fits=lambda w: tokens(w) <= budget, summarize=summarizer, task_id="a"
+    )
+    kept = [m for m in result.window[2:] if not is_summary(m)]
+    assert len(kept) <= max(keep_last, len(body) - last_group)
+    cut = [k for k in result.saved if not k.startswith("history-")]
+    if cut:  # a message was cut only because the last group alone was too big
+        assert result.folded == last_group or not any(isinstance(m, AIMessage) for m in body[:last_group])
 
 
-def test_safe_cut_never_starts_on_a_tool_result():
+def test_cut_points_keep_at_most_keep_last_but_never_split_the_last_group():
     calls = [tool_call("read", {"n": k}, call_id=f"c{k}") for k in range(3)]
-    body = [AIMessage("", tool_calls=calls), *(ToolMessage("x", tool_call_id=c["id"]) for c in calls), AIMessage("ok")]
-    assert safe_cut(body, 2) == 0  # keeping 2 would split the parallel calls: keep the whole group
-    assert safe_cut(body, 1) == 4
+    group = [AIMessage("", tool_calls=calls), *(ToolMessage("x", tool_call_id=c["id"]) for c in calls)]
+    body = [AIMessage("a"), *group, AIMessage("", tool_calls=calls[:1]), ToolMessage("y", tool_call_id="c0")]
+    assert cut_points(body, 2) == [5]  # the last group, nothing earlier
+    assert cut_points(body, 6) == [1, 5]  # never inside the parallel group
+    assert cut_points(body[:5], 2) == [1]  # the last group is bigger than keep_last: it is kept whole
 
 
 # --------------------------------------------------------------------------- units
@@ -100,57 +138,81 @@ def long_window(n=6, size=400):
     body = []
     for i in range(n):
         body.append(AIMessage("", tool_calls=[tool_call("read", {"n": i}, call_id=f"c{i}")]))
-        body.append(ToolMessage(f"page {i} " + "x" * size, tool_call_id=f"c{i}", name="read"))
+        body.append(ToolMessage(f"page {i} F{i} " + "x" * size, tool_call_id=f"c{i}", name="read"))
     return [*HEAD, *body]
 
 
-def test_second_compression_folds_the_first_summary_into_a_new_one():
+def test_second_compression_folds_the_first_summary_and_lists_every_history():
     seen = []
 
     def summarize(previous, messages):
         seen.append(previous)
         return f"S{len(seen)}"
 
-    first, _ = compress_window(long_window(), keep_last=2, fits=lambda w: True, summarize=summarize, plan="p")
-    grown = [*first, *long_window(3)[2:]]
-    second, folded = compress_window(grown, keep_last=2, fits=lambda w: True, summarize=summarize, plan="p")
+    first = compress_window(long_window(), keep_last=2, fits=lambda w: True, summarize=summarize, task_id="a")
+    assert first.saved["history-1"].startswith("ASSISTANT: tool calls: read({'n': 0})")
+    grown = [*first.window, *long_window(3)[2:]]
+    second = compress_window(grown, keep_last=2, fits=lambda w: True, summarize=summarize, plan="p", task_id="a")
     assert seen == [None, "S1"]  # the earlier summary text is handed to the summarizer
-    assert [m.id for m in second if is_summary(m)] == ["replangraph-summary-2"]
-    assert "S2" in second[2].content and "S1" not in second[2].content
-    assert folded == len(grown) - 2 - 1 - 2  # everything between the old summary and the kept tail
+    text = second.window[2].content
+    assert "S2" in text and "S1" not in text
+    assert 'read_output(output_id="a/history-1")' in text and 'read_output(output_id="a/history-2")' in text
+    assert second.folded == len(grown) - 2 - 1 - 2  # everything between the old summary and the kept tail
 
 
 def test_summary_reinjects_the_plan_and_the_instructions():
-    result, _ = compress_window(
+    result = compress_window(
         long_window(),
         keep_last=2,
         fits=lambda w: True,
-        summarize=short_summary,
+        summarize=lambda p, m: "s",
         plan="[X] 1: gather (Result: 5 items)\n[>] a: read everything",
         instructions="(a) read everything",
     )
-    text = result[2].content
+    text = result.window[2].content
     assert text.startswith(SUMMARY_HEADER)
     assert "Current plan:\n[X] 1: gather (Result: 5 items)" in text
     assert "Your subtask, unchanged:\n(a) read everything" in text
 
 
-def test_tail_alone_over_budget_is_shrunk_instead_of_compressed_again():
-    window = [
-        *HEAD,
-        AIMessage("", tool_calls=[tool_call("read", {}, call_id="c")]),
-        ToolMessage("y" * 20_000, tool_call_id="c"),
-    ]
+def test_a_message_too_big_on_its_own_is_cut_and_its_full_text_saved():
+    big = "F7 " + "y" * 20_000 + " F8"
+    window = [*HEAD, AIMessage("", tool_calls=[tool_call("read", {}, call_id="c")]), ToolMessage(big, tool_call_id="c")]
     calls = []
+    result = compress_window(
+        window, keep_last=10, fits=lambda w: tokens(w) < 1_500, summarize=lambda p, m: calls.append(1) or "s"
+    )
+    assert result.folded == 0 and calls == []  # nothing older to fold
+    assert tokens(result.window) < 1_500 and result.saved == {"c": big}
+    assert 'read_output(output_id="/c", offset=' in result.window[-1].content or pointers(result.window[-1].content)
 
+
+def test_an_excerpt_is_cut_further_without_saving_it_again():
+    original = "A" * 10_000
+    shown = excerpt(original, 2_000, "t/c1")
+    smaller, must_save = recut(shown, 800, "t/other")
+    assert not must_save and len(smaller) <= 800
+    [note] = NOTE_RE.finditer(smaller)
+    assert note.group(1) == "t/c1" and int(note.group(3)) == 10_000  # the note still spans to the end
+    assert smaller.startswith("A" * int(note.group(2)))  # the head kept is the original's head
+
+
+def test_a_summary_too_big_is_cut_keeping_its_instructions():
     def summarize(previous, messages):
-        calls.append(1)
-        return "s"
+        return "facts: " + " ".join(f"F{n}" for n in range(3_000))
 
-    result, folded = compress_window(window, keep_last=10, fits=lambda w: tokens(w) < 1_500, summarize=summarize)
-    assert folded == 0 and calls == []
-    assert tokens(result) < 1_500
-    assert "characters cut" in result[-1].content and result[-1].tool_call_id == "c"
+    result = compress_window(
+        long_window(20, 3_000),
+        keep_last=2,
+        fits=lambda w: tokens(w) <= 2_500,
+        summarize=summarize,
+        instructions="(a) read everything",
+        task_id="a",
+    )
+    summary = result.window[2]
+    assert is_summary(summary) and "Your subtask, unchanged:\n(a) read everything" in summary.content
+    assert result.saved["summary-1"].startswith("facts: F0 F1")
+    assert 'output "a/summary-1"' in summary.content and result.fits
 
 
 def test_usage_metadata_is_preferred_and_stripped_after_compression():
@@ -158,9 +220,9 @@ def test_usage_metadata_is_preferred_and_stripped_after_compression():
     reply = AIMessage("hi", usage_metadata={"input_tokens": 50_000, "output_tokens": 10, "total_tokens": 50_010})
     assert monitor.tokens([*HEAD, reply]) == 50_010
     assert monitor.tokens([*HEAD, reply, HumanMessage("x" * 400)]) > 50_010
-    result, _ = compress_window([*HEAD, reply], keep_last=5, fits=lambda w: True, summarize=short_summary)
-    assert result[-1].usage_metadata is None
-    assert monitor.tokens(result) < 100
+    result = compress_window([*HEAD, reply], keep_last=5, fits=lambda w: True, summarize=lambda p, m: "s")
+    assert result.window[-1].usage_metadata is None
+    assert monitor.tokens(result.window) < 100
 
 
 def test_effective_window_from_the_model_profile_and_tool_schemas_count():
@@ -168,6 +230,8 @@ def test_effective_window_from_the_model_profile_and_tool_schemas_count():
     monitor = ContextMonitor(AgentConfig(reserved_output=2_000), model)
     assert monitor.context_window == 32_000 and monitor.effective_window == 30_000
     assert ContextMonitor(AgentConfig()).context_window == 200_000
+    assert ContextMonitor(AgentConfig()).for_model(model).context_window == 32_000
+    assert ContextMonitor(AgentConfig(context_window=9_000)).for_model(model).context_window == 9_000
 
     def search(query: str, limit: int = 10) -> str:
         """Search the catalogue for products matching the query, newest first."""
@@ -178,124 +242,79 @@ def test_effective_window_from_the_model_profile_and_tool_schemas_count():
     assert monitor.tokens(HEAD, [tool(search)]) > monitor.tokens(HEAD)
 
 
-def test_summarizer_input_is_trimmed_to_the_summary_model_window():
-    monitor = ContextMonitor(AgentConfig())
-    messages = long_window(40, 2_000)[2:]
-    request = summarizer_request("earlier", messages, budget_tokens=3_000, monitor=monitor)
-    assert monitor.tokens(request) <= 3_000
-    assert "characters cut" in request[-1].content
+# --------------------------------------------------------------------------- summarizing in chunks
 
 
-def test_failing_summary_model_leaves_a_note_and_keeps_the_earlier_summary():
+def test_map_reduce_shows_every_character_and_no_request_exceeds_the_budget():
+    entries = [f"TOOL read: F{n} " + "z" * 900 for n in range(40)] + ["TOOL big: F99 " + "w" * 9_000 + " F100"]
+    shown, sizes = [], []
+
+    def fold(previous, text):
+        shown.append(text)
+        sizes.append(len(text) + len(previous or ""))
+        return "facts: " + " ".join(sorted(facts((previous or "") + text)))
+
+    def merge(texts):
+        joined = "\n".join(texts)
+        sizes.append(len(joined))
+        return "facts: " + " ".join(sorted(facts(joined)))
+
+    summary, calls = summarize_in_chunks(
+        "facts: F500",
+        entries,
+        fold,
+        merge,
+        fits_fold=lambda p, t: len(t) + len(p or "") <= 4_000,
+        fits_merge=lambda texts: sum(map(len, texts)) <= 4_000,
+    )
+    assert "".join(shown).replace("\n", "") == "".join(entries).replace("\n", "")  # nothing truncated
+    assert max(sizes) <= 4_000 and calls == len(sizes) > 2
+    assert facts(summary) == {f"F{n}" for n in range(40)} | {"F99", "F100", "F500"}
+
+
+def test_summarizer_requests_fit_the_summary_model_window():
+    requests = []
+
+    def respond(request):
+        requests.append(count_tokens_approximately(request.messages))
+        return "facts: " + " ".join(sorted(facts(request.prompt)))
+
+    small = ScriptedChatModel(respond=respond, profile={"max_input_tokens": 3_000})
+    config = AgentConfig(reserved_output=500)
+    compressor = Compressor(small, {}, {"default": []}, config, ContextMonitor(config))
+    summary = compressor.summarize("facts: F900", long_window(30, 2_000)[2:])
+    budget = int((3_000 - 500) * 0.9)
+    assert len(requests) > 2 and max(requests) <= budget
+    assert facts(summary) == {f"F{n}" for n in range(30)} | {"F900"}
+
+
+def test_failing_summary_model_keeps_the_earlier_summary_and_says_where_the_messages_are():
     def respond(request):
         raise RuntimeError("summary model down")
 
     config = AgentConfig(keep_last_messages=2)
-    compressor = Compressor(ScriptedChatModel(respond=respond), {"default": []}, config, ContextMonitor(config))
+    compressor = Compressor(ScriptedChatModel(respond=respond), {}, {"default": []}, config, ContextMonitor(config))
     text = compressor.summarize("found A and B", long_window()[2:])
-    assert text.startswith("found A and B") and "summary model down" in text
+    assert text.startswith("found A and B") and "summary model down" in text and "read them in full" in text
 
 
-def test_old_observations_are_dropped_but_every_call_keeps_an_answer():
+def test_split_text_gives_the_text_back():
+    text = "\n".join(f"line {n} " + "q" * (n % 50) for n in range(500))
+    pieces = split_text(text, 700)
+    assert "".join(pieces) == text and max(map(len, pieces)) <= 700
+
+
+# --------------------------------------------------------------------------- dropped outputs
+
+
+def test_old_observations_are_dropped_with_a_pointer_and_kept_once():
     window = long_window(5)
-    trimmed, dropped = drop_old_observations(window, keep=2)
+    window[3] = window[3].model_copy(update={"content": excerpt("F1 " + "k" * 5_000, 1_000, "a/c1")})
+    trimmed, saved = drop_old_observations(window, keep=2, task_id="a")
     assert tool_pairs_ok(trimmed)
-    assert list(dropped) == ["c0", "c1", "c2"] and dropped["c0"].startswith("page 0")
-    assert [m.content for m in trimmed if isinstance(m, ToolMessage)][:3] == [DROPPED.format(keep=2)] * 3
-
-
-def tool_runner_state(output_size):
-    def read(n: int) -> str:
-        """Read page n."""
-        return f"page {n} " + "z" * output_size
-
-    profiles = resolve_profiles(None, [read])
-    task = {**new_task("a", "read", position=[0]), "status": "in_progress"}
-    window = [*HEAD, AIMessage("", tool_calls=[tool_call("read", {"n": 1}, call_id="c1")])]
-    return profiles, {"tasks": {"a": task}, "windows": {"a": window}, "goal": "g"}
-
-
-def test_long_tool_output_is_cut_with_a_marker_and_kept_in_the_task_record():
-    profiles, state = tool_runner_state(30_000)
-    update = ToolRunner(profiles, AgentConfig(max_observation_chars=1_000))(state)
-    content = update["windows"]["a"][-1].content
-    assert len(content) <= 1_000 and "characters cut" in content
-    assert len(update["tasks"]["a"]["full_outputs"]["c1"]) > 30_000
-
-
-def test_long_tool_output_goes_to_the_store_when_the_graph_has_one():
-    store = InMemoryStore()
-
-    def read(n: int) -> str:
-        """Read page n."""
-        return "ITEM-7 " + "z" * 30_000
-
-    def work(request):
-        return tool_call("read", {"n": 1}) if not request.tool_results else "done"
-
-    graph = build_graph(
-        make_model(plan_of({"id": "a", "content": "read"}), work),
-        tools=[read],
-        config=AgentConfig(max_observation_chars=500),
-        store=store,
-    )
-    state, _ = run(graph, thread_id="t")
-    assert "full_outputs" not in state["tasks"]["a"]
-    [item] = store.search(("replangraph", "outputs", "t", "a"))
-    assert item.value["content"].startswith("ITEM-7") and len(item.value["content"]) > 30_000
-
-
-# --------------------------------------------------------------------------- end to end
-
-ITEMS = 12
-
-
-def item_responder(request):
-    """Worker reads items one by one; the summarizer keeps item codes; the finalizer lists them."""
-    text = request.prompt + " ".join(str(m.content) for m in request.tool_results)
-    found = sorted(set(re.findall(r"ITEM-(\d+)", text)), key=int)
-    if "Plan" in request.tool_names:
-        return plan_of({"id": "a", "content": f"read items 1 to {ITEMS} and list their codes"})
-    if request.tool_names:
-        last = max((int(x) for x in found), default=0)
-        if last < ITEMS:
-            return tool_call("read_item", {"n": last + 1})
-        return "codes: " + ", ".join(f"ITEM-{x}" for x in found)
-    if "compress the working memory" in request.system:
-        return "found so far: " + ", ".join(f"ITEM-{x}" for x in found)
-    return "all items: " + ", ".join(f"ITEM-{x}" for x in found)
-
-
-def read_item(n: int) -> str:
-    """Read item n."""
-    return f"ITEM-{n} " + "filler text " * 500
-
-
-def test_long_run_compresses_several_times_and_keeps_every_item():
-    config = AgentConfig(context_window=6_000, reserved_output=1_000, keep_last_messages=3, max_step_iterations=40)
-    graph = build_graph(ScriptedChatModel(respond=item_responder), tools=[read_item], config=config)
-    state, events = run(graph)
-    compressed = [e for e in events if e["event"] == "context_compressed"]
-    assert len(compressed) >= 3
-    assert all(e["tokens_after"] < e["tokens_before"] for e in compressed)
-    assert state["tasks"]["a"]["status"] == "completed"
-    for n in range(1, ITEMS + 1):
-        assert f"ITEM-{n}" in state["final_answer"]
-
-
-def test_huge_dependency_results_are_cut_to_fit_the_first_request():
-    seen = []
-
-    def work(request):
-        seen.append(count_tokens_approximately(request.messages))
-        return "ok"
-
-    plan = plan_of({"id": "a", "content": "gather"}, {"id": "b", "content": "use it", "depends_on": ["a"]})
-
-    def big_result(request):
-        return "ITEM " * 20_000 if subtask_of(request) == "gather" else work(request)
-
-    config = AgentConfig(context_window=8_000, reserved_output=1_000)
-    state, _ = run(build_graph(make_model(plan, big_result), config=config))
-    assert state["tasks"]["b"]["status"] == "completed"
-    assert seen and max(seen) <= 0.9 * 7_000
+    assert sorted(saved) == ["c1", "c2"]  # c0 is an excerpt: its original is already kept
+    assert saved["c1"].startswith("page 1")
+    dropped = [m for m in trimmed if isinstance(m, ToolMessage) and is_dropped(m)]
+    assert [message_text(m).count('read_output(output_id="a/c') for m in dropped] == [1, 1, 1]
+    again, saved_again = drop_old_observations(trimmed, keep=2, task_id="a")
+    assert again == trimmed and saved_again == {}

@@ -42,6 +42,9 @@ class FakeOpenAI(BaseHTTPRequestHandler):
     requests: list[dict] = []
     failures: list[tuple[int, dict]] = []
     """(status, headers) answered to the next requests, before normal answers resume."""
+    responder = staticmethod(demo_responder)
+    context_chars: int | None = None
+    """Requests whose messages hold more characters are refused as OpenAI refuses an over-long prompt."""
 
     def log_message(self, *args):  # keep pytest output clean
         pass
@@ -53,13 +56,23 @@ class FakeOpenAI(BaseHTTPRequestHandler):
             status, headers = FakeOpenAI.failures.pop(0)
             self.reply(status, {"error": {"message": f"fake {status}", "type": "server_error"}}, headers)
             return
+        size = sum(len(json.dumps(m)) for m in body["messages"])
+        if FakeOpenAI.context_chars is not None and size > FakeOpenAI.context_chars:
+            error = {
+                "message": f"This model's maximum context length is {FakeOpenAI.context_chars // 4} tokens. "
+                f"However, your messages resulted in {size // 4} tokens.",
+                "type": "invalid_request_error",
+                "code": "context_length_exceeded",
+            }
+            self.reply(400, {"error": error})
+            return
         problem = tool_rule_violation(body["messages"])
         if problem:
             self.reply(400, {"error": {"message": problem, "type": "invalid_request_error"}})
             return
         messages = [_convert_dict_to_message(m) for m in body["messages"]]
         names = tuple(t["function"]["name"] for t in body.get("tools", []))
-        answer: AIMessage = as_message(demo_responder(ScriptedRequest(messages=messages, tool_names=names)))
+        answer: AIMessage = as_message(FakeOpenAI.responder(ScriptedRequest(messages=messages, tool_names=names)))
         message = _convert_message_to_dict(answer)
         message.setdefault("content", None)
         finish = "tool_calls" if answer.tool_calls else "stop"
@@ -94,6 +107,8 @@ def fake_openai(monkeypatch):
     thread.start()
     FakeOpenAI.requests = []
     FakeOpenAI.failures = []
+    FakeOpenAI.context_chars = None
+    FakeOpenAI.responder = staticmethod(demo_responder)
     monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{server.server_port}/v1")
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("REPLANGRAPH_MODEL", "fake-model")
@@ -154,3 +169,24 @@ def test_run_with_the_completion_check(fake_openai):
     assert out.getvalue().count("checked: complete (every rank is there)") == 3
     verdicts = [r for r in fake_openai if any(t["function"]["name"] == "Verdict" for t in r.get("tools", []))]
     assert len(verdicts) == 3  # the three follow-ups end with answers; the first subtask handed off
+
+
+def test_a_prompt_the_server_finds_too_long_is_compressed_and_sent_again(fake_openai):
+    """OpenAI's 400 context_length_exceeded (its code in the body, not in the message) is recognised,
+    the window is compressed, and the step goes on with nothing lost."""
+    from langchain_openai import ChatOpenAI
+    from test_lossless_runs import catalog, codes, faithful
+
+    from replangraph import AgentConfig, build_graph
+
+    FakeOpenAI.responder = staticmethod(faithful("read all 30 products and list every code"))
+    FakeOpenAI.context_chars = 24_000
+    model = ChatOpenAI(model="fake-model", api_key="none", max_retries=0)
+    config = AgentConfig(max_step_iterations=40)  # the window we assume (200k) is far larger than the server's
+    state = build_graph(model, tools=[catalog(30, filler=1_000)], config=config).invoke(
+        {"messages": [("user", "read all products")]}
+    )
+    sizes = [sum(len(json.dumps(m)) for m in r["messages"]) for r in fake_openai]
+    assert any(size > 24_000 for size in sizes)  # refused at least once
+    assert state["tasks"]["1"]["status"] == "completed"
+    assert codes(state["final_answer"]) == [f"P-{n}" for n in range(1, 31)]

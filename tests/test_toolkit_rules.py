@@ -258,7 +258,9 @@ def test_long_outputs_are_cut_with_a_marker():
 
     update = make_runner(big, max_observation_chars=2_000)(runner_state(tool_call("big", {})))
     reply = update["windows"]["1"][-1]
-    assert isinstance(reply, ToolMessage) and len(reply.content) <= 2_000 and "characters cut" in reply.content
+    assert isinstance(reply, ToolMessage) and len(reply.content) <= 2_000
+    assert f'read_output(output_id="1/{reply.tool_call_id}", offset=' in reply.content
+    assert update["tasks"]["1"]["full_outputs"][reply.tool_call_id] == "q" * 50_000
 
 
 # --------------------------------------------------------------------------- repeat guard
