@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-BENCHMARKS = {"personas": "benchmarks.persona_table"}
+BENCHMARKS = {"personas": "benchmarks.persona_table", "context": "benchmarks.context_table"}
 
 
 def main(argv: list[str]) -> int:

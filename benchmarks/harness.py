@@ -12,7 +12,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
@@ -69,6 +69,8 @@ class Outcome:
     largest_prompt: int
     wall_s: float
     error: str | None = None
+    requests: list[tuple[str, int]] = field(default_factory=list)
+    """``(graph node, prompt tokens)`` of every answered model call, in order."""
 
 
 def measure(world: World, invoke: Callable[[Meter], str]) -> Outcome:
@@ -90,6 +92,7 @@ def measure(world: World, invoke: Callable[[Meter], str]) -> Outcome:
         largest_prompt=meter.largest(),
         wall_s=wall,
         error=error,
+        requests=list(meter.prompts),
     )
 
 
@@ -142,6 +145,44 @@ def deepagents_agent(model: BaseChatModel, world: World) -> Outcome:
 def deepagents_available() -> bool:
     try:
         import deepagents  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def summarization_agent(
+    trigger_tokens: int, keep_messages: int, **middleware: Any
+) -> Callable[[BaseChatModel, World], Outcome]:
+    """langchain's ``create_agent`` (a plain ReAct loop) with ``SummarizationMiddleware``: summarize once the
+    messages reach ``trigger_tokens``, keep the last ``keep_messages``; the same model writes the summaries.
+    ``middleware`` overrides the middleware's other arguments (none: its defaults, as a user gets them)."""
+
+    def run(model: BaseChatModel, world: World) -> Outcome:
+        from langchain.agents import create_agent
+        from langchain.agents.middleware import SummarizationMiddleware
+
+        summarizing = SummarizationMiddleware(
+            model=model, trigger=("tokens", trigger_tokens), keep=("messages", keep_messages), **middleware
+        )
+        agent = create_agent(model, world.tools, middleware=[summarizing])
+
+        def invoke(meter: Meter) -> str:
+            state = agent.invoke(
+                {"messages": [("user", world.goal)]}, {"callbacks": [meter], "recursion_limit": 100_000}
+            )
+            last = state["messages"][-1]
+            return str(last.text) if isinstance(last, AIMessage) else ""
+
+        return measure(world, invoke)
+
+    return run
+
+
+def langchain_available() -> bool:
+    """Whether langchain 1.x (``create_agent``, ``SummarizationMiddleware``) is installed."""
+    try:
+        from langchain.agents import create_agent  # noqa: F401
+        from langchain.agents.middleware import SummarizationMiddleware  # noqa: F401
     except ImportError:
         return False
     return True
