@@ -14,15 +14,15 @@ from dataclasses import dataclass, field
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from .fitting import output_id, recut
+from .fitting import kept_id, mark_kept, message_key, output_id, recut, unique_key
 from .messages import all_tool_calls, message_text
-from .observations import message_key
 
 HEAD = 2  # the system prompt and the subtask message
 SUMMARY_ID_PREFIX = "replangraph-summary-"
 SUMMARY_HEADER = "[Context summary: earlier work on this subtask was compressed to fit the context window.]"
 
 Summarize = Callable[[str | None, Sequence[AnyMessage]], str]
+Taken = Callable[[str], bool]
 Fits = Callable[[Sequence[AnyMessage]], bool]
 
 
@@ -146,22 +146,21 @@ def first_fitting_cut(
     return cuts[-1]
 
 
-def cut_message(message: AnyMessage, limit: int, key: str, task_id: str) -> tuple[AnyMessage, str | None]:
-    """``(message within about limit characters, full text to save or None)``; a summary keeps its
-    plan and instructions and cuts only its summary."""
-    if is_summary(message):
-        text = message_text(message)
-        summary = summary_text(message) or ""
-        rest = len(text) - len(summary)
-        shown, must_save = recut(summary, max(limit - rest, 200), output_id(task_id, key))
-        new_text = text.replace(summary, shown, 1)
-        return message.model_copy(update={"content": new_text}), summary if must_save else None
+def cut_message(message: AnyMessage, limit: int, ident: str) -> tuple[AnyMessage, str | None]:
+    """``(message within about limit characters, full text to save under ident, or None)``.
+
+    A message already kept in full is cut further without saving; a summary keeps
+    its plan and instructions and cuts only its summary.
+    """
     text = message_text(message)
-    shown, must_save = recut(text, limit, output_id(task_id, key))
-    return message.model_copy(update={"content": shown}), text if must_save else None
+    part = (summary_text(message) or "") if is_summary(message) else text
+    room = limit - (len(text) - len(part))
+    shown, must_save = recut(part, max(room, 200), ident, kept=kept_id(message))
+    marked = mark_kept(message, text.replace(part, shown, 1), kept_id(message) or ident)
+    return marked, part if must_save else None
 
 
-def cut_largest(window: list[AnyMessage], saved: dict[str, str], task_id: str, floor: int = 300) -> bool:
+def cut_largest(window: list[AnyMessage], saved: dict[str, str], task_id: str, taken: Taken, floor: int = 300) -> bool:
     """Halve the largest message after the head (its full text saved); False when none is over ``floor``."""
     sizes = [(len(message_text(m)), i) for i, m in enumerate(window) if i >= HEAD and isinstance(m.content, str)]
     sizes = [(size, i) for size, i in sizes if size > floor]
@@ -169,10 +168,11 @@ def cut_largest(window: list[AnyMessage], saved: dict[str, str], task_id: str, f
         return False
     size, index = max(sizes)
     message = window[index]
-    key = f"summary-{str(message.id).removeprefix(SUMMARY_ID_PREFIX)}" if is_summary(message) else message_key(message)
-    window[index], full = cut_message(message, max(size // 2, floor), key, task_id)
+    base = f"summary-{str(message.id).removeprefix(SUMMARY_ID_PREFIX)}" if is_summary(message) else message_key(message)
+    key = unique_key(base, lambda k: taken(k) or k in saved)
+    window[index], full = cut_message(message, max(size // 2, floor), output_id(task_id, key))
     if full is not None:
-        saved.setdefault(key, full)
+        saved[key] = full
     return len(message_text(window[index])) < size
 
 
@@ -185,6 +185,8 @@ def compress_window(
     plan: str = "",
     instructions: str = "",
     task_id: str = "",
+    taken: Taken = lambda key: False,
+    tokens: Callable[[Sequence[AnyMessage]], int] = count_tokens_approximately,
 ) -> Compression:
     """Fold the older body (and any earlier summary) into one summary until the window fits.
 
@@ -192,6 +194,7 @@ def compress_window(
     groups are folded, down to the last one. Only then is a single message that is
     too big on its own cut, its full text returned in ``saved``. The folded messages
     go to ``summarize`` in full and are returned in ``saved`` as ``history-N``.
+    ``taken`` tells which keys already hold kept text; ``tokens`` is the token counter.
     """
     head, old_summary, body = split_window(window)
     body = [without_usage(m) for m in body]
@@ -213,9 +216,9 @@ def compress_window(
             more = first_fitting_cut(head, message, body, later, fits)
             summary = summarize(summary, body[done:more])
             done = more
-        if count_tokens_approximately(candidate) < count_tokens_approximately(result):
+        if tokens(candidate) < tokens(result):
             result, folded = candidate, done
             saved[f"history-{count}"] = transcript(body[:done])
-    while not fits(result) and cut_largest(result, saved, task_id):
+    while not fits(result) and cut_largest(result, saved, task_id, taken):
         pass
     return Compression(result, folded, saved, fits(result))

@@ -38,7 +38,9 @@ class ContextMonitor:
     def __init__(self, config: AgentConfig, model: Any = None, counter: TokenCounter | None = None):
         self.config = config
         self.context_window = config.context_window or model_context_window(model) or DEFAULT_CONTEXT_WINDOW
-        self.effective_window = max(self.context_window - config.reserved_output, 1)
+        # A small window keeps at least three quarters for the request, whatever reserved_output says.
+        self.reserved_output = min(config.reserved_output, self.context_window // 4)
+        self.effective_window = max(self.context_window - self.reserved_output, 1)
         self.threshold = config.compress_threshold
         self.counter = counter or approximate_tokens
 

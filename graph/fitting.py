@@ -8,15 +8,21 @@ only say where the full text is kept.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from langchain_core.messages import AnyMessage, ToolMessage
+
+from .messages import message_text
+
 R = TypeVar("R")
 T = TypeVar("T")
 
 GOAL_ID = "goal"
+PLAN_ID = "plan"
 RESULT_KEY = "result"
 
 NOTE = (
@@ -25,8 +31,13 @@ NOTE = (
 )
 KEPT_NOTE = '[… output "{id}": characters {start}-{end} of {total} are not shown here; the full text is kept …]'
 PAGE = 'output "{id}", characters {start}-{end} of {total}:\n'
-PAGE_RE = re.compile(r'^output "([^"]+)", characters (\d+)-(\d+) of (\d+):')
-NOTE_RE = re.compile(r'\[… output "([^"]+)": characters (\d+)-(\d+) of (\d+) are not shown here;[^\]]*…\]')
+PAGE_RE = re.compile(r'^output "(.+?)", characters (\d+)-(\d+) of (\d+):')
+NOTE_RE = re.compile(r'\[… output "(.+?)": characters (\d+)-(\d+) of (\d+) are not shown here;.*?…\]')
+KEPT = "replangraph_kept"
+"""``response_metadata`` key marking a message whose full text is kept under the output id it holds.
+
+Notes are found by this marker, not by their text, so a tool output that merely
+quotes a note is still saved like any other."""
 
 
 def result_id(task_id: str) -> str:
@@ -64,24 +75,24 @@ def pointers(text: str) -> list[str]:
     return [m.group(1) for m in NOTE_RE.finditer(text)]
 
 
-def recut(text: str, limit: int, fallback_id: str, readable: bool = True) -> tuple[str, bool]:
+def recut(text: str, limit: int, fallback_id: str, kept: str | None = None, readable: bool = True) -> tuple[str, bool]:
     """``(text within limit, whether it must be saved under fallback_id)``.
 
-    Text that already holds one note is an excerpt (or a ``read_output`` page) of
-    something kept: it is cut further (head only, the note widened to the end)
-    without saving anything new.
+    Text whose full version is kept under ``kept`` (an excerpt or a ``read_output``
+    page) is cut further, head only with its note widened to the end, without
+    saving anything new. Any other text is cut to an excerpt that must be saved.
     """
     if len(text) <= limit:
         return text, False
-    found = list(NOTE_RE.finditer(text))
-    if len(found) != 1:
+    found = [m for m in NOTE_RE.finditer(text) if m.group(1) == kept] if kept else []
+    if not found:
         return excerpt(text, limit, fallback_id, readable), True
-    match = found[0]
+    match = found[-1]
     output, start, total = match.group(1), int(match.group(2)), int(match.group(4))
     page = PAGE_RE.match(text)
     header, first = (page.end() + 1, int(page.group(2))) if page and page.group(1) == output else (0, 0)
     marker = note(output, total, total, total, readable)
-    keep = max(min(limit - marker.__len__() - header - 1, start - first), 0)
+    keep = max(min(limit - len(marker) - header - 1, start - first), 0)
     return text[: header + keep] + "\n" + note(output, first + keep, total, total, readable), False
 
 
@@ -155,3 +166,30 @@ def pack(items: Sequence[T], fits: Callable[[Sequence[T]], bool]) -> list[list[T
         else:
             groups.append([item])
     return groups
+
+
+def unique_key(base: str, taken: Callable[[str], bool]) -> str:
+    """``base``, or ``base~2``, ``base~3`` ... the first key not ``taken`` (kept text is written once)."""
+    key, n = base, 1
+    while taken(key):
+        n += 1
+        key = f"{base}~{n}"
+    return key
+
+
+def message_key(message: AnyMessage) -> str:
+    """Base key for a message's full text: its tool call id, else a digest of its text."""
+    if isinstance(message, ToolMessage) and message.tool_call_id:
+        return message.tool_call_id
+    return "message-" + hashlib.sha1(message_text(message).encode()).hexdigest()[:12]
+
+
+def kept_id(message: AnyMessage) -> str | None:
+    """The output id a message's full text is kept under, if it was cut or dropped by replangraph."""
+    return (message.response_metadata or {}).get(KEPT)
+
+
+def mark_kept(message: AnyMessage, content: str, ident: str) -> AnyMessage:
+    """``message`` showing ``content``, marked as kept in full under ``ident``."""
+    metadata = {**(message.response_metadata or {}), KEPT: ident}
+    return message.model_copy(update={"content": content, "response_metadata": metadata})

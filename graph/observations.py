@@ -3,20 +3,32 @@
 Text is saved in the graph's store when it has one, else in the task record
 (``full_outputs``). Output ids are ``goal``, ``{task_id}/result`` (a subtask's
 result, read from the queue) and ``{task_id}/{key}`` (a tool call id for tool
-outputs, ``history-N`` for folded messages, ``summary-N``/``message-…`` for cut messages).
+outputs, ``history-N`` for folded messages, ``summary-N``/``message-…`` for cut messages,
+``window-at-failure``), and ``plan`` (the current plan).
 """
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AnyMessage, ToolMessage
 from langgraph.config import get_config, get_store
 
-from .fitting import GOAL_ID, PAGE_RE, RESULT_KEY, excerpt, output_id, pointers
+from .fitting import (
+    GOAL_ID,
+    PAGE_RE,
+    PLAN_ID,
+    RESULT_KEY,
+    excerpt,
+    kept_id,
+    mark_kept,
+    message_key,
+    output_id,
+    unique_key,
+)
 from .messages import message_text
+from .queue import plan_summary
 
 READ_OUTPUT = "read_output"
 DROPPED = '[output "{id}" removed from context (only the last {keep} tool outputs are kept); {how}]'
@@ -44,7 +56,8 @@ def output_namespace(task_id: str) -> tuple[str, ...]:
 def keep_full_outputs(task: Mapping[str, Any], outputs: Mapping[str, str]) -> dict:
     """Save texts cut from the window (by key): in the store if the graph has one, else in the task record.
 
-    Returns the task fields to write (empty when the store took them).
+    A key is written once (callers pick free keys with `unique_key`). Returns the
+    task fields to write (empty when the store took them).
     """
     if not outputs:
         return {}
@@ -52,9 +65,10 @@ def keep_full_outputs(task: Mapping[str, Any], outputs: Mapping[str, str]) -> di
     if store is not None:
         namespace = output_namespace(task["id"])
         for key, text in outputs.items():
-            store.put(namespace, key, {"content": text})
+            if store.get(namespace, key) is None:  # written once: a note may point at it
+                store.put(namespace, key, {"content": text})
         return {}
-    return {"full_outputs": {**(task.get("full_outputs") or {}), **outputs}}
+    return {"full_outputs": {**outputs, **(task.get("full_outputs") or {})}}
 
 
 def where_kept(task_id: str) -> str:
@@ -80,6 +94,8 @@ def read_saved(ident: str, tasks: Mapping[str, Mapping[str, Any]], goal: str, cu
     ident = ident.strip().strip("'\"` ")
     if ident == GOAL_ID:
         return goal
+    if ident == PLAN_ID:
+        return plan_summary(tasks)
     for index in reversed([i for i, c in enumerate(ident) if c == "/"]):  # task ids may hold a slash too
         task_id, key = ident[:index], ident[index + 1 :]
         if task_id in tasks:
@@ -100,35 +116,31 @@ def saved_keys(tasks: Mapping[str, Mapping[str, Any]], task_id: str, limit: int 
     return [output_id(task_id, key) for key in keys] + [GOAL_ID]
 
 
-def message_key(message: AnyMessage) -> str:
-    """Key under which a message's full text is saved: its tool call id, else a digest of its text."""
-    if isinstance(message, ToolMessage) and message.tool_call_id:
-        return message.tool_call_id
-    return "message-" + hashlib.sha1(message_text(message).encode()).hexdigest()[:12]
-
-
-def cut_observation(message: ToolMessage, max_chars: int, task_id: str) -> tuple[ToolMessage, str | None]:
-    """``(message for the window, full text to save if it was cut)``: head, tail and a read_output note."""
+def cut_observation(
+    message: ToolMessage, max_chars: int, task_id: str, taken: Callable[[str], bool] = lambda key: False
+) -> tuple[ToolMessage, str, str | None]:
+    """``(message for the window, key, full text to save under it if it was cut)``: head, tail and a note."""
     text = message_text(message) if not isinstance(message.content, str) else message.content
-    if len(text) <= max_chars:
-        return message, None
-    shown = excerpt(text, max_chars, output_id(task_id, message_key(message)))
-    return message.model_copy(update={"content": shown}), text
+    if len(text) <= max_chars or kept_id(message):
+        return message, "", None
+    key = unique_key(message_key(message), taken)
+    ident = output_id(task_id, key)
+    return mark_kept(message, excerpt(text, max_chars, ident), ident), key, text
 
 
 def is_dropped(message: AnyMessage) -> bool:
     """Whether a tool output was removed from the window by `drop_old_observations`."""
     text = message_text(message)
-    return text.startswith(DROPPED_START) and DROPPED_MARK in text[:200]
+    return bool(kept_id(message)) and text.startswith(DROPPED_START) and DROPPED_MARK in text[:300]
 
 
 def drop_old_observations(
-    window: Sequence[AnyMessage], keep: int, task_id: str
+    window: Sequence[AnyMessage], keep: int, task_id: str, taken: Callable[[str], bool] = lambda key: False
 ) -> tuple[list[AnyMessage], dict[str, str]]:
     """``(window, texts to save by key)``: tool outputs beyond the last ``keep`` leave the window.
 
     Each keeps its message (every tool call keeps its answer) with a note saying how
-    to read it back. Texts that are already kept elsewhere (an excerpt's original, a
+    to read it back. Texts that are kept already (an excerpt's original, a
     ``read_output`` page) are not saved again.
     """
     result = list(window)
@@ -139,34 +151,42 @@ def drop_old_observations(
         if is_dropped(message):
             continue
         text = message_text(message)
-        named = pointers(text)
-        page = PAGE_RE.match(text)
-        if message.name == READ_OUTPUT:  # a page of something kept, or our own error message
-            ident = page.group(1) if page else "read_output"
-            how = f'read it again with read_output(output_id="{ident}", offset={page.group(2)})' if page else "-"
-        elif named:
-            ident, how = named[0], f'read it with read_output(output_id="{named[0]}")'
-        else:
-            ident = output_id(task_id, message_key(message))
+        ident = kept_id(message)
+        page = PAGE_RE.match(text) if ident else None
+        if page:
+            how = f'read it again with read_output(output_id="{ident}", offset={page.group(2)})'
+        elif ident:
             how = f'read it with read_output(output_id="{ident}")'
-            saved[message_key(message)] = text
-        result[index] = message.model_copy(update={"content": DROPPED.format(id=ident, keep=keep, how=how)})
+        elif message.name == READ_OUTPUT and message.status == "error":
+            result[index] = mark_kept(message, f"[{READ_OUTPUT} error removed from context]", READ_OUTPUT)
+            continue
+        else:
+            key = unique_key(message_key(message), lambda k: taken(k) or k in saved)
+            ident, saved[key] = output_id(task_id, key), text
+            how = f'read it with read_output(output_id="{ident}")'
+        result[index] = mark_kept(message, DROPPED.format(id=ident, keep=keep, how=how), ident)
     return result, saved
 
 
-def window_outputs(window: Sequence[AnyMessage]) -> dict[str, str]:
-    """Text of every tool output in a window that is not kept elsewhere already, by tool call id."""
-    return {
-        m.tool_call_id: text
-        for m in window
-        if isinstance(m, ToolMessage)
-        and (text := message_text(m))
-        and m.name != READ_OUTPUT
-        and not is_dropped(m)
-        and not pointers(text)
-    }
+def window_outputs(window: Sequence[AnyMessage], taken: Callable[[str], bool] = lambda key: False) -> dict[str, str]:
+    """Text of every tool output in a window that is not kept already, by a key not ``taken``."""
+    outputs: dict[str, str] = {}
+    for m in window:
+        if isinstance(m, ToolMessage) and not kept_id(m) and (text := message_text(m)):
+            outputs[unique_key(message_key(m), lambda k: taken(k) or k in outputs)] = text
+    return outputs
+
+
+def is_taken(task: Mapping[str, Any]) -> Callable[[str], bool]:
+    """Whether a key already holds kept text of ``task`` (in the store, else in its record)."""
+    store = current_store()
+    if store is not None:
+        namespace = output_namespace(task["id"])
+        return lambda key: store.get(namespace, key) is not None
+    saved = task.get("full_outputs") or {}
+    return lambda key: key in saved
 
 
 def keep_window_outputs(task: Mapping[str, Any], window: Sequence[AnyMessage] | None) -> dict:
     """Save the tool outputs of a window that is about to be dropped (a subtask that failed or stopped)."""
-    return keep_full_outputs(task, window_outputs(window or []))
+    return keep_full_outputs(task, window_outputs(window or [], is_taken(task)))

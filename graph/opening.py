@@ -28,7 +28,8 @@ def opening_window(
 
     When the opening is over ``budget`` tokens, the largest of the goal and the
     dependency results are shown as excerpts, whose notes say how to read the rest
-    (``read_output``), until it takes at most `OPENING_SHARE` of the budget. The system prompt and the subtask's own
+    (``read_output``), until it takes at most `OPENING_SHARE` of the budget (or, when
+    that cannot be reached, the whole budget). The system prompt and the subtask's own
     instructions are never cut.
     """
     task = payload["task"]
@@ -47,7 +48,8 @@ def opening_window(
     full = build(parts)
     if tokens(full) <= budget:
         return Fitted(full)
-    return fit_parts(parts, build, lambda w: tokens(w) <= budget * OPENING_SHARE, outputs)
+    roomy = fit_parts(parts, build, lambda w: tokens(w) <= budget * OPENING_SHARE, outputs)
+    return roomy if roomy.fits else fit_parts(parts, build, lambda w: tokens(w) <= budget, outputs)
 
 
 def mentions_read_output(window: Sequence[AnyMessage]) -> bool:

@@ -117,8 +117,9 @@ def shown_goal(goal: str, tokens: Tokens, budget: int) -> str:
 def synthesize(goal: str, entries: Sequence[Entry], *, ask: Ask, tokens: Tokens, budget: int, room: int) -> Synthesis:
     """The final answer from every entry, no request over ``budget`` tokens.
 
-    One request when everything fits; else one partial answer per group of
-    results, merged by one more call when the parts fit a request and their size
+    One request when everything fits the request and the model's output room
+    (``room`` tokens); else one partial answer per group of results that does,
+    merged by one more call when the parts fit a request and their size
     is within ``room`` (the model's output tokens), else joined in order. An empty
     partial answer gives an empty text (the caller falls back to its report).
     """
@@ -126,16 +127,23 @@ def synthesize(goal: str, entries: Sequence[Entry], *, ask: Ask, tokens: Tokens,
     def fits(request: list[AnyMessage]) -> bool:
         return tokens(request) <= budget
 
-    whole = final_request(goal, joined(entries))
-    if fits(whole):
+    def answerable(texts: Sequence[str]) -> bool:
+        # An answer that keeps every item is about as long as its results: they must fit the output room too.
+        return tokens([HumanMessage("\n\n".join(texts))]) <= room
+
+    everything = joined(entries)
+    whole = final_request(goal, everything)
+    if fits(whole) and answerable([everything]):
         return Synthesis(ask(whole), 1)
     goal_text = shown_goal(goal, tokens, budget)
     if goal_text != goal:
-        whole = final_request(goal_text, joined(entries))
-        if fits(whole):
+        whole = final_request(goal_text, everything)
+        if fits(whole) and answerable([everything]):
             return Synthesis(ask(whole), 1)
-    texts = [p for e in entries for p in pieces(e, lambda text: fits(part_request(goal_text, [text])))]
-    groups = pack(texts, lambda group: fits(part_request(goal_text, group)))
+    texts = [
+        p for e in entries for p in pieces(e, lambda text: fits(part_request(goal_text, [text])) and answerable([text]))
+    ]
+    groups = pack(texts, lambda group: fits(part_request(goal_text, group)) and answerable(group))
     requests = [part_request(goal_text, group) for group in groups]
     if not all(fits(r) for r in requests):
         largest = max(tokens(r) for r in requests)

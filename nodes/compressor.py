@@ -18,15 +18,17 @@ from replangraph.compression import Compression, compress_window, split_window, 
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context import ContextMonitor
 from replangraph.events import CONTEXT_COMPRESSED, emit
-from replangraph.fitting import output_id
+from replangraph.fitting import PLAN_ID, excerpt, output_id
 from replangraph.messages import message_text
 from replangraph.nodes.outcomes import failed
-from replangraph.observations import keep_full_outputs
+from replangraph.observations import is_taken, keep_full_outputs
 from replangraph.opening import opening_window
 from replangraph.prompts import MERGE_REQUEST, SUMMARIZER_PROMPT, SUMMARY_REQUEST
 from replangraph.retry import invoke_with_retries
 from replangraph.summarizing import summarize_in_chunks
 
+PLAN_SHARE = 0.2
+"""Most of the budget the plan re-injected with a summary may take; a longer one is shown as an excerpt."""
 OVERFLOW_SHRINK = 0.5
 """After a provider's ContextOverflowError, what can shrink is compressed to this share of our own count."""
 
@@ -105,14 +107,20 @@ class Compressor:
                 profile, payload, self.config.batch_size, lambda w: self.monitor.tokens(w, tools), budget
             )
             return Compression(opening.request, 0, {}, opening.fits)
+        plan = payload.get("plan", "")
+        plan_tokens = self.monitor.tokens([HumanMessage(plan)])
+        if plan_tokens > budget * PLAN_SHARE:  # a long plan is re-injected as an excerpt (read_output reads it)
+            plan = excerpt(plan, max(int(len(plan) * budget * PLAN_SHARE / plan_tokens), 300), PLAN_ID)
         return compress_window(
             window,
             keep_last=self.config.keep_last_messages,
             fits=lambda w: self.monitor.fits(w, tools, budget),
             summarize=self.summarize,
-            plan=payload.get("plan", ""),
+            plan=plan,
             instructions=f"({task['id']}) {task['content']}",
             task_id=task["id"],
+            taken=is_taken(task),
+            tokens=lambda w: self.monitor.tokens(w, tools),
         )
 
     def __call__(self, payload: Mapping[str, Any]) -> dict:

@@ -81,8 +81,9 @@ class Executor:
                 needed = self.monitor.tokens(opening.request, tools)
                 return failed(
                     task_id,
-                    f"context window too small for this subtask's instructions: {needed} tokens needed "
-                    f"with every input cut, budget {self.monitor.budget}",
+                    f"context window too small for this subtask: its prompt, instructions and tool schemas "
+                    f"need {needed} tokens with the goal and every input shown as an excerpt, "
+                    f"budget {self.monitor.budget}",
                     spent,
                 )
             window = opening.request

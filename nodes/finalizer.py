@@ -10,7 +10,6 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage
 from langgraph.errors import GraphBubbleUp
@@ -22,7 +21,7 @@ from replangraph.messages import ends_with_answer, message_text
 from replangraph.observations import keep_full_outputs, output_namespace, window_outputs
 from replangraph.queue import RESET, Task, ordered, status_counts
 from replangraph.report import fallback_report
-from replangraph.retry import invoke_with_retries
+from replangraph.retry import invoke_with_retries, is_context_overflow
 from replangraph.routing import spent_model_calls
 from replangraph.staging import ResultsTooBig, Synthesis, joined, result_entries, synthesize
 
@@ -156,15 +155,15 @@ class Finalizer:
         reply, _ = invoke_with_retries(self.model, request, self.config)
         return message_text(reply).strip()
 
-    def synthesize(self, goal: str, tasks: Mapping[str, Task], budget: int) -> Synthesis:
-        """The model's answer over every result, each request within ``budget`` tokens."""
+    def synthesize(self, goal: str, tasks: Mapping[str, Task], share: float = 1.0) -> Synthesis:
+        """The model's answer over every result, each request within ``share`` of the budget and output room."""
         return synthesize(
             goal,
             result_entries(tasks),
             ask=self.ask,
             tokens=self.monitor.tokens,
-            budget=budget,
-            room=self.monitor.config.reserved_output,
+            budget=max(int(self.monitor.budget * share), 1),
+            room=max(int(self.monitor.reserved_output * share), 1),
         )
 
     def answer(self, goal: str, tasks: Mapping[str, Task], reason: str) -> str:
@@ -174,12 +173,13 @@ class Finalizer:
         """
         if reason or not tasks:
             return fallback_report(goal, tasks, reason or "no subtasks were planned")
-        budget = self.monitor.budget
         try:
             try:
-                text = self.synthesize(goal, tasks, budget).text
-            except ContextOverflowError:
-                text = self.synthesize(goal, tasks, max(int(budget * OVERFLOW_SHRINK), 1)).text
+                text = self.synthesize(goal, tasks).text
+            except Exception as exc:
+                if not is_context_overflow(exc):
+                    raise
+                text = self.synthesize(goal, tasks, OVERFLOW_SHRINK).text
         except GraphBubbleUp:
             raise
         except ResultsTooBig as exc:

@@ -17,12 +17,16 @@ from langgraph.errors import GraphBubbleUp
 
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.events import DYNAMIC_TASKS_ADDED, emit
+from replangraph.fitting import PAGE_RE
 from replangraph.messages import message_text, pending_tool_calls
 from replangraph.nodes.outcomes import completed, failed, limit_hit, merge_updates
 from replangraph.observations import (
+    READ_OUTPUT,
     cut_observation,
     drop_old_observations,
+    is_taken,
     keep_full_outputs,
+    mark_kept,
     read_saved,
     saved_keys,
     window_outputs,
@@ -106,6 +110,11 @@ class ToolRunner:
         calls = task.get("model_calls", 0)
         replies: list[ToolMessage] = []
         cut: dict[str, str] = {}
+        saved_before = is_taken(task)
+
+        def taken(key: str) -> bool:
+            return key in cut or saved_before(key)
+
         repeated: str | None = None
         for call in pending_tool_calls(window):
             if session.ended or repeated:
@@ -118,24 +127,24 @@ class ToolRunner:
             except StepTimeout:
                 session.close()
                 error = f"step exceeded step_timeout_s={self.config.step_timeout_s:g} in tool {call.get('name')!r}"
-                kept = keep_full_outputs(task, {**window_outputs(window), **cut})
+                kept = keep_full_outputs(task, {**cut, **window_outputs([*window, *replies], taken)})
                 return failed(task_id, error, calls, **kept, **limit_hit(task, session.limit))
             if is_repeated_refusal([*window, *replies], reply):
                 repeated = sent_summary(call.get("args"))
                 refusal = message_text(reply).replace(STILL_YOURS, "").strip()
                 error = f"the agent repeated a refused {reply.name} call: {preview(refusal, 300)}"
-            reply, full_text = cut_observation(reply, self.config.max_observation_chars, task_id)
+            page = PAGE_RE.match(message_text(reply)) if reply.name == READ_OUTPUT else None
+            if page:  # a page of something kept: never saved again
+                reply = mark_kept(reply, message_text(reply), page.group(1))
+            reply, key, full_text = cut_observation(reply, self.config.max_observation_chars, task_id, taken)
             if full_text is not None:
-                cut[reply.tool_call_id] = full_text
+                cut[key] = full_text
             replies.append(reply)
         session.close()
-        new_window, dropped = drop_old_observations([*window, *replies], self.config.max_observations, task_id)
-        if session.handoff is not None:  # completed: its summary is its result; outputs cut just now are kept
-            to_keep = cut
-        elif session.ended or repeated is not None:  # the window goes: keep every output it had read
-            to_keep = {**window_outputs(new_window), **dropped, **cut}
-        else:
-            to_keep = {**dropped, **cut}
+        new_window, dropped = drop_old_observations([*window, *replies], self.config.max_observations, task_id, taken)
+        to_keep = {**cut, **dropped}
+        if session.ended or repeated is not None:  # the window goes: keep every output it had read
+            to_keep.update(window_outputs(new_window, lambda k: taken(k) or k in dropped))
         kept = {**keep_full_outputs(task, to_keep), **limit_hit(task, session.limit)}
         if repeated is not None:
             # The same refusal twice: the agent will not get past it alone. What it sent as summary is

@@ -20,7 +20,7 @@ from replangraph.compression import (
     transcript,
 )
 from replangraph.context import ContextMonitor
-from replangraph.fitting import NOTE_RE, excerpt, pointers, recut, split_text
+from replangraph.fitting import NOTE_RE, excerpt, kept_id, mark_kept, pointers, recut, split_text
 from replangraph.messages import message_text
 from replangraph.nodes.compressor import Compressor
 from replangraph.observations import drop_old_observations, is_dropped
@@ -180,17 +180,22 @@ def test_a_message_too_big_on_its_own_is_cut_and_its_full_text_saved():
     window = [*HEAD, AIMessage("", tool_calls=[tool_call("read", {}, call_id="c")]), ToolMessage(big, tool_call_id="c")]
     calls = []
     result = compress_window(
-        window, keep_last=10, fits=lambda w: tokens(w) < 1_500, summarize=lambda p, m: calls.append(1) or "s"
+        window,
+        keep_last=10,
+        fits=lambda w: tokens(w) < 1_500,
+        summarize=lambda p, m: calls.append(1) or "s",
+        task_id="a",
     )
     assert result.folded == 0 and calls == []  # nothing older to fold
     assert tokens(result.window) < 1_500 and result.saved == {"c": big}
-    assert 'read_output(output_id="/c", offset=' in result.window[-1].content or pointers(result.window[-1].content)
+    assert pointers(result.window[-1].content) == ["a/c"] and kept_id(result.window[-1]) == "a/c"
 
 
 def test_an_excerpt_is_cut_further_without_saving_it_again():
     original = "A" * 10_000
     shown = excerpt(original, 2_000, "t/c1")
-    smaller, must_save = recut(shown, 800, "t/other")
+    assert recut(shown, 800, "t/other")[1]  # not known to be kept: it must be saved
+    smaller, must_save = recut(shown, 800, "t/other", kept="t/c1")
     assert not must_save and len(smaller) <= 800
     [note] = NOTE_RE.finditer(smaller)
     assert note.group(1) == "t/c1" and int(note.group(3)) == 10_000  # the note still spans to the end
@@ -309,12 +314,39 @@ def test_split_text_gives_the_text_back():
 
 def test_old_observations_are_dropped_with_a_pointer_and_kept_once():
     window = long_window(5)
-    window[3] = window[3].model_copy(update={"content": excerpt("F1 " + "k" * 5_000, 1_000, "a/c1")})
-    trimmed, saved = drop_old_observations(window, keep=2, task_id="a")
+    full = "F1 " + "k" * 5_000
+    window[3] = mark_kept(window[3], excerpt(full, 1_000, "a/c0"), "a/c0")  # c0 was cut and kept before
+    window[5] = window[5].model_copy(
+        update={
+            "content": 'quotes [… output "b/x": characters 1-2 of 3 are not '
+            'shown here; read them with read_output(output_id="b/x", offset=1) …] F9'
+        }
+    )
+    trimmed, saved = drop_old_observations(window, keep=2, task_id="a", taken=lambda key: key == "c0")
     assert tool_pairs_ok(trimmed)
-    assert sorted(saved) == ["c1", "c2"]  # c0 is an excerpt: its original is already kept
-    assert saved["c1"].startswith("page 1")
+    assert sorted(saved) == ["c1", "c2"]  # c0's original is kept already; c1 only quotes a note: saved
+    assert saved["c1"].endswith("F9") and saved["c2"].startswith("page 2")
     dropped = [m for m in trimmed if isinstance(m, ToolMessage) and is_dropped(m)]
-    assert [message_text(m).count('read_output(output_id="a/c') for m in dropped] == [1, 1, 1]
+    assert [kept_id(m) for m in dropped] == ["a/c0", "a/c1", "a/c2"]
+    assert all(f'read_output(output_id="{kept_id(m)}")' in message_text(m) for m in dropped)
     again, saved_again = drop_old_observations(trimmed, keep=2, task_id="a")
     assert again == trimmed and saved_again == {}
+
+
+def test_outputs_with_the_same_call_id_get_their_own_keys():
+    window = [*HEAD]
+    for n in range(3):  # a model that writes calls as text repeats the same derived call id
+        window.append(AIMessage("", tool_calls=[tool_call("next_page", {}, call_id="call_text_1")]))
+        window.append(ToolMessage(f"ITEM-{n} " + "z" * 50, tool_call_id="call_text_1", name="next_page"))
+    trimmed, saved = drop_old_observations(window, keep=0, task_id="a", taken=lambda key: key == "call_text_1")
+    assert sorted(saved.values()) == sorted(m.content for m in window if isinstance(m, ToolMessage))
+    assert "call_text_1" not in saved and len(set(kept_id(m) for m in trimmed[2:] if kept_id(m))) == 3
+
+
+def test_odd_task_ids_round_trip_through_notes():
+    for task_id in ("step [1]", 'step "1"', "3_dyn_0", "1_r2", "a/b"):
+        ident = f"{task_id}/call-x_1"
+        shown = excerpt("Q" * 5_000, 1_000, ident)
+        assert pointers(shown) == [ident]
+        smaller, must_save = recut(shown, 500, "other", kept=ident)
+        assert not must_save and pointers(smaller) == [ident]

@@ -66,7 +66,7 @@ def test_a_page_is_never_longer_than_a_window_may_hold():
 
 def test_a_page_cut_again_keeps_a_pointer_to_the_right_place():
     text = page("t/c1", TEXT, 60_000, 3_000, max_chars=4_000)
-    smaller, must_save = recut(text, 600, "t/other")
+    smaller, must_save = recut(text, 600, "t/other", kept="t/c1")
     assert not must_save and len(smaller) <= 600
     note = NOTE_RE.search(smaller)
     shown = smaller[PAGE_RE.match(smaller).end() + 1 : note.start() - 1]

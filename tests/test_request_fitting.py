@@ -229,7 +229,7 @@ def test_finalizer_retries_in_stages_with_half_the_budget_after_a_context_overfl
 
     def provider(request: ScriptedRequest):  # the provider's window is smaller than we were told
         tokens = count_tokens_approximately(request.messages)
-        if tokens > 0.6 * BUDGET:
+        if tokens > 0.16 * BUDGET:  # room-bounded parts of the first try are over it; halved ones are not
             refused.append(tokens)
             raise ContextOverflowError(f"{tokens} tokens is too long")
         return list_items(request)
