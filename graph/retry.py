@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import email.utils
 import random
+import re
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -70,31 +71,37 @@ def is_transient(exc: BaseException) -> bool:
 OVERFLOW_PHRASES = (
     "context_length_exceeded",  # OpenAI's error code
     "maximum context length",  # OpenAI, vLLM
-    "context window",
+    "longer than the maximum model length",  # vLLM v1
+    "context window",  # llama-cpp-python ("exceed context window"), others
+    "context length of only",  # LM Studio
     "exceeds the available context size",  # llama.cpp server
     "exceed_context_size",
+    "too big compared to kv size",  # older llama.cpp server
     "prompt is too long",  # Anthropic
     "input tokens exceed",
+    "exceeds the maximum number of tokens",  # Gemini
     "too many tokens",
 )
+OVERFLOW_PATTERNS = (re.compile(r"tokens? \+ `?max_new_tokens`? must be <="),)  # text-generation-inference
 
 
 def is_context_overflow(exc: BaseException) -> bool:
     """Whether the provider refused the request as longer than its context window.
 
-    langchain-core's ``ContextOverflowError``, or a 400/413 whose code or message says so:
-    langchain-openai only recognises some wordings (with openai>=2 the code is not in the
-    message), and local servers word it their own way.
+    langchain-core's ``ContextOverflowError``, or an error whose code or message says so
+    (any status, or none for in-process models): langchain-openai only recognises some
+    wordings (with openai>=2 the code is not in the message), and local servers word it
+    their own way.
     """
     if isinstance(exc, ContextOverflowError):
         return True
-    if status_code(exc) not in (400, 413, None) or isinstance(exc, StepTimeout):
+    if isinstance(exc, StepTimeout | TimeoutError | ConnectionError):
         return False
     body = getattr(exc, "body", None)
     error = body.get("error", body) if isinstance(body, Mapping) else None
     code = str(error.get("code") or error.get("type") or "") if isinstance(error, Mapping) else ""
     text = f"{code} {exc}".lower()
-    return status_code(exc) is not None and any(phrase in text for phrase in OVERFLOW_PHRASES)
+    return any(phrase in text for phrase in OVERFLOW_PHRASES) or any(p.search(text) for p in OVERFLOW_PATTERNS)
 
 
 def retry_after(exc: BaseException, now: float | None = None) -> float | None:

@@ -14,13 +14,13 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
 from langgraph.errors import GraphBubbleUp
 
-from replangraph.compression import Compression, compress_window, split_window, transcript, transcript_entries
+from replangraph.compression import Compression, compress_window, split_window, transcript_entries
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context import ContextMonitor
 from replangraph.events import CONTEXT_COMPRESSED, emit
 from replangraph.fitting import PLAN_ID, excerpt, output_id
 from replangraph.messages import message_text
-from replangraph.nodes.outcomes import failed
+from replangraph.nodes.outcomes import failed_with_window
 from replangraph.observations import is_taken, keep_full_outputs
 from replangraph.opening import opening_window
 from replangraph.prompts import MERGE_REQUEST, SUMMARIZER_PROMPT, SUMMARY_REQUEST
@@ -139,15 +139,8 @@ class Compressor:
         result = self.compress(payload, budget)
         after = self.monitor.tokens(result.window, tools)
         if not result.fits:
-            saved = {**result.saved, "window-at-failure": transcript(window)}
-            update = failed(
-                task["id"],
-                f"context window too small: {after} tokens needed after compression, budget {budget} "
-                f"(the window is kept as output {output_id(task['id'], 'window-at-failure')})",
-                task.get("model_calls", 0),
-            )
-            update["tasks"][task["id"]].update(keep_full_outputs(task, saved))
-            return update
+            error = f"context window too small: {after} tokens needed after compression, budget {budget}"
+            return failed_with_window(task, window, error, task.get("model_calls", 0))
         emit(
             CONTEXT_COMPRESSED,
             task_id=task["id"],

@@ -14,8 +14,7 @@ from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context import ContextMonitor
 from replangraph.events import STEP_STARTED, emit
 from replangraph.messages import all_tool_calls, message_text, repair_tool_calls
-from replangraph.nodes.outcomes import completed, failed
-from replangraph.observations import keep_window_outputs
+from replangraph.nodes.outcomes import completed, failed, failed_with_window
 from replangraph.opening import mentions_read_output, opening_window
 from replangraph.prompts import REPLAN_MARKER
 from replangraph.retry import StepTimeout, call_with_timeout, is_context_overflow, retrying, seconds_left
@@ -151,8 +150,8 @@ class Executor:
         return update
 
     def fail(self, task: Mapping[str, Any], window: list, error: str, calls: int, **extra: Any) -> dict:
-        """A failed subtask whose window goes: the tool outputs it had read are kept."""
-        return failed(task["id"], error, calls, **keep_window_outputs(task, window), **extra)
+        """A failed subtask whose window goes: what it had read and written is kept."""
+        return failed_with_window(task, window, error, calls, **extra)
 
     def overflowed(self, task: Mapping[str, Any], window: list, started: float, calls: int, exc: Exception) -> dict:
         """The provider refused the request as too long: compress and try once more, else fail the step."""

@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from replangraph.compression import transcript
 from replangraph.events import STEP_COMPLETED, STEP_FAILED, emit
+from replangraph.fitting import output_id, unique_key
+from replangraph.observations import is_taken, keep_full_outputs, window_outputs
 from replangraph.plans import LimitReached
 from replangraph.queue import preview
 
@@ -43,3 +46,17 @@ def limit_hit(task: Mapping[str, Any], limit: LimitReached | None) -> dict:
     hits = dict(task.get("limits_hit") or {})
     hits[limit.limit] = max(hits.get(limit.limit, 0), limit.needed)
     return {"limits_hit": hits}
+
+
+def failed_with_window(task: Mapping[str, Any], window: Any, error: str, model_calls: int, **extra: Any) -> dict:
+    """`failed`, keeping what the subtask had seen and written: its tool outputs, and its window's
+    transcript as ``window-at-failure``; the error names that output id."""
+    window = list(window or [])
+    if len(window) <= 2:  # only the opening: nothing seen or written yet
+        return failed(task["id"], error, model_calls, **extra)
+    taken = is_taken(task)
+    outputs = window_outputs(window, taken)
+    key = unique_key("window-at-failure", lambda k: taken(k) or k in outputs)
+    outputs[key] = transcript(window)
+    error = f"{error} (its window is kept as output {output_id(task['id'], key)})"
+    return failed(task["id"], error, model_calls, **keep_full_outputs(task, outputs), **extra)

@@ -14,7 +14,7 @@ from langgraph.errors import NodeError
 from langgraph.types import Command
 
 from replangraph.messages import answers_waiting, message_text, pending_tool_calls
-from replangraph.nodes.outcomes import completed, failed, merge_updates
+from replangraph.nodes.outcomes import completed, failed_with_window, merge_updates
 from replangraph.queue import verdict_record
 
 
@@ -28,7 +28,8 @@ def fail_the_subtask(goto: str) -> Callable[..., Command]:
 
     def handle(payload: Mapping[str, Any], error: NodeError) -> Command:
         task = payload["task"]
-        return Command(update=failed(task["id"], describe(error), task.get("model_calls", 0)), goto=goto)
+        update = failed_with_window(task, payload.get("window"), describe(error), task.get("model_calls", 0))
+        return Command(update=update, goto=goto)
 
     return handle
 
@@ -43,7 +44,10 @@ def fail_running_tool_calls(goto: str) -> Callable[..., Command]:
             for tid, window in windows.items()
             if tid in tasks and tasks[tid]["status"] == "in_progress" and pending_tool_calls(window)
         ]
-        updates = [failed(tid, describe(error), tasks[tid].get("model_calls", 0)) for tid in running]
+        updates = [
+            failed_with_window(tasks[tid], windows[tid], describe(error), tasks[tid].get("model_calls", 0))
+            for tid in running
+        ]
         return Command(update=merge_updates(updates), goto=goto)
 
     return handle

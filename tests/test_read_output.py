@@ -43,6 +43,8 @@ def test_pages_follow_each_other_and_say_where_the_next_starts():
         {"output_id": "t/c1", "offset": "6,000", "limit": "60"},  # numbers as text
         {"id": ["t/c1"], "offset": 6000.0, "limit": 60},  # another key, a list, a float
         {"output_id": '"t/c1"', "offset": 6000, "limit": 60},  # the id with its quotes
+        {"output_id": "t/c1", "start": 6000, "length": 60},  # other names for offset and limit
+        {"output_id": "t/c1", "offset": "6000-90000", "max_chars": "60"},  # the range as the note shows it
     ],
 )
 def test_arguments_are_read_leniently(args):

@@ -24,6 +24,7 @@ from replangraph.retry import (
     backoff_delays,
     call_with_retries,
     call_with_timeout,
+    is_context_overflow,
     is_transient,
     retry_after,
     retry_delay,
@@ -179,3 +180,33 @@ def test_timeout_passes_results_and_the_call_s_own_timeout_error():
     with pytest.raises(TimeoutError, match="model's own") as caught:
         call_with_timeout(raises, 5)
     assert not isinstance(caught.value, StepTimeout)
+
+
+class _ServerError(Exception):
+    def __init__(self, message: str, status: int | None, body: dict | None = None):
+        super().__init__(message)
+        self.status_code, self.body = status, body
+
+
+@pytest.mark.parametrize(
+    ("message", "status", "body"),
+    [
+        ("Error code: 400 - This model's maximum context length is 8192 tokens.", 400, None),  # OpenAI, vLLM
+        ("Error code: 400 - bad request", 400, {"error": {"code": "context_length_exceeded"}}),  # code only
+        ("The decoder prompt (length 9000) is longer than the maximum model length of 8192.", 400, None),  # vLLM v1
+        ("the request exceeds the available context size, try increasing it", 400, None),  # llama.cpp
+        ("Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096", 422, None),  # TGI
+        ("Trying to keep the first 9000 tokens when context length of only 4096 tokens", 400, None),  # LM Studio
+        ("The input token count (1200000) exceeds the maximum number of tokens allowed", 400, None),  # Gemini
+        ("input is too big compared to KV size", 500, None),  # older llama.cpp
+        ("Requested tokens (9000) exceed context window of 4096", None, None),  # llama-cpp-python, in process
+    ],
+)
+def test_context_overflow_is_recognised_in_each_providers_words(message, status, body):
+    assert is_context_overflow(_ServerError(message, status, body))
+
+
+def test_other_errors_are_not_context_overflows():
+    assert not is_context_overflow(_ServerError("Error code: 400 - invalid tool schema", 400))
+    assert not is_context_overflow(TimeoutError("context window timer"))
+    assert is_context_overflow(ContextOverflowError("too long"))

@@ -7,6 +7,7 @@ omitted range. This tool returns one page of the saved text.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -33,12 +34,9 @@ def _first_text(value: Any) -> Any:
 def _whole_number(value: Any) -> Any:
     if value is None or value == "":
         return None
-    if isinstance(value, str):
-        digits = value.strip().replace(",", "").replace("_", "")
-        try:
-            return int(float(digits))
-        except ValueError:
-            return value
+    if isinstance(value, str):  # "6,000", "6000.0", or the range a note shows ("6000-90000")
+        found = re.search(r"-?\d[\d,_]*(?:\.\d+)?", value)
+        return int(float(found.group().replace(",", "").replace("_", ""))) if found else value
     if isinstance(value, float):
         return int(value)
     return value
@@ -55,10 +53,22 @@ class ReadOutputArgs(BaseModel):
         ),
     ]
     offset: Annotated[
-        int | None, BeforeValidator(_whole_number), Field(None, description="First character to read (default 0).")
+        int | None,
+        BeforeValidator(_whole_number),
+        Field(
+            None,
+            description="First character to read (default 0).",
+            validation_alias=AliasChoices("offset", "start", "from", "position", "begin"),
+        ),
     ]
     limit: Annotated[
-        int | None, BeforeValidator(_whole_number), Field(None, description="How many characters to read.")
+        int | None,
+        BeforeValidator(_whole_number),
+        Field(
+            None,
+            description="How many characters to read.",
+            validation_alias=AliasChoices("limit", "length", "max_chars", "count", "size", "chars"),
+        ),
     ]
 
 
