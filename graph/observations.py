@@ -71,13 +71,6 @@ def keep_full_outputs(task: Mapping[str, Any], outputs: Mapping[str, str]) -> di
     return {"full_outputs": {**outputs, **(task.get("full_outputs") or {})}}
 
 
-def where_kept(task_id: str) -> str:
-    """Where a subtask's saved outputs are, in words."""
-    if current_store() is not None:
-        return f"the store under {output_namespace(task_id)}"
-    return "its full_outputs"
-
-
 def saved_text(task: Mapping[str, Any], key: str) -> str | None:
     """Text saved for ``task`` under ``key``."""
     store = current_store()
@@ -185,8 +178,3 @@ def is_taken(task: Mapping[str, Any]) -> Callable[[str], bool]:
         return lambda key: store.get(namespace, key) is not None
     saved = task.get("full_outputs") or {}
     return lambda key: key in saved
-
-
-def keep_window_outputs(task: Mapping[str, Any], window: Sequence[AnyMessage] | None) -> dict:
-    """Save the tool outputs of a window that is about to be dropped (a subtask that failed or stopped)."""
-    return keep_full_outputs(task, window_outputs(window or [], is_taken(task)))

@@ -18,7 +18,7 @@ from replangraph.config import AgentConfig
 from replangraph.context import ContextMonitor
 from replangraph.events import PLAN_COMPLETED, emit
 from replangraph.messages import ends_with_answer, message_text
-from replangraph.observations import keep_full_outputs, output_namespace, window_outputs
+from replangraph.nodes.outcomes import keep_window
 from replangraph.queue import RESET, Task, ordered, status_counts
 from replangraph.report import fallback_report
 from replangraph.retry import invoke_with_retries, is_context_overflow
@@ -33,8 +33,7 @@ def stop_unfinished(tasks: Mapping[str, Task], reason: str, windows: Mapping[str
     """Updates that close every task still pending or in progress when the run stops.
 
     Nothing a stopped subtask saw or wrote is dropped: an answer still waiting for the
-    completion check becomes its partial result, and the tool outputs in its window are
-    kept like cut outputs (in the store, else in ``full_outputs``).
+    completion check becomes its partial result, and its window is kept (`keep_window`).
     """
     updates: dict[str, dict] = {}
     windows = windows or {}
@@ -44,11 +43,8 @@ def stop_unfinished(tasks: Mapping[str, Task], reason: str, windows: Mapping[str
             change = {"status": "failed", "error": f"stopped before it finished: {reason}"}
             if ends_with_answer(window):
                 change["result"] = message_text(window[-1]).strip()
-            outputs = window_outputs(window)
-            kept = keep_full_outputs(task, outputs)
-            if outputs:
-                where = "its full_outputs" if kept else f"the store under {output_namespace(task['id'])}"
-                change["error"] += f" ({len(outputs)} tool outputs it had read are kept in {where})"
+            kept, note = keep_window(task, window)
+            change["error"] += note
             updates[task["id"]] = {**change, **kept}
         elif task["status"] == "pending":
             updates[task["id"]] = {"status": "skipped", "error": task.get("error") or f"not run: {reason}"}

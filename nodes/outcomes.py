@@ -48,15 +48,20 @@ def limit_hit(task: Mapping[str, Any], limit: LimitReached | None) -> dict:
     return {"limits_hit": hits}
 
 
-def failed_with_window(task: Mapping[str, Any], window: Any, error: str, model_calls: int, **extra: Any) -> dict:
-    """`failed`, keeping what the subtask had seen and written: its tool outputs, and its window's
-    transcript as ``window-at-failure``; the error names that output id."""
+def keep_window(task: Mapping[str, Any], window: Any) -> tuple[dict, str]:
+    """``(task fields, note for the error)`` keeping what a subtask whose window goes had seen and
+    written: its tool outputs, and its window's transcript as ``window-at-failure``."""
     window = list(window or [])
     if len(window) <= 2:  # only the opening: nothing seen or written yet
-        return failed(task["id"], error, model_calls, **extra)
+        return {}, ""
     taken = is_taken(task)
     outputs = window_outputs(window, taken)
     key = unique_key("window-at-failure", lambda k: taken(k) or k in outputs)
     outputs[key] = transcript(window)
-    error = f"{error} (its window is kept as output {output_id(task['id'], key)})"
-    return failed(task["id"], error, model_calls, **keep_full_outputs(task, outputs), **extra)
+    return keep_full_outputs(task, outputs), f" (its window is kept as output {output_id(task['id'], key)})"
+
+
+def failed_with_window(task: Mapping[str, Any], window: Any, error: str, model_calls: int, **extra: Any) -> dict:
+    """`failed`, keeping what the subtask had seen and written (see `keep_window`); the error says where."""
+    fields, note = keep_window(task, window)
+    return failed(task["id"], error + note, model_calls, **fields, **extra)

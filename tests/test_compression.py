@@ -102,6 +102,43 @@ def test_compression_keeps_every_fact_within_reach(window, keep_last, budget):
     assert result.fits and fits(result.window)
 
 
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    first=histories(),
+    second=histories(),
+    keep_last=st.integers(1, 12),
+    budget=st.integers(900, 4_000),
+    task_id=st.sampled_from(["a", "3_dyn_0", 'step "1"', "x/y"]),
+)
+def test_repeated_compressions_keep_every_fact_within_reach(first, second, keep_last, budget, task_id):
+    summarizer = ListingSummarizer()
+    saved: dict[str, str] = {}
+
+    def compress(window):
+        result = compress_window(
+            window,
+            keep_last=keep_last,
+            fits=lambda w: tokens(w) <= budget,
+            summarize=summarizer,
+            task_id=task_id,
+            taken=lambda key: key in saved,
+        )
+        assert not set(result.saved) & set(saved)  # kept text is written once
+        saved.update(result.saved)
+        return result
+
+    later = [m.model_copy(update={"content": str(m.content).replace("F", "G")}) for m in second[2:]]
+    once = compress(first)
+    twice = compress([*once.window, *later])
+    reachable = window_text(twice.window) + "\n".join(summarizer.seen) + "\n".join(saved.values())
+    original = window_text([*first, *later])
+    assert facts(original) <= facts(reachable)
+    assert set(re.findall(r"G\d+", original)) <= set(re.findall(r"G\d+", reachable))
+    for ident in pointers(window_text(twice.window)):
+        assert ident.removeprefix(f"{task_id}/") in saved
+    assert tool_pairs_ok(twice.window) and twice.fits
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(window=histories(), keep_last=st.integers(1, 12))
 def test_keep_last_is_a_ceiling_and_the_tail_is_folded_before_any_message_is_cut(window, keep_last):

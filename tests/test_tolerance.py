@@ -162,10 +162,11 @@ def test_a_subtask_stopped_by_the_budget_keeps_what_it_had_read():
     )
     state, _ = run(graph)
     stopped = state["tasks"]["a"]
-    assert (
-        stopped["status"] == "failed" and "3 tool outputs it had read are kept in its full_outputs" in stopped["error"]
-    )
-    assert sorted(stopped["full_outputs"].values()) == ["page 1: item-1", "page 2: item-2", "page 3: item-3"]
+    assert stopped["status"] == "failed" and "its window is kept as output a/window-at-failure" in stopped["error"]
+    saved = stopped["full_outputs"]
+    outputs = sorted(text for key, text in saved.items() if key != "window-at-failure")
+    assert outputs == ["page 1: item-1", "page 2: item-2", "page 3: item-3"]
+    assert all(text in saved["window-at-failure"] for text in outputs)
 
 
 def test_a_step_timeout_holds_across_retries():
