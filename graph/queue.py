@@ -80,7 +80,8 @@ class Task(TypedDict):
     """Text kept out of the window, by key: tool outputs by call id, folded messages as ``history-N``
     (only when the graph has no store; with one, they live in the store)."""
     context_overflow: NotRequired[dict[str, Any] | None]
-    """Set when the provider refused the window as too long: ``tokens`` (our count), ``compressed``."""
+    """Set when the provider refused the window as too long: ``tokens`` (our count), ``compressed``,
+    ``error``; cleared by the next answered call."""
     limits_hit: NotRequired[dict[str, int]]
     """Limits that refused a split of this subtask, with the value that would have let it through."""
     verdict: NotRequired[TaskVerdict]
