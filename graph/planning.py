@@ -23,7 +23,7 @@ from .messages import message_text
 from .oneshot import RETRY_ERROR_CHARS
 from .prompts import PLAN_RETRY
 from .queue import DEFAULT_AGENT, QueueError, preview
-from .retry import invoke_with_retries
+from .retry import invoke_with_retries, is_context_overflow
 
 PLAN_TOOL = "Plan"
 
@@ -100,6 +100,8 @@ class PlanAnswer:
     """Why the last answer was not usable."""
     notes: list[str] = field(default_factory=list)
     """Repairs made to the accepted plan (unknown agent types, dependency spellings)."""
+    overflow: bool = False
+    """Whether the provider refused the request as longer than its context window."""
 
 
 def request_plan(
@@ -118,7 +120,8 @@ def request_plan(
             raise
         except Exception as exc:  # the model is down or refuses: the caller falls back
             calls += getattr(exc, "attempts", 1)
-            return PlanAnswer(None, calls, f"model call failed: {type(exc).__name__}: {exc}")
+            error = f"model call failed: {type(exc).__name__}: {exc}"
+            return PlanAnswer(None, calls, error, overflow=is_context_overflow(exc))
         calls += spent
         try:
             specs, notes = check(read_plan(answer))

@@ -16,7 +16,7 @@ from langgraph.errors import GraphBubbleUp
 
 from replangraph.compression import Compression, compress_window, split_window, transcript_entries
 from replangraph.config import AgentConfig, AgentProfile
-from replangraph.context import ContextMonitor
+from replangraph.context import OVERFLOW_SHRINK, ContextMonitor
 from replangraph.events import CONTEXT_COMPRESSED, emit
 from replangraph.fitting import PLAN_ID, excerpt, output_id
 from replangraph.messages import message_text
@@ -29,8 +29,6 @@ from replangraph.summarizing import summarize_in_chunks
 
 PLAN_SHARE = 0.2
 """Most of the budget the plan re-injected with a summary may take; a longer one is shown as an excerpt."""
-OVERFLOW_SHRINK = 0.5
-"""After a provider's ContextOverflowError, what can shrink is compressed to this share of our own count."""
 
 
 def fold_request(previous: str | None, text: str) -> list[AnyMessage]:

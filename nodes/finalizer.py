@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage, AnyMessage
 from langgraph.errors import GraphBubbleUp
 
 from replangraph.config import AgentConfig
-from replangraph.context import ContextMonitor
+from replangraph.context import OVERFLOW_SHRINK, ContextMonitor
 from replangraph.events import PLAN_COMPLETED, emit
 from replangraph.messages import ends_with_answer, message_text
 from replangraph.nodes.outcomes import keep_window
@@ -24,9 +24,6 @@ from replangraph.report import fallback_report
 from replangraph.retry import invoke_with_retries, is_context_overflow
 from replangraph.routing import spent_model_calls
 from replangraph.staging import ResultsTooBig, Synthesis, joined, result_entries, synthesize
-
-OVERFLOW_SHRINK = 0.5
-"""After a provider's ContextOverflowError, the synthesis is tried once more with this share of the budget."""
 
 
 def stop_unfinished(tasks: Mapping[str, Task], reason: str, windows: Mapping[str, list] | None = None) -> dict:

@@ -9,7 +9,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from replangraph.config import AgentConfig, AgentProfile
-from replangraph.context import ContextMonitor
+from replangraph.context import OVERFLOW_SHRINK, ContextMonitor
 from replangraph.events import PLAN_CREATED, emit
 from replangraph.fitting import GOAL_ID
 from replangraph.messages import resolve_goal
@@ -68,8 +68,19 @@ class Planner:
         """``(tasks, model calls, why the fallback was used or "", notes on repairs)``."""
         descriptions = {name: p.description for name, p in self.profiles.items()}
         system = SystemMessage(PLANNER_PROMPT.format(agent_types=agent_types_text(descriptions)))
+        calls = 0
+        for share in (1.0, OVERFLOW_SHRINK):  # a provider that refuses the request as too long: once more, smaller
+            answer = self.ask(goal, system, share)
+            calls += answer.calls
+            if not answer.overflow:
+                break
+        specs = answer.specs or fallback_specs(goal, list(self.profiles), self.config.max_tasks)
+        return tasks_from_plan(specs), calls, answer.error if answer.specs is None else "", answer.notes
+
+    def ask(self, goal: str, system: SystemMessage, share: float) -> PlanAnswer:
+        """The model's plan, from a request fitted to ``share`` of the budget."""
         # A retry adds its message to this request.
-        budget = self.monitor.budget - retry_room(self.monitor, self.config.planner_retries)
+        budget = int(self.monitor.budget * share) - retry_room(self.monitor, self.config.planner_retries)
         fitted = fit_request(
             {GOAL_ID: goal},
             lambda shown: [system, HumanMessage(shown[GOAL_ID])],
@@ -94,8 +105,7 @@ class Planner:
                 f"the planner's request does not fit the context window ({needed} tokens, "
                 f"{budget} allowed with room for a retry)",
             )
-        specs = answer.specs or fallback_specs(goal, list(self.profiles), self.config.max_tasks)
-        return tasks_from_plan(specs), answer.calls, answer.error if answer.specs is None else "", answer.notes
+        return answer
 
     def __call__(self, state: Mapping) -> dict:
         goal, from_goal_key = resolve_goal(state)

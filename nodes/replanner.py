@@ -16,7 +16,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from replangraph.config import AgentConfig, AgentProfile
-from replangraph.context import ContextMonitor
+from replangraph.context import OVERFLOW_SHRINK, ContextMonitor
 from replangraph.events import REPLANNING, emit
 from replangraph.fitting import GOAL_ID, Fitted, excerpt, fit_parts, result_id
 from replangraph.oneshot import retry_room, schema_tools
@@ -216,16 +216,6 @@ class Replanner:
         descriptions = {name: p.description for name, p in self.profiles.items()}
         goal = state.get("goal", "")
         system = SystemMessage(REPLANNER_PROMPT.format(agent_types=agent_types_text(descriptions)))
-        # A retry adds its message to this request.
-        budget = self.monitor.budget - retry_room(self.monitor, self.config.replanner_retries)
-        fitted = fit_replan_prompt(
-            goal,
-            tasks,
-            flagged,
-            self.config.result_preview_chars,
-            lambda text: self.monitor.fits([system, HumanMessage(text)], self.tools, budget),
-        )
-        messages = [system, HumanMessage(fitted.request)]
         pending = [t["id"] for t in ordered(tasks) if t["status"] == "pending"]
         kept = {k: t for k, t in tasks.items() if k not in pending}
         can_wait_on = {k: t for k, t in kept.items() if t["status"] in ("completed", "in_progress")}
@@ -243,15 +233,13 @@ class Replanner:
                 )
             return renamed, notes + agent_notes
 
-        if fitted.fits:
-            answer = request_plan(
-                self.structured, messages, retries=self.config.replanner_retries, config=self.config, check=check
-            )
-        else:
-            needed = self.monitor.tokens(messages, self.tools)
-            answer = PlanAnswer(
-                None, 0, f"the request does not fit the context window ({needed} tokens, {budget} allowed)"
-            )
+        calls = 0
+        for share in (1.0, OVERFLOW_SHRINK):  # a provider that refuses the request as too long: once more, smaller
+            answer = self.ask(goal, tasks, flagged, system, check, share)
+            calls += answer.calls
+            if not answer.overflow:
+                break
+        answer.calls = calls
         if not answer.specs:
             reason = preview(answer.error or "the replanner returned no remaining subtasks", 300)
             updates = self.settle(tasks, flagged, f"the replanner gave up ({reason})")
@@ -265,6 +253,35 @@ class Replanner:
         record = self.record(flagged, "replanned", new=list(created), replaced=pending, calls=answer.calls)
         record["notes"] = answer.notes
         return updates, record
+
+    def ask(
+        self,
+        goal: str,
+        tasks: Mapping[str, Task],
+        flagged: Sequence[Task],
+        system: SystemMessage,
+        check: Callable[[list[dict]], tuple[list[dict], list[str]]],
+        share: float,
+    ) -> PlanAnswer:
+        """The model's new plan, from a request fitted to ``share`` of the budget."""
+        # A retry adds its message to this request.
+        budget = int(self.monitor.budget * share) - retry_room(self.monitor, self.config.replanner_retries)
+        fitted = fit_replan_prompt(
+            goal,
+            tasks,
+            flagged,
+            self.config.result_preview_chars,
+            lambda text: self.monitor.fits([system, HumanMessage(text)], self.tools, budget),
+        )
+        messages = [system, HumanMessage(fitted.request)]
+        if not fitted.fits:
+            needed = self.monitor.tokens(messages, self.tools)
+            return PlanAnswer(
+                None, 0, f"the request does not fit the context window ({needed} tokens, {budget} allowed)"
+            )
+        return request_plan(
+            self.structured, messages, retries=self.config.replanner_retries, config=self.config, check=check
+        )
 
     @staticmethod
     def record(

@@ -21,7 +21,7 @@ from langgraph.errors import GraphBubbleUp
 from pydantic import BaseModel, Field
 
 from replangraph.config import AgentConfig, AgentProfile
-from replangraph.context import ContextMonitor
+from replangraph.context import OVERFLOW_SHRINK, ContextMonitor
 from replangraph.events import DYNAMIC_TASKS_ADDED, STEP_VERIFIED, emit
 from replangraph.fitting import GOAL_ID, Fitted, result_id
 from replangraph.lenient import UnreadableInput, as_text, first_tool_args, load_json, task_specs, truthy
@@ -31,7 +31,7 @@ from replangraph.oneshot import fit_request, schema_tools
 from replangraph.plans import LimitReached, split_task
 from replangraph.prompts import VERIFIER_PROMPT, VERIFY_EXCERPT_NOTE, VERIFY_TEMPLATE
 from replangraph.queue import QueueError, Task, TaskVerdict, verdict_record
-from replangraph.retry import invoke_with_retries
+from replangraph.retry import invoke_with_retries, is_context_overflow
 
 VERDICT_TOOL = "Verdict"
 RESULT_PART = "result"
@@ -108,7 +108,7 @@ class Verifier:
         self.profiles = profiles
         self.config = config
 
-    def request(self, goal: str, task: Task, result: str) -> Fitted[list[BaseMessage]]:
+    def request(self, goal: str, task: Task, result: str, budget: int | None = None) -> Fitted[list[BaseMessage]]:
         """The check's request. A goal or result too long for it is shown as an excerpt, and the
         prompt then says the omitted text is not missing; the instructions are never cut."""
         system = SystemMessage(VERIFIER_PROMPT.format(batch_size=self.config.batch_size))
@@ -123,27 +123,39 @@ class Verifier:
 
         parts = {GOAL_ID: goal, RESULT_PART: result}
         outputs = {GOAL_ID: GOAL_ID, RESULT_PART: result_id(task["id"])}
-        return fit_request(parts, build, outputs, self.monitor, tools=self.tools)
+        return fit_request(parts, build, outputs, self.monitor, tools=self.tools, budget=budget)
 
     def judge(self, goal: str, task: Task, result: str) -> tuple[TaskVerdict, int]:
-        """The verdict on ``result`` and the model calls it took; never raises for model trouble."""
-        fitted = self.request(goal, task, result)
+        """The verdict on ``result`` and the model calls it took; never raises for model trouble.
+
+        A provider that refuses the request as too long gets it once more, fitted to a smaller budget.
+        """
+        verdict, calls, refused = self.judge_within(goal, task, result, self.monitor.budget)
+        if refused:
+            verdict, more, _ = self.judge_within(goal, task, result, int(self.monitor.budget * OVERFLOW_SHRINK))
+            calls += more
+        return verdict, calls
+
+    def judge_within(self, goal: str, task: Task, result: str, budget: int) -> tuple[TaskVerdict, int, bool]:
+        """`judge` with the request fitted to ``budget`` tokens; also whether the provider refused it as too long."""
+        fitted = self.request(goal, task, result, budget)
         if not fitted.fits:
             needed = self.monitor.tokens(fitted.request, self.tools)
             error = f"the check's request does not fit the context window ({needed} tokens); the result stands"
-            return verdict_record(True, error=error), 0
+            return verdict_record(True, error=error), 0, False
         try:
             answer, calls = invoke_with_retries(self.structured, fitted.request, self.config)
         except GraphBubbleUp:
             raise
         except Exception as exc:  # a broken check must not fail a subtask that has a result
             error = f"the check failed ({type(exc).__name__}: {exc}); the result stands"
-            return verdict_record(True, error=error), getattr(exc, "attempts", 1)
+            return verdict_record(True, error=error), getattr(exc, "attempts", 1), is_context_overflow(exc)
         try:
             complete, reason, remaining, note = read_verdict(answer)
         except UnreadableInput as exc:
-            return verdict_record(True, error=f"the check's answer could not be read ({exc}); the result stands"), calls
-        return verdict_record(complete, reason, remaining, error=note), calls
+            error = f"the check's answer could not be read ({exc}); the result stands"
+            return verdict_record(True, error=error), calls, False
+        return verdict_record(complete, reason, remaining, error=note), calls, False
 
     def queue_follow_ups(self, tasks: Mapping[str, Task], task: Task, remaining: list[str]) -> tuple[dict, dict]:
         """``(follow-up tasks, task fields)``: the missing work as dynamic tasks of ``task``; when none

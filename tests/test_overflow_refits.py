@@ -1,0 +1,84 @@
+"""A provider that refuses a one-shot request as too long gets it once more, fitted to half the budget."""
+
+from __future__ import annotations
+
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.messages.utils import count_tokens_approximately
+from scripting import is_replan, plan_of, run, subtask_of
+
+from replangraph import AgentConfig, build_graph
+from replangraph.scripted import ScriptedChatModel, ScriptedRequest
+
+CONFIG = AgentConfig(context_window=20_000, reserved_output=1_000, model_retries=0)
+HUGE = "word " * 12_000  # ~12k tokens: fits our 20k window, not the provider's real one
+
+
+def refusing(limit: int, respond, refused: list[int], when) -> ScriptedChatModel:
+    """A model that refuses requests over ``limit`` tokens for which ``when(request)`` holds."""
+
+    def guarded(request: ScriptedRequest):
+        used = count_tokens_approximately(request.messages)
+        if when(request) and used > limit:
+            refused.append(used)
+            raise ContextOverflowError(f"maximum context length is {limit} tokens")
+        return respond(request)
+
+    return ScriptedChatModel(respond=guarded)
+
+
+def is_plan(request: ScriptedRequest) -> bool:
+    return "Plan" in request.tool_names and not is_replan(request)
+
+
+def test_the_planner_asks_again_with_a_smaller_request():
+    refused: list[int] = []
+
+    def respond(request):
+        if is_plan(request):
+            return plan_of({"id": "a", "content": "summarize the text"})
+        return "done" if request.tool_names else "final"
+
+    model = refusing(9_000, respond, refused, is_plan)
+    state, events = run(build_graph(model, config=CONFIG), goal="Summarize: " + HUGE)
+    assert len(refused) == 1
+    [created] = [e for e in events if e["event"] == "plan_created"]
+    assert created["fallback_reason"] is None and [t["id"] for t in created["tasks"]] == ["a"]
+    assert state["tasks"]["a"]["status"] == "completed"
+
+
+def test_the_verifier_checks_again_with_a_smaller_request():
+    refused: list[int] = []
+
+    def respond(request):
+        if "Plan" in request.tool_names:
+            return plan_of({"id": "a", "content": "write the long text"})
+        if "Verdict" in request.tool_names:
+            return {"name": "Verdict", "args": {"complete": True, "reason": "all there", "remaining_tasks": []}}
+        return HUGE if request.tool_names else "final"
+
+    model = refusing(9_000, respond, refused, lambda r: "Verdict" in r.tool_names)
+    config = CONFIG.model_copy(update={"verify_results": True})
+    state, _ = run(build_graph(model, config=config))
+    assert len(refused) == 1
+    verdict = state["tasks"]["a"]["verdict"]
+    assert verdict["complete"] and verdict["reason"] == "all there" and verdict["error"] is None
+
+
+def test_the_replanner_asks_again_with_a_smaller_request():
+    refused: list[int] = []
+
+    def respond(request):
+        if is_replan(request):
+            return plan_of({"id": "b", "content": "try another way"})
+        if "Plan" in request.tool_names:
+            return plan_of({"id": "a", "content": "try it"})
+        if request.tool_names:
+            return "[REPLAN] blocked" if subtask_of(request) == "try it" else "worked"
+        return "final"
+
+    model = refusing(9_000, respond, refused, is_replan)
+    state, _ = run(build_graph(model, config=CONFIG), goal="Work through this text: " + HUGE)
+    assert len(refused) == 1
+    assert state["replans"][0]["outcome"] == "replanned"
+    [new] = state["replans"][0]["new_task_ids"]
+    assert state["tasks"][new]["status"] == "completed"
