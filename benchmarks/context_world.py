@@ -31,7 +31,7 @@ from collections import Counter
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from replangraph.messages import message_text
-from replangraph.scripted import ScriptedChatModel, ScriptedRequest, tool_call
+from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
 
 from .worlds import World, found_names
 

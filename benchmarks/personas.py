@@ -30,7 +30,7 @@ from langchain_core.messages import AIMessage
 from langchain_openai.chat_models.base import OpenAIConnectionError, OpenAIRateLimitError, OpenAITimeoutError
 
 from replangraph.retry import is_transient
-from replangraph.scripted import ScriptedChatModel, ScriptedRequest, as_message, tool_call
+from replangraph.testing import ScriptedChatModel, ScriptedRequest, as_message, tool_call
 from replangraph.tools.replan_toolkit import REVIEW_TOOL, SPLIT_TOOL
 
 from .worlds import World

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from replangraph.scripted import ScriptedChatModel, ScriptedRequest, tool_call
+from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
 
 
 def subtask_of(request: ScriptedRequest) -> str:

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from replangraph import cli, studio
+from replangraph.app import cli, studio
 
 
 def test_demo_prints_the_changing_queue_and_all_19_products():

@@ -24,8 +24,8 @@ from replangraph.fitting import NOTE_RE, excerpt, kept_id, mark_kept, pointers, 
 from replangraph.messages import message_text
 from replangraph.nodes.compressor import Compressor
 from replangraph.observations import drop_old_observations, is_dropped
-from replangraph.scripted import ScriptedChatModel, tool_call
 from replangraph.summarizing import summarize_in_chunks
+from replangraph.testing import ScriptedChatModel, tool_call
 
 HEAD = [SystemMessage("You are an agent."), HumanMessage("Your subtask (a): read everything")]
 FACT = re.compile(r"F\d+")

@@ -17,7 +17,7 @@ from benchmarks.context_world import (
     codes_in,
 )
 from replangraph.prompts import SUMMARIZER_PROMPT
-from replangraph.scripted import ScriptedRequest, tool_call
+from replangraph.testing import ScriptedRequest, tool_call
 
 HAS_LANGCHAIN = context_table.langchain_available()
 needs_langchain = pytest.mark.skipif(

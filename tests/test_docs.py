@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from replangraph import AgentConfig
-from replangraph.demo import build_demo_graph
+from replangraph.app.demo import build_demo_graph
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -14,9 +14,9 @@ from scripting import make_model, plan_of, run, subtask_of
 from typing_extensions import is_typeddict
 
 from replangraph import AgentConfig, AgentProfile, ReplanState, build_graph
-from replangraph.demo import build_demo_graph, expected_products, read_ranking
+from replangraph.app.demo import build_demo_graph, expected_products, read_ranking
 from replangraph.queue import ordered
-from replangraph.scripted import tool_call
+from replangraph.testing import tool_call
 
 GOAL = "Extract the top 19 products from the store's bestseller ranking, with units sold and rating."
 
@@ -137,7 +137,7 @@ def test_dependency_results_reach_dependent_subtasks_including_handed_off_work()
             return "compiled"
         return demo_work(request)
 
-    from replangraph.demo import demo_responder as demo_work
+    from replangraph.app.demo import demo_responder as demo_work
 
     plan = plan_of(
         {"id": "1", "content": "Extract products ranked 1-12 from the bestseller ranking.", "depends_on": []},

@@ -17,7 +17,7 @@ from scripting import plan_of, run, subtask_of
 from replangraph import AgentConfig, build_graph
 from replangraph.fitting import NOTE_RE
 from replangraph.messages import message_text
-from replangraph.scripted import ScriptedChatModel, ScriptedRequest, tool_call
+from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
 
 CODE = re.compile(r"P-\d+")
 NEXT = re.compile(r"Next page: read_products\(start=(\d+)\)")

@@ -17,9 +17,9 @@ import pytest
 from langchain_core.messages import AIMessage
 from langchain_openai.chat_models.base import _convert_dict_to_message, _convert_message_to_dict
 
-from replangraph import cli
-from replangraph.demo import DEMO_GOAL, demo_responder, expected_products
-from replangraph.scripted import ScriptedRequest, as_message
+from replangraph.app import cli
+from replangraph.app.demo import DEMO_GOAL, demo_responder, expected_products
+from replangraph.testing import ScriptedRequest, as_message
 
 
 def tool_rule_violation(messages: list[dict]) -> str | None:
@@ -124,7 +124,7 @@ def test_rule_checker_catches_unanswered_calls():
 
 def test_run_command_through_an_openai_compatible_server(fake_openai):
     out = io.StringIO()
-    assert cli.main(["run", DEMO_GOAL, "--tools", "replangraph.demo:read_ranking"], out=out) == 0
+    assert cli.main(["run", DEMO_GOAL, "--tools", "replangraph.app.demo:read_ranking"], out=out) == 0
     text = out.getvalue()
     answer = text.split("Final answer:", 1)[1]
     assert all(name in answer for name in expected_products(19))
@@ -137,9 +137,9 @@ def test_run_command_through_an_openai_compatible_server(fake_openai):
 
 def test_run_rejects_a_bad_tools_spec(fake_openai):
     with pytest.raises(SystemExit, match="module:attribute"):
-        cli.main(["run", "goal", "--tools", "replangraph.demo"])
+        cli.main(["run", "goal", "--tools", "replangraph.app.demo"])
     with pytest.raises(SystemExit, match="cannot load tools"):
-        cli.main(["run", "goal", "--tools", "replangraph.demo:nope"])
+        cli.main(["run", "goal", "--tools", "replangraph.app.demo:nope"])
 
 
 def test_a_rate_limit_window_is_waited_out_with_one_retry_policy(fake_openai):
@@ -147,7 +147,7 @@ def test_a_rate_limit_window_is_waited_out_with_one_retry_policy(fake_openai):
     FakeOpenAI.failures = [(429, {"retry-after": "0.3"}), (429, {"retry-after": "0.3"})]
     out = io.StringIO()
     started = time.monotonic()
-    assert cli.main(["run", DEMO_GOAL, "--tools", "replangraph.demo:read_ranking"], out=out) == 0
+    assert cli.main(["run", DEMO_GOAL, "--tools", "replangraph.app.demo:read_ranking"], out=out) == 0
     assert 0.6 <= time.monotonic() - started < 3  # the server's 0.3 s twice, not the 1 s + 2 s backoff
     plan_requests = [r for r in fake_openai if any(t["function"]["name"] == "Plan" for t in r.get("tools", []))]
     assert len(plan_requests) == 3  # two refused, one answered: no stacked client retries
@@ -165,7 +165,7 @@ def test_a_server_that_stays_down_costs_three_requests_per_call_not_nine(fake_op
 
 def test_run_with_the_completion_check(fake_openai):
     out = io.StringIO()
-    assert cli.main(["run", DEMO_GOAL, "--tools", "replangraph.demo:read_ranking", "--verify"], out=out) == 0
+    assert cli.main(["run", DEMO_GOAL, "--tools", "replangraph.app.demo:read_ranking", "--verify"], out=out) == 0
     assert out.getvalue().count("checked: complete (every rank is there)") == 3
     verdicts = [r for r in fake_openai if any(t["function"]["name"] == "Verdict" for t in r.get("tools", []))]
     assert len(verdicts) == 3  # the three follow-ups end with answers; the first subtask handed off

@@ -7,7 +7,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from scripting import is_replan, plan_of, run, subtask_of
 
 from replangraph import AgentConfig, build_graph
-from replangraph.scripted import ScriptedChatModel, ScriptedRequest
+from replangraph.testing import ScriptedChatModel, ScriptedRequest
 
 CONFIG = AgentConfig(context_window=20_000, reserved_output=1_000, model_retries=0)
 HUGE = "word " * 12_000  # ~12k tokens: fits our 20k window, not the provider's real one

@@ -12,7 +12,7 @@ from replangraph.config import AgentConfig, AgentProfile, resolve_profiles
 from replangraph.nodes.planner import Planner
 from replangraph.planning import plan_schema
 from replangraph.queue import RESET
-from replangraph.scripted import ScriptedChatModel, ScriptedRequest, tool_call
+from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
 
 GOAL = "Compare the three cheapest flights to Oslo"
 RETRY_MARK = "could not be used"

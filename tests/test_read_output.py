@@ -11,7 +11,7 @@ from replangraph.fitting import NOTE_RE, PAGE_RE, excerpt, recut
 from replangraph.nodes.tool_runner import ToolRunner
 from replangraph.observations import read_saved
 from replangraph.queue import new_task
-from replangraph.scripted import tool_call
+from replangraph.testing import tool_call
 from replangraph.tools.read_output import page, read_output_tool
 
 TEXT = "".join(f"{n:05d}\n" for n in range(20_000))  # 120,000 characters, every offset recognisable

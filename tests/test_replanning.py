@@ -9,7 +9,7 @@ from scripting import is_replan, make_model, plan_of, run, subtask_of
 from replangraph import AgentConfig, build_graph
 from replangraph.builder import recursion_limit
 from replangraph.queue import ordered
-from replangraph.scripted import ScriptedChatModel, tool_call
+from replangraph.testing import ScriptedChatModel, tool_call
 
 FAST = {"retry_backoff_s": 0.0}
 

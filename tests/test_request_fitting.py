@@ -17,7 +17,7 @@ from replangraph.fitting import pack, split_text
 from replangraph.nodes.replanner import Replanner, fit_replan_prompt
 from replangraph.prompts import FINALIZER_PROMPT, VERIFY_EXCERPT_NOTE
 from replangraph.queue import new_task
-from replangraph.scripted import ScriptedChatModel, ScriptedRequest, tool_call
+from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
 
 SMALL = AgentConfig(context_window=8_000, reserved_output=1_000, retry_backoff_s=0.0)
 BUDGET = ContextMonitor(SMALL).budget  # 6,300 tokens

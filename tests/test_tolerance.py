@@ -12,7 +12,7 @@ from scripting import is_replan, make_model, plan_of, run, subtask_of
 
 from replangraph import AgentConfig, AgentProfile, build_graph
 from replangraph.queue import ordered
-from replangraph.scripted import ScriptedChatModel, tool_call
+from replangraph.testing import ScriptedChatModel, tool_call
 
 FAST = {"retry_backoff_s": 0.0}
 REQUEST = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")

@@ -11,7 +11,7 @@ from replangraph import AgentConfig
 from replangraph.config import AgentProfile, resolve_profiles
 from replangraph.nodes.tool_runner import ToolRunner
 from replangraph.queue import merge_tasks, new_task, ordered
-from replangraph.scripted import tool_call
+from replangraph.testing import tool_call
 from replangraph.tools import REQUEST_REPLAN_TOOL, REVIEW_TOOL, SPLIT_TOOL, ReplanSession, replan_toolkit
 
 AGENTS = ["default", "browser"]

@@ -10,7 +10,7 @@ from scripting import plan_of, run, subtask_of
 
 from replangraph import AgentConfig, build_graph
 from replangraph.queue import ordered
-from replangraph.scripted import ScriptedChatModel, ScriptedRequest, tool_call
+from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
 
 FAST = {"retry_backoff_s": 0.0, "verify_results": True}
 ITEMS = [f"item-{i}" for i in range(1, 13)]

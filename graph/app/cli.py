@@ -9,8 +9,8 @@ import sys
 from collections.abc import Iterator, Mapping
 from typing import Any, TextIO
 
-from .config import AgentConfig
-from .events import (
+from replangraph.config import AgentConfig
+from replangraph.events import (
     CONTEXT_COMPRESSED,
     DYNAMIC_TASKS_ADDED,
     PLAN_COMPLETED,
@@ -21,7 +21,7 @@ from .events import (
     STEP_STARTED,
     STEP_VERIFIED,
 )
-from .queue import plan_summary, preview
+from replangraph.queue import plan_summary, preview
 
 QUEUE_CHANGES = {PLAN_CREATED, DYNAMIC_TASKS_ADDED, REPLANNING}
 
@@ -79,7 +79,7 @@ def watch(graph: Any, inputs: dict, config: dict, out: TextIO) -> dict:
 
 def run_demo(out: TextIO) -> int:
     """The bundled scripted scenario; exit code 0 when all products reach the final answer."""
-    from .demo import DEMO_GOAL, build_demo_graph, expected_products
+    from replangraph.app.demo import DEMO_GOAL, build_demo_graph, expected_products
 
     print("replangraph demo: SCRIPTED chat model, no LLM is called.", file=out)
     print("The scripted worker reads 5 products per subtask and hands the rest off.\n", file=out)
@@ -118,8 +118,8 @@ def run_goal(goal: str, args: argparse.Namespace, out: TextIO) -> int:
             file=sys.stderr,
         )
         return 2
-    from .builder import build_graph
-    from .studio import chat_model_from_env
+    from replangraph.app.studio import chat_model_from_env
+    from replangraph.builder import build_graph
 
     config = AgentConfig(max_steps=args.max_steps, max_concurrency=args.concurrency, verify_results=args.verify)
     graph = build_graph(chat_model_from_env(args.model), tools=load_tools(args.tools), config=config)
