@@ -13,14 +13,16 @@ from typing import Any, Literal
 
 from typing_extensions import NotRequired, TypedDict
 
+from .queue_index import RESET, TaskQueue, apply_writes, index_of, sort_key
+
+__all__ = ["RESET", "TaskQueue", "apply_writes", "index_of"]  # re-exported: the queue's reducer and its index
+
 TaskStatus = Literal["pending", "in_progress", "completed", "failed", "skipped"]
 TaskOrigin = Literal["planner", "dynamic", "replanner"]
 ReplanTrigger = Literal["marker", "tool", "failure", "check"]
 
 STATUSES: tuple[TaskStatus, ...] = ("pending", "in_progress", "completed", "failed", "skipped")
 DEFAULT_AGENT = "default"
-RESET = "__reset__"
-"""Key that makes the queue reducers drop the old value before applying an update."""
 
 STATUS_MARKS = {"completed": "X", "in_progress": ">", "pending": " ", "failed": "!", "skipped": "-"}
 
@@ -143,14 +145,14 @@ def _merge_keyed(current: Mapping | None, update: Mapping | None, merge_value) -
     return merged
 
 
-def merge_tasks(current: Mapping[str, Task] | None, update: Mapping[str, Any] | None) -> dict:
-    """Reducer for ``tasks``: merges each update into its task field by field.
+def merge_tasks(current: Mapping[str, Task] | None, update: Mapping[str, Any] | None) -> TaskQueue:
+    """One write applied to the queue (see `apply_writes`, the ``tasks`` channel's reducer).
 
     ``{id: {...fields}}`` creates or updates a task, ``{id: None}`` removes it, and
     ``{RESET: True, ...}`` starts from an empty queue. Writers that touch different
     tasks (parallel branches) never conflict.
     """
-    return _merge_keyed(current, update, lambda old, new: {**old, **new})
+    return apply_writes(current, [update])
 
 
 def replace_by_key(current: Mapping | None, update: Mapping | None) -> dict:
@@ -163,34 +165,17 @@ def replace_by_key(current: Mapping | None, update: Mapping | None) -> dict:
 
 def ordered(tasks: Mapping[str, Task]) -> list[Task]:
     """All tasks in queue order."""
-    return sorted(tasks.values(), key=lambda t: (t["position"], t["id"]))
+    return sorted(tasks.values(), key=sort_key)
 
 
 def ancestors(tasks: Mapping[str, Task], task_id: str) -> list[str]:
     """Parent chain of a dynamic task, nearest first."""
-    chain, seen = [], {task_id}
-    parent = tasks[task_id].get("parent_id") if task_id in tasks else None
-    while parent and parent in tasks and parent not in seen:
-        chain.append(parent)
-        seen.add(parent)
-        parent = tasks[parent].get("parent_id")
-    return chain
+    return index_of(tasks).ancestors(tasks, task_id)
 
 
 def descendants(tasks: Mapping[str, Task], task_id: str) -> list[str]:
     """Dynamic tasks split off ``task_id``, directly or through other splits, in queue order."""
-    children: dict[str, list[str]] = {}
-    for task in tasks.values():
-        if task.get("parent_id"):
-            children.setdefault(task["parent_id"], []).append(task["id"])
-    found: set[str] = set()
-    frontier = [task_id]
-    while frontier:
-        for child in children.get(frontier.pop(), ()):
-            if child not in found and child != task_id:
-                found.add(child)
-                frontier.append(child)
-    return [t["id"] for t in ordered(tasks) if t["id"] in found]
+    return sorted(index_of(tasks).subtree(task_id), key=lambda t: sort_key(tasks[t]))
 
 
 def effective_dependencies(tasks: Mapping[str, Task], task: Task) -> list[str]:
@@ -199,37 +184,41 @@ def effective_dependencies(tasks: Mapping[str, Task], task: Task) -> list[str]:
     A task that depends on ``1`` also waits for ``1_dyn_0``... because ``1`` handed
     part of its job to them. A dynamic task does not wait for its own siblings.
     """
-    own_ancestors = set(ancestors(tasks, task["id"]))
-    waits: list[str] = []
-    for dep in task["depends_on"]:
-        waits.append(dep)
-        if dep not in own_ancestors:
-            waits.extend(d for d in descendants(tasks, dep) if d != task["id"])
-    return list(dict.fromkeys(waits))
+    handed_off = index_of(tasks).handed_off(tasks, task)
+    return [*dict.fromkeys(task["depends_on"]), *sorted(handed_off, key=lambda t: sort_key(tasks[t]))]
 
 
 def is_ready(tasks: Mapping[str, Task], task: Task) -> bool:
     """Pending, and everything it waits for is completed."""
-    if task["status"] != "pending":
-        return False
-    return all(dep in tasks and tasks[dep]["status"] == "completed" for dep in effective_dependencies(tasks, task))
+    return index_of(tasks).is_ready(tasks, task)
 
 
-def ready_tasks(tasks: Mapping[str, Task]) -> list[Task]:
-    """Every ready task, in queue order."""
-    return [t for t in ordered(tasks) if is_ready(tasks, t)]
+def ready_tasks(tasks: Mapping[str, Task], limit: int | None = None) -> list[Task]:
+    """Ready tasks in queue order (the first ``limit`` of them)."""
+    keys = index_of(tasks).ready
+    return [tasks[task_id] for _, task_id in (keys if limit is None else keys[:limit])]
+
+
+def active_tasks(tasks: Mapping[str, Task]) -> list[Task]:
+    """Tasks in progress, in queue order."""
+    return [tasks[task_id] for task_id in sorted(index_of(tasks).active, key=lambda t: sort_key(tasks[t]))]
+
+
+def replan_requested(tasks: Mapping[str, Task]) -> list[Task]:
+    """Tasks that ask for a replan, in queue order."""
+    return sorted((tasks[task_id] for task_id in index_of(tasks).replan), key=sort_key)
 
 
 def next_ready(tasks: Mapping[str, Task]) -> Task | None:
     """The first ready task in queue order, or None."""
-    ready = ready_tasks(tasks)
+    ready = ready_tasks(tasks, 1)
     return ready[0] if ready else None
 
 
 def dependency_results(tasks: Mapping[str, Task], task: Task) -> list[Task]:
     """Completed tasks this one waits for, in queue order (their results feed its prompt)."""
-    waits = set(effective_dependencies(tasks, task))
-    return [t for t in ordered(tasks) if t["id"] in waits and t["status"] == "completed"]
+    waits = index_of(tasks).waits_for(tasks, task)
+    return sorted((tasks[t] for t in waits if t in tasks and tasks[t]["status"] == "completed"), key=sort_key)
 
 
 def status_counts(tasks: Mapping[str, Task]) -> dict[str, int]:
@@ -242,7 +231,7 @@ def status_counts(tasks: Mapping[str, Task]) -> dict[str, int]:
 
 def total_model_calls(tasks: Mapping[str, Task]) -> int:
     """Model calls spent by all subtasks."""
-    return sum(t.get("model_calls", 0) for t in tasks.values())
+    return index_of(tasks).model_calls
 
 
 # --------------------------------------------------------------------------- failure
@@ -250,12 +239,19 @@ def total_model_calls(tasks: Mapping[str, Task]) -> int:
 
 def skip_dependents(tasks: Mapping[str, Task], failed_id: str) -> dict[str, dict]:
     """Updates that mark every pending task waiting on ``failed_id`` as skipped, transitively."""
+    index = index_of(tasks)
+    reach, frontier = set(), [failed_id]
+    while frontier:  # everything that may wait on the failed task, through dependencies and splits
+        for task_id in index.affected(tasks, [frontier.pop()]) - reach:
+            reach.add(task_id)
+            frontier.append(task_id)
+    candidates = sorted((tasks[t] for t in reach if t in tasks), key=sort_key)
     blocked = {failed_id}
     updates: dict[str, dict] = {}
     changed = True
     while changed:
         changed = False
-        for task in ordered(tasks):
+        for task in candidates:
             if task["status"] != "pending" or task["id"] in updates:
                 continue
             hit = blocked.intersection(effective_dependencies(tasks, task))

@@ -14,7 +14,8 @@ from langgraph.types import Send
 from .config import AgentConfig
 from .context import ContextMonitor
 from .messages import ends_with_answer
-from .queue import Task, dependency_results, ordered, plan_summary, ready_tasks, total_model_calls
+from .queue import Task, active_tasks, dependency_results, plan_summary, ready_tasks, total_model_calls
+from .queue_index import index_of
 from .state import SubtaskInput
 
 EXECUTOR, COMPRESSOR, VERIFIER, REPLANNER, FINALIZE = "executor", "compressor", "verifier", "replanner", "finalize"
@@ -48,12 +49,12 @@ def make_router(
 
     def route(state: Mapping[str, Any]) -> list[Send | str] | str:
         tasks: Mapping[str, Task] = state.get("tasks") or {}
-        if any(t.get("replan_request") for t in tasks.values()):
+        if index_of(tasks).replan:
             return REPLANNER
         if spent_model_calls(state) >= config.max_steps:
             return FINALIZE
         windows = state.get("windows") or {}
-        active = [t for t in ordered(tasks) if t["status"] == "in_progress"]
+        active = active_tasks(tasks)
         sends: list[Send | str] = []
         for task in active:
             window = windows.get(task["id"], [])
@@ -69,7 +70,7 @@ def make_router(
                 payload["plan"] = plan_summary(tasks)
             sends.append(Send(COMPRESSOR if over else EXECUTOR, payload))
         room = max(config.max_concurrency - len(active), 0)
-        sends.extend(Send(EXECUTOR, subtask_input(state, t)) for t in ready_tasks(tasks)[:room])
+        sends.extend(Send(EXECUTOR, subtask_input(state, t)) for t in ready_tasks(tasks, room))
         return sends or FINALIZE
 
     return route

@@ -5,10 +5,18 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AnyMessage
+from langgraph.channels import DeltaChannel
 from langgraph.graph.message import add_messages
 from typing_extensions import NotRequired, TypedDict
 
-from .queue import Task, merge_tasks, replace_by_key
+from .queue import Task, apply_writes, replace_by_key
+
+TASKS_SNAPSHOT_EVERY = 1_000_000
+"""The queue is checkpointed as its writes (each write once); a full copy is stored only every
+this many writes, or at LangGraph's own bound (``LANGGRAPH_DELTA_MAX_SUPERSTEPS_SINCE_SNAPSHOT``,
+5,000 supersteps), so checkpoint bytes grow with the work done, not with the queue's size."""
+
+TaskQueueChannel = Annotated[dict[str, Task], DeltaChannel(apply_writes, snapshot_frequency=TASKS_SNAPSHOT_EVERY)]
 
 
 class ReplanRecord(TypedDict):
@@ -43,7 +51,7 @@ class OutputState(TypedDict):
 
     messages: Annotated[list[AnyMessage], add_messages]
     goal: str
-    tasks: Annotated[dict[str, Task], merge_tasks]
+    tasks: TaskQueueChannel
     replans: list[ReplanRecord]
     final_answer: str
 
@@ -58,7 +66,7 @@ class ReplanState(TypedDict):
 
     messages: Annotated[list[AnyMessage], add_messages]
     goal: NotRequired[str]
-    tasks: NotRequired[Annotated[dict[str, Task], merge_tasks]]
+    tasks: NotRequired[TaskQueueChannel]
     windows: NotRequired[Annotated[dict[str, list[AnyMessage]], replace_by_key]]
     replans: NotRequired[list[ReplanRecord]]
     planner_calls: NotRequired[int]
