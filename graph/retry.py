@@ -12,6 +12,7 @@ from __future__ import annotations
 import email.utils
 import random
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -206,24 +207,37 @@ def seconds_left(started: float, limit: float | None) -> float | None:
     return None if limit is None else limit - (time.time() - started)
 
 
+CALL_WORKERS = 256
+"""Threads that timed calls may occupy at once (abandoned calls included)."""
+_call_pool: ContextThreadPoolExecutor | None = None
+_call_pool_lock = threading.Lock()
+
+
+def call_pool() -> ContextThreadPoolExecutor:
+    """One pool for every timed call, created on first use: its threads are reused, not started per call."""
+    global _call_pool
+    with _call_pool_lock:
+        if _call_pool is None:
+            _call_pool = ContextThreadPoolExecutor(max_workers=CALL_WORKERS, thread_name_prefix="replangraph-call")
+        return _call_pool
+
+
 def call_with_timeout(call: Callable[[], T], timeout_s: float | None) -> T:
     """``call()``, or StepTimeout once ``timeout_s`` has passed (None: no limit).
 
     LangGraph's ``TimeoutPolicy`` only works for async nodes; these nodes are sync.
-    The call runs in a worker thread that is abandoned on timeout; Python cannot
-    kill it, but its result is ignored.
+    The call runs in a shared worker thread (with the caller's context) that is
+    abandoned on timeout; Python cannot kill it, but its result is ignored.
     """
     if timeout_s is None:
         return call()
     if timeout_s <= 0:
         raise StepTimeout("no time left")
-    pool = ContextThreadPoolExecutor(max_workers=1)
-    future = pool.submit(call)
+    future = call_pool().submit(call)
     try:
         return future.result(timeout=timeout_s)
     except FutureTimeout:
         if future.done():  # the call itself raised a TimeoutError (the same class since 3.11)
             raise
+        future.cancel()  # still queued (every worker busy): never start it
         raise StepTimeout(f"no answer within {timeout_s:.1f}s") from None
-    finally:
-        pool.shutdown(wait=False)
