@@ -164,4 +164,6 @@ def build_graph(
     builder.add_edge(FINALIZE, END)
 
     graph = builder.compile(checkpointer=checkpointer, store=store, name=name)
-    return graph.with_config(recursion_limit=recursion_limit(config))
+    # LangGraph runs parallel branches in a pool sized by the run config's max_concurrency (default:
+    # cores + 4): size it for our subtasks plus the verifier. A run config's own value still wins.
+    return graph.with_config(recursion_limit=recursion_limit(config), max_concurrency=config.max_concurrency + 1)

@@ -36,7 +36,7 @@ def merge_updates(updates: list[dict]) -> dict:
     for update in updates:
         merged["tasks"].update(update.get("tasks") or {})
         merged["windows"].update(update.get("windows") or {})
-    return merged
+    return {key: value for key, value in merged.items() if value}  # no empty writes
 
 
 def limit_hit(task: Mapping[str, Any], limit: LimitReached | None) -> dict:

@@ -11,7 +11,6 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 
 from langchain_core.messages import AnyMessage, ToolMessage
-from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 
@@ -32,7 +31,7 @@ from replangraph.observations import (
     window_outputs,
 )
 from replangraph.queue import Task, preview
-from replangraph.retry import StepTimeout, call_with_timeout, seconds_left
+from replangraph.retry import StepTimeout, call_pool, call_with_timeout, seconds_left
 from replangraph.tools.read_output import read_output_tool
 from replangraph.tools.replan_toolkit import STILL_YOURS, TOOLKIT_NAMES, ReplanSession, replan_toolkit, sent_summary
 
@@ -160,7 +159,11 @@ class ToolRunner:
             request = {"trigger": "tool", "reason": reason}
             return failed(task_id, f"replan requested: {reason}", calls, replan_request=request, **kept)
         if session.handoff is None:
-            return {"tasks": {task_id: kept} if kept else {}, "windows": {task_id: new_window}}
+            return (
+                {"tasks": {task_id: kept}, "windows": {task_id: new_window}}
+                if kept
+                else {"windows": {task_id: new_window}}
+            )
         handoff = session.handoff
         emit(
             DYNAMIC_TASKS_ADDED, parent_id=task_id, task_ids=list(handoff.tasks), source="toolkit", notes=handoff.notes
@@ -182,11 +185,9 @@ class ToolRunner:
         if not work:
             return {}
         if len(work) == 1:
-            updates = [self.run_subtask_tools(work[0], windows[work[0]], tasks, goal)]
-        else:
-            with ContextThreadPoolExecutor(max_workers=min(len(work), self.config.max_concurrency)) as pool:
-                futures: list[Future] = [
-                    pool.submit(self.run_subtask_tools, task_id, windows[task_id], tasks, goal) for task_id in work
-                ]
-                updates = [f.result() for f in futures]
-        return merge_updates(updates)
+            return self.run_subtask_tools(work[0], windows[work[0]], tasks, goal)
+        else:  # at most max_concurrency subtasks are in progress, so at most that many run at once
+            futures: list[Future] = [
+                call_pool().submit(self.run_subtask_tools, task_id, windows[task_id], tasks, goal) for task_id in work
+            ]
+        return merge_updates([f.result() for f in futures])

@@ -106,4 +106,4 @@ def test_the_tools_node_serves_read_output_from_the_task_record():
     )
     reply = update["windows"]["1"][-1]
     assert reply.content.startswith('output "1/c1", characters 90000-') and "15000\n" in reply.content
-    assert len(reply.content) <= 1_000 and "full_outputs" not in update["tasks"].get("1", {})
+    assert len(reply.content) <= 1_000 and "full_outputs" not in update.get("tasks", {}).get("1", {})
