@@ -75,7 +75,9 @@ class Task(TypedDict):
     model_calls: int
     """Model calls spent on this subtask (counts against ``max_steps``)."""
     started_at: float | None
-    """Wall-clock time (epoch seconds) of the subtask's first turn."""
+    """Wall-clock time (epoch seconds) of the subtask's first turn (information; see ``elapsed_s``)."""
+    elapsed_s: NotRequired[float]
+    """Seconds spent in this subtask's own model and tool calls (what ``step_timeout_s`` limits)."""
     replan_request: ReplanRequest | None
     """Set when this subtask asks for, or needs, a replan; cleared once handled."""
     full_outputs: NotRequired[dict[str, str]]

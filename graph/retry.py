@@ -202,9 +202,28 @@ def invoke_with_retries(model: Any, request: Any, config: Any) -> tuple[Any, int
     return retrying(lambda: model.invoke(request), config)
 
 
-def seconds_left(started: float, limit: float | None) -> float | None:
-    """Seconds the subtask may still run, or None without a limit."""
-    return None if limit is None else limit - (time.time() - started)
+class StepClock:
+    """A subtask's time against ``step_timeout_s``: what its earlier turns spent in their own model and
+    tool calls (``Task.elapsed_s``) plus this turn so far. Time between turns, such as downtime
+    between a crash and a resume, is not counted."""
+
+    def __init__(self, spent_s: float, limit_s: float | None):
+        self.spent_s = spent_s
+        self.limit_s = limit_s
+        self.turn_started = time.monotonic()
+
+    def elapsed(self) -> float:
+        """Seconds spent so far, this turn included."""
+        return self.spent_s + (time.monotonic() - self.turn_started)
+
+    def left(self) -> float | None:
+        """Seconds the subtask may still run, or None without a limit."""
+        return None if self.limit_s is None else self.limit_s - self.elapsed()
+
+    def deadline(self) -> float | None:
+        """When the time runs out (epoch seconds, for retry waits), or None without a limit."""
+        left = self.left()
+        return None if left is None else time.time() + left
 
 
 CALL_WORKERS = 256

@@ -17,7 +17,7 @@ from replangraph.messages import all_tool_calls, message_text, repair_tool_calls
 from replangraph.nodes.outcomes import completed, failed, failed_with_window
 from replangraph.opening import mentions_read_output, opening_window
 from replangraph.prompts import REPLAN_MARKER
-from replangraph.retry import StepTimeout, call_with_timeout, is_context_overflow, retrying, seconds_left
+from replangraph.retry import StepClock, StepTimeout, call_with_timeout, is_context_overflow, retrying
 from replangraph.tools.read_output import read_output_tool
 from replangraph.tools.replan_toolkit import replan_toolkit
 
@@ -63,6 +63,15 @@ class Executor:
     def __call__(self, payload: Mapping[str, Any]) -> dict:
         """``payload`` is a `SubtaskInput` sent by the router (typed loosely so it adds no state keys)."""
         task = payload["task"]
+        clock = StepClock(task.get("elapsed_s") or 0.0, self.config.step_timeout_s)
+        update = self.turn(payload, clock)
+        if task["id"] in (update.get("tasks") or {}):
+            update["tasks"][task["id"]]["elapsed_s"] = round(clock.elapsed(), 6)
+        return update
+
+    def turn(self, payload: Mapping[str, Any], clock: StepClock) -> dict:
+        """The state update of one model turn."""
+        task = payload["task"]
         task_id = task["id"]
         window = list(payload.get("window") or [])
         spent = task.get("model_calls", 0)
@@ -87,18 +96,17 @@ class Executor:
                 )
             window = opening.request
         started = task.get("started_at") or time.time()
-        limit = self.config.step_timeout_s
-        timed_out = f"step exceeded step_timeout_s={limit:g}"
-        if limit is not None and seconds_left(started, limit) <= 0:
+        timed_out = f"step exceeded step_timeout_s={clock.limit_s:g}"
+        if clock.limit_s is not None and clock.left() <= 0:
             return self.fail(task, window, timed_out, spent)
         models = self.reader_models if mentions_read_output(window) else self.models
         model = models[task["agent_type"]]
         try:
             # Each try gets only what is left of the step's time, waits between tries included.
             reply, attempts = retrying(
-                lambda: call_with_timeout(lambda: model.invoke(window), seconds_left(started, limit)),
+                lambda: call_with_timeout(lambda: model.invoke(window), clock.left()),
                 self.config,
-                deadline=None if limit is None else started + limit,
+                deadline=clock.deadline(),
             )
         except GraphBubbleUp:
             raise

@@ -6,7 +6,6 @@ took a model turn in the last step, this node runs once.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 
@@ -31,7 +30,7 @@ from replangraph.observations import (
     window_outputs,
 )
 from replangraph.queue import Task, preview
-from replangraph.retry import StepTimeout, call_pool, call_with_timeout, seconds_left
+from replangraph.retry import StepClock, StepTimeout, call_pool, call_with_timeout
 from replangraph.tools.read_output import read_output_tool
 from replangraph.tools.replan_toolkit import STILL_YOURS, TOOLKIT_NAMES, ReplanSession, replan_toolkit, sent_summary
 
@@ -95,6 +94,15 @@ class ToolRunner:
     def run_subtask_tools(
         self, task_id: str, window: Sequence[AnyMessage], tasks: Mapping[str, Task], goal: str
     ) -> dict:
+        """The state update after running one subtask's pending tool calls (their time counts as the step's)."""
+        clock = StepClock(tasks[task_id].get("elapsed_s") or 0.0, self.config.step_timeout_s)
+        update = self.run_calls(task_id, window, tasks, goal, clock)
+        update.setdefault("tasks", {}).setdefault(task_id, {})["elapsed_s"] = round(clock.elapsed(), 6)
+        return update
+
+    def run_calls(
+        self, task_id: str, window: Sequence[AnyMessage], tasks: Mapping[str, Task], goal: str, clock: StepClock
+    ) -> dict:
         """The state update after running one subtask's pending tool calls."""
         task = tasks[task_id]
         session = ReplanSession(task_id, tasks, list(self.profiles), self.config, goal=goal)
@@ -105,7 +113,6 @@ class ToolRunner:
         )
         tools = [*self.profiles[task["agent_type"]].tools, *replan_toolkit(session), reader]
         toolbox = {t.name: t for t in tools}
-        started = task.get("started_at") or time.time()
         calls = task.get("model_calls", 0)
         replies: list[ToolMessage] = []
         cut: dict[str, str] = {}
@@ -120,9 +127,7 @@ class ToolRunner:
                 replies.append(not_run(call))
                 continue
             try:
-                reply = call_with_timeout(
-                    lambda call=call: run_tool_call(toolbox, call), seconds_left(started, self.config.step_timeout_s)
-                )
+                reply = call_with_timeout(lambda call=call: run_tool_call(toolbox, call), clock.left())
             except StepTimeout:
                 session.close()
                 error = f"step exceeded step_timeout_s={self.config.step_timeout_s:g} in tool {call.get('name')!r}"

@@ -272,7 +272,7 @@ def test_the_same_refusal_twice_ends_the_subtask_keeping_the_summary_for_the_rep
     first = runner(runner_state(tool_call(SPLIT_TOOL, bad, call_id="a")))
     refusal = first["windows"]["1"][-1]
     assert refusal.status == "error" and "keys given: range" in refusal.content
-    assert "tasks" not in first  # still running: the agent may correct itself
+    assert set(first.get("tasks", {}).get("1", {})) <= {"elapsed_s"}  # still running: the agent may correct itself
     window = [*first["windows"]["1"], AIMessage("", tool_calls=[tool_call(SPLIT_TOOL, bad, call_id="b")])]
     second = runner({"tasks": running_queue(), "windows": {"1": window}, "goal": "top 19"})
     task = second["tasks"]["1"]
