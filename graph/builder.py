@@ -138,7 +138,9 @@ def build_graph(
         error_handler=fail_the_subtask(goto=HANDLER_TARGETS[EXECUTOR]),
     )
     builder.add_node(
-        TOOLS, ToolRunner(profiles, config), error_handler=fail_running_tool_calls(goto=HANDLER_TARGETS[TOOLS])
+        TOOLS,
+        ToolRunner(profiles, config),
+        error_handler=fail_running_tool_calls(goto=HANDLER_TARGETS[TOOLS]),
     )
     builder.add_node(
         COMPRESSOR,

@@ -1,8 +1,7 @@
 """Saved outputs: what was cut from a subtask's window, kept under an output id the agent can read back.
 
-Text is saved in the graph's store when it has one, else in the task record
-(``full_outputs``). Output ids are ``goal``, ``{task_id}/result`` (a subtask's
-result, read from the queue) and ``{task_id}/{key}`` (a tool call id for tool
+Text is kept in the results workspace (`replangraph.workspace`). Output ids are
+``goal``, ``{task_id}/result`` (a subtask's whole result) and ``{task_id}/{key}`` (a tool call id for tool
 outputs, ``history-N`` for folded messages, ``summary-N``/``message-…`` for cut messages,
 ``window-at-failure``), and ``plan`` (the current plan).
 """
@@ -13,7 +12,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AnyMessage, ToolMessage
-from langgraph.config import get_config, get_store
 
 from .fitting import (
     GOAL_ID,
@@ -25,10 +23,12 @@ from .fitting import (
     mark_kept,
     message_key,
     output_id,
+    result_id,
     unique_key,
 )
 from .messages import message_text
 from .queue import plan_summary
+from .workspace import current_workspace, output_key, result_key
 
 READ_OUTPUT = "read_output"
 DROPPED = '[output "{id}" removed from context (only the last {keep} tool outputs are kept); {how}]'
@@ -36,50 +36,43 @@ DROPPED_START = "[output "
 DROPPED_MARK = "removed from context"
 
 
-def current_store() -> Any:
-    """The graph's store, or None (no store, or not inside a graph run)."""
-    try:
-        return get_store()
-    except (RuntimeError, KeyError):  # KeyError: inside a runnable (a tool call) but not a graph run
-        return None
-
-
-def output_namespace(task_id: str) -> tuple[str, ...]:
-    """Store namespace of a subtask's saved outputs: ("replangraph", "outputs", thread_id, task_id)."""
-    try:
-        thread = str(get_config().get("configurable", {}).get("thread_id") or "default")
-    except RuntimeError:
-        thread = "default"
-    return ("replangraph", "outputs", thread, task_id)
-
-
-def keep_full_outputs(task: Mapping[str, Any], outputs: Mapping[str, str]) -> dict:
-    """Save texts cut from the window (by key): in the store if the graph has one, else in the task record.
-
-    A key is written once (callers pick free keys with `unique_key`). Returns the
-    task fields to write (empty when the store took them).
-    """
-    if not outputs:
-        return {}
-    store = current_store()
-    if store is not None:
-        namespace = output_namespace(task["id"])
-        for key, text in outputs.items():
-            if store.get(namespace, key) is None:  # written once: a note may point at it
-                store.put(namespace, key, {"content": text})
-        return {}
-    return {"full_outputs": {**outputs, **(task.get("full_outputs") or {})}}
+def keep_outputs(task: Mapping[str, Any], outputs: Mapping[str, str]) -> None:
+    """Keep texts cut from a subtask's window (by key) in the workspace. A key is written once
+    (callers pick free keys with `unique_key`), since a note in the window may point at it."""
+    workspace = current_workspace()
+    for key, text in outputs.items():
+        if not workspace.has(output_key(task, key)):
+            workspace.put(output_key(task, key), text, kind="output")
 
 
 def saved_text(task: Mapping[str, Any], key: str) -> str | None:
-    """Text saved for ``task`` under ``key``."""
-    store = current_store()
-    if store is not None:
-        item = store.get(output_namespace(task["id"]), key)
-        if item is not None:
-            return str(item.value.get("content", ""))
-    found = (task.get("full_outputs") or {}).get(key)
-    return found if isinstance(found, str) else None
+    """Text kept for ``task`` under ``key``."""
+    return current_workspace().get(output_key(task, key))
+
+
+RESULT_PREVIEW_CHARS = 2_000
+"""Results up to this long stay whole in the queue; longer ones as an excerpt pointing at the workspace."""
+
+
+def result_fields(task: Mapping[str, Any], text: str) -> dict[str, Any]:
+    """Keep a subtask's result in the workspace (a new version each time) and return the task fields
+    that point at it: ``result`` (whole when short, else an excerpt), ``result_ref``."""
+    version = int((task.get("result_ref") or {}).get("version", 0)) + 1
+    workspace = current_workspace()
+    meta = {"kind": "result", "task_id": task["id"], "version": version}
+    workspace.put(result_key(task, version), text, **meta)
+    workspace.put(result_key(task), text, **meta)
+    shown = text if len(text) <= RESULT_PREVIEW_CHARS else excerpt(text, RESULT_PREVIEW_CHARS, result_id(task["id"]))
+    return {"result": shown, "result_ref": {"key": result_key(task, version), "version": version, "chars": len(text)}}
+
+
+def full_result(task: Mapping[str, Any]) -> str | None:
+    """A subtask's whole result: from the workspace when the queue holds a preview, else the queue's."""
+    if task.get("result_ref"):
+        found = current_workspace().get(task["result_ref"]["key"])
+        if found is not None:
+            return found
+    return task.get("result")
 
 
 def read_saved(ident: str, tasks: Mapping[str, Mapping[str, Any]], goal: str, current: str) -> str | None:
@@ -92,20 +85,15 @@ def read_saved(ident: str, tasks: Mapping[str, Mapping[str, Any]], goal: str, cu
     for index in reversed([i for i, c in enumerate(ident) if c == "/"]):  # task ids may hold a slash too
         task_id, key = ident[:index], ident[index + 1 :]
         if task_id in tasks:
-            found = tasks[task_id].get("result") if key == RESULT_KEY else saved_text(tasks[task_id], key)
+            found = full_result(tasks[task_id]) if key == RESULT_KEY else saved_text(tasks[task_id], key)
             if found is not None:
                 return found
     return saved_text(tasks[current], ident) if current in tasks else None
 
 
 def saved_keys(tasks: Mapping[str, Mapping[str, Any]], task_id: str, limit: int = 20) -> list[str]:
-    """Output ids a subtask can read: its own saved outputs, then ``goal``."""
-    keys: list[str] = []
-    store = current_store()
-    if store is not None:
-        keys = [item.key for item in store.search(output_namespace(task_id), limit=limit)]
-    elif task_id in tasks:
-        keys = list(tasks[task_id].get("full_outputs") or {})[-limit:]
+    """Output ids a subtask can read: its own kept outputs, then ``goal``."""
+    keys = current_workspace().keys(tasks[task_id], limit) if task_id in tasks else []
     return [output_id(task_id, key) for key in keys] + [GOAL_ID]
 
 
@@ -171,10 +159,6 @@ def window_outputs(window: Sequence[AnyMessage], taken: Callable[[str], bool] = 
 
 
 def is_taken(task: Mapping[str, Any]) -> Callable[[str], bool]:
-    """Whether a key already holds kept text of ``task`` (in the store, else in its record)."""
-    store = current_store()
-    if store is not None:
-        namespace = output_namespace(task["id"])
-        return lambda key: store.get(namespace, key) is not None
-    saved = task.get("full_outputs") or {}
-    return lambda key: key in saved
+    """Whether a key already holds kept text of ``task``."""
+    workspace = current_workspace()
+    return lambda key: workspace.has(output_key(task, key))

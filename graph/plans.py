@@ -8,6 +8,7 @@ from typing import Any
 
 from .lenient import match_name
 from .queue import DEFAULT_AGENT, QueueError, Task, TaskOrigin, new_task
+from .queue_index import index_of
 
 
 class LimitReached(QueueError):
@@ -98,6 +99,7 @@ def tasks_from_plan(
     *,
     first_position: int = 0,
     origin: TaskOrigin = "planner",
+    plan_id: str = "1",
 ) -> dict[str, Task]:
     """Pending tasks for a validated plan, queued in the plan's order."""
     return {
@@ -108,6 +110,7 @@ def tasks_from_plan(
             agent_type=spec.get("agent_type") or DEFAULT_AGENT,
             depends_on=spec.get("depends_on") or (),
             origin=origin,
+            plan_id=plan_id,
         )
         for i, spec in enumerate(specs)
     }
@@ -226,7 +229,7 @@ def split_task(
         agent = spec.get("agent_type") or parent["agent_type"]
         if agent not in known_agents:
             raise QueueError(f"task {i} has unknown agent_type {agent!r} (known: {', '.join(sorted(known_agents))})")
-    siblings = [t for t in tasks.values() if t.get("parent_id") == parent_id]
+    siblings = [tasks[c] for c in index_of(tasks).children.get(parent_id, ()) if c in tasks]
     first = 1 + max((t["position"][len(parent["position"])] for t in siblings), default=-1)
     created: dict[str, Task] = {}
     for offset, spec in enumerate(specs):
@@ -244,5 +247,6 @@ def split_task(
             metadata=parent.get("metadata"),
             depth=depth,
             origin="dynamic",
+            plan_id=parent.get("plan_id") or "1",
         )
     return created

@@ -59,6 +59,8 @@ class Task(TypedDict):
     """One subtask. Stored in state as ``tasks[id]``."""
 
     id: str
+    plan_id: NotRequired[str]
+    """The plan that queued it: ``1`` for the planner's, ``2``... for each replan (splits keep their parent's)."""
     content: str
     agent_type: str
     depends_on: list[str]
@@ -80,9 +82,9 @@ class Task(TypedDict):
     """Seconds spent in this subtask's own model and tool calls (what ``step_timeout_s`` limits)."""
     replan_request: ReplanRequest | None
     """Set when this subtask asks for, or needs, a replan; cleared once handled."""
-    full_outputs: NotRequired[dict[str, str]]
-    """Text kept out of the window, by key: tool outputs by call id, folded messages as ``history-N``
-    (only when the graph has no store; with one, they live in the store)."""
+    result_ref: NotRequired[dict[str, Any] | None]
+    """Where the whole result is kept in the workspace: ``key``, ``version`` (one per run of the
+    subtask), ``chars``. ``result`` holds it whole up to 2,000 characters, else an excerpt."""
     context_overflow: NotRequired[dict[str, Any] | None]
     """Set when the provider refused the window as too long: ``tokens`` (our count), ``compressed``,
     ``error``; cleared by the next answered call."""
@@ -107,9 +109,11 @@ def new_task(
     metadata: Mapping[str, Any] | None = None,
     depth: int = 0,
     origin: TaskOrigin = "planner",
+    plan_id: str = "1",
 ) -> Task:
     """A pending task with every field filled in."""
     return Task(
+        plan_id=plan_id,
         id=task_id,
         content=content,
         agent_type=agent_type,

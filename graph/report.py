@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from .observations import full_result
 from .queue import Task, ordered, preview
 
 
@@ -14,7 +15,7 @@ def fallback_report(goal: str, tasks: Mapping[str, Task], reason: str) -> str:
     open_ = [t for t in queue if t["status"] != "completed"]
     lines = [f"The run for this goal stopped before it was finished: {reason}", f"Goal: {goal}", ""]
     lines.append("## Completed")
-    lines.extend(f"- {t['id']}: {t['content']}\n  Result: {t['result']}" for t in done)
+    lines.extend(f"- {t['id']}: {t['content']}\n  Result: {full_result(t)}" for t in done)
     if not done:
         lines.append("- nothing was completed")
     lines += ["", "## Not finished"]
@@ -23,7 +24,7 @@ def fallback_report(goal: str, tasks: Mapping[str, Task], reason: str) -> str:
         if t.get("error"):
             lines.append(f"  Why: {preview(t['error'], 300)}")
         if t.get("result"):
-            lines.append(f"  Partial result: {t['result']}")
+            lines.append(f"  Partial result: {full_result(t)}")
     if not open_:
         lines.append("- every subtask was completed")
     lines += ["", "## Suggested next steps"]

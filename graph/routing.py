@@ -9,14 +9,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from langchain_core.messages import AIMessage
 from langgraph.types import Send
 
 from .config import AgentConfig
 from .context import ContextMonitor
 from .messages import ends_with_answer
+from .observations import full_result
 from .queue import Task, active_tasks, dependency_results, plan_summary, ready_tasks, total_model_calls
 from .queue_index import index_of
-from .state import SubtaskInput
+from .state import DependencyResult, SubtaskInput
+from .workspace import WORKSPACE, step_key
 
 EXECUTOR, COMPRESSOR, VERIFIER, REPLANNER, FINALIZE = "executor", "compressor", "verifier", "replanner", "finalize"
 DESTINATIONS = [EXECUTOR, COMPRESSOR, VERIFIER, REPLANNER, FINALIZE]
@@ -29,17 +32,28 @@ def spent_model_calls(state: Mapping[str, Any]) -> int:
 
 
 def subtask_input(state: Mapping[str, Any], task: Task) -> SubtaskInput:
-    """The Send payload for one subtask: the task, its inputs and its window."""
+    """The Send payload for one subtask: the task, its window, and on its first turn its inputs.
+
+    Dependency results are read whole from the workspace until the subtask's first
+    model turn (later turns have them in the window). Without a store, the payload names the keys the
+    subtask already holds in the workspace (not their text), so new ones never clash.
+    """
     tasks = state.get("tasks") or {}
-    return SubtaskInput(
-        task_id=task["id"],
-        goal=state.get("goal", ""),
-        task=task,
-        dependencies=[
-            {"id": d["id"], "content": d["content"], "result": d["result"]} for d in dependency_results(tasks, task)
-        ],
-        window=list((state.get("windows") or {}).get(task["id"], [])),
+    window = list((state.get("windows") or {}).get(task["id"], []))
+    opening_only = not any(isinstance(m, AIMessage) for m in window)
+    dependencies = [dependency_input(d) for d in dependency_results(tasks, task)] if opening_only else []
+    payload = SubtaskInput(
+        task_id=task["id"], goal=state.get("goal", ""), task=task, dependencies=dependencies, window=window
     )
+    held = (state.get(WORKSPACE) or {}).get(step_key(task))
+    if held:
+        payload[WORKSPACE] = {step_key(task): dict.fromkeys(held, {})}
+    return payload
+
+
+def dependency_input(task: Task) -> DependencyResult:
+    """What a subtask is told about one of its dependencies: id, instructions and the whole result."""
+    return DependencyResult(id=task["id"], content=task["content"], result=full_result(task) or "")
 
 
 def make_router(

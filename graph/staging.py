@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
 
 from .fitting import GOAL_ID, fit_parts, pack, split_text
+from .observations import full_result
 from .prompts import FINAL_MERGE_TEMPLATE, FINAL_PART_TEMPLATE, FINAL_TEMPLATE, FINALIZER_PROMPT
 from .queue import Task, ordered
 
@@ -58,10 +59,10 @@ def result_entries(tasks: Mapping[str, Task]) -> list[Entry]:
     entries = []
     for task in ordered(tasks):
         if task["status"] == "completed":
-            entries.append(Entry(f"[{task['id']}] {task['content']}", task["result"] or ""))
+            entries.append(Entry(f"[{task['id']}] {task['content']}", full_result(task) or ""))
         elif task.get("result"):
             entries.append(
-                Entry(f"[{task['id']}] {task['content']} (partial result; the subtask stopped)", task["result"])
+                Entry(f"[{task['id']}] {task['content']} (partial result; the subtask stopped)", full_result(task))
             )
     return entries
 

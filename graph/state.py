@@ -10,11 +10,17 @@ from langgraph.graph.message import add_messages
 from typing_extensions import NotRequired, TypedDict
 
 from .queue import Task, apply_writes, replace_by_key
+from .workspace import merge_workspace
 
 TASKS_SNAPSHOT_EVERY = 1_000_000
 """The queue is checkpointed as its writes (each write once); a full copy is stored only every
 this many writes, or at LangGraph's own bound (``LANGGRAPH_DELTA_MAX_SUPERSTEPS_SINCE_SNAPSHOT``,
 5,000 supersteps), so checkpoint bytes grow with the work done, not with the queue's size."""
+
+WorkspaceChannel = Annotated[
+    dict[str, dict[str, dict[str, Any]]], DeltaChannel(merge_workspace, snapshot_frequency=TASKS_SNAPSHOT_EVERY)
+]
+"""Results and kept text of a run without a store, by step (see `replangraph.workspace`)."""
 
 TaskQueueChannel = Annotated[dict[str, Task], DeltaChannel(apply_writes, snapshot_frequency=TASKS_SNAPSHOT_EVERY)]
 
@@ -54,6 +60,8 @@ class OutputState(TypedDict):
     tasks: TaskQueueChannel
     replans: list[ReplanRecord]
     final_answer: str
+    workspace: NotRequired[WorkspaceChannel]
+    """Whole results and kept text, by step, when the graph has no store (with one, they are in the store)."""
 
 
 class ReplanState(TypedDict):
@@ -68,9 +76,19 @@ class ReplanState(TypedDict):
     goal: NotRequired[str]
     tasks: NotRequired[TaskQueueChannel]
     windows: NotRequired[Annotated[dict[str, list[AnyMessage]], replace_by_key]]
+    workspace: NotRequired[WorkspaceChannel]
     replans: NotRequired[list[ReplanRecord]]
     planner_calls: NotRequired[int]
     final_answer: NotRequired[str]
+
+
+class DependencyResult(TypedDict):
+    """A finished dependency as a subtask's prompt shows it."""
+
+    id: str
+    content: str
+    result: str
+    """The whole result (read from the workspace)."""
 
 
 class SubtaskInput(TypedDict):
@@ -79,7 +97,10 @@ class SubtaskInput(TypedDict):
     task_id: str
     goal: str
     task: Task
-    dependencies: list[dict[str, Any]]
+    dependencies: list[DependencyResult]
+    """Filled on the subtask's first turn only; later turns have them in the window."""
     window: list[AnyMessage]
     plan: NotRequired[str]
     """The current plan, sent to the compressor so it can re-inject it."""
+    workspace: NotRequired[dict[str, dict[str, dict]]]
+    """Without a store: the keys this subtask holds in the workspace (no text), so new keys never clash."""

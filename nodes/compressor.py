@@ -21,11 +21,12 @@ from replangraph.events import CONTEXT_COMPRESSED, emit
 from replangraph.fitting import PLAN_ID, excerpt, output_id
 from replangraph.messages import message_text
 from replangraph.nodes.outcomes import failed_with_window
-from replangraph.observations import is_taken, keep_full_outputs
+from replangraph.observations import is_taken, keep_outputs
 from replangraph.opening import opening_window
 from replangraph.prompts import MERGE_REQUEST, SUMMARIZER_PROMPT, SUMMARY_REQUEST
 from replangraph.retry import invoke_with_retries
 from replangraph.summarizing import summarize_in_chunks
+from replangraph.workspace import collect_writes
 
 PLAN_SHARE = 0.2
 """Most of the budget the plan re-injected with a summary may take; a longer one is shown as an excerpt."""
@@ -121,6 +122,7 @@ class Compressor:
             tokens=lambda w: self.monitor.tokens(w, tools),
         )
 
+    @collect_writes
     def __call__(self, payload: Mapping[str, Any]) -> dict:
         """``payload`` is a `SubtaskInput` sent by the router (typed loosely so it adds no state keys)."""
         task = payload["task"]
@@ -147,7 +149,8 @@ class Compressor:
             folded=result.folded,
             saved=[output_id(task["id"], key) for key in result.saved],
         )
-        change = keep_full_outputs(task, result.saved)
+        keep_outputs(task, result.saved)
+        change: dict[str, Any] = {}
         if overflow:
             change["context_overflow"] = {**overflow, "compressed": True}
         update: dict[str, Any] = {"windows": {task["id"]: result.window}}

@@ -20,6 +20,7 @@ from replangraph.prompts import REPLAN_MARKER
 from replangraph.retry import StepClock, StepTimeout, call_with_timeout, is_context_overflow, retrying
 from replangraph.tools.read_output import read_output_tool
 from replangraph.tools.replan_toolkit import replan_toolkit
+from replangraph.workspace import collect_writes
 
 
 def split_replan_marker(text: str) -> tuple[str, str] | None:
@@ -60,6 +61,7 @@ class Executor:
             name: (profile.model or model).bind_tools(self.reader_tools[name]) for name, profile in profiles.items()
         }
 
+    @collect_writes
     def __call__(self, payload: Mapping[str, Any]) -> dict:
         """``payload`` is a `SubtaskInput` sent by the router (typed loosely so it adds no state keys)."""
         task = payload["task"]
@@ -88,7 +90,7 @@ class Executor:
             if not opening.fits:
                 needed = self.monitor.tokens(opening.request, tools)
                 return failed(
-                    task_id,
+                    task,
                     f"context window too small for this subtask: its prompt, instructions and tool schemas "
                     f"need {needed} tokens with the goal and every input shown as an excerpt, "
                     f"budget {self.monitor.budget}",
@@ -153,7 +155,7 @@ class Executor:
             # The answer waits in the window for the verifier node, which completes the subtask.
             change = {"status": "in_progress", "model_calls": calls, "started_at": started, **cleared}
             return {"tasks": {task_id: change}, "windows": {task_id: [*window, reply]}}
-        update = completed(task_id, text, calls)
+        update = completed(task, text, calls)
         update["tasks"][task_id].update(cleared)
         return update
 

@@ -19,11 +19,13 @@ from replangraph.context import OVERFLOW_SHRINK, ContextMonitor
 from replangraph.events import PLAN_COMPLETED, emit
 from replangraph.messages import ends_with_answer, message_text
 from replangraph.nodes.outcomes import keep_window
+from replangraph.observations import result_fields
 from replangraph.queue import RESET, Task, ordered, status_counts
 from replangraph.report import fallback_report
 from replangraph.retry import invoke_with_retries, is_context_overflow
 from replangraph.routing import spent_model_calls
 from replangraph.staging import ResultsTooBig, Synthesis, joined, result_entries, synthesize
+from replangraph.workspace import collect_writes
 
 
 def stop_unfinished(tasks: Mapping[str, Task], reason: str, windows: Mapping[str, list] | None = None) -> dict:
@@ -39,10 +41,9 @@ def stop_unfinished(tasks: Mapping[str, Task], reason: str, windows: Mapping[str
             window = windows.get(task["id"]) or []
             change = {"status": "failed", "error": f"stopped before it finished: {reason}"}
             if ends_with_answer(window):
-                change["result"] = message_text(window[-1]).strip()
-            kept, note = keep_window(task, window)
-            change["error"] += note
-            updates[task["id"]] = {**change, **kept}
+                change.update(result_fields(task, message_text(window[-1]).strip()))
+            change["error"] += keep_window(task, window)
+            updates[task["id"]] = change
         elif task["status"] == "pending":
             updates[task["id"]] = {"status": "skipped", "error": task.get("error") or f"not run: {reason}"}
     return updates
@@ -125,6 +126,7 @@ class Finalizer:
         self.model = model
         self.config = config
 
+    @collect_writes
     def __call__(self, state: Mapping) -> dict:
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         goal = state.get("goal", "")

@@ -8,26 +8,33 @@ from typing import Any
 from replangraph.compression import transcript
 from replangraph.events import STEP_COMPLETED, STEP_FAILED, emit
 from replangraph.fitting import output_id, unique_key
-from replangraph.observations import is_taken, keep_full_outputs, window_outputs
+from replangraph.observations import is_taken, keep_outputs, result_fields, window_outputs
 from replangraph.plans import LimitReached
 from replangraph.queue import preview
 
 
-def failed(task_id: str, error: str, model_calls: int, **extra: Any) -> dict:
-    """State update for a failed subtask; the router then hands it to the replanner."""
+def failed(task: Mapping[str, Any], error: str, model_calls: int, **extra: Any) -> dict:
+    """State update for a failed subtask; the router then hands it to the replanner.
+
+    A partial ``result`` in ``extra`` is kept in the workspace like any result.
+    """
+    task_id = task["id"]
     emit(STEP_FAILED, task_id=task_id, error=error)
     request = extra.pop("replan_request", None) or {"trigger": "failure", "reason": error}
+    partial = extra.pop("result", None)
     change = {"status": "failed", "error": error, "model_calls": model_calls, "replan_request": request, **extra}
+    if partial:
+        change.update(result_fields(task, partial))
     return {"tasks": {task_id: change}, "windows": {task_id: None}}
 
 
-def completed(task_id: str, result: str, model_calls: int | None = None, **event: Any) -> dict:
-    """State update for a completed subtask."""
-    emit(STEP_COMPLETED, task_id=task_id, result_preview=preview(result, 200), **event)
-    change: dict[str, Any] = {"status": "completed", "result": result, "error": None}
+def completed(task: Mapping[str, Any], result: str, model_calls: int | None = None, **event: Any) -> dict:
+    """State update for a completed subtask; its result is kept in the workspace."""
+    emit(STEP_COMPLETED, task_id=task["id"], result_preview=preview(result, 200), **event)
+    change: dict[str, Any] = {"status": "completed", **result_fields(task, result), "error": None}
     if model_calls is not None:
         change["model_calls"] = model_calls
-    return {"tasks": {task_id: change}, "windows": {task_id: None}}
+    return {"tasks": {task["id"]: change}, "windows": {task["id"]: None}}
 
 
 def merge_updates(updates: list[dict]) -> dict:
@@ -48,20 +55,21 @@ def limit_hit(task: Mapping[str, Any], limit: LimitReached | None) -> dict:
     return {"limits_hit": hits}
 
 
-def keep_window(task: Mapping[str, Any], window: Any) -> tuple[dict, str]:
-    """``(task fields, note for the error)`` keeping what a subtask whose window goes had seen and
-    written: its tool outputs, and its window's transcript as ``window-at-failure``."""
+def keep_window(task: Mapping[str, Any], window: Any) -> str:
+    """Keep what a subtask whose window goes had seen and written (its tool outputs, and its window's
+    transcript as ``window-at-failure``) in the workspace; returns the note for the error."""
     window = list(window or [])
     if len(window) <= 2:  # only the opening: nothing seen or written yet
-        return {}, ""
+        return ""
     taken = is_taken(task)
     outputs = window_outputs(window, taken)
     key = unique_key("window-at-failure", lambda k: taken(k) or k in outputs)
     outputs[key] = transcript(window)
-    return keep_full_outputs(task, outputs), f" (its window is kept as output {output_id(task['id'], key)})"
+    keep_outputs(task, outputs)
+    return f" (its window is kept as output {output_id(task['id'], key)})"
 
 
 def failed_with_window(task: Mapping[str, Any], window: Any, error: str, model_calls: int, **extra: Any) -> dict:
     """`failed`, keeping what the subtask had seen and written (see `keep_window`); the error says where."""
-    fields, note = keep_window(task, window)
-    return failed(task["id"], error + note, model_calls, **fields, **extra)
+    note = keep_window(task, window)
+    return failed(task, error + note, model_calls, **extra)

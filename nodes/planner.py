@@ -19,6 +19,7 @@ from replangraph.plans import coerce_agent_types, normalize_plan, tasks_from_pla
 from replangraph.prompts import PLANNER_PROMPT, agent_types_text
 from replangraph.queue import DEFAULT_AGENT, RESET, QueueError, Task, ordered, preview
 from replangraph.rule_plan import rule_based_plan
+from replangraph.workspace import collect_writes
 
 GOAL_PREVIEW_CHARS = 300
 
@@ -107,6 +108,7 @@ class Planner:
             )
         return answer
 
+    @collect_writes
     def __call__(self, state: Mapping) -> dict:
         goal, from_goal_key = resolve_goal(state)
         tasks, calls, fallback_reason, notes = self.plan(goal)

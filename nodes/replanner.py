@@ -19,13 +19,24 @@ from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context import OVERFLOW_SHRINK, ContextMonitor
 from replangraph.events import REPLANNING, emit
 from replangraph.fitting import GOAL_ID, Fitted, excerpt, fit_parts, result_id
+from replangraph.observations import full_result
 from replangraph.oneshot import retry_room, schema_tools
 from replangraph.planning import PlanAnswer, plan_schema, request_plan, structured_planner
 from replangraph.plans import coerce_agent_types, next_top_position, normalize_plan, tasks_from_plan, validate_plan
 from replangraph.prompts import REPLAN_TEMPLATE, REPLANNER_PROMPT, agent_types_text
-from replangraph.queue import DEFAULT_AGENT, QueueError, Task, ordered, preview, skip_dependents, task_line
+from replangraph.queue import (
+    DEFAULT_AGENT,
+    QueueError,
+    Task,
+    ordered,
+    preview,
+    replan_requested,
+    skip_dependents,
+    task_line,
+)
 from replangraph.routing import spent_model_calls
 from replangraph.state import ReplanRecord
+from replangraph.workspace import collect_writes
 
 PARTIAL_RESULT_CHARS = 2_000
 """How much of a flagged subtask's partial result the replanner sees: enough to tell what is done."""
@@ -113,7 +124,7 @@ def fit_replan_prompt(
     and failed lines stay whole until then: the new plan replaces every pending subtask.
     """
     partials = {
-        t["id"]: excerpt(t["result"], PARTIAL_RESULT_CHARS, result_id(t["id"]), readable=False)
+        t["id"]: excerpt(full_result(t) or "", PARTIAL_RESULT_CHARS, result_id(t["id"]), readable=False)
         for t in flagged
         if t.get("result")
     }
@@ -165,10 +176,11 @@ class Replanner:
         self.profiles = profiles
         self.config = config
 
+    @collect_writes
     def __call__(self, state: Mapping[str, Any]) -> dict:
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         records: list[ReplanRecord] = list(state.get("replans") or [])
-        flagged = [t for t in ordered(tasks) if t.get("replan_request")]
+        flagged = replan_requested(tasks)
         if not flagged:
             return {}
         rounds = sum(r["outcome"] != "limit" for r in records)
@@ -247,7 +259,12 @@ class Replanner:
             for task_id in skipped:
                 updates[task_id]["error"] = f"not run: the replanner gave up ({reason})"
             return updates, self.record(flagged, "gave_up", skipped=skipped, calls=answer.calls)
-        created = tasks_from_plan(answer.specs, first_position=next_top_position(tasks), origin="replanner")
+        created = tasks_from_plan(
+            answer.specs,
+            first_position=next_top_position(tasks),
+            origin="replanner",
+            plan_id=str(len(state.get("replans") or []) + 2),
+        )
         updates: dict[str, Any] = {tid: None for tid in pending}
         updates.update(created)
         record = self.record(flagged, "replanned", new=list(created), replaced=pending, calls=answer.calls)

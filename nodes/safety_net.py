@@ -16,6 +16,7 @@ from langgraph.types import Command
 from replangraph.messages import answers_waiting, message_text, pending_tool_calls
 from replangraph.nodes.outcomes import completed, failed_with_window, merge_updates
 from replangraph.queue import verdict_record
+from replangraph.workspace import collect_writes
 
 
 def describe(error: NodeError) -> str:
@@ -26,6 +27,7 @@ def describe(error: NodeError) -> str:
 def fail_the_subtask(goto: str) -> Callable[..., Command]:
     """Handler for nodes that work on one subtask (a ``Send`` payload): that subtask fails."""
 
+    @collect_writes
     def handle(payload: Mapping[str, Any], error: NodeError) -> Command:
         task = payload["task"]
         update = failed_with_window(task, payload.get("window"), describe(error), task.get("model_calls", 0))
@@ -37,6 +39,7 @@ def fail_the_subtask(goto: str) -> Callable[..., Command]:
 def fail_running_tool_calls(goto: str) -> Callable[..., Command]:
     """Handler for the tools node: every subtask whose tool calls it was running fails."""
 
+    @collect_writes
     def handle(state: Mapping[str, Any], error: NodeError) -> Command:
         tasks, windows = state.get("tasks") or {}, state.get("windows") or {}
         running = [
@@ -56,11 +59,12 @@ def fail_running_tool_calls(goto: str) -> Callable[..., Command]:
 def let_results_stand(goto: str) -> Callable[..., Command]:
     """Handler for the verifier: a broken check never fails a subtask, so every waiting answer stands."""
 
+    @collect_writes
     def handle(state: Mapping[str, Any], error: NodeError) -> Command:
         tasks, windows = state.get("tasks") or {}, state.get("windows") or {}
         updates = []
         for tid in answers_waiting(tasks, windows):
-            update = completed(tid, message_text(windows[tid][-1]).strip())
+            update = completed(tasks[tid], message_text(windows[tid][-1]).strip())
             note = f"the check failed ({describe(error)}); the result stands"
             update["tasks"][tid]["verdict"] = verdict_record(True, error=note)
             updates.append(update)

@@ -23,7 +23,7 @@ from replangraph.observations import (
     cut_observation,
     drop_old_observations,
     is_taken,
-    keep_full_outputs,
+    keep_outputs,
     mark_kept,
     read_saved,
     saved_keys,
@@ -33,6 +33,7 @@ from replangraph.queue import Task, preview
 from replangraph.retry import StepClock, StepTimeout, call_pool, call_with_timeout
 from replangraph.tools.read_output import read_output_tool
 from replangraph.tools.replan_toolkit import STILL_YOURS, TOOLKIT_NAMES, ReplanSession, replan_toolkit, sent_summary
+from replangraph.workspace import collect_writes
 
 
 def not_run(call: dict) -> ToolMessage:
@@ -131,8 +132,8 @@ class ToolRunner:
             except StepTimeout:
                 session.close()
                 error = f"step exceeded step_timeout_s={self.config.step_timeout_s:g} in tool {call.get('name')!r}"
-                kept = keep_full_outputs(task, {**cut, **window_outputs([*window, *replies], taken)})
-                return failed(task_id, error, calls, **kept, **limit_hit(task, session.limit))
+                keep_outputs(task, {**cut, **window_outputs([*window, *replies], taken)})
+                return failed(task, error, calls, **limit_hit(task, session.limit))
             if is_repeated_refusal([*window, *replies], reply):
                 repeated = sent_summary(call.get("args"))
                 refusal = message_text(reply).replace(STILL_YOURS, "").strip()
@@ -149,20 +150,21 @@ class ToolRunner:
         to_keep = {**cut, **dropped}
         if session.ended or repeated is not None:  # the window goes: keep every output it had read
             to_keep.update(window_outputs(new_window, lambda k: taken(k) or k in dropped))
-        kept = {**keep_full_outputs(task, to_keep), **limit_hit(task, session.limit)}
+        keep_outputs(task, to_keep)
+        kept = limit_hit(task, session.limit)
         if repeated is not None:
             # The same refusal twice: the agent will not get past it alone. What it sent as summary is
             # its result (later tasks may build on it); the rest of its work goes to the replanner.
             request = {"trigger": "failure", "reason": error}
             if not repeated:
-                return failed(task_id, error, calls, replan_request=request, **kept)
-            update = completed(task_id, repeated, calls)
+                return failed(task, error, calls, replan_request=request, **kept)
+            update = completed(task, repeated, calls)
             update["tasks"][task_id].update(replan_request=request, **kept)
             return update
         if session.replan_reason is not None:
             reason = session.replan_reason
             request = {"trigger": "tool", "reason": reason}
-            return failed(task_id, f"replan requested: {reason}", calls, replan_request=request, **kept)
+            return failed(task, f"replan requested: {reason}", calls, replan_request=request, **kept)
         if session.handoff is None:
             return (
                 {"tasks": {task_id: kept}, "windows": {task_id: new_window}}
@@ -173,11 +175,12 @@ class ToolRunner:
         emit(
             DYNAMIC_TASKS_ADDED, parent_id=task_id, task_ids=list(handoff.tasks), source="toolkit", notes=handoff.notes
         )
-        update = completed(task_id, handoff.summary, handed_off=list(handoff.tasks))
+        update = completed(task, handoff.summary, handed_off=list(handoff.tasks))
         update["tasks"][task_id].update(kept)
         update["tasks"].update(handoff.tasks)
         return update
 
+    @collect_writes
     def __call__(self, state: Mapping) -> dict:
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         windows = state.get("windows") or {}

@@ -32,6 +32,7 @@ from replangraph.plans import LimitReached, split_task
 from replangraph.prompts import VERIFIER_PROMPT, VERIFY_EXCERPT_NOTE, VERIFY_TEMPLATE
 from replangraph.queue import QueueError, Task, TaskVerdict, verdict_record
 from replangraph.retry import invoke_with_retries, is_context_overflow
+from replangraph.workspace import collect_writes
 
 VERDICT_TOOL = "Verdict"
 RESULT_PART = "result"
@@ -204,11 +205,12 @@ class Verifier:
         if created:
             emit(DYNAMIC_TASKS_ADDED, parent_id=task_id, task_ids=list(created), source="verifier", notes=[])
         spent = task.get("model_calls", 0) + calls
-        update = completed(task_id, result, spent, **({"handed_off": list(created)} if created else {}))
+        update = completed(task, result, spent, **({"handed_off": list(created)} if created else {}))
         update["tasks"][task_id].update(verdict=judged, **extra)
         update["tasks"].update(created)
         return update
 
+    @collect_writes
     def __call__(self, state: Mapping[str, Any]) -> dict:
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         windows = state.get("windows") or {}

@@ -50,3 +50,19 @@ def run(graph, goal: str = "do it", **config):
         else:
             state = chunk
     return state, events
+
+
+def kept(source: dict, task_id: str, plan_id: str = "1") -> dict[str, str]:
+    """Texts kept for a subtask (tool outputs, history, window-at-failure) in a state's or an update's workspace."""
+    entries = (source.get("workspace") or {}).get(f"plan:{plan_id}:step:{task_id}", {})
+    return {key: entry["content"] for key, entry in entries.items() if not key.startswith(":result")}
+
+
+def workspace_of(**outputs: dict[str, str]) -> dict:
+    """A ``workspace`` channel value holding ``{key: text}`` outputs for each task id (plan 1)."""
+    return {f"plan:1:step:{task}": {k: {"content": v} for k, v in texts.items()} for task, texts in outputs.items()}
+
+
+def result_text(state: dict, task_id: str, plan_id: str = "1") -> str:
+    """A subtask's whole result, from the state's workspace (the queue holds a preview of long ones)."""
+    return state["workspace"][f"plan:{plan_id}:step:{task_id}"][":result"]["content"]

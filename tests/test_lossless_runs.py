@@ -12,7 +12,7 @@ import pytest
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.store.memory import InMemoryStore
-from scripting import plan_of, run, subtask_of
+from scripting import kept, plan_of, run, subtask_of
 
 from replangraph import AgentConfig, build_graph
 from replangraph.fitting import NOTE_RE
@@ -111,7 +111,7 @@ def test_a_two_megabyte_output_is_paged_back_with_read_output_and_the_middle_is_
     assert state["tasks"]["1"]["result"] == "The code is NEEDLE-42."
     assert "NEEDLE-42" in state["final_answer"]
     assert len(reads) >= 9 and reads == sorted(reads)  # paged forward, page by page
-    saved = state["tasks"]["1"]["full_outputs"]
+    saved = kept(state, "1")
     assert any(len(text) > 2_000_000 for text in saved.values())
 
 
@@ -138,9 +138,11 @@ def test_kept_outputs_are_read_from_the_store_when_the_graph_has_one():
     config = AgentConfig(max_observation_chars=2_000)
     state, _ = run(build_graph(ScriptedChatModel(respond=respond), tools=[big], config=config, store=store))
     assert state["tasks"]["1"]["result"] == "CODE-9"
-    assert "full_outputs" not in state["tasks"]["1"]
-    [item] = store.search(("replangraph", "outputs", "t", "1"))
-    assert "CODE-9" in item.value["content"]
+    assert not state.get("workspace")  # with a store, nothing is kept in the state
+    items = store.search(("replangraph", "t"), filter={"step": "plan:1:step:1"})
+    [output] = [i for i in items if ":output:" in i.key]
+    assert "CODE-9" in output.value["content"]
+    assert store.get(("replangraph", "t"), "plan:1:step:1:result").value["content"] == "CODE-9"
 
 
 def test_a_dependency_result_too_big_for_the_window_is_shown_with_a_pointer_the_agent_follows():
@@ -218,7 +220,7 @@ def test_a_failed_step_keeps_the_tool_outputs_it_had_read():
     state, _ = run(build_graph(ScriptedChatModel(respond=respond), tools=[catalog(10)], config=config))
     task = state["tasks"]["1"]
     assert task["status"] == "failed"
-    saved = task["full_outputs"]
+    saved = kept(state, "1")
     assert sorted(saved) == sorted([next(k for k in saved if k.startswith("call_")), "window-at-failure"])
     assert codes(saved["window-at-failure"]) == ["P-1", "P-2", "P-3", "P-4", "P-5"]
     assert "its window is kept as output 1/window-at-failure" in task["error"]
@@ -248,7 +250,7 @@ def test_a_tool_timeout_keeps_the_replies_of_the_calls_that_finished():
     runner = ToolRunner(resolve_profiles(None, [fast, slow]), AgentConfig(step_timeout_s=0.5))
     update = runner({"tasks": {"1": task}, "windows": {"1": window}, "goal": "g"})
     assert update["tasks"]["1"]["status"] == "failed"
-    assert update["tasks"]["1"]["full_outputs"]["f"] == "FAST-FACT-7"
+    assert kept(update, "1")["f"] == "FAST-FACT-7"
 
 
 def test_a_crash_in_the_tools_node_keeps_the_window_of_the_subtask():
@@ -275,4 +277,4 @@ def test_a_crash_in_the_tools_node_keeps_the_window_of_the_subtask():
         pytest.skip("LangGraph's error handler does not catch BaseException here")
     task = state["tasks"]["1"]
     assert task["status"] == "failed" and "window is kept" in task["error"]
-    assert codes(task["full_outputs"]["window-at-failure"]) == ["P-1", "P-2", "P-3", "P-4", "P-5"]
+    assert codes(kept(state, "1")["window-at-failure"]) == ["P-1", "P-2", "P-3", "P-4", "P-5"]

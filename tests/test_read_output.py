@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from scripting import workspace_of
 
 from replangraph import AgentConfig
 from replangraph.config import resolve_profiles
@@ -13,6 +14,7 @@ from replangraph.observations import read_saved
 from replangraph.queue import new_task
 from replangraph.testing import tool_call
 from replangraph.tools.read_output import page, read_output_tool
+from replangraph.workspace import open_workspace
 
 TEXT = "".join(f"{n:05d}\n" for n in range(20_000))  # 120,000 characters, every offset recognisable
 
@@ -78,9 +80,14 @@ def test_a_page_cut_again_keeps_a_pointer_to_the_right_place():
 def test_ids_resolve_to_the_goal_results_and_saved_outputs():
     tasks = {
         "a": {**new_task("a", "x", position=[0]), "result": "RESULT-A"},
-        "b": {**new_task("b", "y", position=[1]), "full_outputs": {"call_9": "OUT-9", "history-1": "H1"}},
-        "a/x": {**new_task("a/x", "z", position=[2]), "full_outputs": {"k": "SLASHED"}},
+        "b": new_task("b", "y", position=[1]),
+        "a/x": new_task("a/x", "z", position=[2]),
     }
+    with open_workspace(workspace_of(b={"call_9": "OUT-9", "history-1": "H1"}, **{"a/x": {"k": "SLASHED"}})):
+        check_ids(tasks)
+
+
+def check_ids(tasks):
     assert read_saved("goal", tasks, "the goal", "b") == "the goal"
     assert read_saved("a/result", tasks, "", "b") == "RESULT-A"
     assert read_saved("b/call_9", tasks, "", "a") == "OUT-9"
@@ -92,7 +99,7 @@ def test_ids_resolve_to_the_goal_results_and_saved_outputs():
 
 def test_the_tools_node_serves_read_output_from_the_task_record():
     profiles = resolve_profiles(None, ())
-    task = {**new_task("1", "read", position=[0]), "status": "in_progress", "full_outputs": {"c1": TEXT}}
+    task = {**new_task("1", "read", position=[0]), "status": "in_progress"}
     shown = excerpt(TEXT, 1_000, "1/c1")
     window = [
         SystemMessage("s"),
@@ -102,8 +109,8 @@ def test_the_tools_node_serves_read_output_from_the_task_record():
         AIMessage("", tool_calls=[tool_call("read_output", {"output_id": "1/c1", "offset": 90_000}, call_id="r")]),
     ]
     update = ToolRunner(profiles, AgentConfig(max_observation_chars=1_000))(
-        {"tasks": {"1": task}, "windows": {"1": window}, "goal": "g"}
+        {"tasks": {"1": task}, "windows": {"1": window}, "goal": "g", "workspace": workspace_of(**{"1": {"c1": TEXT}})}
     )
     reply = update["windows"]["1"][-1]
     assert reply.content.startswith('output "1/c1", characters 90000-') and "15000\n" in reply.content
-    assert len(reply.content) <= 1_000 and "full_outputs" not in update.get("tasks", {}).get("1", {})
+    assert len(reply.content) <= 1_000 and "workspace" not in update  # a page is never kept again

@@ -8,7 +8,7 @@ from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from pydantic import Field
-from scripting import is_replan, plan_of, run, subtask_of
+from scripting import is_replan, plan_of, result_text, run, subtask_of
 
 from replangraph import AgentConfig, build_graph
 from replangraph.config import resolve_profiles
@@ -184,7 +184,8 @@ def test_verifier_shows_a_huge_result_as_an_excerpt_and_says_it_is_not_missing()
     assert instructions in prompt  # never cut
     assert 'output "1/result"' in prompt and KEPT in prompt and VERIFY_EXCERPT_NOTE.strip() in prompt
     assert "ITEM-1 " in prompt and prompt.rstrip().endswith("ITEM-12" + VERIFY_EXCERPT_NOTE.rstrip())
-    assert state["tasks"]["1"]["result"] == result and state["tasks"]["1"]["verdict"]["complete"]
+    assert result_text(state, "1") == result and state["tasks"]["1"]["verdict"]["complete"]
+    assert len(state["tasks"]["1"]["result"]) <= 2_000 and state["tasks"]["1"]["result_ref"]["chars"] == len(result)
     assert items(state["final_answer"]) == ["ITEM-1", "ITEM-12"]
 
 
@@ -195,7 +196,7 @@ def test_finalizer_keeps_every_item_of_results_four_times_the_window():
     model = batches_model(20)
     state, _ = run(build_graph(model, config=SMALL))
     expected = [f"ITEM-{b * 100 + n}" for b in range(20) for n in range(25)]
-    total = count_tokens_approximately([HumanMessage("\n".join(t["result"] for t in state["tasks"].values()))])
+    total = count_tokens_approximately([HumanMessage("\n".join(result_text(state, t) for t in state["tasks"]))])
     finals = model.tokens("finalizer")
     assert total > 4 * 8_000
     assert len(finals) > 4 and max(finals) <= BUDGET

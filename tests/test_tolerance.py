@@ -8,7 +8,7 @@ import httpx
 import pytest
 from langchain_core.messages import AIMessage
 from langchain_openai.chat_models.base import OpenAIConnectionError, OpenAITimeoutError
-from scripting import is_replan, make_model, plan_of, run, subtask_of
+from scripting import is_replan, kept, make_model, plan_of, run, subtask_of
 
 from replangraph import AgentConfig, AgentProfile, build_graph
 from replangraph.queue import ordered
@@ -163,7 +163,7 @@ def test_a_subtask_stopped_by_the_budget_keeps_what_it_had_read():
     state, _ = run(graph)
     stopped = state["tasks"]["a"]
     assert stopped["status"] == "failed" and "its window is kept as output a/window-at-failure" in stopped["error"]
-    saved = stopped["full_outputs"]
+    saved = kept(state, "a")
     outputs = sorted(text for key, text in saved.items() if key != "window-at-failure")
     assert outputs == ["page 1: item-1", "page 2: item-2", "page 3: item-3"]
     assert all(text in saved["window-at-failure"] for text in outputs)

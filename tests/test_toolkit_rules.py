@@ -6,6 +6,7 @@ import json
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from scripting import kept
 
 from replangraph import AgentConfig
 from replangraph.config import AgentProfile, resolve_profiles
@@ -260,7 +261,7 @@ def test_long_outputs_are_cut_with_a_marker():
     reply = update["windows"]["1"][-1]
     assert isinstance(reply, ToolMessage) and len(reply.content) <= 2_000
     assert f'read_output(output_id="1/{reply.tool_call_id}", offset=' in reply.content
-    assert update["tasks"]["1"]["full_outputs"][reply.tool_call_id] == "q" * 50_000
+    assert kept(update, "1")[reply.tool_call_id] == "q" * 50_000
 
 
 # --------------------------------------------------------------------------- repeat guard

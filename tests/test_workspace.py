@@ -1,0 +1,118 @@
+"""The results workspace: whole results and kept outputs survive a restart, in the state or in a store."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.store.memory import InMemoryStore
+from langgraph.store.sqlite import SqliteStore
+from scripting import make_model, plan_of, result_text, subtask_of
+
+from replangraph import AgentConfig, build_graph
+from replangraph.observations import RESULT_PREVIEW_CHARS, full_result, result_fields
+from replangraph.queue import new_task
+from replangraph.testing import tool_call
+from replangraph.workspace import Workspace, open_workspace, result_key
+
+LONG = "FIRST-LINE " + "detail " * 2_000 + "LAST-LINE"
+PLAN = plan_of({"id": "1", "content": "collect"}, {"id": "2", "content": "use it", "depends_on": ["1"]})
+
+
+def work(seen: list[str]):
+    def respond(request):
+        if subtask_of(request) == "collect":
+            return LONG
+        seen.append(request.prompt)
+        return "used: " + ("LAST-LINE" if "LAST-LINE" in request.prompt else "only a preview")
+
+    return respond
+
+
+def test_a_long_result_is_kept_whole_in_the_state_and_shown_whole_to_its_dependents():
+    seen: list[str] = []
+    final = build_graph(make_model(PLAN, work(seen))).invoke({"messages": [("user", "go")]})
+    task = final["tasks"]["1"]
+    assert len(task["result"]) <= RESULT_PREVIEW_CHARS and 'read_output(output_id="1/result"' in task["result"]
+    assert task["result_ref"] == {"key": "plan:1:step:1:result:v1", "version": 1, "chars": len(LONG)}
+    assert result_text(final, "1") == LONG
+    assert final["tasks"]["2"]["result"] == "used: LAST-LINE" and "LAST-LINE" in seen[0]
+    assert "LAST-LINE" in final["final_answer"]  # the finalizer reads whole results too
+
+
+def test_results_survive_a_restart_on_sqlite_without_a_store(tmp_path):
+    path = tmp_path / "run.db"
+    run = {"configurable": {"thread_id": "job"}}
+    seen: list[str] = []
+    with sqlite3.connect(path, check_same_thread=False) as conn:
+        graph = build_graph(make_model(PLAN, work(seen)), checkpointer=SqliteSaver(conn))
+        for update in graph.stream({"messages": [("user", "go")]}, run, stream_mode="updates"):
+            if any((u or {}).get("tasks", {}).get("1", {}).get("status") == "completed" for u in update.values()):
+                break  # the process dies right after subtask 1 finished
+
+    with sqlite3.connect(path, check_same_thread=False) as conn:  # a new process: nothing in memory
+        graph = build_graph(make_model(PLAN, work(seen)), checkpointer=SqliteSaver(conn))
+        assert result_text(graph.get_state(run).values, "1") == LONG
+        final = graph.invoke(None, run)
+    assert final["tasks"]["2"]["result"] == "used: LAST-LINE"
+    assert result_text(final, "1") == LONG
+
+
+def test_results_live_in_a_sqlite_store_when_the_graph_has_one(tmp_path):
+    path = tmp_path / "run.db"
+    run = {"configurable": {"thread_id": "job"}}
+    with sqlite3.connect(path, check_same_thread=False) as conn:
+        store = SqliteStore(conn)
+        store.setup()
+        final = build_graph(make_model(PLAN, work([])), checkpointer=SqliteSaver(conn), store=store).invoke(
+            {"messages": [("user", "go")]}, run
+        )
+        assert not final.get("workspace") and "LAST-LINE" in final["final_answer"]
+    with sqlite3.connect(path, check_same_thread=False) as conn:
+        store = SqliteStore(conn)
+        item = store.get(("replangraph", "job"), "plan:1:step:1:result")
+        assert item.value["content"] == LONG and item.value["version"] == 1
+        assert store.get(("replangraph", "job"), "plan:1:step:1:result:v1").value["content"] == LONG
+
+
+def test_each_run_of_a_step_is_a_new_version_and_none_is_lost():
+    task = new_task("7", "x", position=[0], plan_id="2")
+    store = InMemoryStore()
+    with open_workspace(None) as workspace:
+        workspace.store, workspace.namespace = store, ("replangraph", "t")
+        first = result_fields(task, "first answer")
+        second = result_fields({**task, **first}, "second answer")
+        assert second["result_ref"]["version"] == 2 and full_result({**task, **second}) == "second answer"
+    assert store.get(("replangraph", "t"), result_key(task)).value["content"] == "second answer"
+    assert store.get(("replangraph", "t"), result_key(task, 1)).value["content"] == "first answer"
+    assert result_key(task) == "plan:2:step:7:result"
+
+
+def test_without_a_store_writes_go_to_the_channel_and_reads_see_them():
+    task = new_task("1", "x", position=[0])
+    with open_workspace({"plan:1:step:1": {"old": {"content": "OLD"}}}) as workspace:
+        workspace.put("plan:1:step:1:output:new", "NEW")
+        assert workspace.get("plan:1:step:1:output:old") == "OLD" and workspace.has("plan:1:step:1:output:new")
+        assert workspace.keys(task) == ["old", "new"]
+    assert workspace.update() == {"workspace": {"plan:1:step:1": {"new": {"content": "NEW", "step": "plan:1:step:1"}}}}
+    names_only = Workspace({"plan:1:step:1": {"old": {}}})  # what a Send payload carries: keys, no text
+    assert names_only.has("plan:1:step:1:output:old") and names_only.get("plan:1:step:1:output:old") is None
+
+
+def test_a_two_megabyte_output_is_checkpointed_once(tmp_path):
+    def dump() -> str:
+        """Dump everything."""
+        return "X" * 2_000_000
+
+    def respond(request):
+        return "done" if request.tool_results else tool_call("dump", {})
+
+    plan = plan_of(*({"id": str(i), "content": f"step {i}"} for i in range(6)))
+    path = tmp_path / "run.db"
+    with sqlite3.connect(path, check_same_thread=False) as conn:
+        graph = build_graph(make_model(plan, respond), [dump], config=AgentConfig(), checkpointer=SqliteSaver(conn))
+        final = graph.invoke({"messages": [("user", "go")]}, {"configurable": {"thread_id": "t"}})
+        assert all(t["status"] == "completed" for t in final["tasks"].values())
+    size = sum(os.path.getsize(p) for p in (path, f"{path}-wal") if os.path.exists(p))
+    assert size < 6 * 2_000_000 * 1.5  # six outputs of 2 MB, each stored about once (it was ~45 MB for one)
