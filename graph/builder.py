@@ -12,10 +12,10 @@ from langgraph.graph.state import CompiledStateGraph
 
 from .config import AgentConfig, AgentProfile, ToolLike, resolve_profiles
 from .context import ContextMonitor, TokenCounter
-from .routing import COMPRESSOR, DESTINATIONS, EXECUTOR, FINALIZE, REPLANNER, VERIFIER, make_router
+from .names import COMPRESSOR, EXECUTOR, FINALIZE, PLANNER, REPLANNER, ROUTED_TO, TOOLS, VERIFIER
+from .routing import make_router
 from .state import InputState, OutputState, ReplanState
 
-PLANNER, TOOLS = "planner", "tools"
 HANDLER_TARGETS = {EXECUTOR: TOOLS, TOOLS: REPLANNER, COMPRESSOR: TOOLS, VERIFIER: TOOLS}
 """Where each node's error handler sends the run after turning a crash into a failed subtask."""
 
@@ -161,7 +161,7 @@ def build_graph(
     builder.add_edge(EXECUTOR, TOOLS)
     builder.add_edge(COMPRESSOR, TOOLS)
     builder.add_edge(VERIFIER, TOOLS)
-    builder.add_conditional_edges(TOOLS, route, DESTINATIONS)
+    builder.add_conditional_edges(TOOLS, route, ROUTED_TO)
     builder.add_conditional_edges(REPLANNER, route, [EXECUTOR, COMPRESSOR, VERIFIER, FINALIZE])
     builder.add_edge(FINALIZE, END)
 

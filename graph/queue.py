@@ -240,6 +240,12 @@ def total_model_calls(tasks: Mapping[str, Task]) -> int:
     return index_of(tasks).model_calls
 
 
+def spent_model_calls(state: Mapping[str, Any]) -> int:
+    """Executor, verifier and replanner model calls of a run so far (what ``max_steps`` limits)."""
+    replans = state.get("replans") or []
+    return total_model_calls(state.get("tasks") or {}) + sum(r.get("model_calls", 0) for r in replans)
+
+
 # --------------------------------------------------------------------------- failure
 
 

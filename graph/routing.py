@@ -15,20 +15,12 @@ from langgraph.types import Send
 from .config import AgentConfig
 from .context import ContextMonitor
 from .messages import ends_with_answer
+from .names import COMPRESSOR, EXECUTOR, FINALIZE, REPLANNER, VERIFIER
 from .observations import full_result
-from .queue import Task, active_tasks, dependency_results, plan_summary, ready_tasks, total_model_calls
+from .queue import Task, active_tasks, dependency_results, plan_summary, ready_tasks, spent_model_calls
 from .queue_index import index_of
 from .state import DependencyResult, SubtaskInput
 from .workspace import WORKSPACE, step_key
-
-EXECUTOR, COMPRESSOR, VERIFIER, REPLANNER, FINALIZE = "executor", "compressor", "verifier", "replanner", "finalize"
-DESTINATIONS = [EXECUTOR, COMPRESSOR, VERIFIER, REPLANNER, FINALIZE]
-
-
-def spent_model_calls(state: Mapping[str, Any]) -> int:
-    """Executor, verifier and replanner model calls so far (what ``max_steps`` limits)."""
-    replans = state.get("replans") or []
-    return total_model_calls(state.get("tasks") or {}) + sum(r.get("model_calls", 0) for r in replans)
 
 
 def subtask_input(state: Mapping[str, Any], task: Task) -> SubtaskInput:

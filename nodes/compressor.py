@@ -20,9 +20,9 @@ from replangraph.context import OVERFLOW_SHRINK, ContextMonitor
 from replangraph.events import CONTEXT_COMPRESSED, emit
 from replangraph.fitting import PLAN_ID, excerpt, output_id
 from replangraph.messages import message_text
-from replangraph.nodes.outcomes import failed_with_window
 from replangraph.observations import is_taken, keep_outputs
 from replangraph.opening import opening_window
+from replangraph.outcomes import failed_with_window
 from replangraph.prompts import MERGE_REQUEST, SUMMARIZER_PROMPT, SUMMARY_REQUEST
 from replangraph.retry import invoke_with_retries
 from replangraph.summarizing import summarize_in_chunks

@@ -14,8 +14,8 @@ from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context import ContextMonitor
 from replangraph.events import STEP_STARTED, emit
 from replangraph.messages import all_tool_calls, message_text, repair_tool_calls
-from replangraph.nodes.outcomes import completed, failed, failed_with_window
 from replangraph.opening import mentions_read_output, opening_window
+from replangraph.outcomes import completed, failed, failed_with_window
 from replangraph.prompts import REPLAN_MARKER
 from replangraph.retry import StepClock, StepTimeout, call_with_timeout, is_context_overflow, retrying
 from replangraph.tools.read_output import read_output_tool

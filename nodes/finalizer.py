@@ -18,12 +18,11 @@ from replangraph.config import AgentConfig
 from replangraph.context import OVERFLOW_SHRINK, ContextMonitor
 from replangraph.events import PLAN_COMPLETED, emit
 from replangraph.messages import ends_with_answer, message_text
-from replangraph.nodes.outcomes import keep_window
 from replangraph.observations import result_fields
-from replangraph.queue import RESET, Task, ordered, status_counts
+from replangraph.outcomes import keep_window
+from replangraph.queue import RESET, Task, ordered, spent_model_calls, status_counts
 from replangraph.report import fallback_report
 from replangraph.retry import invoke_with_retries, is_context_overflow
-from replangraph.routing import spent_model_calls
 from replangraph.staging import ResultsTooBig, Synthesis, joined, result_entries, synthesize
 from replangraph.workspace import collect_writes
 

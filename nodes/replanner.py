@@ -32,9 +32,9 @@ from replangraph.queue import (
     preview,
     replan_requested,
     skip_dependents,
+    spent_model_calls,
     task_line,
 )
-from replangraph.routing import spent_model_calls
 from replangraph.state import ReplanRecord
 from replangraph.workspace import collect_writes
 

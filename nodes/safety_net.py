@@ -14,7 +14,7 @@ from langgraph.errors import NodeError
 from langgraph.types import Command
 
 from replangraph.messages import answers_waiting, message_text, pending_tool_calls
-from replangraph.nodes.outcomes import completed, failed_with_window, merge_updates
+from replangraph.outcomes import completed, failed_with_window, merge_updates
 from replangraph.queue import verdict_record
 from replangraph.workspace import collect_writes
 

@@ -17,7 +17,6 @@ from replangraph.config import AgentConfig, AgentProfile
 from replangraph.events import DYNAMIC_TASKS_ADDED, emit
 from replangraph.fitting import PAGE_RE
 from replangraph.messages import message_text, pending_tool_calls
-from replangraph.nodes.outcomes import completed, failed, limit_hit, merge_updates
 from replangraph.observations import (
     READ_OUTPUT,
     cut_observation,
@@ -29,6 +28,7 @@ from replangraph.observations import (
     saved_keys,
     window_outputs,
 )
+from replangraph.outcomes import completed, failed, limit_hit, merge_updates
 from replangraph.queue import Task, preview
 from replangraph.retry import StepClock, StepTimeout, call_pool, call_with_timeout
 from replangraph.tools.read_output import read_output_tool

@@ -26,8 +26,8 @@ from replangraph.events import DYNAMIC_TASKS_ADDED, STEP_VERIFIED, emit
 from replangraph.fitting import GOAL_ID, Fitted, result_id
 from replangraph.lenient import UnreadableInput, as_text, first_tool_args, load_json, task_specs, truthy
 from replangraph.messages import answers_waiting, message_text
-from replangraph.nodes.outcomes import completed, limit_hit, merge_updates
 from replangraph.oneshot import fit_request, schema_tools
+from replangraph.outcomes import completed, limit_hit, merge_updates
 from replangraph.plans import LimitReached, split_task
 from replangraph.prompts import VERIFIER_PROMPT, VERIFY_EXCERPT_NOTE, VERIFY_TEMPLATE
 from replangraph.queue import QueueError, Task, TaskVerdict, verdict_record

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from replangraph.compression import transcript
-from replangraph.events import STEP_COMPLETED, STEP_FAILED, emit
-from replangraph.fitting import output_id, unique_key
-from replangraph.observations import is_taken, keep_outputs, result_fields, window_outputs
-from replangraph.plans import LimitReached
-from replangraph.queue import preview
+from .compression import transcript
+from .events import STEP_COMPLETED, STEP_FAILED, emit
+from .fitting import output_id, unique_key
+from .observations import is_taken, keep_outputs, result_fields, window_outputs
+from .plans import LimitReached
+from .queue import preview
 
 
 def failed(task: Mapping[str, Any], error: str, model_calls: int, **extra: Any) -> dict:

@@ -1,0 +1,66 @@
+"""The engine benchmark's three measurements, at tiny sizes: structure and correctness, not timing."""
+
+from __future__ import annotations
+
+import io
+
+from langchain_core.messages import HumanMessage
+
+from benchmarks import engine
+from benchmarks.__main__ import BENCHMARKS
+from replangraph.testing import ScriptedRequest
+
+
+def test_engine_is_registered_and_quick_means_one_run():
+    assert BENCHMARKS["engine"] == "benchmarks.engine"
+    assert engine.parse(["--quick"]).runs == 1
+    assert engine.parse([]).runs == 3
+
+
+def test_overhead_table_has_a_row_per_size_and_the_flatness_line():
+    out = io.StringIO()
+    medians = engine.overhead_table([5, 10], runs=1, out=out)
+    text = out.getvalue()
+    assert len(medians) == 2 and all(m > 0 for m in medians)
+    assert "| 5 |" in text and "| 10 |" in text
+    assert "ms per superstep" in text and "Flatness, max/min" in text
+
+
+def test_bare_superstep_takes_some_time():
+    assert 0 < engine.bare_superstep_seconds(50) < 0.1
+
+
+def test_scale_child_completes_every_subtask_and_reports_the_database():
+    result = engine.scale_in_child(10, max_seconds=60)
+    assert result["n"] == 10 and result["completed"] == 10
+    assert result["db_bytes"] > 0 and result["rss_kb"] > 0 and result["wall_s"] > 0
+    assert engine.scale_row("10", result).endswith("| 10/10 ✓ |")
+
+
+def test_scale_run_with_a_big_output_completes(tmp_path):
+    result = engine.scale_run(3, tmp_path / "db", big_index=2)
+    assert result["completed"] == 3 and result["db_bytes"] > 0
+
+
+def test_a_child_past_its_limit_is_a_timed_out_row():
+    result = engine.scale_in_child(10, max_seconds=0.01)
+    assert "timed out" in result["error"]
+    assert "timed out" in engine.scale_row("10", result)
+    assert "did not finish" in engine.scale_targets([result])
+
+
+def test_scale_targets_judge_bytes_per_subtask():
+    rows = [{"n": n, "wall_s": 1.0, "rss_kb": 100_000, "db_bytes": 1_000 * n} for n in (100, 5000)]
+    assert "max/min: 1.00" in engine.scale_targets(rows) and "✗" not in engine.scale_targets(rows)
+
+
+def test_four_subtasks_run_faster_at_concurrency_four():
+    one = engine.parallel_seconds(4, 0.05, concurrency=1)
+    four = engine.parallel_seconds(4, 0.05, concurrency=4)
+    assert one / four > 1.5
+
+
+def test_subtask_index_reads_the_item_from_the_request():
+    prompt = HumanMessage("Your subtask (3): Read item 42 and report it")
+    request = ScriptedRequest(messages=[prompt], tool_names=("read_item",))
+    assert engine.subtask_index(request) == 42
