@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import sys
 
-BENCHMARKS = {"personas": "benchmarks.persona_table", "context": "benchmarks.context_table"}
+BENCHMARKS = {
+    "personas": "benchmarks.persona_table",
+    "context": "benchmarks.context_table",
+    "engine": "benchmarks.engine",
+}
 
 
 def main(argv: list[str]) -> int:

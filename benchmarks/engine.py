@@ -1,0 +1,348 @@
+"""The engine benchmark: what replangraph's own machinery costs, per subtask, at scale and in parallel.
+
+    python -m benchmarks engine                 # chains of 150..1000, 100..5000 items, 16 parallel subtasks
+    python -m benchmarks engine --quick         # tiny sizes, 1 run: well under a minute (CI)
+    python -m benchmarks engine --runs 5 --max-seconds 120
+
+Every model is scripted and answers at once, from the request alone, so the
+figures are the engine's: routing, state updates, checkpoints, the thread pool.
+Three tables: overhead per subtask beside a bare LangGraph superstep; a run of
+N independent subtasks with a SqliteSaver (each size in a fresh process, for
+its own peak RSS); and 16 sleeping subtasks at max_concurrency 1, 8 and 16.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import resource
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TextIO, TypedDict
+
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import END, START, StateGraph
+
+from replangraph import AgentConfig, build_graph
+from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
+
+from .persona_table import machine
+
+ROOT = Path(__file__).resolve().parent.parent
+ITEM_CHARS = 1_000
+BIG_OUTPUT_CHARS = 2_000_000
+BIG_OUTPUT_TASKS = 24
+BARE_LAPS = 2_000
+PARALLEL_TASKS = 16
+PARALLEL_SLEEP_S = 0.2
+
+Work = Callable[[ScriptedRequest, int], Any]
+"""A subtask's reply, given the request and the item index its text names."""
+
+
+def subtask_index(request: ScriptedRequest) -> int:
+    """The item index named in the subtask's text ("Your subtask (ID): ... item 7 ...")."""
+    found = re.search(r"Your subtask \([^)]*\): \D*(\d+)", request.prompt)
+    if not found:
+        raise ValueError("no subtask in the request")
+    return int(found.group(1))
+
+
+def scripted(tasks: list[dict], work: Work, finalize: Callable[[], str] = lambda: "done") -> ScriptedChatModel:
+    """Planner gets ``tasks``, each subtask ``work(request, index)``, the finalizer ``finalize()``."""
+
+    def respond(request: ScriptedRequest):
+        if "Plan" in request.tool_names:
+            return tool_call("Plan", {"tasks": tasks})
+        if request.tool_names:
+            return work(request, subtask_index(request))
+        return finalize()
+
+    return ScriptedChatModel(respond=respond)
+
+
+def independent_plan(n: int, verb: str) -> list[dict]:
+    return [{"id": str(i), "content": f"{verb} item {i} and report it", "depends_on": []} for i in range(1, n + 1)]
+
+
+def chain_plan(n: int) -> list[dict]:
+    return [{"id": str(i), "content": f"Step {i}", "depends_on": [str(i - 1)][: i - 1]} for i in range(1, n + 1)]
+
+
+def config_for(n: int, **fields: Any) -> AgentConfig:
+    """Limits that let ``n`` subtasks finish: room for the plan and ten model calls per subtask."""
+    return AgentConfig(max_tasks=n + 10, max_steps=max(10 * n, 100), **fields)
+
+
+def completed(state: dict) -> int:
+    """Subtasks that completed with a result naming their own item (the scripted replies do)."""
+    return sum(
+        1
+        for task in state["tasks"].values()
+        if task["status"] == "completed" and re.search(rf"\bitem {task['id']}\b", task.get("result") or "")
+    )
+
+
+# Table 1: overhead per subtask ---------------------------------------------------------------------------------
+
+
+def chain_seconds_per_subtask(n: int) -> float:
+    """Engine time per subtask on a chain of ``n`` that the model answers at once, no tools, no checkpointer."""
+    marks: dict[str, float] = {}
+    answered: set[int] = set()
+
+    def finish(request: ScriptedRequest, index: int) -> str:
+        answered.add(index)
+        return f"Finished item {index}."
+
+    def finalize() -> str:
+        marks.setdefault("finalize", time.perf_counter())
+        return "done"
+
+    graph = build_graph(scripted(chain_plan(n), finish, finalize), config=config_for(n))
+    # From the planner's update reaching the stream (its node has ended) to the finalizer's model request: every
+    # executor, tools and routing step of the n subtasks, the instant model's replies, and what the finalize node
+    # does before its model call; not the planner's or the finalizer's model calls.
+    for update in graph.stream({"messages": [("user", "Do the steps in order.")]}, stream_mode="updates"):
+        if "planner" in update:
+            marks["planner"] = time.perf_counter()
+    if len(answered) != n or "finalize" not in marks:
+        raise RuntimeError(f"the chain of {n} stopped after {len(answered)} subtasks")
+    return (marks["finalize"] - marks["planner"]) / n
+
+
+class Counter(TypedDict):
+    count: int
+
+
+def bare_superstep_seconds(steps: int) -> float:
+    """Seconds per superstep of a one-node StateGraph that adds 1 and loops ``steps`` times (no checkpointer)."""
+    builder = StateGraph(Counter)
+    builder.add_node("step", lambda state: {"count": state["count"] + 1})
+    builder.add_edge(START, "step")
+    builder.add_conditional_edges("step", lambda state: "step" if state["count"] < steps else END, ["step", END])
+    graph = builder.compile()
+    started = time.perf_counter()
+    graph.invoke({"count": 0}, {"recursion_limit": steps + 10})
+    return (time.perf_counter() - started) / steps
+
+
+def min_median(values: Sequence[float], fmt: str) -> str:
+    return f"{min(values):{fmt}} / {statistics.median(values):{fmt}}"
+
+
+def overhead_table(sizes: Sequence[int], runs: int, out: TextIO) -> list[float]:
+    """Print table 1; per-subtask medians in ms, one per size."""
+    bare = [bare_superstep_seconds(BARE_LAPS) * 1e3 for _ in range(runs)]
+    bare_median = statistics.median(bare)
+    title = "**1. Overhead per subtask** (a chain: subtask i depends on i-1; instant model, no tools, no checkpointer)"
+    print(title, file=out)
+    bare_cell = f"{min_median(bare, '.3f')} ms per superstep"
+    print(f"\nBare LangGraph (one node looping {BARE_LAPS:,} times on a conditional edge): {bare_cell}\n", file=out)
+    print("| N | ms per subtask (min / median) | × bare superstep (median / median) | target |", file=out)
+    print("|---|---|---|---|", file=out)
+    medians = []
+    for n in sizes:
+        per_subtask = [chain_seconds_per_subtask(n) * 1e3 for _ in range(runs)]
+        median = statistics.median(per_subtask)
+        medians.append(median)
+        ratio = median / bare_median
+        target = f"≤ 20× {mark(ratio <= 20)}" + (f", ≤ 3 ms {mark(median <= 3)}" if n == 500 else "")
+        print(f"| {n} | {min_median(per_subtask, '.2f')} | {ratio:.0f}× | {target} |", file=out, flush=True)
+    flatness = max(medians) / min(medians)
+    print(
+        f"\nFlatness, max/min of the medians from {sizes[0]} to {sizes[-1]}: {flatness:.2f} "
+        f"(target ≤ 1.5, flat within ±50 %) {mark(flatness <= 1.5)}\n",
+        file=out,
+    )
+    return medians
+
+
+def mark(ok: bool) -> str:
+    return "✓" if ok else "✗"
+
+
+# Table 2: scale with a SqliteSaver -----------------------------------------------------------------------------
+
+
+def item_text(index: int, chars: int = ITEM_CHARS) -> str:
+    """About ``chars`` characters describing item ``index``."""
+    line = f"Item {index}: a widget of batch {index % 97}, stored on shelf {index % 13}, checked and in stock. "
+    return (line * (chars // len(line) + 1))[:chars]
+
+
+def reader(big_index: int | None) -> Callable[[int], str]:
+    def read_item(index: int) -> str:
+        """Read one item's record by its index."""
+        return item_text(index, BIG_OUTPUT_CHARS if index == big_index else ITEM_CHARS)
+
+    return read_item
+
+
+def read_then_report(request: ScriptedRequest, index: int):
+    if not request.called("read_item"):
+        return tool_call("read_item", {"index": index})
+    return f"Read item {index}: in stock."
+
+
+def database_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")) if p.exists())
+
+
+def scale_run(n: int, path: Path, big_index: int | None = None) -> dict:
+    """Read ``n`` items, one subtask each, checkpointed to SQLite at ``path``; wall time, RSS, DB size, completed."""
+    connection = sqlite3.connect(str(path), check_same_thread=False)
+    model = scripted(independent_plan(n, "Read"), read_then_report)
+    graph = build_graph(model, tools=[reader(big_index)], config=config_for(n), checkpointer=SqliteSaver(connection))
+    started = time.perf_counter()
+    state = graph.invoke({"messages": [("user", f"Read items 1 to {n}.")]}, {"configurable": {"thread_id": "scale"}})
+    wall = time.perf_counter() - started
+    connection.close()
+    return {
+        "n": n,
+        "wall_s": wall,
+        "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        "db_bytes": database_bytes(path),
+        "completed": completed(state),
+    }
+
+
+def scale_in_child(n: int, max_seconds: float, big_index: int | None = None) -> dict:
+    """`scale_run` in a fresh interpreter; ``{"error": ...}`` when it fails or runs past ``max_seconds``."""
+    with tempfile.TemporaryDirectory() as folder:
+        command = [sys.executable, "-m", "benchmarks", "engine", "--scale-child", str(n), str(Path(folder) / "db")]
+        if big_index is not None:
+            command += ["--big-index", str(big_index)]
+        try:
+            done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=max_seconds)
+        except subprocess.TimeoutExpired:
+            return {"n": n, "error": f"timed out after {max_seconds:g} s"}
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"n": n, "error": f"failed: {last[:120]}"}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def scale_row(label: str, result: dict) -> str:
+    n = result["n"]
+    if "error" in result:
+        return f"| {label} | {result['error']} | | | | |"
+    return (
+        f"| {label} | {result['wall_s']:.1f} | {result['rss_kb'] / 1024:.0f} | {result['db_bytes']:,} "
+        f"| {result['db_bytes'] / n:,.0f} | {result['completed']}/{n} {mark(result['completed'] == n)} |"
+    )
+
+
+def scale_table(sizes: Sequence[int], max_seconds: float, out: TextIO) -> list[dict]:
+    """Print table 2 (each row a fresh process)."""
+    print(
+        "**2. Scale with SqliteSaver** (N independent subtasks, each calls `read_item` (1 KB) then answers; "
+        "max_concurrency 1; each row a fresh process)\n",
+        file=out,
+    )
+    print("| N | wall s | peak RSS MB | database bytes | bytes per subtask | completed |", file=out)
+    print("|---|---|---|---|---|---|", file=out)
+    results = []
+    for n in sizes:
+        results.append(scale_in_child(n, max_seconds))
+        print(scale_row(str(n), results[-1]), file=out, flush=True)
+    # The first item read is the big one, so every later checkpoint could carry it: the worst place for it.
+    big = scale_in_child(BIG_OUTPUT_TASKS, max_seconds, big_index=1)
+    print(scale_row(f"{BIG_OUTPUT_TASKS}, item 1's output 2 MB", big), file=out, flush=True)
+    print(f"\n{scale_targets(results)}\n", file=out)
+    return [*results, big]
+
+
+def scale_targets(results: list[dict]) -> str:
+    """The table's verdicts: bytes per subtask flat within ±30 %; 5000 items under 60 s and 500 MB."""
+    if any("error" in r for r in results):
+        return "Targets: bytes per subtask flat within ±30 %; 5000 items under 60 s and 500 MB ✗ (a row did not finish)"
+    per = [r["db_bytes"] / r["n"] for r in results]
+    flat = max(per) / min(per)
+    verdict = f"Bytes per subtask, max/min: {flat:.2f} (target ≤ 1.3, flat within ±30 %) {mark(flat <= 1.3)}; "
+    largest = results[-1]
+    fast = largest["wall_s"] < 60 and largest["rss_kb"] / 1024 < 500
+    judged = mark(fast) if largest["n"] >= 5000 else "(not judged below 5000)"
+    return verdict + f"target for 5000 items: under 60 s and 500 MB RSS {judged}"
+
+
+# Table 3: parallel ---------------------------------------------------------------------------------------------
+
+
+def parallel_seconds(tasks: int, sleep_s: float, concurrency: int) -> float:
+    """Wall time of ``tasks`` independent subtasks whose tool sleeps ``sleep_s``, at ``max_concurrency``."""
+
+    def work(index: int) -> str:
+        """Work on one item by its index."""
+        time.sleep(sleep_s)
+        return f"worked on item {index}"
+
+    def call_then_answer(request: ScriptedRequest, index: int):
+        return tool_call("work", {"index": index}) if not request.called("work") else f"Did item {index}."
+
+    model = scripted(independent_plan(tasks, "Work on"), call_then_answer)
+    graph = build_graph(model, tools=[work], config=config_for(tasks, max_concurrency=concurrency))
+    started = time.perf_counter()
+    state = graph.invoke({"messages": [("user", "Work on every item.")]})  # no run config: the graph sizes its pool
+    wall = time.perf_counter() - started
+    if completed(state) != tasks:
+        raise RuntimeError(f"only {completed(state)}/{tasks} subtasks completed at max_concurrency={concurrency}")
+    return wall
+
+
+def parallel_table(concurrencies: Sequence[int], runs: int, out: TextIO) -> dict[int, float]:
+    """Print table 3; median wall seconds by max_concurrency."""
+    print(
+        f"**3. Parallel** ({PARALLEL_TASKS} independent subtasks, each calls `work` which sleeps {PARALLEL_SLEEP_S} s; "
+        "nothing in the run config)\n",
+        file=out,
+    )
+    print("| max_concurrency | wall s (min / median) | speedup vs 1 (median) | target |", file=out)
+    print("|---|---|---|---|", file=out)
+    targets = {8: 6, 16: 10}
+    medians: dict[int, float] = {}
+    for k in concurrencies:
+        walls = [parallel_seconds(PARALLEL_TASKS, PARALLEL_SLEEP_S, k) for _ in range(runs)]
+        medians[k] = statistics.median(walls)
+        speedup = medians[concurrencies[0]] / medians[k]
+        target = f"≥ {targets[k]}× {mark(speedup >= targets[k])}" if k in targets else ""
+        print(f"| {k} | {min_median(walls, '.2f')} | {speedup:.1f}× | {target} |", file=out, flush=True)
+    print(file=out)
+    return medians
+
+
+# Command line --------------------------------------------------------------------------------------------------
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks engine", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=None, help="runs per row of tables 1 and 3 (default 3; quick 1)")
+    parser.add_argument("--quick", action="store_true", help="chains of 150 and 300, 100 and 300 items, 1 run (CI)")
+    parser.add_argument("--max-seconds", type=float, default=300.0, help="seconds one table 2 row may take")
+    parser.add_argument("--scale-child", nargs=2, metavar=("N", "PATH"), help=argparse.SUPPRESS)
+    parser.add_argument("--big-index", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    args.runs = args.runs or (1 if args.quick else 3)
+    return args
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
+    args = parse(argv)
+    if args.scale_child:
+        n, path = args.scale_child
+        print(json.dumps(scale_run(int(n), Path(path), args.big_index)), file=out)
+        return 0
+    chains, items = ([150, 300], [100, 300]) if args.quick else ([150, 250, 500, 1000], [100, 1000, 5000])
+    print(f"Machine: {machine()}\n", file=out)
+    print(f"Scripted models answer at once; min / median over {args.runs} run(s) in tables 1 and 3.\n", file=out)
+    overhead_table(chains, args.runs, out)
+    scale_table(items, args.max_seconds, out)
+    parallel_table([1, 8, 16], args.runs, out)
+    return 0
