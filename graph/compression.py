@@ -16,10 +16,16 @@ from langchain_core.messages.utils import count_tokens_approximately
 
 from .fitting import kept_id, mark_kept, message_key, output_id, recut, unique_key
 from .messages import all_tool_calls, message_text
+from .prompts import (
+    SUMMARY_HISTORY_MANY,
+    SUMMARY_HISTORY_ONE,
+    SUMMARY_PLAN,
+    SUMMARY_SUBTASK,
+    SUMMARY_TEMPLATE,
+)
 
 HEAD = 2  # the system prompt and the subtask message
 SUMMARY_ID_PREFIX = "replangraph-summary-"
-SUMMARY_HEADER = "[Context summary: earlier work on this subtask was compressed to fit the context window.]"
 
 Summarize = Callable[[str | None, Sequence[AnyMessage]], str]
 Taken = Callable[[str], bool]
@@ -81,21 +87,19 @@ def history_note(task_id: str, count: int) -> str:
     """Where the messages folded into summaries 1..count are kept."""
     first, last = output_id(task_id, "history-1"), output_id(task_id, f"history-{count}")
     if count == 1:
-        return f'The messages folded into this summary are kept in full: read_output(output_id="{first}").'
-    return (
-        f'The messages folded into summaries are kept in full: read_output(output_id="{first}") '
-        f'through read_output(output_id="{last}").'
-    )
+        return SUMMARY_HISTORY_ONE.format(first=first)
+    return SUMMARY_HISTORY_MANY.format(first=first, last=last)
 
 
 def summary_message(summary: str, plan: str, instructions: str, count: int, task_id: str = "") -> HumanMessage:
     """The message standing for everything folded so far, with the plan and the subtask re-injected."""
-    text = f"{SUMMARY_HEADER}\n\nWhat was done so far:\n{summary.strip()}"
+    parts = [SUMMARY_TEMPLATE.format(summary=summary.strip())]
     if task_id:
-        text += "\n\n" + history_note(task_id, count)
+        parts.append(history_note(task_id, count))
     if plan:
-        text += f"\n\nCurrent plan:\n{plan}"
-    text += f"\n\nYour subtask, unchanged:\n{instructions}\nContinue from where the summary ends."
+        parts.append(SUMMARY_PLAN.format(plan=plan))
+    parts.append(SUMMARY_SUBTASK.format(instructions=instructions))
+    text = "\n\n".join(parts)
     return HumanMessage(text, id=f"{SUMMARY_ID_PREFIX}{count}")
 
 

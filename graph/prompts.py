@@ -181,3 +181,25 @@ These parts of the final answer cover consecutive shares of the subtask results,
 Join them into one final answer that keeps every item, number and name of every part, in order.
 
 {parts}"""
+
+
+# --------------------------------------------------------------------------- kept text and summaries
+
+READ_OUTPUT_DESCRIPTION = (
+    "Read text that was kept out of your context: a long tool output, earlier messages, or another "
+    'subtask\'s result. Use the output_id and offset named in a note such as [… output "3/call_1": '
+    "characters 4000-90000 of 90000 are not shown here …]. Returns one page; the page says where the next one starts."
+)
+READ_OUTPUT_ID_DESCRIPTION = 'The id from the note, e.g. "3/call_1" or "goal".'
+READ_OUTPUT_OFFSET_DESCRIPTION = "First character to read (default 0)."
+READ_OUTPUT_LIMIT_DESCRIPTION = "How many characters to read."
+
+SUMMARY_HEADER = "[Context summary: earlier work on this subtask was compressed to fit the context window.]"
+SUMMARY_TEMPLATE = SUMMARY_HEADER + "\n\nWhat was done so far:\n{summary}"
+SUMMARY_HISTORY_ONE = 'The messages folded into this summary are kept in full: read_output(output_id="{first}").'
+SUMMARY_HISTORY_MANY = (
+    'The messages folded into summaries are kept in full: read_output(output_id="{first}") '
+    'through read_output(output_id="{last}").'
+)
+SUMMARY_PLAN = "Current plan:\n{plan}"
+SUMMARY_SUBTASK = "Your subtask, unchanged:\n{instructions}\nContinue from where the summary ends."

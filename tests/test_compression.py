@@ -11,7 +11,6 @@ from langchain_core.messages.utils import count_tokens_approximately
 
 from replangraph import AgentConfig
 from replangraph.compression import (
-    SUMMARY_HEADER,
     compress_window,
     cut_points,
     is_summary,
@@ -24,6 +23,7 @@ from replangraph.fitting import NOTE_RE, excerpt, kept_id, mark_kept, pointers, 
 from replangraph.messages import message_text
 from replangraph.nodes.compressor import Compressor
 from replangraph.observations import drop_old_observations, is_dropped
+from replangraph.prompts import SUMMARY_HEADER
 from replangraph.summarizing import summarize_in_chunks
 from replangraph.testing import ScriptedChatModel, tool_call
 

@@ -17,11 +17,11 @@ from pydantic import AliasChoices, BaseModel, BeforeValidator, Field, WithJsonSc
 from replangraph.fitting import PAGE, note
 from replangraph.lenient import as_text
 from replangraph.observations import READ_OUTPUT
-
-READ_OUTPUT_DESCRIPTION = (
-    "Read text that was kept out of your context: a long tool output, earlier messages, or another "
-    'subtask\'s result. Use the output_id and offset named in a note such as [… output "3/call_1": '
-    "characters 4000-90000 of 90000 are not shown here …]. Returns one page; the page says where the next one starts."
+from replangraph.prompts import (
+    READ_OUTPUT_DESCRIPTION,
+    READ_OUTPUT_ID_DESCRIPTION,
+    READ_OUTPUT_LIMIT_DESCRIPTION,
+    READ_OUTPUT_OFFSET_DESCRIPTION,
 )
 
 
@@ -48,7 +48,7 @@ class ReadOutputArgs(BaseModel):
         BeforeValidator(_first_text),
         WithJsonSchema({"type": "string"}),
         Field(
-            description='The id from the note, e.g. "3/call_1" or "goal".',
+            description=READ_OUTPUT_ID_DESCRIPTION,
             validation_alias=AliasChoices("output_id", "id", "output", "key", "outputId"),
         ),
     ]
@@ -57,7 +57,7 @@ class ReadOutputArgs(BaseModel):
         BeforeValidator(_whole_number),
         Field(
             None,
-            description="First character to read (default 0).",
+            description=READ_OUTPUT_OFFSET_DESCRIPTION,
             validation_alias=AliasChoices("offset", "start", "from", "position", "begin"),
         ),
     ]
@@ -66,7 +66,7 @@ class ReadOutputArgs(BaseModel):
         BeforeValidator(_whole_number),
         Field(
             None,
-            description="How many characters to read.",
+            description=READ_OUTPUT_LIMIT_DESCRIPTION,
             validation_alias=AliasChoices("limit", "length", "max_chars", "count", "size", "chars"),
         ),
     ]
