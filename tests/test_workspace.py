@@ -62,14 +62,18 @@ def test_results_survive_a_restart_on_sqlite_without_a_store(tmp_path):
 def test_results_live_in_a_sqlite_store_when_the_graph_has_one(tmp_path):
     path = tmp_path / "run.db"
     run = {"configurable": {"thread_id": "job"}}
-    with sqlite3.connect(path, check_same_thread=False) as conn:
-        store = SqliteStore(conn)
+    # The saver and the store each get their own connection: they open transactions independently.
+    with (
+        sqlite3.connect(path, check_same_thread=False) as conn,
+        sqlite3.connect(tmp_path / "store.db", check_same_thread=False, isolation_level=None) as store_conn,
+    ):
+        store = SqliteStore(store_conn)
         store.setup()
         final = build_graph(make_model(PLAN, work([])), checkpointer=SqliteSaver(conn), store=store).invoke(
             {"messages": [("user", "go")]}, run
         )
         assert not final.get("workspace") and "LAST-LINE" in final["final_answer"]
-    with sqlite3.connect(path, check_same_thread=False) as conn:
+    with sqlite3.connect(tmp_path / "store.db", check_same_thread=False, isolation_level=None) as conn:
         store = SqliteStore(conn)
         item = store.get(("replangraph", "job"), "plan:1:step:1:result")
         assert item.value["content"] == LONG and item.value["version"] == 1
