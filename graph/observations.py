@@ -28,7 +28,7 @@ from .fitting import (
 )
 from .messages import message_text
 from .queue import plan_summary
-from .workspace import current_workspace, output_key, result_key
+from .workspace import current_workspace, output_slot, result_slot
 
 READ_OUTPUT = "read_output"
 DROPPED = '[output "{id}" removed from context (only the last {keep} tool outputs are kept); {how}]'
@@ -41,13 +41,13 @@ def keep_outputs(task: Mapping[str, Any], outputs: Mapping[str, str]) -> None:
     (callers pick free keys with `unique_key`), since a note in the window may point at it."""
     workspace = current_workspace()
     for key, text in outputs.items():
-        if not workspace.has(output_key(task, key)):
-            workspace.put(output_key(task, key), text, kind="output")
+        if not workspace.has(output_slot(task, key)):
+            workspace.put(output_slot(task, key), text, kind="output")
 
 
 def saved_text(task: Mapping[str, Any], key: str) -> str | None:
     """Text kept for ``task`` under ``key``."""
-    return current_workspace().get(output_key(task, key))
+    return current_workspace().get(output_slot(task, key))
 
 
 RESULT_PREVIEW_CHARS = 2_000
@@ -57,19 +57,23 @@ RESULT_PREVIEW_CHARS = 2_000
 def result_fields(task: Mapping[str, Any], text: str) -> dict[str, Any]:
     """Keep a subtask's result in the workspace (a new version each time) and return the task fields
     that point at it: ``result`` (whole when short, else an excerpt), ``result_ref``."""
-    version = int((task.get("result_ref") or {}).get("version", 0)) + 1
     workspace = current_workspace()
+    version = int((task.get("result_ref") or {}).get("version", 0)) + 1
+    while workspace.has(result_slot(task, version)):  # a replayed or forked run: never overwrite a version
+        version += 1
     meta = {"kind": "result", "task_id": task["id"], "version": version}
-    workspace.put(result_key(task, version), text, **meta)
-    workspace.put(result_key(task), text, **meta)
+    workspace.put(result_slot(task, version), text, **meta)
+    workspace.put(result_slot(task), text, **meta)
     shown = text if len(text) <= RESULT_PREVIEW_CHARS else excerpt(text, RESULT_PREVIEW_CHARS, result_id(task["id"]))
-    return {"result": shown, "result_ref": {"key": result_key(task, version), "version": version, "chars": len(text)}}
+    ref = {"key": "".join(result_slot(task, version)), "version": version, "chars": len(text)}
+    return {"result": shown, "result_ref": ref}
 
 
 def full_result(task: Mapping[str, Any]) -> str | None:
     """A subtask's whole result: from the workspace when the queue holds a preview, else the queue's."""
-    if task.get("result_ref"):
-        found = current_workspace().get(task["result_ref"]["key"])
+    ref = task.get("result_ref")
+    if ref:
+        found = current_workspace().get(result_slot(task, ref.get("version")))
         if found is not None:
             return found
     return task.get("result")
@@ -161,4 +165,4 @@ def window_outputs(window: Sequence[AnyMessage], taken: Callable[[str], bool] = 
 def is_taken(task: Mapping[str, Any]) -> Callable[[str], bool]:
     """Whether a key already holds kept text of ``task``."""
     workspace = current_workspace()
-    return lambda key: workspace.has(output_key(task, key))
+    return lambda key: workspace.has(output_slot(task, key))

@@ -240,6 +240,16 @@ def total_model_calls(tasks: Mapping[str, Task]) -> int:
     return index_of(tasks).model_calls
 
 
+def next_plan_id(tasks: Mapping[str, Task]) -> str:
+    """The id of the next plan on this thread: one more than any plan of the queue (``1`` for a new one).
+
+    A new goal on the same thread starts a fresh queue but keeps the workspace, so its
+    plan ids go on counting and its keys never meet the earlier goal's.
+    """
+    numbers = [int(p) for t in tasks.values() if str(p := t.get("plan_id") or "1").isdigit()]
+    return str(max(numbers, default=0) + 1)
+
+
 def spent_model_calls(state: Mapping[str, Any]) -> int:
     """Executor, verifier and replanner model calls of a run so far (what ``max_steps`` limits)."""
     replans = state.get("replans") or []

@@ -20,7 +20,7 @@ from .observations import full_result
 from .queue import Task, active_tasks, dependency_results, plan_summary, ready_tasks, spent_model_calls
 from .queue_index import index_of
 from .state import DependencyResult, SubtaskInput
-from .workspace import WORKSPACE, step_key
+from .workspace import WORKSPACE, open_workspace, step_key
 
 
 def subtask_input(state: Mapping[str, Any], task: Task) -> SubtaskInput:
@@ -54,6 +54,10 @@ def make_router(
     """The routing function, bound to the run's limits and each agent type's tools."""
 
     def route(state: Mapping[str, Any]) -> list[Send | str] | str:
+        with open_workspace(state.get(WORKSPACE)):  # dependency results are read whole from it
+            return decide(state)
+
+    def decide(state: Mapping[str, Any]) -> list[Send | str] | str:
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         if index_of(tasks).replan:
             return REPLANNER

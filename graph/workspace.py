@@ -15,6 +15,7 @@ what a node put in the channel and adds it to the node's update.
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -24,7 +25,8 @@ from langgraph.config import get_config, get_store
 from langgraph.types import Command
 
 WORKSPACE = "workspace"
-"""The state channel holding the entries of a run without a store: ``{step_key: {key: entry}}``."""
+"""The state channel holding the entries of a run without a store:
+``{"plan:1:step:3": {":result": entry, ":result:v1": entry, ":output:call_7": entry}}``."""
 
 
 def step_key(task: Mapping[str, Any]) -> str:
@@ -32,14 +34,28 @@ def step_key(task: Mapping[str, Any]) -> str:
     return f"plan:{task.get('plan_id') or '1'}:step:{task['id']}"
 
 
+Slot = tuple[str, str]
+"""``(step key, rest)``: an entry's place; its store key is the two joined."""
+
+
+def result_slot(task: Mapping[str, Any], version: int | None = None) -> Slot:
+    """Where a subtask's result is kept (its latest version, or version ``version``)."""
+    return step_key(task), ":result" + (f":v{version}" if version else "")
+
+
+def output_slot(task: Mapping[str, Any], key: str) -> Slot:
+    """Where text kept for a subtask under ``key`` (a tool call id, ``history-2``, ``window-at-failure``) is."""
+    return step_key(task), f":output:{key}"
+
+
 def result_key(task: Mapping[str, Any], version: int | None = None) -> str:
-    """Key of a subtask's result (its latest version, or version ``version``)."""
-    return f"{step_key(task)}:result" + (f":v{version}" if version else "")
+    """Store key of a subtask's result: ``plan:{plan_id}:step:{step_id}:result[:v{n}]``."""
+    return "".join(result_slot(task, version))
 
 
 def output_key(task: Mapping[str, Any], key: str) -> str:
-    """Key of text kept for a subtask under ``key`` (a tool call id, ``history-2``, ``window-at-failure``)."""
-    return f"{step_key(task)}:output:{key}"
+    """Store key of text kept for a subtask: ``plan:{plan_id}:step:{step_id}:output:{key}``."""
+    return "".join(output_slot(task, key))
 
 
 def run_namespace() -> tuple[str, ...]:
@@ -78,45 +94,43 @@ class Workspace:
         self.written: dict[str, dict[str, dict]] = {}
         self.namespace = run_namespace() if store is not None else ()
 
-    def _split(self, key: str) -> tuple[str, str]:
-        step, _, rest = key.partition(":result") if ":result" in key else key.partition(":output:")
-        return step, (":result" + rest) if ":result" in key else rest
-
-    def _entry(self, key: str) -> Mapping[str, Any] | None:
+    def _entry(self, slot: Slot) -> Mapping[str, Any] | None:
+        step, rest = slot
         if self.store is not None:
-            item = self.store.get(self.namespace, key)
+            item = self.store.get(self.namespace, step + rest)
             return item.value if item is not None else None
-        step, rest = self._split(key)
         found = self.written.get(step, {}).get(rest)
         return found if found is not None else self.entries.get(step, {}).get(rest)
 
-    def get(self, key: str) -> str | None:
-        """The text under ``key``, or None (also for a key a ``Send`` payload names without its text)."""
-        entry = self._entry(key)
+    def get(self, slot: Slot) -> str | None:
+        """The text in ``slot``, or None (also for a slot a ``Send`` payload names without its text)."""
+        entry = self._entry(slot)
         return None if entry is None or "content" not in entry else str(entry["content"])
 
-    def has(self, key: str) -> bool:
-        """Whether ``key`` holds an entry."""
-        return self._entry(key) is not None
+    def has(self, slot: Slot) -> bool:
+        """Whether ``slot`` holds an entry."""
+        return self._entry(slot) is not None
 
-    def put(self, key: str, text: str, **meta: Any) -> None:
-        """Store ``text`` under ``key`` (with metadata such as the step and version)."""
-        step, rest = self._split(key)
+    def put(self, slot: Slot, text: str, **meta: Any) -> None:
+        """Keep ``text`` in ``slot`` (with metadata such as the kind and version)."""
+        step, rest = slot
         entry = {"content": text, "step": step, **meta}
         if self.store is not None:
-            self.store.put(self.namespace, key, entry)
+            self.store.put(self.namespace, step + rest, entry)
         else:
             self.written.setdefault(step, {})[rest] = entry
 
     def keys(self, task: Mapping[str, Any], limit: int = 20) -> list[str]:
-        """Keys kept for a subtask's outputs (the part after ``output:``), newest last."""
+        """Keys of a subtask's kept outputs (the part after ``output:``), oldest first, the last ``limit``."""
         step = step_key(task)
+        prefix = step + ":output:"
         if self.store is not None:
-            items = self.store.search(self.namespace, filter={"step": step}, limit=1_000)
-            found = [i.key.partition(":output:")[2] for i in items if ":output:" in i.key]
+            items = self.store.search(self.namespace, filter={"step": step}, limit=10_000)
+            ordered = sorted((i for i in items if i.key.startswith(prefix)), key=lambda i: i.created_at)
+            found = [i.key[len(prefix) :] for i in ordered]
         else:
             rests = [*self.entries.get(step, {}), *self.written.get(step, {})]
-            found = [r for r in dict.fromkeys(rests) if not r.startswith(":result")]
+            found = [r.removeprefix(":output:") for r in dict.fromkeys(rests) if r.startswith(":output:")]
         return found[-limit:]
 
     def update(self) -> dict:
@@ -150,7 +164,9 @@ def with_writes(update: Any, workspace: Workspace) -> Any:
     if not extra:
         return update
     if isinstance(update, Command):
-        return Command(update={**(update.update or {}), **extra}, goto=update.goto, graph=update.graph)
+        inner = update.update
+        merged = [*inner, *extra.items()] if isinstance(inner, list | tuple) else {**(inner or {}), **extra}
+        return dataclasses.replace(update, update=merged)
     return {**(update or {}), **extra}
 
 

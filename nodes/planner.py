@@ -17,7 +17,7 @@ from replangraph.oneshot import fit_request, retry_room, schema_tools
 from replangraph.planning import PlanAnswer, plan_schema, request_plan, structured_planner
 from replangraph.plans import coerce_agent_types, normalize_plan, tasks_from_plan, validate_plan
 from replangraph.prompts import PLANNER_PROMPT, agent_types_text
-from replangraph.queue import DEFAULT_AGENT, RESET, QueueError, Task, ordered, preview
+from replangraph.queue import DEFAULT_AGENT, RESET, QueueError, Task, next_plan_id, ordered, preview
 from replangraph.rule_plan import rule_based_plan
 from replangraph.workspace import collect_writes
 
@@ -65,7 +65,7 @@ class Planner:
         validate_plan(specs, agent_types=self.profiles, max_tasks=self.config.max_tasks)
         return specs, notes + agent_notes
 
-    def plan(self, goal: str) -> tuple[dict[str, Task], int, str, list[str]]:
+    def plan(self, goal: str, plan_id: str = "1") -> tuple[dict[str, Task], int, str, list[str]]:
         """``(tasks, model calls, why the fallback was used or "", notes on repairs)``."""
         descriptions = {name: p.description for name, p in self.profiles.items()}
         system = SystemMessage(PLANNER_PROMPT.format(agent_types=agent_types_text(descriptions)))
@@ -76,7 +76,12 @@ class Planner:
             if not answer.overflow:
                 break
         specs = answer.specs or fallback_specs(goal, list(self.profiles), self.config.max_tasks)
-        return tasks_from_plan(specs), calls, answer.error if answer.specs is None else "", answer.notes
+        return (
+            tasks_from_plan(specs, plan_id=plan_id),
+            calls,
+            answer.error if answer.specs is None else "",
+            answer.notes,
+        )
 
     def ask(self, goal: str, system: SystemMessage, share: float) -> PlanAnswer:
         """The model's plan, from a request fitted to ``share`` of the budget."""
@@ -111,7 +116,7 @@ class Planner:
     @collect_writes
     def __call__(self, state: Mapping) -> dict:
         goal, from_goal_key = resolve_goal(state)
-        tasks, calls, fallback_reason, notes = self.plan(goal)
+        tasks, calls, fallback_reason, notes = self.plan(goal, next_plan_id(state.get("tasks") or {}))
         emit(
             PLAN_CREATED,
             goal=goal,

@@ -28,6 +28,7 @@ from replangraph.queue import (
     DEFAULT_AGENT,
     QueueError,
     Task,
+    next_plan_id,
     ordered,
     preview,
     replan_requested,
@@ -263,7 +264,7 @@ class Replanner:
             answer.specs,
             first_position=next_top_position(tasks),
             origin="replanner",
-            plan_id=str(len(state.get("replans") or []) + 2),
+            plan_id=next_plan_id(tasks),
         )
         updates: dict[str, Any] = {tid: None for tid in pending}
         updates.update(created)

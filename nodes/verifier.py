@@ -30,7 +30,7 @@ from replangraph.oneshot import fit_request, schema_tools
 from replangraph.outcomes import completed, limit_hit, merge_updates
 from replangraph.plans import LimitReached, split_task
 from replangraph.prompts import VERIFIER_PROMPT, VERIFY_EXCERPT_NOTE, VERIFY_TEMPLATE
-from replangraph.queue import QueueError, Task, TaskVerdict, verdict_record
+from replangraph.queue import QueueError, Task, TaskVerdict, apply_writes, verdict_record
 from replangraph.retry import invoke_with_retries, is_context_overflow
 from replangraph.workspace import collect_writes
 
@@ -226,11 +226,10 @@ class Verifier:
                 futures: list[Future] = [pool.submit(self.judge, goal, tasks[t], results[t]) for t in waiting]
                 judged = [f.result() for f in futures]
         # Follow-ups are queued one subtask at a time, so parallel checks never overshoot max_tasks.
-        view = dict(tasks)
+        view = apply_writes(tasks, [])  # keeps the queue's index
         updates = []
         for task_id, (judgement, calls) in zip(waiting, judged, strict=True):
             update = self.settle(view, tasks[task_id], results[task_id], judgement, calls)
-            for tid, change in update["tasks"].items():
-                view[tid] = {**view.get(tid, {}), **change}
+            view = apply_writes(view, [update["tasks"]])
             updates.append(update)
         return merge_updates(updates)

@@ -55,12 +55,15 @@ def run(graph, goal: str = "do it", **config):
 def kept(source: dict, task_id: str, plan_id: str = "1") -> dict[str, str]:
     """Texts kept for a subtask (tool outputs, history, window-at-failure) in a state's or an update's workspace."""
     entries = (source.get("workspace") or {}).get(f"plan:{plan_id}:step:{task_id}", {})
-    return {key: entry["content"] for key, entry in entries.items() if not key.startswith(":result")}
+    return {key.removeprefix(":output:"): e["content"] for key, e in entries.items() if key.startswith(":output:")}
 
 
 def workspace_of(**outputs: dict[str, str]) -> dict:
     """A ``workspace`` channel value holding ``{key: text}`` outputs for each task id (plan 1)."""
-    return {f"plan:1:step:{task}": {k: {"content": v} for k, v in texts.items()} for task, texts in outputs.items()}
+    return {
+        f"plan:1:step:{task}": {f":output:{k}": {"content": v} for k, v in texts.items()}
+        for task, texts in outputs.items()
+    }
 
 
 def result_text(state: dict, task_id: str, plan_id: str = "1") -> str:

@@ -14,9 +14,9 @@ from replangraph import AgentConfig, build_graph
 from replangraph.observations import RESULT_PREVIEW_CHARS, full_result, result_fields
 from replangraph.queue import new_task
 from replangraph.testing import tool_call
-from replangraph.workspace import Workspace, open_workspace, result_key
+from replangraph.workspace import Workspace, open_workspace, output_slot, result_key
 
-LONG = "FIRST-LINE " + "detail " * 2_000 + "LAST-LINE"
+LONG = "FIRST-LINE " + "detail " * 1_000 + "MIDDLE-LINE " + "detail " * 1_000 + "LAST-LINE"
 PLAN = plan_of({"id": "1", "content": "collect"}, {"id": "2", "content": "use it", "depends_on": ["1"]})
 
 
@@ -25,7 +25,8 @@ def work(seen: list[str]):
         if subtask_of(request) == "collect":
             return LONG
         seen.append(request.prompt)
-        return "used: " + ("LAST-LINE" if "LAST-LINE" in request.prompt else "only a preview")
+        whole = all(line in request.prompt for line in ("FIRST-LINE", "MIDDLE-LINE", "LAST-LINE"))
+        return "used: " + ("LAST-LINE" if whole else "only a preview")
 
     return respond
 
@@ -37,8 +38,8 @@ def test_a_long_result_is_kept_whole_in_the_state_and_shown_whole_to_its_depende
     assert len(task["result"]) <= RESULT_PREVIEW_CHARS and 'read_output(output_id="1/result"' in task["result"]
     assert task["result_ref"] == {"key": "plan:1:step:1:result:v1", "version": 1, "chars": len(LONG)}
     assert result_text(final, "1") == LONG
-    assert final["tasks"]["2"]["result"] == "used: LAST-LINE" and "LAST-LINE" in seen[0]
-    assert "LAST-LINE" in final["final_answer"]  # the finalizer reads whole results too
+    assert final["tasks"]["2"]["result"] == "used: LAST-LINE" and "MIDDLE-LINE" in seen[0]
+    assert "MIDDLE-LINE" not in task["result"] and "MIDDLE-LINE" in final["final_answer"]  # the finalizer reads it
 
 
 def test_results_survive_a_restart_on_sqlite_without_a_store(tmp_path):
@@ -95,13 +96,26 @@ def test_each_run_of_a_step_is_a_new_version_and_none_is_lost():
 
 def test_without_a_store_writes_go_to_the_channel_and_reads_see_them():
     task = new_task("1", "x", position=[0])
-    with open_workspace({"plan:1:step:1": {"old": {"content": "OLD"}}}) as workspace:
-        workspace.put("plan:1:step:1:output:new", "NEW")
-        assert workspace.get("plan:1:step:1:output:old") == "OLD" and workspace.has("plan:1:step:1:output:new")
+    with open_workspace({"plan:1:step:1": {":output:old": {"content": "OLD"}}}) as workspace:
+        workspace.put(output_slot(task, "new"), "NEW")
+        assert workspace.get(output_slot(task, "old")) == "OLD" and workspace.has(output_slot(task, "new"))
         assert workspace.keys(task) == ["old", "new"]
-    assert workspace.update() == {"workspace": {"plan:1:step:1": {"new": {"content": "NEW", "step": "plan:1:step:1"}}}}
-    names_only = Workspace({"plan:1:step:1": {"old": {}}})  # what a Send payload carries: keys, no text
-    assert names_only.has("plan:1:step:1:output:old") and names_only.get("plan:1:step:1:output:old") is None
+    new = {"content": "NEW", "step": "plan:1:step:1"}
+    assert workspace.update() == {"workspace": {"plan:1:step:1": {":output:new": new}}}
+    names_only = Workspace({"plan:1:step:1": {":output:old": {}}})  # what a Send payload carries: keys, no text
+    assert names_only.has(output_slot(task, "old")) and names_only.get(output_slot(task, "old")) is None
+
+
+def test_task_ids_that_look_like_keys_keep_their_own_entries():
+    odd, plain = new_task("fetch:result", "x", position=[0]), new_task("fetch", "y", position=[1])
+    store = InMemoryStore()
+    with open_workspace(None) as workspace:
+        workspace.store, workspace.namespace = store, ("replangraph", "t")
+        workspace.put(output_slot(odd, "call_1"), "ODD")
+        assert workspace.keys(odd) == ["call_1"] and workspace.keys(plain) == []
+    with open_workspace({}) as workspace:
+        workspace.put(output_slot(odd, "call_1"), "ODD")
+        assert workspace.keys(odd) == ["call_1"] and workspace.keys(plain) == []
 
 
 def test_a_two_megabyte_output_is_checkpointed_once(tmp_path):
@@ -120,3 +134,20 @@ def test_a_two_megabyte_output_is_checkpointed_once(tmp_path):
         assert all(t["status"] == "completed" for t in final["tasks"].values())
     size = sum(os.path.getsize(p) for p in (path, f"{path}-wal") if os.path.exists(p))
     assert size < 6 * 2_000_000 * 1.5  # six outputs of 2 MB, each stored about once (it was ~45 MB for one)
+
+
+def test_a_second_goal_on_the_same_thread_gets_its_own_plan_id_and_keeps_the_first_ones_results():
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    def respond(request):
+        return "answer for " + ("goal two" if "goal two" in request.prompt else "goal one")
+
+    store, run = InMemoryStore(), {"configurable": {"thread_id": "t"}}
+    graph = build_graph(
+        make_model(plan_of({"id": "1", "content": "answer"}), respond), checkpointer=InMemorySaver(), store=store
+    )
+    graph.invoke({"messages": [("user", "goal one")]}, run)
+    second = graph.invoke({"messages": [("user", "goal two")]}, run)
+    assert second["tasks"]["1"]["plan_id"] == "2"
+    assert store.get(("replangraph", "t"), "plan:1:step:1:result:v1").value["content"] == "answer for goal one"
+    assert store.get(("replangraph", "t"), "plan:2:step:1:result:v1").value["content"] == "answer for goal two"
