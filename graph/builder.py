@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -166,6 +167,15 @@ def build_graph(
     builder.add_edge(FINALIZE, END)
 
     graph = builder.compile(checkpointer=checkpointer, store=store, name=name)
-    # LangGraph runs parallel branches in a pool sized by the run config's max_concurrency (default:
-    # cores + 4): size it for our subtasks plus the verifier. A run config's own value still wins.
-    return graph.with_config(recursion_limit=recursion_limit(config), max_concurrency=config.max_concurrency + 1)
+    return graph.with_config(recursion_limit=recursion_limit(config), max_concurrency=branch_pool_size(config))
+
+
+def branch_pool_size(config: AgentConfig) -> int:
+    """The run config's ``max_concurrency`` the graph is compiled with.
+
+    LangGraph runs parallel branches in a pool of that size (default: cores + 4, at most
+    32): room for our subtasks plus the verifier. Runnables called inside the nodes (a
+    tool's ``.batch()``) inherit it too, so it never drops below that default. A run
+    config's own value still wins.
+    """
+    return max(config.max_concurrency + 1, min(32, (os.cpu_count() or 1) + 4))

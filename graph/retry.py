@@ -227,18 +227,33 @@ class StepClock:
 
 
 CALL_WORKERS = 256
-"""Threads that timed calls may occupy at once (abandoned calls included)."""
-_call_pool: ContextThreadPoolExecutor | None = None
-_call_pool_lock = threading.Lock()
+"""Threads that timed calls may occupy at once, abandoned calls included."""
+_pools: dict[str, ContextThreadPoolExecutor] = {}
+_abandoned = 0
+_pool_lock = threading.Lock()
 
 
-def call_pool() -> ContextThreadPoolExecutor:
-    """One pool for every timed call, created on first use: its threads are reused, not started per call."""
-    global _call_pool
-    with _call_pool_lock:
-        if _call_pool is None:
-            _call_pool = ContextThreadPoolExecutor(max_workers=CALL_WORKERS, thread_name_prefix="replangraph-call")
-        return _call_pool
+def call_pool(kind: str = "calls") -> ContextThreadPoolExecutor:
+    """A shared pool (one per ``kind``), created on first use: its threads are reused, not started per call.
+
+    Timed calls use ``calls``; the tools node runs its subtasks in ``subtasks``, so that
+    a subtask's own timed calls never wait for a worker its caller holds. Once half the
+    ``calls`` workers are stuck in abandoned calls, later calls get a fresh pool.
+    """
+    global _abandoned
+    with _pool_lock:
+        if kind == "calls" and _abandoned >= CALL_WORKERS // 2 and kind in _pools:
+            _pools.pop(kind).shutdown(wait=False)  # its stuck threads end when their calls do
+            _abandoned = 0
+        if kind not in _pools:
+            _pools[kind] = ContextThreadPoolExecutor(max_workers=CALL_WORKERS, thread_name_prefix=f"replangraph-{kind}")
+        return _pools[kind]
+
+
+def _abandon() -> None:
+    global _abandoned
+    with _pool_lock:
+        _abandoned += 1
 
 
 def call_with_timeout(call: Callable[[], T], timeout_s: float | None) -> T:
@@ -258,5 +273,6 @@ def call_with_timeout(call: Callable[[], T], timeout_s: float | None) -> T:
     except FutureTimeout:
         if future.done():  # the call itself raised a TimeoutError (the same class since 3.11)
             raise
-        future.cancel()  # still queued (every worker busy): never start it
+        if not future.cancel():  # running: its worker stays busy until the call returns
+            _abandon()
         raise StepTimeout(f"no answer within {timeout_s:.1f}s") from None

@@ -196,6 +196,7 @@ class ToolRunner:
             return self.run_subtask_tools(work[0], windows[work[0]], tasks, goal)
         else:  # at most max_concurrency subtasks are in progress, so at most that many run at once
             futures: list[Future] = [
-                call_pool().submit(self.run_subtask_tools, task_id, windows[task_id], tasks, goal) for task_id in work
+                call_pool("subtasks").submit(self.run_subtask_tools, task_id, windows[task_id], tasks, goal)
+                for task_id in work
             ]
         return merge_updates([f.result() for f in futures])

@@ -210,3 +210,18 @@ def test_other_errors_are_not_context_overflows():
     assert not is_context_overflow(_ServerError("Error code: 400 - invalid tool schema", 400))
     assert not is_context_overflow(TimeoutError("context window timer"))
     assert is_context_overflow(ContextOverflowError("too long"))
+
+
+def test_calls_stuck_past_their_timeout_never_starve_later_calls(monkeypatch):
+    import threading
+
+    monkeypatch.setattr(retry, "CALL_WORKERS", 4)
+    monkeypatch.setattr(retry, "_pools", {})
+    release = threading.Event()
+    try:
+        for _ in range(6):  # more stuck calls than workers
+            with pytest.raises(retry.StepTimeout):
+                retry.call_with_timeout(release.wait, 0.05)
+        assert retry.call_with_timeout(lambda: "ran", 1.0) == "ran"
+    finally:
+        release.set()
