@@ -24,7 +24,7 @@ from replangraph.observations import is_taken, keep_outputs
 from replangraph.opening import opening_window
 from replangraph.outcomes import failed_with_window
 from replangraph.prompts import MERGE_REQUEST, SUMMARIZER_PROMPT, SUMMARY_REQUEST
-from replangraph.retry import invoke_with_retries
+from replangraph.retry import StepClock, invoke_with_retries
 from replangraph.summarizing import summarize_in_chunks
 from replangraph.workspace import collect_writes
 
@@ -125,6 +125,14 @@ class Compressor:
     @collect_writes
     def __call__(self, payload: Mapping[str, Any]) -> dict:
         """``payload`` is a `SubtaskInput` sent by the router (typed loosely so it adds no state keys)."""
+        task = payload["task"]
+        clock = StepClock(task.get("elapsed_s") or 0.0, self.config.step_timeout_s)
+        update = self.shrink(payload)
+        update.setdefault("tasks", {}).setdefault(task["id"], {})["elapsed_s"] = round(clock.elapsed(), 6)
+        return update  # summarizing counts as the step's own time
+
+    def shrink(self, payload: Mapping[str, Any]) -> dict:
+        """The update with the subtask's window compressed (or the subtask failed when it cannot fit)."""
         task = payload["task"]
         tools = self.tools[task["agent_type"]]
         window = list(payload["window"])
