@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 RESET = "__reset__"
@@ -31,6 +32,7 @@ def sort_key(task: Mapping[str, Any]) -> SortKey:
     return tuple(task["position"]), task["id"]
 
 
+@dataclass(slots=True, eq=False)
 class QueueIndex:
     """Lookups derived from one queue value.
 
@@ -40,23 +42,12 @@ class QueueIndex:
     tasks; ``replan``: tasks with a replan request; ``model_calls``: their sum.
     """
 
-    __slots__ = ("children", "dependents", "ready", "active", "replan", "model_calls")
-
-    def __init__(
-        self,
-        children: dict[str, tuple[str, ...]],
-        dependents: dict[str, frozenset[str]],
-        ready: list[SortKey],
-        active: dict[str, SortKey],
-        replan: frozenset[str],
-        model_calls: int,
-    ):
-        self.children = children
-        self.dependents = dependents
-        self.ready = ready
-        self.active = active
-        self.replan = replan
-        self.model_calls = model_calls
+    children: dict[str, tuple[str, ...]]
+    dependents: dict[str, frozenset[str]]
+    ready: list[SortKey]
+    active: dict[str, SortKey]
+    replan: frozenset[str]
+    model_calls: int
 
     @classmethod
     def build(cls, tasks: Mapping[str, Mapping[str, Any]]) -> QueueIndex:
