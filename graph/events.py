@@ -33,6 +33,6 @@ def emit(event: str, **payload: Any) -> None:
     """Write one event to the custom stream; does nothing outside a graph run."""
     try:
         writer = get_stream_writer()
-    except RuntimeError:
+    except (RuntimeError, KeyError):  # no run, or a runnable's config outside a graph (a tool invoked alone)
         return
     writer({"event": event, **payload})

@@ -38,12 +38,14 @@ def completed(task: Mapping[str, Any], result: str, model_calls: int | None = No
 
 
 def merge_updates(updates: list[dict]) -> dict:
-    """One state update from several per-subtask updates (parallel work joined in one node)."""
+    """One state update from several (parallel subtasks joined in one node, or one subtask's steps in
+    order): a later change to a task's field wins; no empty writes."""
     merged: dict = {"tasks": {}, "windows": {}}
     for update in updates:
-        merged["tasks"].update(update.get("tasks") or {})
+        for task_id, change in (update.get("tasks") or {}).items():
+            merged["tasks"][task_id] = {**merged["tasks"].get(task_id, {}), **change}
         merged["windows"].update(update.get("windows") or {})
-    return {key: value for key, value in merged.items() if value}  # no empty writes
+    return {key: value for key, value in merged.items() if value}
 
 
 def limit_hit(task: Mapping[str, Any], limit: LimitReached | None) -> dict:

@@ -12,9 +12,9 @@ from concurrent.futures import Future
 from langchain_core.messages import AnyMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
+from langgraph.types import Command
 
 from replangraph.config import AgentConfig, AgentProfile
-from replangraph.events import DYNAMIC_TASKS_ADDED, emit
 from replangraph.fitting import PAGE_RE
 from replangraph.messages import message_text, pending_tool_calls
 from replangraph.observations import (
@@ -28,7 +28,7 @@ from replangraph.observations import (
     saved_keys,
     window_outputs,
 )
-from replangraph.outcomes import completed, failed, limit_hit, merge_updates
+from replangraph.outcomes import completed, failed, merge_updates
 from replangraph.queue import Task, preview
 from replangraph.retry import StepClock, StepTimeout, call_pool, call_with_timeout
 from replangraph.tools.read_output import read_output_tool
@@ -46,8 +46,12 @@ def not_run(call: dict) -> ToolMessage:
     )
 
 
-def run_tool_call(toolbox: Mapping[str, BaseTool], call: dict) -> ToolMessage:
-    """One tool call as a ToolMessage; unknown tools, bad arguments and exceptions become error messages."""
+ToolReply = tuple[ToolMessage, dict]
+"""A tool call's reply to the agent, and the state update the tool returned (usually {})."""
+
+
+def run_tool_call(toolbox: Mapping[str, BaseTool], call: dict) -> ToolReply:
+    """One tool call; unknown tools, bad arguments and exceptions become error messages."""
     name, call_id = call.get("name", ""), call.get("id") or ""
     if call.get("type") == "invalid_tool_call":
         return ToolMessage(
@@ -56,22 +60,49 @@ def run_tool_call(toolbox: Mapping[str, BaseTool], call: dict) -> ToolMessage:
             tool_call_id=call_id,
             name=name,
             status="error",
-        )
+        ), {}
     tool = toolbox.get(name)
     if tool is None:
         known = ", ".join(sorted(toolbox))
-        return ToolMessage(
-            f"Error: no tool named {name!r}. Available: {known}", tool_call_id=call_id, name=name, status="error"
-        )
+        message = f"Error: no tool named {name!r}. Available: {known}"
+        return ToolMessage(message, tool_call_id=call_id, name=name, status="error"), {}
     try:
         reply = tool.invoke({**call, "type": "tool_call"})
     except GraphBubbleUp:
         raise
     except Exception as exc:  # bad arguments or a crashing tool: tell the agent, keep the run
-        return ToolMessage(f"Error: {type(exc).__name__}: {exc}", tool_call_id=call_id, name=name, status="error")
+        return ToolMessage(f"Error: {type(exc).__name__}: {exc}", tool_call_id=call_id, name=name, status="error"), {}
+    if isinstance(reply, Command):
+        return command_reply(reply, call)
     if not isinstance(reply, ToolMessage):
         reply = ToolMessage(str(reply), tool_call_id=call_id, name=name)
-    return reply
+    return reply, {}
+
+
+def command_reply(command: Command, call: dict) -> ToolReply:
+    """The reply and state update of a tool that returned ``Command(update=...)``, as LangGraph's
+    ``ToolNode`` reads one: its ``messages`` hold the reply. The update may change ``tasks`` and
+    end the calling subtask (``windows: {its id: None}``); anything else is refused."""
+    name, call_id = call.get("name", ""), call.get("id") or ""
+    update = dict(command.update or {})
+    messages = update.pop("messages", None) or []
+    reply = next((m for m in messages if isinstance(m, ToolMessage)), None)
+    windows = update.get("windows") or {}
+    problems = [f"key {k!r}" for k in update if k not in ("tasks", "windows")]
+    problems += [f"window {k!r}" for k, v in windows.items() if v is not None]
+    problems += ["goto"] * bool(command.goto) + ["graph"] * (command.graph is not None)
+    if problems:
+        error = f"Error: tool {name} returned a state update this graph cannot apply ({', '.join(problems)})."
+        return ToolMessage(error, tool_call_id=call_id, name=name, status="error"), {}
+    if reply is None:
+        reply = ToolMessage("Done.", tool_call_id=call_id, name=name)
+    return reply, {k: v for k, v in update.items() if v}
+
+
+def ends_subtask(update: Mapping, task_id: str) -> bool:
+    """Whether a tool's update ends the subtask: its window closed, or its status no longer in progress."""
+    status = ((update.get("tasks") or {}).get(task_id) or {}).get("status", "in_progress")
+    return task_id in (update.get("windows") or {}) or status != "in_progress"
 
 
 def is_repeated_refusal(window: Sequence[AnyMessage], reply: ToolMessage) -> bool:
@@ -116,6 +147,8 @@ class ToolRunner:
         toolbox = {t.name: t for t in tools}
         calls = task.get("model_calls", 0)
         replies: list[ToolMessage] = []
+        changes: list[dict] = []  # what the tools returned for the state, in call order
+        ending: dict | None = None
         cut: dict[str, str] = {}
         saved_before = is_taken(task)
 
@@ -124,16 +157,24 @@ class ToolRunner:
 
         repeated: str | None = None
         for call in pending_tool_calls(window):
-            if session.ended or repeated:
+            if ending is not None or repeated is not None:
                 replies.append(not_run(call))
                 continue
-            try:
-                reply = call_with_timeout(lambda call=call: run_tool_call(toolbox, call), clock.left())
-            except StepTimeout:
-                session.close()
-                error = f"step exceeded step_timeout_s={self.config.step_timeout_s:g} in tool {call.get('name')!r}"
-                keep_outputs(task, {**cut, **window_outputs([*window, *replies], taken)})
-                return failed(task, error, calls, **limit_hit(task, session.limit))
+            if call.get("name") in TOOLKIT_NAMES:
+                # Our own microsecond-fast code: run inline, so its update can never land after a timeout.
+                reply, change = run_tool_call(toolbox, call)
+            else:
+                try:
+                    reply, change = call_with_timeout(lambda call=call: run_tool_call(toolbox, call), clock.left())
+                except StepTimeout:
+                    session.close()
+                    error = f"step exceeded step_timeout_s={self.config.step_timeout_s:g} in tool {call.get('name')!r}"
+                    keep_outputs(task, {**cut, **window_outputs([*window, *replies], taken)})
+                    return merge_updates([*changes, failed(task, error, calls)])
+            if change and ends_subtask(change, task_id):
+                ending = merge_updates([change, {"windows": {task_id: None}}])
+            elif change:
+                changes.append(change)
             if is_repeated_refusal([*window, *replies], reply):
                 repeated = sent_summary(call.get("args"))
                 refusal = message_text(reply).replace(STILL_YOURS, "").strip()
@@ -148,37 +189,21 @@ class ToolRunner:
         session.close()
         new_window, dropped = drop_old_observations([*window, *replies], self.config.max_observations, task_id, taken)
         to_keep = {**cut, **dropped}
-        if session.ended or repeated is not None:  # the window goes: keep every output it had read
+        if ending is not None or repeated is not None:  # the window goes: keep every output it had read
             to_keep.update(window_outputs(new_window, lambda k: taken(k) or k in dropped))
         keep_outputs(task, to_keep)
-        kept = limit_hit(task, session.limit)
         if repeated is not None:
             # The same refusal twice: the agent will not get past it alone. What it sent as summary is
             # its result (later tasks may build on it); the rest of its work goes to the replanner.
             request = {"trigger": "failure", "reason": error}
             if not repeated:
-                return failed(task, error, calls, replan_request=request, **kept)
+                return merge_updates([*changes, failed(task, error, calls, replan_request=request)])
             update = completed(task, repeated, calls)
-            update["tasks"][task_id].update(replan_request=request, **kept)
-            return update
-        if session.replan_reason is not None:
-            reason = session.replan_reason
-            request = {"trigger": "tool", "reason": reason}
-            return failed(task, f"replan requested: {reason}", calls, replan_request=request, **kept)
-        if session.handoff is None:
-            return (
-                {"tasks": {task_id: kept}, "windows": {task_id: new_window}}
-                if kept
-                else {"windows": {task_id: new_window}}
-            )
-        handoff = session.handoff
-        emit(
-            DYNAMIC_TASKS_ADDED, parent_id=task_id, task_ids=list(handoff.tasks), source="toolkit", notes=handoff.notes
-        )
-        update = completed(task, handoff.summary, handed_off=list(handoff.tasks))
-        update["tasks"][task_id].update(kept)
-        update["tasks"].update(handoff.tasks)
-        return update
+            update["tasks"][task_id]["replan_request"] = request
+            return merge_updates([*changes, update])
+        if ending is not None:
+            return merge_updates([*changes, ending])
+        return merge_updates([*changes, {"windows": {task_id: new_window}}])
 
     @collect_writes
     def __call__(self, state: Mapping) -> dict:

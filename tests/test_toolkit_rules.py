@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+from typing import Annotated
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import InjectedToolCallId
+from langgraph.types import Command
 from scripting import kept
 
 from replangraph import AgentConfig
@@ -32,7 +35,19 @@ def session(tasks=None, **config):
 
 
 def call(tools, name, **args):
-    return {t.name: t for t in tools}[name].invoke({"name": name, "args": args, "id": "c1", "type": "tool_call"})
+    """The reply to the agent and the state update of one toolkit call."""
+    reply = {t.name: t for t in tools}[name].invoke({"name": name, "args": args, "id": "c1", "type": "tool_call"})
+    if not isinstance(reply, Command):
+        return reply, {}
+    update = dict(reply.update)
+    (message,) = update.pop("messages")
+    assert message.tool_call_id == "c1" and message.name == name
+    return message, update
+
+
+def queued(update):
+    """The follow-up tasks an update adds (every task but the running one)."""
+    return {k: v for k, v in update["tasks"].items() if k != "1"}
 
 
 def split_args(*contents, summary="products 1-5: A, B, C, D, E", **extra):
@@ -47,17 +62,20 @@ def test_toolkit_names_and_schemas():
 
 def test_split_and_handoff_records_the_result_and_the_new_tasks():
     s = session()
-    reply = call(replan_toolkit(s), SPLIT_TOOL, **split_args("products 6-10", "products 11-15", agent_type=None))
+    reply, update = call(
+        replan_toolkit(s), SPLIT_TOOL, **split_args("products 6-10", "products 11-15", agent_type=None)
+    )
     assert reply.status == "success" and "1_dyn_0, 1_dyn_1" in reply.content
-    assert s.handoff.summary == "products 1-5: A, B, C, D, E"
-    new = s.handoff.tasks
+    assert update["tasks"]["1"]["status"] == "completed" and update["windows"] == {"1": None}
+    assert update["tasks"]["1"]["result"] == "products 1-5: A, B, C, D, E"
+    new = queued(update)
     assert list(new) == ["1_dyn_0", "1_dyn_1"]
     assert all(t["depends_on"] == ["1"] and t["parent_id"] == "1" for t in new.values())
     assert all(t["agent_type"] == "browser" and t["metadata"] == {"site": "shop"} for t in new.values())
     merged = merge_tasks(running_queue(), new)
     assert [t["id"] for t in ordered(merged)] == ["1", "1_dyn_0", "1_dyn_1", "2"]
     # the subtask has ended: further calls are refused
-    again = call(replan_toolkit(s), REVIEW_TOOL)
+    again, _ = call(replan_toolkit(s), REVIEW_TOOL)
     assert again.status == "error" and "already ended" in again.content
 
 
@@ -78,11 +96,11 @@ def test_split_and_handoff_records_the_result_and_the_new_tasks():
 def test_bad_split_input_is_an_error_for_the_agent_and_changes_nothing(args, message):
     s = session()
     before = json.dumps(s.tasks, sort_keys=True)
-    reply = call(replan_toolkit(s), SPLIT_TOOL, **args)
+    reply, update = call(replan_toolkit(s), SPLIT_TOOL, **args)
     assert reply.status == "error" and message in reply.content
     assert "RecursionError" not in reply.content
-    assert s.handoff is None and json.dumps(s.tasks, sort_keys=True) == before
-    ok = call(replan_toolkit(s), SPLIT_TOOL, **split_args("rest"))  # the subtask can still hand off
+    assert update == {} and not s.ended and json.dumps(s.tasks, sort_keys=True) == before
+    ok, _ = call(replan_toolkit(s), SPLIT_TOOL, **split_args("rest"))  # the subtask can still hand off
     assert ok.status == "success"
 
 
@@ -101,59 +119,65 @@ def test_bad_split_input_is_an_error_for_the_agent_and_changes_nothing(args, mes
 )
 def test_split_accepts_the_shapes_models_send(tasks):
     s = session()
-    reply = call(replan_toolkit(s), SPLIT_TOOL, summary="products 1-5", tasks=tasks)
+    reply, update = call(replan_toolkit(s), SPLIT_TOOL, summary="products 1-5", tasks=tasks)
     assert reply.status == "success", reply.content
-    assert [t["content"] for t in s.handoff.tasks.values()] == ["products 6-10", "products 11-15"]
+    assert [t["content"] for t in queued(update).values()] == ["products 6-10", "products 11-15"]
 
 
 def test_split_accepts_other_field_names_and_a_list_as_summary():
     s = session()
-    reply = call(replan_toolkit(s), SPLIT_TOOL, partial_result=["#1 A", "#2 B"], follow_up_tasks=["products 3-5"])
+    reply, update = call(
+        replan_toolkit(s), SPLIT_TOOL, partial_result=["#1 A", "#2 B"], follow_up_tasks=["products 3-5"]
+    )
     assert reply.status == "success", reply.content
-    assert s.handoff.summary == "#1 A\n#2 B" and list(s.handoff.tasks) == ["1_dyn_0"]
+    assert update["tasks"]["1"]["result"] == "#1 A\n#2 B" and list(queued(update)) == ["1_dyn_0"]
 
 
 def test_unknown_agent_type_in_a_split_runs_as_the_parent_s_type_and_the_reply_says_so():
     s = session()
-    reply = call(replan_toolkit(s), SPLIT_TOOL, **split_args("a", "b", agent_type="researcher"))
+    reply, update = call(replan_toolkit(s), SPLIT_TOOL, **split_args("a", "b", agent_type="researcher"))
     assert reply.status == "success"
     assert "agent type 'researcher' does not exist" in reply.content and "run as 'browser'" in reply.content
-    assert {t["agent_type"] for t in s.handoff.tasks.values()} == {"browser"}
-    loose = session()
-    call(replan_toolkit(loose), SPLIT_TOOL, **split_args("a", agent_type="Default"))
-    assert loose.handoff.tasks["1_dyn_0"]["agent_type"] == "default" and not loose.handoff.notes
+    assert {t["agent_type"] for t in queued(update).values()} == {"browser"}
+    reply, update = call(replan_toolkit(session()), SPLIT_TOOL, **split_args("a", agent_type="Default"))
+    assert update["tasks"]["1_dyn_0"]["agent_type"] == "default" and "Note" not in reply.content
 
 
 def test_caps_are_errors_for_the_agent():
-    reply = call(replan_toolkit(session(max_tasks=3)), SPLIT_TOOL, **split_args("a", "b"))
+    reply, update = call(replan_toolkit(session(max_tasks=3)), SPLIT_TOOL, **split_args("a", "b"))
     assert reply.status == "error" and "at most 3 tasks" in reply.content
+    assert update == {"tasks": {"1": {"limits_hit": {"max_tasks": 4}}}}  # recorded, nothing else changed
     deep = running_queue()
     deep["1"]["depth"] = 1
-    reply = call(replan_toolkit(session(deep, max_split_depth=1)), SPLIT_TOOL, **split_args("a"))
+    reply, update = call(replan_toolkit(session(deep, max_split_depth=1)), SPLIT_TOOL, **split_args("a"))
     assert reply.status == "error" and "max_split_depth is 1" in reply.content
+    assert update == {"tasks": {"1": {"limits_hit": {"max_split_depth": 2}}}}
 
 
 def test_toolkit_does_not_exist_outside_its_subtask():
-    unbound = call(replan_toolkit(None), REVIEW_TOOL)
+    unbound, _ = call(replan_toolkit(None), REVIEW_TOOL)
     assert unbound.status == "error" and "only available while a subtask runs" in unbound.content
     s = session()
     s.close()
-    closed = call(replan_toolkit(s), SPLIT_TOOL, **split_args("x"))
+    closed, _ = call(replan_toolkit(s), SPLIT_TOOL, **split_args("x"))
     assert closed.status == "error" and "subtask 1 is closed" in closed.content
 
 
-def test_request_replan_records_the_reason():
+def test_request_replan_fails_the_subtask_with_the_reason():
     s = session()
-    assert call(replan_toolkit(s), REQUEST_REPLAN_TOOL, reason="login wall").status == "success"
-    assert s.replan_reason == "login wall" and s.ended
-    assert call(replan_toolkit(session()), REQUEST_REPLAN_TOOL, reason="").status == "error"
+    reply, update = call(replan_toolkit(s), REQUEST_REPLAN_TOOL, reason="login wall")
+    assert reply.status == "success" and s.ended
+    assert update["tasks"]["1"]["status"] == "failed" and update["windows"] == {"1": None}
+    assert update["tasks"]["1"]["replan_request"] == {"trigger": "tool", "reason": "login wall"}
+    empty, update = call(replan_toolkit(session()), REQUEST_REPLAN_TOOL, reason="")
+    assert empty.status == "error" and update == {}
 
 
 def test_review_shows_the_plan_around_the_current_subtask(tmp_path):
     (tmp_path / "notes.txt").write_text("hello")
     tasks = running_queue()
     tasks["0"] = {**new_task("0", "find the shop", position=[-1]), "status": "completed", "result": "shop.example"}
-    text = call(replan_toolkit(session(tasks, workspace_dir=str(tmp_path))), REVIEW_TOOL).content
+    text = call(replan_toolkit(session(tasks, workspace_dir=str(tmp_path))), REVIEW_TOOL)[0].content
     assert "Goal: top 19" in text
     assert "Current subtask: 1: extract 19 products" in text
     assert "[X] 0: find the shop (Result: shop.example)" in text
@@ -167,7 +191,7 @@ def test_review_is_bounded_however_long_the_queue_gets():
         done = {**new_task(f"d{i}", "old work " * 10, position=[-300 + i]), "status": "completed", "result": "r" * 300}
         tasks[done["id"]] = done
         tasks[f"p{i}"] = new_task(f"p{i}", "future work " * 10, position=[2 + i])
-    text = call(replan_toolkit(session(tasks, review_context_chars=3_000)), REVIEW_TOOL).content
+    text = call(replan_toolkit(session(tasks, review_context_chars=3_000)), REVIEW_TOOL)[0].content
     assert len(text) <= 3_000
     assert "earlier completed subtasks not shown" in text and "later pending subtasks not shown" in text
     assert "d299" in text and "p0" in text  # the nearest neighbours stay
@@ -204,6 +228,37 @@ def test_splitting_two_levels_deep_through_the_node():
     tasks = merge_tasks(tasks, runner(state)["tasks"])
     order = [t["id"] for t in ordered(tasks)]
     assert order == ["1", "1_dyn_0", "1_dyn_0_dyn_0", "1_dyn_0_dyn_1", "1_dyn_1", "2"]
+
+
+def test_a_user_tool_may_return_a_command_updating_the_queue():
+    def remember(tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
+        """Queues a follow-up and notes it on the running task."""
+        follow_up = new_task("9", "check the notes", position=[5])
+        reply = ToolMessage("queued 9", tool_call_id=tool_call_id, name="remember")
+        return Command(update={"tasks": {"9": follow_up, "1": {"metadata": {"noted": True}}}, "messages": [reply]})
+
+    def hijack() -> Command:
+        """Tries to move the graph."""
+        return Command(goto="finalize", update={"goal": "something else"})
+
+    update = make_runner(remember, hijack)(
+        runner_state(tool_call("remember", {}, call_id="a"), tool_call("hijack", {}, call_id="b"))
+    )
+    assert update["tasks"]["9"]["status"] == "pending" and update["tasks"]["1"]["metadata"] == {"noted": True}
+    first, second = update["windows"]["1"][3:]  # the subtask goes on with both replies
+    assert first.content == "queued 9" and first.status == "success"
+    assert second.status == "error" and "cannot apply (key 'goal', goto)" in second.content
+
+
+def test_a_user_tool_may_end_its_subtask_with_a_command():
+    def finish(tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
+        """Ends the subtask."""
+        reply = ToolMessage("done", tool_call_id=tool_call_id, name="finish")
+        change = {"status": "completed", "result": "finished by a tool"}
+        return Command(update={"tasks": {"1": change}, "messages": [reply]})
+
+    update = make_runner(finish)(runner_state(tool_call("finish", {}), tool_call(REVIEW_TOOL, {})))
+    assert update["tasks"]["1"]["status"] == "completed" and update["windows"] == {"1": None}
 
 
 def test_bad_tool_calls_become_error_messages():

@@ -1,8 +1,10 @@
 """The replan toolkit: lets the agent running a subtask see the plan and hand off the rest.
 
 A `ReplanSession` is bound to one running subtask and holds a snapshot of the
-queue. The tools only record what they decide (`session.handoff`); the graph's
-tools node writes it to state. Once the session is closed the tools refuse to work.
+queue. A toolkit call that changes the queue returns its own state update, as a
+LangGraph ``Command`` whose ``messages`` hold the reply to the agent (the
+convention of LangGraph's ``ToolNode``); the tools node merges it into the
+subtask's update. Once the session is closed the tools refuse to work.
 """
 
 from __future__ import annotations
@@ -12,11 +14,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, ToolException
+from langgraph.types import Command
 from pydantic import AliasChoices, BaseModel, Field, ValidationError, WithJsonSchema
 
 from replangraph.config import AgentConfig
+from replangraph.events import DYNAMIC_TASKS_ADDED, emit
 from replangraph.lenient import UnreadableInput, as_text, task_specs
+from replangraph.outcomes import completed, failed, limit_hit
 from replangraph.plans import LimitReached, coerce_agent_types, split_task
 from replangraph.prompts import (
     REPLAN_REASON_DESCRIPTION,
@@ -36,16 +42,6 @@ MAX_WORKSPACE_FILES = 40
 
 
 @dataclass
-class Handoff:
-    """A subtask's partial result and the follow-up tasks it queued."""
-
-    summary: str
-    tasks: dict[str, Task]
-    notes: list[str] = field(default_factory=list)
-    """What was read differently from what the agent sent (e.g. an unknown agent type)."""
-
-
-@dataclass
 class ReplanSession:
     """The toolkit's view of one running subtask."""
 
@@ -54,16 +50,11 @@ class ReplanSession:
     agent_types: Iterable[str]
     config: AgentConfig = field(default_factory=AgentConfig)
     goal: str = ""
-    handoff: Handoff | None = None
-    replan_reason: str | None = None
-    limit: LimitReached | None = None
-    """The last limit that refused a split, so a stopped run can say what would have fit."""
+    ended: bool = False
+    """Whether a toolkit call ended the subtask (handoff or replan request)."""
+    limits_hit: dict[str, int] = field(default_factory=dict)
+    """The limits that refused a split in this turn, with the value that would have fit."""
     closed: bool = False
-
-    @property
-    def ended(self) -> bool:
-        """Whether a toolkit call ended the subtask (handoff or replan request)."""
-        return self.handoff is not None or self.replan_reason is not None
 
     def _check_open(self) -> None:
         if self.closed:
@@ -83,11 +74,13 @@ class ReplanSession:
             workspace=self.config.workspace_dir,
         )
 
-    def split_and_handoff(self, summary: Any, tasks: Any) -> str:
-        """Record ``summary`` as this subtask's result and queue the follow-up tasks.
+    def split_and_handoff(self, summary: Any, tasks: Any, call_id: str = "") -> Command:
+        """The update completing this subtask with ``summary`` as its result and queueing the follow-ups.
 
         ``tasks`` may be a JSON string, a JSON array, fenced JSON, a list of strings or
-        one task per line; an unknown agent type runs as this subtask's type.
+        one task per line; an unknown agent type runs as this subtask's type. Input
+        that cannot be read is refused with a `ToolException` and changes nothing; a
+        split over a limit is refused with an update recording the limit on the task.
         """
         self._check_open()
         summary = as_text(summary).strip()
@@ -112,29 +105,47 @@ class ReplanSession:
                 max_split_depth=self.config.max_split_depth,
             )
         except LimitReached as exc:
-            self.limit = exc
-            raise ToolException(f"{exc}. {unchanged}") from None
+            task = self.tasks[self.task_id]
+            self.limits_hit = limit_hit({"limits_hit": {**(task.get("limits_hit") or {}), **self.limits_hit}}, exc)[
+                "limits_hit"
+            ]
+            change = {"tasks": {self.task_id: {"limits_hit": self.limits_hit}}}
+            return reply(call_id, SPLIT_TOOL, f"{exc}. {unchanged}", change, status="error")
         except QueueError as exc:
             raise ToolException(f"{exc}. {unchanged}") from None
-        self.handoff = Handoff(summary=summary, tasks=created, notes=notes)
+        self.ended = True
+        task = self.tasks[self.task_id]
+        emit(DYNAMIC_TASKS_ADDED, parent_id=self.task_id, task_ids=list(created), source="toolkit", notes=notes)
+        update = completed(task, summary, handed_off=list(created))
+        update["tasks"].update(created)
         listing = ", ".join(created)
-        reply = f"Handed off. Your partial result is saved and {len(created)} task(s) were queued: {listing}."
+        text = f"Handed off. Your partial result is saved and {len(created)} task(s) were queued: {listing}."
         if notes:
-            reply += " Note: " + "; ".join(notes) + "."
-        return reply + " Stop now."
+            text += " Note: " + "; ".join(notes) + "."
+        return reply(call_id, SPLIT_TOOL, text + " Stop now.", update)
 
-    def request_replan(self, reason: Any) -> str:
-        """End this subtask and ask the replanner for a new plan of the remaining work."""
+    def request_replan(self, reason: Any, call_id: str = "") -> Command:
+        """The update ending this subtask and asking the replanner for a new plan of the remaining work."""
         self._check_open()
         reason = as_text(reason).strip()
         if not reason:
             raise ToolException("`reason` is empty: say why the plan cannot go on as it is")
-        self.replan_reason = reason
-        return "Replan requested. This subtask ends here; the replanner will revise the remaining plan."
+        self.ended = True
+        task = self.tasks[self.task_id]
+        request = {"trigger": "tool", "reason": reason}
+        update = failed(task, f"replan requested: {reason}", task.get("model_calls", 0), replan_request=request)
+        text = "Replan requested. This subtask ends here; the replanner will revise the remaining plan."
+        return reply(call_id, REQUEST_REPLAN_TOOL, text, update)
 
     def close(self) -> None:
         """End the session; the tools refuse any later call."""
         self.closed = True
+
+
+def reply(call_id: str, name: str, text: str, update: dict, status: str = "success") -> Command:
+    """A toolkit call's result: ``update`` for the state, with the reply to the agent in ``messages``."""
+    message = ToolMessage(text, tool_call_id=call_id, name=name, status=status)
+    return Command(update={**update, "messages": [message]})
 
 
 class _NoArgs(BaseModel):
@@ -155,11 +166,13 @@ def _text_field(description: str, names: tuple[str, ...] = ()) -> Any:
 
 class _ReplanArgs(BaseModel):
     reason: _text_field(REPLAN_REASON_DESCRIPTION, ("reason", "why"))
+    tool_call_id: Annotated[str, InjectedToolCallId]
 
 
 class _SplitArgs(BaseModel):
     summary: _text_field(SPLIT_SUMMARY_DESCRIPTION, SUMMARY_NAMES)
     tasks: _text_field(SPLIT_TASKS_DESCRIPTION, TASKS_NAMES)
+    tool_call_id: Annotated[str, InjectedToolCallId]
 
 
 def sent_summary(args: Any) -> str:
@@ -188,15 +201,15 @@ def replan_toolkit(session: ReplanSession | None) -> list[BaseTool]:
             raise ToolException("the replan toolkit is only available while a subtask runs")
         return session.review_context()
 
-    def split(summary: Any, tasks: Any) -> str:
+    def split(summary: Any, tasks: Any, tool_call_id: str) -> Command:
         if session is None:
             raise ToolException("the replan toolkit is only available while a subtask runs")
-        return session.split_and_handoff(summary, tasks)
+        return session.split_and_handoff(summary, tasks, tool_call_id)
 
-    def replan(reason: Any) -> str:
+    def replan(reason: Any, tool_call_id: str) -> Command:
         if session is None:
             raise ToolException("the replan toolkit is only available while a subtask runs")
-        return session.request_replan(reason)
+        return session.request_replan(reason, tool_call_id)
 
     return [
         StructuredTool.from_function(
