@@ -11,7 +11,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from .config import AgentConfig, AgentProfile, ToolLike, resolve_profiles
+from .config import AgentConfig, AgentProfile, ToolLike, recursion_limit, resolve_profiles
 from .context import ContextMonitor, TokenCounter
 from .names import COMPRESSOR, EXECUTOR, FINALIZE, PLANNER, REPLANNER, ROUTED_TO, TOOLS, VERIFIER
 from .routing import make_router
@@ -19,15 +19,6 @@ from .state import InputState, OutputState, ReplanState
 
 HANDLER_TARGETS = {EXECUTOR: TOOLS, TOOLS: REPLANNER, COMPRESSOR: TOOLS, VERIFIER: TOOLS}
 """Where each node's error handler sends the run after turning a crash into a failed subtask."""
-
-
-def recursion_limit(config: AgentConfig) -> int:
-    """Supersteps a run may need, so that budgets, not LangGraph's limit, end a run.
-
-    A model call takes at most an executor, a compressor and two tools steps; a
-    task can fail without a model call (timeout) and cost a replanner step.
-    """
-    return 10 + 4 * config.max_steps + 2 * config.max_tasks + 2 * config.max_replans
 
 
 def client_retries(model: Any) -> int | None:
@@ -130,7 +121,8 @@ def build_graph(
     monitor = ContextMonitor(config, model, token_counter)
     route = make_router(config, monitor, tool_schemas)
 
-    builder = StateGraph(ReplanState, input_schema=InputState, output_schema=OutputState)
+    # AgentConfig is the context schema: a run's context overrides the fields it sets (Studio shows a form).
+    builder = StateGraph(ReplanState, context_schema=AgentConfig, input_schema=InputState, output_schema=OutputState)
     builder.add_node(PLANNER, Planner(planner_model or model, profiles, config, monitor))
     # Error handlers turn an unexpected crash in a subtask's step into a failed subtask, not a crashed run.
     builder.add_node(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -9,14 +11,19 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as as_tool
-from pydantic import BaseModel, ConfigDict, Field
+from langgraph.config import get_config
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .prompts import DEFAULT_AGENT_PROMPT
 from .queue import DEFAULT_AGENT
 
 
 class AgentConfig(BaseModel):
-    """Every limit of a run, with its default. Immutable; use ``model_copy(update=...)``."""
+    """Every limit of a run, with its default. Immutable; use ``model_copy(update=...)``.
+
+    It is also the graph's context schema: the fields set in a run's ``context``
+    override the graph's own for that run (see `run_settings`).
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -54,6 +61,92 @@ class AgentConfig(BaseModel):
     review_context_chars: int = Field(4_000, ge=500, description="Size cap of replan_review_context.")
     result_preview_chars: int = Field(160, ge=20, description="Result preview length in reviews.")
     workspace_dir: str | None = Field(None, description="Folder whose files the review lists, if any.")
+
+
+SETTING_NAMES = frozenset(AgentConfig.model_fields)
+RUNTIME_KEY = "__pregel_runtime"
+"""Where LangGraph keeps a run's ``Runtime`` in its config (``langgraph.runtime.get_runtime`` reads the same)."""
+
+
+def context_settings(context: Any) -> dict[str, Any]:
+    """The settings a run's context sets: the fields set on an `AgentConfig`, or the keys (attributes of a
+    dataclass) named like its fields, so a parent graph's own context schema may carry them too."""
+    if context is None:
+        return {}
+    if isinstance(context, AgentConfig):
+        return {name: getattr(context, name) for name in context.model_fields_set}
+    if isinstance(context, Mapping):
+        return {name: context[name] for name in SETTING_NAMES.intersection(context)}
+    if dataclasses.is_dataclass(context):
+        return {f.name: getattr(context, f.name) for f in dataclasses.fields(context) if f.name in SETTING_NAMES}
+    if isinstance(context, BaseModel):
+        return {name: getattr(context, name) for name in SETTING_NAMES.intersection(context.model_fields_set)}
+    return {}
+
+
+def run_settings(base: AgentConfig) -> AgentConfig:
+    """The settings of the run in progress: ``base`` (the graph's), overlaid with the run config's
+    ``configurable`` keys that name `AgentConfig` fields, then with the fields its ``context`` sets.
+    ``base`` outside a run. Invalid values raise ValueError naming them."""
+    try:
+        configurable = get_config().get("configurable") or {}
+    except RuntimeError:  # not inside a run
+        return base
+    overrides = {name: configurable[name] for name in SETTING_NAMES.intersection(configurable)}
+    overrides.update(context_settings(getattr(configurable.get(RUNTIME_KEY), "context", None)))
+    if not overrides:
+        return base
+    items = tuple(sorted(overrides.items()))
+    try:
+        return _overlaid(base, items)
+    except TypeError:  # an unhashable value: validate it without the cache
+        return _overlaid.__wrapped__(base, items)
+
+
+@functools.lru_cache(maxsize=128)
+def _overlaid(base: AgentConfig, overrides: tuple[tuple[str, Any], ...]) -> AgentConfig:
+    if all(getattr(base, name) == value for name, value in overrides):
+        return base
+    try:
+        return AgentConfig(**{**base.model_dump(), **dict(overrides)})
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ValueError(f"invalid run settings (context or configurable): {problems}") from None
+
+
+def recursion_limit(config: AgentConfig) -> int:
+    """Supersteps a run may need, so that budgets, not LangGraph's limit, end a run.
+
+    A model call takes at most an executor, a compressor and two tools steps; a
+    task can fail without a model call (timeout) and cost a replanner step.
+    """
+    return 10 + 4 * config.max_steps + 2 * config.max_tasks + 2 * config.max_replans
+
+
+FINALIZE_MARGIN = 3
+"""Supersteps the router keeps for finalize: the next router decision comes at most two steps later."""
+
+
+def supersteps_left() -> int | None:
+    """Supersteps LangGraph still allows the run in progress (its ``recursion_limit`` minus the current
+    step), or None outside a run."""
+    try:
+        config = get_config()
+    except RuntimeError:
+        return None
+    step, limit = (config.get("metadata") or {}).get("langgraph_step"), config.get("recursion_limit")
+    return None if step is None or limit is None else limit - step
+
+
+class Configured:
+    """A node or helper built with the graph's `AgentConfig` (``base_config``) whose ``config`` is the
+    settings of the run in progress (`run_settings`), so a run's context reaches every limit it reads."""
+
+    base_config: AgentConfig
+
+    @property
+    def config(self) -> AgentConfig:
+        return run_settings(self.base_config)
 
 
 ToolLike = BaseTool | Callable[..., Any]

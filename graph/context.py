@@ -9,7 +9,7 @@ from langchain_core.messages import AnyMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import BaseTool
 
-from .config import AgentConfig
+from .config import AgentConfig, Configured
 
 TokenCounter = Callable[[Sequence[AnyMessage], Sequence[Any]], int]
 DEFAULT_CONTEXT_WINDOW = 200_000
@@ -30,28 +30,42 @@ def model_context_window(model: Any) -> int | None:
     return int(value) if value else None
 
 
-class ContextMonitor:
+class ContextMonitor(Configured):
     """Counts request tokens against the effective window (context window minus reserved output).
 
     Every phase (planner, executor, compressor, summarizer, verifier, replanner,
     finalizer) measures its requests with the same counter; `for_model` gives a
-    monitor for another model's window.
+    monitor for another model's window. The figures follow the run's settings.
     """
 
     def __init__(self, config: AgentConfig, model: Any = None, counter: TokenCounter | None = None):
-        self.config = config
-        self.context_window = config.context_window or model_context_window(model) or DEFAULT_CONTEXT_WINDOW
-        # A small window keeps at least three quarters for the request, whatever reserved_output says.
-        self.reserved_output = min(config.reserved_output, self.context_window // 4)
-        self.effective_window = max(self.context_window - self.reserved_output, 1)
-        self.threshold = config.compress_threshold
+        self.base_config = config
+        self.model_window = model_context_window(model)
         self.counter = counter or approximate_tokens
 
+    @property
+    def context_window(self) -> int:
+        """Input tokens the model accepts: ``context_window``, else the model's profile, else 200,000."""
+        return self.config.context_window or self.model_window or DEFAULT_CONTEXT_WINDOW
+
+    @property
+    def reserved_output(self) -> int:
+        """Tokens kept for the answer; a small window keeps at least three quarters for the request."""
+        return min(self.config.reserved_output, self.context_window // 4)
+
+    @property
+    def effective_window(self) -> int:
+        return max(self.context_window - self.reserved_output, 1)
+
+    @property
+    def threshold(self) -> float:
+        return self.config.compress_threshold
+
     def for_model(self, model: Any) -> ContextMonitor:
-        """A monitor with this one's counter and ``model``'s window (``config.context_window`` wins)."""
-        if model is None or self.config.context_window or model_context_window(model) is None:
+        """A monitor with this one's counter and ``model``'s window (``context_window`` still wins)."""
+        if model is None or model_context_window(model) is None:
             return self
-        return ContextMonitor(self.config, model, self.counter)
+        return ContextMonitor(self.base_config, model, self.counter)
 
     def tokens(self, messages: Sequence[AnyMessage], tools: Sequence[Any] = ()) -> int:
         """Tokens the request would use.

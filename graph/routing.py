@@ -12,7 +12,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 from langgraph.types import Send
 
-from .config import AgentConfig
+from .config import FINALIZE_MARGIN, AgentConfig, run_settings, supersteps_left
 from .context import ContextMonitor
 from .messages import ends_with_answer
 from .names import COMPRESSOR, EXECUTOR, FINALIZE, REPLANNER, VERIFIER
@@ -58,10 +58,14 @@ def make_router(
             return decide(state)
 
     def decide(state: Mapping[str, Any]) -> list[Send | str] | str:
+        settings = run_settings(config)
+        left = supersteps_left()
+        if left is not None and left <= FINALIZE_MARGIN:  # LangGraph's recursion_limit: end with a report, not a crash
+            return FINALIZE
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         if index_of(tasks).replan:
             return REPLANNER
-        if spent_model_calls(state) >= config.max_steps:
+        if spent_model_calls(state) >= settings.max_steps:
             return FINALIZE
         windows = state.get("windows") or {}
         active = active_tasks(tasks)
@@ -79,7 +83,7 @@ def make_router(
             if over:
                 payload["plan"] = plan_summary(tasks)
             sends.append(Send(COMPRESSOR if over else EXECUTOR, payload))
-        room = max(config.max_concurrency - len(active), 0)
+        room = max(settings.max_concurrency - len(active), 0)
         sends.extend(Send(EXECUTOR, subtask_input(state, t)) for t in ready_tasks(tasks, room))
         return sends or FINALIZE
 

@@ -15,7 +15,7 @@ from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
 from langgraph.errors import GraphBubbleUp
 
 from replangraph.compression import Compression, compress_window, split_window, transcript_entries
-from replangraph.config import AgentConfig, AgentProfile
+from replangraph.config import AgentConfig, AgentProfile, Configured
 from replangraph.context import OVERFLOW_SHRINK, ContextMonitor
 from replangraph.events import CONTEXT_COMPRESSED, emit
 from replangraph.fitting import PLAN_ID, excerpt, output_id
@@ -46,7 +46,7 @@ def merge_request(summaries: Sequence[str]) -> list[AnyMessage]:
     return [SystemMessage(SUMMARIZER_PROMPT), HumanMessage(MERGE_REQUEST.format(parts=parts))]
 
 
-class Compressor:
+class Compressor(Configured):
     """Summarizes with ``summary_model`` (in chunks when the folded text exceeds its window);
     if that fails, the summary says so and the folded messages stay readable with ``read_output``."""
 
@@ -61,7 +61,7 @@ class Compressor:
         self.summary_model = summary_model
         self.profiles = profiles
         self.tools = tool_schemas
-        self.config = config
+        self.base_config = config
         self.monitor = monitor
         self.summary_monitor = monitor.for_model(summary_model)
 

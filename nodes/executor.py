@@ -10,7 +10,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langgraph.errors import GraphBubbleUp
 
-from replangraph.config import AgentConfig, AgentProfile
+from replangraph.config import AgentConfig, AgentProfile, Configured
 from replangraph.context import ContextMonitor
 from replangraph.events import STEP_STARTED, emit
 from replangraph.messages import all_tool_calls, message_text, repair_tool_calls
@@ -31,7 +31,7 @@ def split_replan_marker(text: str) -> tuple[str, str] | None:
     return before.strip(), after.strip() or "no reason given"
 
 
-class Executor:
+class Executor(Configured):
     """Runs one model turn of the subtask in the payload.
 
     A reply with tool calls goes to the tools node; a reply without them is the
@@ -49,7 +49,7 @@ class Executor:
         monitor: ContextMonitor | None = None,
     ):
         self.profiles = profiles
-        self.config = config
+        self.base_config = config
         self.monitor = monitor or ContextMonitor(config, model)
         reader = read_output_tool(lambda _: None, list, config.max_observation_chars)
         self.tools = {name: [*profile.tools, *replan_toolkit(None)] for name, profile in profiles.items()}

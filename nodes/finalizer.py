@@ -14,7 +14,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage
 from langgraph.errors import GraphBubbleUp
 
-from replangraph.config import AgentConfig
+from replangraph.config import FINALIZE_MARGIN, AgentConfig, Configured, recursion_limit, supersteps_left
 from replangraph.context import OVERFLOW_SHRINK, ContextMonitor
 from replangraph.events import PLAN_COMPLETED, emit
 from replangraph.messages import ends_with_answer, message_text
@@ -90,9 +90,23 @@ def limit_notes(tasks: Mapping[str, Task], replans: Sequence[Mapping], config: A
     return notes
 
 
-def stop_reason(tasks: Mapping[str, Task], replans: Sequence[Mapping], model_calls: int, config: AgentConfig) -> str:
-    """Why the run ends unfinished, naming any limit that stopped it and the value that would have let it finish."""
-    if model_calls >= config.max_steps:
+def stop_reason(
+    tasks: Mapping[str, Task],
+    replans: Sequence[Mapping],
+    model_calls: int,
+    config: AgentConfig,
+    steps_left: int | None = None,
+) -> str:
+    """Why the run ends unfinished, naming any limit that stopped it and the value that would have let it finish.
+
+    ``steps_left``: the supersteps LangGraph's ``recursion_limit`` still allowed when finalize started.
+    """
+    if model_calls < config.max_steps and steps_left is not None and steps_left < FINALIZE_MARGIN:
+        reason = (
+            f"LangGraph's recursion_limit was nearly reached; these settings need "
+            f"recursion_limit={recursion_limit(config)} in the run config"
+        )
+    elif model_calls >= config.max_steps:
         reason = (
             f"the step budget max_steps={config.max_steps} was used up "
             f"(the work queued so far needs at least max_steps={steps_needed(tasks, model_calls)})"
@@ -116,14 +130,14 @@ def results_text(tasks: Mapping[str, Task]) -> str:
     return joined(result_entries(tasks))
 
 
-class Finalizer:
+class Finalizer(Configured):
     """The model's synthesis of the results: one call when they fit, else in stages; the fallback
     report when that is not possible. No request passes the monitor's budget."""
 
     def __init__(self, model: BaseChatModel, config: AgentConfig, monitor: ContextMonitor | None = None):
         self.monitor = (monitor or ContextMonitor(config)).for_model(model)
         self.model = model
-        self.config = config
+        self.base_config = config
 
     @collect_writes
     def __call__(self, state: Mapping) -> dict:
@@ -131,7 +145,8 @@ class Finalizer:
         goal = state.get("goal", "")
         replans = state.get("replans") or []
         unfinished = bool(unresolved(tasks, replans))
-        reason = stop_reason(tasks, replans, spent_model_calls(state), self.config) if unfinished else ""
+        calls, left = spent_model_calls(state), supersteps_left()
+        reason = stop_reason(tasks, replans, calls, self.config, left) if unfinished else ""
         closing = stop_unfinished(tasks, reason, state.get("windows")) if unfinished else {}
         closed = {tid: {**t, **closing.get(tid, {})} for tid, t in tasks.items()}
         answer = self.answer(goal, closed, reason)

@@ -8,7 +8,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from replangraph.config import AgentConfig, AgentProfile
+from replangraph.config import AgentConfig, AgentProfile, Configured
 from replangraph.context import OVERFLOW_SHRINK, ContextMonitor
 from replangraph.events import PLAN_CREATED, emit
 from replangraph.fitting import GOAL_ID
@@ -37,7 +37,7 @@ def fallback_specs(goal: str, agent_types: list[str], max_tasks: int) -> list[di
     return [{"id": "1", "content": preview(goal, GOAL_PREVIEW_CHARS), "agent_type": DEFAULT_AGENT, "depends_on": []}]
 
 
-class Planner:
+class Planner(Configured):
     """Plans the goal. After ``planner_retries`` unusable answers it falls back to a rule-based
     plan from the goal's verbs, and failing that to one subtask for the whole goal.
 
@@ -56,7 +56,7 @@ class Planner:
         self.structured = structured_planner(model, list(profiles))
         self.tools = schema_tools(plan_schema(list(profiles)))
         self.profiles = profiles
-        self.config = config
+        self.base_config = config
 
     def check(self, specs: list[dict]) -> tuple[list[dict], list[str]]:
         """Repair what is clear (dependency spellings, unknown agent types), then validate."""

@@ -15,7 +15,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from replangraph.config import AgentConfig, AgentProfile
+from replangraph.config import AgentConfig, AgentProfile, Configured
 from replangraph.context import OVERFLOW_SHRINK, ContextMonitor
 from replangraph.events import REPLANNING, emit
 from replangraph.fitting import GOAL_ID, Fitted, excerpt, fit_parts, result_id
@@ -161,7 +161,7 @@ def replan_prompt(goal: str, tasks: Mapping[str, Task], flagged: Sequence[Task],
     return fit_replan_prompt(goal, tasks, flagged, preview_chars, lambda _: True).request
 
 
-class Replanner:
+class Replanner(Configured):
     """One model call (plus retries) per round, through the planner's structured `Plan`."""
 
     def __init__(
@@ -175,7 +175,7 @@ class Replanner:
         self.structured = structured_planner(model, list(profiles))
         self.tools = schema_tools(plan_schema(list(profiles)))
         self.profiles = profiles
-        self.config = config
+        self.base_config = config
 
     @collect_writes
     def __call__(self, state: Mapping[str, Any]) -> dict:

@@ -14,7 +14,7 @@ from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 
-from replangraph.config import AgentConfig, AgentProfile
+from replangraph.config import AgentConfig, AgentProfile, Configured
 from replangraph.fitting import PAGE_RE
 from replangraph.messages import message_text, pending_tool_calls
 from replangraph.observations import (
@@ -116,12 +116,12 @@ def is_repeated_refusal(window: Sequence[AnyMessage], reply: ToolMessage) -> boo
     )
 
 
-class ToolRunner:
+class ToolRunner(Configured):
     """Executes tool calls with the subtask's tools plus its own replan toolkit."""
 
     def __init__(self, profiles: Mapping[str, AgentProfile], config: AgentConfig):
         self.profiles = profiles
-        self.config = config
+        self.base_config = config
 
     def run_subtask_tools(
         self, task_id: str, window: Sequence[AnyMessage], tasks: Mapping[str, Task], goal: str

@@ -20,7 +20,7 @@ from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langgraph.errors import GraphBubbleUp
 from pydantic import BaseModel, Field
 
-from replangraph.config import AgentConfig, AgentProfile
+from replangraph.config import AgentConfig, AgentProfile, Configured
 from replangraph.context import OVERFLOW_SHRINK, ContextMonitor
 from replangraph.events import DYNAMIC_TASKS_ADDED, STEP_VERIFIED, emit
 from replangraph.fitting import GOAL_ID, Fitted, result_id
@@ -93,7 +93,7 @@ def read_verdict(answer: Any) -> tuple[bool, str, list[str], str | None]:
     return complete, reason, [] if complete else contents, note
 
 
-class Verifier:
+class Verifier(Configured):
     """Judges every answer awaiting its check, then completes the subtask (and queues what is missing)."""
 
     def __init__(
@@ -107,7 +107,7 @@ class Verifier:
         self.structured = model.with_structured_output(Verdict, method="function_calling", include_raw=True)
         self.tools = schema_tools(Verdict)
         self.profiles = profiles
-        self.config = config
+        self.base_config = config
 
     def request(self, goal: str, task: Task, result: str, budget: int | None = None) -> Fitted[list[BaseMessage]]:
         """The check's request. A goal or result too long for it is shown as an excerpt, and the

@@ -2,8 +2,9 @@
 
 The model comes from the environment: OPENAI_API_KEY, OPENAI_BASE_URL and
 REPLANGRAPH_MODEL. Loading the graph needs no key; the first model call does.
-Limits can be set per assistant through ``configurable`` keys named like
-AgentConfig fields.
+Limits are set per assistant or per run through the context form (the
+graph's context schema is AgentConfig); ``configurable`` keys named like its
+fields, and ``model``, still work.
 """
 
 from __future__ import annotations

@@ -1,0 +1,114 @@
+"""Run settings: AgentConfig is the context schema; `configurable` keys still work; LangGraph's own limits end
+a run with a report, not a crash."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from langgraph.graph import START, MessagesState, StateGraph
+from pydantic import ValidationError
+from scripting import make_model, plan_of, subtask_of
+
+from replangraph import AgentConfig, build_graph
+from replangraph.config import recursion_limit, run_settings
+from replangraph.testing import tool_call
+
+PLAN = plan_of(*({"content": f"item {i}"} for i in range(1, 7)))
+
+
+def lookup(name: str) -> str:
+    """Looks a thing up."""
+    return f"facts about {name}"
+
+
+def work(request):
+    """Each subtask looks its item up once, then answers."""
+    item = subtask_of(request)
+    if request.tool_results:
+        return f"done: {item}"
+    return tool_call("lookup", {"name": item})
+
+
+def model():
+    return make_model(PLAN, work)
+
+
+def graph(**config):
+    return build_graph(model(), [lookup], config=AgentConfig(**config))
+
+
+def goal(text="six items"):
+    return {"messages": [("user", text)]}
+
+
+def model_calls(state) -> int:
+    return sum(t.get("model_calls", 0) for t in state["tasks"].values())
+
+
+def test_a_run_s_context_overrides_the_graph_s_settings():
+    app = graph()
+    done = app.invoke(goal())
+    assert all(t["status"] == "completed" for t in done["tasks"].values())
+    stopped = app.invoke(goal(), context={"max_steps": 3})
+    assert model_calls(stopped) == 3
+    assert "max_steps=3 was used up" in stopped["final_answer"]
+    again = app.invoke(goal())  # the next run has the graph's own settings again
+    assert all(t["status"] == "completed" for t in again["tasks"].values())
+
+
+def test_configurable_keys_still_work_and_the_context_wins_over_them():
+    app = graph()
+    by_configurable = app.invoke(goal(), {"configurable": {"max_steps": 3}})
+    assert "max_steps=3 was used up" in by_configurable["final_answer"]
+    both = app.invoke(goal(), {"configurable": {"max_steps": 3}}, context={"max_steps": 5})
+    assert model_calls(both) == 5 and "max_steps=5 was used up" in both["final_answer"]
+
+
+def test_only_the_fields_a_context_sets_override():
+    app = graph(max_steps=4)
+    state = app.invoke(goal(), context=AgentConfig(batch_size=2))  # max_steps left at the graph's 4
+    assert "max_steps=4 was used up" in state["final_answer"]
+
+
+def test_bad_settings_are_refused_before_anything_runs():
+    with pytest.raises(ValidationError, match="max_steps"):
+        graph().invoke(goal(), context={"max_steps": 0})
+    with pytest.raises(ValidationError, match="max_stepz"):
+        graph().invoke(goal(), context={"max_stepz": 3})
+    with pytest.raises(ValueError, match=r"invalid run settings .*max_steps"):
+        graph().invoke(goal(), {"configurable": {"max_steps": "lots"}})
+
+
+def test_the_context_schema_is_a_form_with_types_defaults_and_descriptions():
+    schema = graph().get_context_jsonschema()
+    field = schema["properties"]["max_concurrency"]
+    assert field["type"] == "integer" and field["default"] == 1 and field["description"]
+    assert set(schema["properties"]) == set(AgentConfig.model_fields)
+
+
+def test_a_parent_graph_s_own_context_may_carry_settings():
+    @dataclass
+    class ParentContext:
+        user: str
+        max_steps: int
+
+    parent = StateGraph(MessagesState, context_schema=ParentContext)
+    parent.add_node("research", graph())
+    parent.add_edge(START, "research")
+    out = parent.compile().invoke(goal(), context=ParentContext(user="ann", max_steps=2))
+    assert "max_steps=2" in out["messages"][-1].content
+
+
+def test_langgraph_s_recursion_limit_ends_the_run_with_a_report():
+    app = graph()
+    state = app.invoke(goal(), {"recursion_limit": 12})
+    assert "recursion_limit was nearly reached" in state["final_answer"]
+    assert f"recursion_limit={recursion_limit(AgentConfig())}" in state["final_answer"]
+    done = [t for t in state["tasks"].values() if t["status"] == "completed"]
+    assert done and all(t["id"] in state["final_answer"] for t in done)  # what was done is reported
+
+
+def test_run_settings_outside_a_run_are_the_graph_s():
+    base = AgentConfig(max_steps=9)
+    assert run_settings(base) is base
