@@ -14,7 +14,7 @@ from langgraph.graph.state import CompiledStateGraph
 from .config import AgentConfig, AgentProfile, ToolLike, recursion_limit, resolve_profiles
 from .context import ContextMonitor, TokenCounter
 from .names import COMPRESSOR, EXECUTOR, FINALIZE, PLANNER, REPLANNER, ROUTED_TO, TOOLS, VERIFIER
-from .routing import make_router
+from .routing import make_router, make_turn_router
 from .state import InputState, OutputState, ReplanState
 
 HANDLER_TARGETS = {EXECUTOR: TOOLS, TOOLS: REPLANNER, COMPRESSOR: TOOLS, VERIFIER: TOOLS}
@@ -151,7 +151,7 @@ def build_graph(
     builder.add_edge(START, PLANNER)
     # A fresh plan has no windows or replan requests; the replanner settles every request.
     builder.add_conditional_edges(PLANNER, route, [EXECUTOR, FINALIZE])
-    builder.add_edge(EXECUTOR, TOOLS)
+    builder.add_conditional_edges(EXECUTOR, make_turn_router(route), [TOOLS, *ROUTED_TO])
     builder.add_edge(COMPRESSOR, TOOLS)
     builder.add_edge(VERIFIER, TOOLS)
     builder.add_conditional_edges(TOOLS, route, ROUTED_TO)

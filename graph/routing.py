@@ -15,7 +15,7 @@ from langgraph.types import Send
 from .config import FINALIZE_MARGIN, AgentConfig, run_settings, supersteps_left
 from .context import ContextMonitor
 from .messages import ends_with_answer
-from .names import COMPRESSOR, EXECUTOR, FINALIZE, REPLANNER, VERIFIER
+from .names import COMPRESSOR, EXECUTOR, FINALIZE, REPLANNER, TOOLS, VERIFIER
 from .observations import full_result
 from .queue import Task, active_tasks, dependency_results, plan_summary, ready_tasks, spent_model_calls
 from .queue_index import index_of
@@ -85,6 +85,19 @@ def make_router(
             sends.append(Send(COMPRESSOR if over else EXECUTOR, payload))
         room = max(settings.max_concurrency - len(active), 0)
         sends.extend(Send(EXECUTOR, subtask_input(state, t)) for t in ready_tasks(tasks, room))
+        if len(sends) == 1 and isinstance(sends[0], Send) and sends[0].node == EXECUTOR:
+            sends[0].arg["alone"] = True
         return sends or FINALIZE
 
     return route
+
+
+def make_turn_router(route: Callable[[Mapping[str, Any]], list[Send | str] | str]) -> Callable[..., Any]:
+    """What follows a model turn: the tools node, which runs tool calls and is where parallel
+    branches join; or ``route`` at once when the turn ran alone and ended its subtask
+    (``ended_alone``), where the join would be an empty superstep."""
+
+    def after_turn(state: Mapping[str, Any]) -> list[Send | str] | str:
+        return route(state) if state.get("ended_alone") else TOOLS
+
+    return after_turn

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AnyMessage
-from langgraph.channels import DeltaChannel
+from langgraph.channels import DeltaChannel, EphemeralValue
 from langgraph.graph.message import add_messages
 from typing_extensions import NotRequired, TypedDict
 
@@ -80,6 +80,9 @@ class ReplanState(TypedDict):
     replans: NotRequired[list[ReplanRecord]]
     planner_calls: NotRequired[int]
     final_answer: NotRequired[str]
+    ended_alone: NotRequired[Annotated[bool, EphemeralValue(bool, guard=False)]]
+    """Set for one superstep when the only branch running ended its subtask: the router decides at once
+    instead of after an empty tools superstep (see `make_turn_router`)."""
 
 
 class DependencyResult(TypedDict):
@@ -104,3 +107,5 @@ class SubtaskInput(TypedDict):
     """The current plan, sent to the compressor so it can re-inject it."""
     workspace: NotRequired[dict[str, dict[str, dict]]]
     """Without a store: the keys this subtask holds in the workspace (no text), so new keys never clash."""
+    alone: NotRequired[bool]
+    """The only branch of its superstep: a turn that ends the subtask sets ``ended_alone``."""

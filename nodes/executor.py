@@ -69,6 +69,8 @@ class Executor(Configured):
         update = self.turn(payload, clock)
         if task["id"] in (update.get("tasks") or {}):
             update["tasks"][task["id"]]["elapsed_s"] = round(clock.elapsed(), 6)
+        if payload.get("alone") and (update.get("windows") or {}).get(task["id"], []) is None:
+            update["ended_alone"] = True  # nothing to join: the router decides at once
         return update
 
     def turn(self, payload: Mapping[str, Any], clock: StepClock) -> dict:

@@ -66,6 +66,36 @@ def test_parallel_siblings_give_the_same_result():
     assert timeless(parallel["tasks"]) == timeless(sequential["tasks"])
 
 
+def node_runs(graph, **config) -> list[str]:
+    """The nodes a run started, in order."""
+    chunks = graph.stream({"messages": [("user", "three things")]}, config, stream_mode="tasks")
+    return [c["name"] for c in chunks if "input" in c]
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_a_final_answer_costs_no_empty_tools_superstep_and_parallel_branches_join_once(concurrency):
+    turns = []
+
+    def answer_or_look(request):
+        item = subtask_of(request)
+        turns.append(item)
+        if item == "b" and not request.tool_results:
+            return tool_call("look", {"name": item})
+        return f"done: {item}"
+
+    def look(name: str) -> str:
+        """Looks."""
+        return name
+
+    model = make_model(plan_of({"content": "a"}, {"content": "b"}, {"content": "c"}), answer_or_look)
+    runs = node_runs(build_graph(model, [look], config=AgentConfig(max_concurrency=concurrency)))
+    if concurrency == 1:  # a: answer; b: tool call, tools, answer; c: answer
+        assert runs == ["planner", "executor", "executor", "tools", "executor", "executor", "finalize"]
+    else:  # all three at once; only b's tool call needs the tools node, which joins the branches once
+        assert runs == ["planner", "executor", "executor", "executor", "tools", "executor", "finalize"]
+    assert sorted(turns) == ["a", "b", "b", "c"]  # nothing ran twice
+
+
 def test_async_stream_runs_siblings_concurrently():
     async def collect():
         graph = build_demo_graph(AgentConfig(max_concurrency=3))
@@ -90,7 +120,7 @@ def test_graph_nodes_and_mermaid():
     mermaid = graph.get_graph().draw_mermaid()
     assert "tools -.-> executor" in mermaid
     assert "tools -.-> replanner" in mermaid
-    assert "executor --> tools" in mermaid
+    assert "executor -.-> tools" in mermaid and "executor -.-> finalize" in mermaid
 
 
 def test_state_schema_is_typing_extensions_typeddict():
