@@ -11,9 +11,10 @@ from .fitting import output_id, unique_key
 from .observations import is_taken, keep_outputs, result_fields, window_outputs
 from .plans import LimitReached
 from .queue import preview
+from .state import StateUpdate
 
 
-def failed(task: Mapping[str, Any], error: str, model_calls: int, **extra: Any) -> dict:
+def failed(task: Mapping[str, Any], error: str, model_calls: int, **extra: Any) -> StateUpdate:
     """State update for a failed subtask; the router then hands it to the replanner.
 
     A partial ``result`` in ``extra`` is kept in the workspace like any result.
@@ -28,7 +29,7 @@ def failed(task: Mapping[str, Any], error: str, model_calls: int, **extra: Any) 
     return {"tasks": {task_id: change}, "windows": {task_id: None}}
 
 
-def completed(task: Mapping[str, Any], result: str, model_calls: int | None = None, **event: Any) -> dict:
+def completed(task: Mapping[str, Any], result: str, model_calls: int | None = None, **event: Any) -> StateUpdate:
     """State update for a completed subtask; its result is kept in the workspace."""
     emit(STEP_COMPLETED, task_id=task["id"], result_preview=preview(result, 200), **event)
     change: dict[str, Any] = {"status": "completed", **result_fields(task, result), "error": None}
@@ -37,7 +38,7 @@ def completed(task: Mapping[str, Any], result: str, model_calls: int | None = No
     return {"tasks": {task["id"]: change}, "windows": {task["id"]: None}}
 
 
-def merge_updates(updates: list[dict]) -> dict:
+def merge_updates(updates: list[StateUpdate]) -> StateUpdate:
     """One state update from several (parallel subtasks joined in one node, or one subtask's steps in
     order): a later change to a task's field wins; no empty writes."""
     merged: dict = {"tasks": {}, "windows": {}}
@@ -71,7 +72,7 @@ def keep_window(task: Mapping[str, Any], window: Any) -> str:
     return f" (its window is kept as output {output_id(task['id'], key)})"
 
 
-def failed_with_window(task: Mapping[str, Any], window: Any, error: str, model_calls: int, **extra: Any) -> dict:
+def failed_with_window(task: Mapping[str, Any], window: Any, error: str, model_calls: int, **extra: Any) -> StateUpdate:
     """`failed`, keeping what the subtask had seen and written (see `keep_window`); the error says where."""
     note = keep_window(task, window)
     return failed(task, error + note, model_calls, **extra)

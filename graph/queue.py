@@ -135,22 +135,6 @@ def new_task(
 # --------------------------------------------------------------------------- reducers
 
 
-def _merge_keyed(current: Mapping | None, update: Mapping | None, merge_value) -> dict:
-    if not update:
-        return dict(current or {})
-    merged = {} if update.get(RESET) else dict(current or {})
-    for key, value in update.items():
-        if key == RESET:
-            continue
-        if value is None:
-            merged.pop(key, None)
-        elif key in merged:
-            merged[key] = merge_value(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
-
-
 def merge_tasks(current: Mapping[str, Task] | None, update: Mapping[str, Any] | None) -> TaskQueue:
     """One write applied to the queue (see `apply_writes`, the ``tasks`` channel's reducer).
 
@@ -159,11 +143,6 @@ def merge_tasks(current: Mapping[str, Task] | None, update: Mapping[str, Any] | 
     tasks (parallel branches) never conflict.
     """
     return apply_writes(current, [update])
-
-
-def replace_by_key(current: Mapping | None, update: Mapping | None) -> dict:
-    """Reducer for per-task values: each key's value is replaced whole (None removes it)."""
-    return _merge_keyed(current, update, lambda _old, new: new)
 
 
 # --------------------------------------------------------------------------- order and lookup

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AnyMessage
@@ -9,7 +10,7 @@ from langgraph.channels import DeltaChannel, EphemeralValue
 from langgraph.graph.message import add_messages
 from typing_extensions import NotRequired, TypedDict
 
-from .queue import Task, apply_writes, replace_by_key
+from .queue import RESET, Task, apply_writes
 from .workspace import merge_workspace
 
 TASKS_SNAPSHOT_EVERY = 1_000_000
@@ -21,6 +22,18 @@ WorkspaceChannel = Annotated[
     dict[str, dict[str, dict[str, Any]]], DeltaChannel(merge_workspace, snapshot_frequency=TASKS_SNAPSHOT_EVERY)
 ]
 """Results and kept text of a run without a store, by step (see `replangraph.workspace`)."""
+
+
+def replace_by_key(current: Mapping | None, update: Mapping | None) -> dict:
+    """Reducer of ``windows``: each subtask's window is replaced whole; None removes it, RESET empties all."""
+    merged = {} if update and update.get(RESET) else dict(current or {})
+    for key, value in (update or {}).items():
+        if value is None:
+            merged.pop(key, None)
+        elif key != RESET:
+            merged[key] = value
+    return merged
+
 
 TaskQueueChannel = Annotated[dict[str, Task], DeltaChannel(apply_writes, snapshot_frequency=TASKS_SNAPSHOT_EVERY)]
 
@@ -83,6 +96,22 @@ class ReplanState(TypedDict):
     ended_alone: NotRequired[Annotated[bool, EphemeralValue(bool, guard=False)]]
     """Set for one superstep when the only branch running ended its subtask: the router decides at once
     instead of after an empty tools superstep (see `make_turn_router`)."""
+
+
+class StateUpdate(TypedDict, total=False):
+    """What a node returns: the keys of `ReplanState` it writes. ``tasks`` holds changes by task id
+    (fields to merge, a whole new task, or None to remove one), ``windows`` whole windows (None
+    drops one), ``workspace`` new entries by step."""
+
+    messages: list[AnyMessage]
+    goal: str
+    tasks: dict[str, dict[str, Any] | None]
+    windows: dict[str, list[AnyMessage] | None]
+    workspace: dict[str, dict[str, dict[str, Any]]]
+    replans: list[ReplanRecord]
+    planner_calls: int
+    final_answer: str
+    ended_alone: bool
 
 
 class DependencyResult(TypedDict):

@@ -25,6 +25,7 @@ from replangraph.opening import opening_window
 from replangraph.outcomes import failed_with_window
 from replangraph.prompts import MERGE_REQUEST, SUMMARIZER_PROMPT, SUMMARY_REQUEST
 from replangraph.retry import StepClock, invoke_with_retries
+from replangraph.state import StateUpdate
 from replangraph.summarizing import summarize_in_chunks
 from replangraph.workspace import collect_writes
 
@@ -123,7 +124,7 @@ class Compressor(Configured):
         )
 
     @collect_writes
-    def __call__(self, payload: Mapping[str, Any]) -> dict:
+    def __call__(self, payload: Mapping[str, Any]) -> StateUpdate:
         """``payload`` is a `SubtaskInput` sent by the router (typed loosely so it adds no state keys)."""
         task = payload["task"]
         clock = StepClock(task.get("elapsed_s") or 0.0, self.config.step_timeout_s)
@@ -131,7 +132,7 @@ class Compressor(Configured):
         update.setdefault("tasks", {}).setdefault(task["id"], {})["elapsed_s"] = round(clock.elapsed(), 6)
         return update  # summarizing counts as the step's own time
 
-    def shrink(self, payload: Mapping[str, Any]) -> dict:
+    def shrink(self, payload: Mapping[str, Any]) -> StateUpdate:
         """The update with the subtask's window compressed (or the subtask failed when it cannot fit)."""
         task = payload["task"]
         tools = self.tools[task["agent_type"]]

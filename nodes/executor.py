@@ -18,6 +18,7 @@ from replangraph.opening import mentions_read_output, opening_window
 from replangraph.outcomes import completed, failed, failed_with_window
 from replangraph.prompts import REPLAN_MARKER
 from replangraph.retry import StepClock, StepTimeout, call_with_timeout, is_context_overflow, retrying
+from replangraph.state import StateUpdate
 from replangraph.tools.read_output import read_output_tool
 from replangraph.tools.replan_toolkit import replan_toolkit
 from replangraph.workspace import collect_writes
@@ -62,7 +63,7 @@ class Executor(Configured):
         }
 
     @collect_writes
-    def __call__(self, payload: Mapping[str, Any]) -> dict:
+    def __call__(self, payload: Mapping[str, Any]) -> StateUpdate:
         """``payload`` is a `SubtaskInput` sent by the router (typed loosely so it adds no state keys)."""
         task = payload["task"]
         clock = StepClock(task.get("elapsed_s") or 0.0, self.config.step_timeout_s)
@@ -73,7 +74,7 @@ class Executor(Configured):
             update["ended_alone"] = True  # nothing to join: the router decides at once
         return update
 
-    def turn(self, payload: Mapping[str, Any], clock: StepClock) -> dict:
+    def turn(self, payload: Mapping[str, Any], clock: StepClock) -> StateUpdate:
         """The state update of one model turn."""
         task = payload["task"]
         task_id = task["id"]
@@ -161,11 +162,13 @@ class Executor(Configured):
         update["tasks"][task_id].update(cleared)
         return update
 
-    def fail(self, task: Mapping[str, Any], window: list, error: str, calls: int, **extra: Any) -> dict:
+    def fail(self, task: Mapping[str, Any], window: list, error: str, calls: int, **extra: Any) -> StateUpdate:
         """A failed subtask whose window goes: what it had read and written is kept."""
         return failed_with_window(task, window, error, calls, **extra)
 
-    def overflowed(self, task: Mapping[str, Any], window: list, started: float, calls: int, exc: Exception) -> dict:
+    def overflowed(
+        self, task: Mapping[str, Any], window: list, started: float, calls: int, exc: Exception
+    ) -> StateUpdate:
         """The provider refused the request as too long: compress and try once more, else fail the step."""
         if (task.get("context_overflow") or {}).get("compressed"):
             return self.fail(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage
@@ -24,6 +23,7 @@ from replangraph.queue import RESET, Task, ordered, spent_model_calls, status_co
 from replangraph.report import fallback_report
 from replangraph.retry import invoke_with_retries, is_context_overflow
 from replangraph.staging import ResultsTooBig, Synthesis, joined, result_entries, synthesize
+from replangraph.state import StateUpdate
 from replangraph.workspace import collect_writes
 
 
@@ -140,7 +140,7 @@ class Finalizer(Configured):
         self.base_config = config
 
     @collect_writes
-    def __call__(self, state: Mapping) -> dict:
+    def __call__(self, state: Mapping) -> StateUpdate:
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         goal = state.get("goal", "")
         replans = state.get("replans") or []
@@ -151,7 +151,7 @@ class Finalizer(Configured):
         closed = {tid: {**t, **closing.get(tid, {})} for tid, t in tasks.items()}
         answer = self.answer(goal, closed, reason)
         emit(PLAN_COMPLETED, final_answer=answer, counts=status_counts(closed), stop_reason=reason or None)
-        update: dict[str, Any] = {
+        update: StateUpdate = {
             "final_answer": answer,
             "messages": [AIMessage(answer, name="replangraph")],
             "windows": {RESET: True},

@@ -19,6 +19,7 @@ from replangraph.plans import coerce_agent_types, normalize_plan, tasks_from_pla
 from replangraph.prompts import PLANNER_PROMPT, agent_types_text
 from replangraph.queue import DEFAULT_AGENT, RESET, QueueError, Task, next_plan_id, ordered, preview
 from replangraph.rule_plan import rule_based_plan
+from replangraph.state import StateUpdate
 from replangraph.workspace import collect_writes
 
 GOAL_PREVIEW_CHARS = 300
@@ -114,7 +115,7 @@ class Planner(Configured):
         return answer
 
     @collect_writes
-    def __call__(self, state: Mapping) -> dict:
+    def __call__(self, state: Mapping) -> StateUpdate:
         goal, from_goal_key = resolve_goal(state)
         tasks, calls, fallback_reason, notes = self.plan(goal, next_plan_id(state.get("tasks") or {}))
         emit(

@@ -36,7 +36,7 @@ from replangraph.queue import (
     spent_model_calls,
     task_line,
 )
-from replangraph.state import ReplanRecord
+from replangraph.state import ReplanRecord, StateUpdate
 from replangraph.workspace import collect_writes
 
 PARTIAL_RESULT_CHARS = 2_000
@@ -178,7 +178,7 @@ class Replanner(Configured):
         self.base_config = config
 
     @collect_writes
-    def __call__(self, state: Mapping[str, Any]) -> dict:
+    def __call__(self, state: Mapping[str, Any]) -> StateUpdate:
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         records: list[ReplanRecord] = list(state.get("replans") or [])
         flagged = replan_requested(tasks)

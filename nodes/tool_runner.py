@@ -31,6 +31,7 @@ from replangraph.observations import (
 from replangraph.outcomes import completed, failed, merge_updates
 from replangraph.queue import Task, preview
 from replangraph.retry import StepClock, StepTimeout, call_pool, call_with_timeout
+from replangraph.state import StateUpdate
 from replangraph.tools.read_output import read_output_tool
 from replangraph.tools.replan_toolkit import STILL_YOURS, TOOLKIT_NAMES, ReplanSession, replan_toolkit, sent_summary
 from replangraph.workspace import collect_writes
@@ -125,7 +126,7 @@ class ToolRunner(Configured):
 
     def run_subtask_tools(
         self, task_id: str, window: Sequence[AnyMessage], tasks: Mapping[str, Task], goal: str
-    ) -> dict:
+    ) -> StateUpdate:
         """The state update after running one subtask's pending tool calls (their time counts as the step's)."""
         clock = StepClock(tasks[task_id].get("elapsed_s") or 0.0, self.config.step_timeout_s)
         update = self.run_calls(task_id, window, tasks, goal, clock)
@@ -134,7 +135,7 @@ class ToolRunner(Configured):
 
     def run_calls(
         self, task_id: str, window: Sequence[AnyMessage], tasks: Mapping[str, Task], goal: str, clock: StepClock
-    ) -> dict:
+    ) -> StateUpdate:
         """The state update after running one subtask's pending tool calls."""
         task = tasks[task_id]
         session = ReplanSession(task_id, tasks, list(self.profiles), self.config, goal=goal)
@@ -206,7 +207,7 @@ class ToolRunner(Configured):
         return merge_updates([*changes, {"windows": {task_id: new_window}}])
 
     @collect_writes
-    def __call__(self, state: Mapping) -> dict:
+    def __call__(self, state: Mapping) -> StateUpdate:
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         windows = state.get("windows") or {}
         goal = state.get("goal", "")

@@ -32,6 +32,7 @@ from replangraph.plans import LimitReached, split_task
 from replangraph.prompts import VERIFIER_PROMPT, VERIFY_EXCERPT_NOTE, VERIFY_TEMPLATE
 from replangraph.queue import QueueError, Task, TaskVerdict, apply_writes, verdict_record
 from replangraph.retry import invoke_with_retries, is_context_overflow
+from replangraph.state import StateUpdate
 from replangraph.workspace import collect_writes
 
 VERDICT_TOOL = "Verdict"
@@ -182,7 +183,9 @@ class Verifier(Configured):
         except QueueError as exc:
             return {}, {"why": str(exc)}
 
-    def settle(self, tasks: Mapping[str, Task], task: Task, result: str, judged: TaskVerdict, calls: int) -> dict:
+    def settle(
+        self, tasks: Mapping[str, Task], task: Task, result: str, judged: TaskVerdict, calls: int
+    ) -> StateUpdate:
         """The state update for one judged subtask: completed, with follow-ups when something is missing.
 
         Missing work that could not be queued (none named, or a limit refused it) goes to the
@@ -211,7 +214,7 @@ class Verifier(Configured):
         return update
 
     @collect_writes
-    def __call__(self, state: Mapping[str, Any]) -> dict:
+    def __call__(self, state: Mapping[str, Any]) -> StateUpdate:
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         windows = state.get("windows") or {}
         goal = state.get("goal", "")

@@ -17,9 +17,9 @@ from replangraph.queue import (
     ordered,
     plan_summary,
     ready_tasks,
-    replace_by_key,
     skip_dependents,
 )
+from replangraph.state import replace_by_key
 
 AGENTS = ["default", "browser"]
 
