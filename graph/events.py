@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextvars
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from langgraph.config import get_stream_writer
@@ -29,8 +32,30 @@ EVENT_NAMES = (
 )
 
 
+_held: contextvars.ContextVar[list[dict] | None] = contextvars.ContextVar("replangraph_held_events", default=None)
+
+
+@contextmanager
+def held_events() -> Iterator[None]:
+    """Hold the events emitted inside the block (threads started with its context included) and
+    send them, in order, only when the block ends without an exception: a node whose update
+    is lost to a crash never announces it."""
+    held: list[dict] = []
+    token = _held.set(held)
+    try:
+        yield
+    finally:
+        _held.reset(token)
+    for event in held:
+        emit(**event)
+
+
 def emit(event: str, **payload: Any) -> None:
     """Write one event to the custom stream; does nothing outside a graph run."""
+    held = _held.get()
+    if held is not None:
+        held.append({"event": event, **payload})
+        return
     try:
         writer = get_stream_writer()
     except (RuntimeError, KeyError):  # no run, or a runnable's config outside a graph (a tool invoked alone)

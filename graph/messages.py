@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -98,9 +99,15 @@ def repair_tool_calls(reply: AIMessage, tool_names: Sequence[str]) -> AIMessage:
         written = calls_written_as_text(message_text(reply), tool_names)
         if written:
             calls, content = written, ""
+    calls, invalid = with_ids(calls), with_ids(invalid)
     if calls == reply.tool_calls and invalid == reply.invalid_tool_calls:
         return reply
     return reply.model_copy(update={"tool_calls": calls, "invalid_tool_calls": invalid, "content": content})
+
+
+def with_ids(calls: list[dict]) -> list[dict]:
+    """Tool calls, each with an id (some local servers send none): the reply must name the call it answers."""
+    return [call if call.get("id") else {**call, "id": f"call_{uuid.uuid4().hex[:24]}"} for call in calls]
 
 
 def calls_written_as_text(text: str, tool_names: Sequence[str]) -> list[dict]:

@@ -44,7 +44,9 @@ def merge_updates(updates: list[StateUpdate]) -> StateUpdate:
     merged: dict = {"tasks": {}, "windows": {}}
     for update in updates:
         for task_id, change in (update.get("tasks") or {}).items():
-            merged["tasks"][task_id] = {**merged["tasks"].get(task_id, {}), **change}
+            before = merged["tasks"].get(task_id)
+            both = isinstance(before, dict) and isinstance(change, dict)
+            merged["tasks"][task_id] = {**before, **change} if both else change  # a removal or RESET as it is
         merged["windows"].update(update.get("windows") or {})
     return {key: value for key, value in merged.items() if value}
 

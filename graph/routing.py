@@ -12,7 +12,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 from langgraph.types import Send
 
-from .config import FINALIZE_MARGIN, AgentConfig, run_settings, supersteps_left
+from .config import FINALIZE_MARGIN, AgentConfig, run_settings
 from .context import ContextMonitor
 from .messages import ends_with_answer
 from .names import COMPRESSOR, EXECUTOR, FINALIZE, REPLANNER, TOOLS, VERIFIER
@@ -59,7 +59,7 @@ def make_router(
 
     def decide(state: Mapping[str, Any]) -> list[Send | str] | str:
         settings = run_settings(config)
-        left = supersteps_left()
+        left = state.get("remaining_steps")
         if left is not None and left <= FINALIZE_MARGIN:  # LangGraph's recursion_limit: end with a report, not a crash
             return FINALIZE
         tasks: Mapping[str, Task] = state.get("tasks") or {}

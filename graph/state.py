@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from langchain_core.messages import AnyMessage
 from langgraph.channels import DeltaChannel, EphemeralValue
 from langgraph.graph.message import add_messages
+from langgraph.managed import RemainingSteps
 from typing_extensions import NotRequired, TypedDict
 
 from .queue import RESET, Task, apply_writes
@@ -93,6 +94,8 @@ class ReplanState(TypedDict):
     replans: NotRequired[list[ReplanRecord]]
     planner_calls: NotRequired[int]
     final_answer: NotRequired[str]
+    remaining_steps: NotRequired[RemainingSteps]
+    """Supersteps LangGraph's ``recursion_limit`` still allows this run (managed by LangGraph, not stored)."""
     ended_alone: NotRequired[Annotated[bool, EphemeralValue(bool, guard=False)]]
     """Set for one superstep when the only branch running ended its subtask: the router decides at once
     instead of after an empty tools superstep (see `make_turn_router`)."""

@@ -13,7 +13,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage
 from langgraph.errors import GraphBubbleUp
 
-from replangraph.config import FINALIZE_MARGIN, AgentConfig, Configured, recursion_limit, supersteps_left
+from replangraph.config import FINALIZE_MARGIN, AgentConfig, Configured, recursion_limit
 from replangraph.context import OVERFLOW_SHRINK, ContextMonitor
 from replangraph.events import PLAN_COMPLETED, emit
 from replangraph.messages import ends_with_answer, message_text
@@ -145,7 +145,7 @@ class Finalizer(Configured):
         goal = state.get("goal", "")
         replans = state.get("replans") or []
         unfinished = bool(unresolved(tasks, replans))
-        calls, left = spent_model_calls(state), supersteps_left()
+        calls, left = spent_model_calls(state), state.get("remaining_steps")
         reason = stop_reason(tasks, replans, calls, self.config, left) if unfinished else ""
         closing = stop_unfinished(tasks, reason, state.get("windows")) if unfinished else {}
         closed = {tid: {**t, **closing.get(tid, {})} for tid, t in tasks.items()}

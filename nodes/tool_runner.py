@@ -6,6 +6,7 @@ took a model turn in the last step, this node runs once.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 
@@ -15,6 +16,7 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 
 from replangraph.config import AgentConfig, AgentProfile, Configured
+from replangraph.events import held_events
 from replangraph.fitting import PAGE_RE
 from replangraph.messages import message_text, pending_tool_calls
 from replangraph.observations import (
@@ -28,7 +30,7 @@ from replangraph.observations import (
     saved_keys,
     window_outputs,
 )
-from replangraph.outcomes import completed, failed, merge_updates
+from replangraph.outcomes import completed, failed, failed_with_window, merge_updates
 from replangraph.queue import Task, preview
 from replangraph.retry import StepClock, StepTimeout, call_pool, call_with_timeout
 from replangraph.state import StateUpdate
@@ -51,7 +53,7 @@ ToolReply = tuple[ToolMessage, dict]
 """A tool call's reply to the agent, and the state update the tool returned (usually {})."""
 
 
-def run_tool_call(toolbox: Mapping[str, BaseTool], call: dict) -> ToolReply:
+def run_tool_call(toolbox: Mapping[str, BaseTool], call: dict, task_id: str) -> ToolReply:
     """One tool call; unknown tools, bad arguments and exceptions become error messages."""
     name, call_id = call.get("name", ""), call.get("id") or ""
     if call.get("type") == "invalid_tool_call":
@@ -74,29 +76,34 @@ def run_tool_call(toolbox: Mapping[str, BaseTool], call: dict) -> ToolReply:
     except Exception as exc:  # bad arguments or a crashing tool: tell the agent, keep the run
         return ToolMessage(f"Error: {type(exc).__name__}: {exc}", tool_call_id=call_id, name=name, status="error"), {}
     if isinstance(reply, Command):
-        return command_reply(reply, call)
+        return command_reply(reply, call, task_id)
     if not isinstance(reply, ToolMessage):
         reply = ToolMessage(str(reply), tool_call_id=call_id, name=name)
     return reply, {}
 
 
-def command_reply(command: Command, call: dict) -> ToolReply:
+def command_reply(command: Command, call: dict, task_id: str) -> ToolReply:
     """The reply and state update of a tool that returned ``Command(update=...)``, as LangGraph's
     ``ToolNode`` reads one: its ``messages`` hold the reply. The update may change ``tasks`` and
-    end the calling subtask (``windows: {its id: None}``); anything else is refused."""
+    end the calling subtask (``windows: {its id: None}``); anything else is refused.
+
+    A reply that names another call is taken as this call's (the window must answer every call).
+    """
     name, call_id = call.get("name", ""), call.get("id") or ""
     update = dict(command.update or {})
     messages = update.pop("messages", None) or []
     reply = next((m for m in messages if isinstance(m, ToolMessage)), None)
     windows = update.get("windows") or {}
     problems = [f"key {k!r}" for k in update if k not in ("tasks", "windows")]
-    problems += [f"window {k!r}" for k, v in windows.items() if v is not None]
+    problems += [f"window {k!r}" for k, v in windows.items() if k != task_id or v is not None]
     problems += ["goto"] * bool(command.goto) + ["graph"] * (command.graph is not None)
     if problems:
         error = f"Error: tool {name} returned a state update this graph cannot apply ({', '.join(problems)})."
         return ToolMessage(error, tool_call_id=call_id, name=name, status="error"), {}
     if reply is None:
         reply = ToolMessage("Done.", tool_call_id=call_id, name=name)
+    elif reply.tool_call_id != call_id or not reply.name:
+        reply = reply.model_copy(update={"tool_call_id": call_id, "name": reply.name or name})
     return reply, {k: v for k, v in update.items() if v}
 
 
@@ -127,9 +134,21 @@ class ToolRunner(Configured):
     def run_subtask_tools(
         self, task_id: str, window: Sequence[AnyMessage], tasks: Mapping[str, Task], goal: str
     ) -> StateUpdate:
-        """The state update after running one subtask's pending tool calls (their time counts as the step's)."""
-        clock = StepClock(tasks[task_id].get("elapsed_s") or 0.0, self.config.step_timeout_s)
-        update = self.run_calls(task_id, window, tasks, goal, clock)
+        """The state update after running one subtask's pending tool calls (their time counts as the step's).
+
+        A crash in this subtask's step fails this subtask only, and the events its tools
+        emitted before the crash never go out (the update that carried them is lost).
+        """
+        task = tasks[task_id]
+        clock = StepClock(task.get("elapsed_s") or 0.0, self.config.step_timeout_s)
+        try:
+            with held_events():
+                update = self.run_calls(task_id, window, tasks, goal, clock)
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:  # a bug in one subtask's step must not take its parallel siblings down
+            error = f"tools crashed: {type(exc).__name__}: {exc}"
+            update = failed_with_window(task, window, error, task.get("model_calls", 0))
         update.setdefault("tasks", {}).setdefault(task_id, {})["elapsed_s"] = round(clock.elapsed(), 6)
         return update
 
@@ -163,10 +182,11 @@ class ToolRunner(Configured):
                 continue
             if call.get("name") in TOOLKIT_NAMES:
                 # Our own microsecond-fast code: run inline, so its update can never land after a timeout.
-                reply, change = run_tool_call(toolbox, call)
+                reply, change = run_tool_call(toolbox, call, task_id)
             else:
                 try:
-                    reply, change = call_with_timeout(lambda call=call: run_tool_call(toolbox, call), clock.left())
+                    run = functools.partial(run_tool_call, toolbox, call, task_id)
+                    reply, change = call_with_timeout(run, clock.left())
                 except StepTimeout:
                     session.close()
                     error = f"step exceeded step_timeout_s={self.config.step_timeout_s:g} in tool {call.get('name')!r}"
@@ -208,6 +228,11 @@ class ToolRunner(Configured):
 
     @collect_writes
     def __call__(self, state: Mapping) -> StateUpdate:
+        with held_events():  # the toolkit's events go out with the update that carries them
+            return self.run_all(state)
+
+    def run_all(self, state: Mapping) -> StateUpdate:
+        """The update after running every subtask's pending tool calls."""
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         windows = state.get("windows") or {}
         goal = state.get("goal", "")

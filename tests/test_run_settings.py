@@ -6,12 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from pydantic import ValidationError
 from scripting import make_model, plan_of, subtask_of
 
 from replangraph import AgentConfig, build_graph
 from replangraph.config import recursion_limit, run_settings
+from replangraph.nodes.tool_runner import ToolRunner
 from replangraph.testing import tool_call
 
 PLAN = plan_of(*({"content": f"item {i}"} for i in range(1, 7)))
@@ -107,6 +109,27 @@ def test_langgraph_s_recursion_limit_ends_the_run_with_a_report():
     assert f"recursion_limit={recursion_limit(AgentConfig())}" in state["final_answer"]
     done = [t for t in state["tasks"].values() if t["status"] == "completed"]
     assert done and all(t["id"] in state["final_answer"] for t in done)  # what was done is reported
+
+
+def test_each_run_on_a_thread_gets_the_whole_recursion_limit():
+    app = build_graph(model(), [lookup], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "reused"}, "recursion_limit": 40}
+    for _ in range(3):  # LangGraph's step count goes on across runs; each run's limit starts afresh
+        state = app.invoke(goal(), config)
+        assert all(t["status"] == "completed" for t in state["tasks"].values()), state["final_answer"]
+
+
+@pytest.mark.parametrize("crashing_tools", [False, True])
+def test_no_recursion_limit_ends_a_run_with_graph_recursion_error(crashing_tools, monkeypatch):
+    if crashing_tools:  # the longest way between two router decisions: tools crash, its handler, the replanner
+
+        def crash(self, state):
+            raise RuntimeError("tools node bug")
+
+        monkeypatch.setattr(ToolRunner, "run_all", crash)
+    for limit in range(3, 30):  # planner and finalize need three
+        state = graph().invoke(goal(), {"recursion_limit": limit})
+        assert state["final_answer"], limit
 
 
 def test_run_settings_outside_a_run_are_the_graph_s():

@@ -228,6 +228,18 @@ def test_tool_arguments_a_provider_could_not_parse_are_read_leniently():
     assert state["tasks"]["1"]["result"] == "first half"
 
 
+def test_tool_calls_without_an_id_get_one_and_their_answers_name_it():
+    def work(request):
+        if "1_dyn" in request.prompt:
+            return "the rest"
+        split = {"name": "replan_split_and_handoff", "args": {"summary": "half", "tasks": ["rest"]}, "id": None}
+        return AIMessage(content="", tool_calls=[split])  # as some local servers send them
+
+    state, _ = run(build_graph(make_model(plan_of(task("1", "do it all")), work), config=AgentConfig(**FAST)))
+    assert statuses(state) == {"1": "completed", "1_dyn_0": "completed"}
+    assert state["tasks"]["1"]["result"] == "half"
+
+
 def test_unreadable_arguments_get_an_error_the_model_can_fix():
     def lookup(city: str) -> str:
         """Weather of a city."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from typing import Annotated
+from unittest.mock import patch
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
@@ -259,6 +260,49 @@ def test_a_user_tool_may_end_its_subtask_with_a_command():
 
     update = make_runner(finish)(runner_state(tool_call("finish", {}), tool_call(REVIEW_TOOL, {})))
     assert update["tasks"]["1"]["status"] == "completed" and update["windows"] == {"1": None}
+
+
+def test_a_command_may_remove_a_task_but_not_touch_another_subtask_s_window():
+    def drop(tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
+        """Removes task 2; answers with a reply naming another call."""
+        reply = ToolMessage("dropped", tool_call_id="someone-else", name="drop")
+        return Command(update={"tasks": {"2": None}, "messages": [reply]})
+
+    def close_other() -> Command:
+        """Tries to close another subtask's window."""
+        return Command(update={"windows": {"2": None}})
+
+    update = make_runner(drop, close_other)(
+        runner_state(tool_call("drop", {}, call_id="a"), tool_call("close_other", {}, call_id="b"))
+    )
+    assert update["tasks"]["2"] is None  # the removal goes through as the queue write it is
+    first, second = update["windows"]["1"][3:]
+    assert first.tool_call_id == "a" and first.content == "dropped"  # relabelled: every call gets its answer
+    assert second.status == "error" and "window '2'" in second.content
+
+
+def test_a_crash_after_a_handoff_fails_that_subtask_only_and_its_events_never_go_out(monkeypatch):
+    import replangraph.nodes.tool_runner as tool_runner
+
+    real = tool_runner.drop_old_observations
+
+    def crash_for_1(window, *args, **kwargs):
+        if any(getattr(m, "name", "") == SPLIT_TOOL for m in window):
+            raise RuntimeError("bug after the handoff")
+        return real(window, *args, **kwargs)
+
+    monkeypatch.setattr(tool_runner, "drop_old_observations", crash_for_1)
+    tasks = running_queue()
+    tasks["2"] = {**tasks["2"], "status": "in_progress", "depends_on": []}
+    state = runner_state(tool_call(SPLIT_TOOL, split_args("rest"), call_id="s"), tasks=tasks)
+    state["windows"]["2"] = runner_state(tool_call(REVIEW_TOOL, {}, call_id="r"))["windows"]["1"]
+    events = []
+    with patch("replangraph.events.get_stream_writer", return_value=events.append):
+        update = make_runner()(state)
+    assert update["tasks"]["1"]["status"] == "failed" and "bug after the handoff" in update["tasks"]["1"]["error"]
+    assert "1_dyn_0" not in update["tasks"]  # the handoff's update was lost with the crash ...
+    assert [e["event"] for e in events] == ["step_failed"]  # ... so it was never announced
+    assert update["windows"]["2"][-1].name == REVIEW_TOOL  # the sibling went on
 
 
 def test_bad_tool_calls_become_error_messages():
