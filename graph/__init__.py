@@ -18,4 +18,4 @@ __all__ = [
     "build_graph",
     "plan_summary",
 ]
-__version__ = "0.5.0"
+__version__ = "0.6.0"
