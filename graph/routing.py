@@ -55,13 +55,14 @@ def make_router(
 
     def route(state: Mapping[str, Any]) -> list[Send | str] | str:
         with open_workspace(state.get(WORKSPACE)):  # dependency results are read whole from it
-            return decide(state)
-
-    def decide(state: Mapping[str, Any]) -> list[Send | str] | str:
-        settings = run_settings(config)
+            decision = decide(state)
         left = state.get("remaining_steps")
         if left is not None and left <= FINALIZE_MARGIN:  # LangGraph's recursion_limit: end with a report, not a crash
             return FINALIZE
+        return decision
+
+    def decide(state: Mapping[str, Any]) -> list[Send | str] | str:
+        settings = run_settings(config)
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         if index_of(tasks).replan:
             return REPLANNER

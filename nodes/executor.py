@@ -101,7 +101,7 @@ class Executor(Configured):
                 )
             window = opening.request
         started = task.get("started_at") or time.time()
-        timed_out = f"step exceeded step_timeout_s={clock.limit_s:g}"
+        timed_out = f"step exceeded step_timeout_s={clock.limit_s}"
         if clock.limit_s is not None and clock.left() <= 0:
             return self.fail(task, window, timed_out, spent)
         models = self.reader_models if mentions_read_output(window) else self.models

@@ -20,6 +20,7 @@ from replangraph.messages import ends_with_answer, message_text
 from replangraph.observations import result_fields
 from replangraph.outcomes import keep_window
 from replangraph.queue import RESET, Task, ordered, spent_model_calls, status_counts
+from replangraph.queue_index import index_of
 from replangraph.report import fallback_report
 from replangraph.retry import invoke_with_retries, is_context_overflow
 from replangraph.staging import ResultsTooBig, Synthesis, joined, result_entries, synthesize
@@ -99,29 +100,30 @@ def stop_reason(
 ) -> str:
     """Why the run ends unfinished, naming any limit that stopped it and the value that would have let it finish.
 
-    ``steps_left``: the supersteps LangGraph's ``recursion_limit`` still allowed when finalize started.
+    ``steps_left``: the supersteps LangGraph's ``recursion_limit`` still allowed when finalize started;
+    the limit is named when it stopped work that could still run.
     """
-    if model_calls < config.max_steps and steps_left is not None and steps_left < FINALIZE_MARGIN:
-        reason = (
-            f"LangGraph's recursion_limit was nearly reached; these settings need "
-            f"recursion_limit={recursion_limit(config)} in the run config"
-        )
-    elif model_calls >= config.max_steps:
+    covered = replanned_ids(replans)
+    failed = [t["id"] for t in ordered(tasks) if t["status"] == "failed" and t["id"] not in covered]
+    if model_calls >= config.max_steps:
         reason = (
             f"the step budget max_steps={config.max_steps} was used up "
             f"(the work queued so far needs at least max_steps={steps_needed(tasks, model_calls)})"
         )
     elif any(r.get("outcome") == "gave_up" for r in replans):
         reason = "the replanner found no way to continue"
+    elif failed:
+        reason = f"subtask {', '.join(failed)} failed" if len(failed) == 1 else f"subtasks {', '.join(failed)} failed"
     else:
-        covered = replanned_ids(replans)
-        failed = [t["id"] for t in ordered(tasks) if t["status"] == "failed" and t["id"] not in covered]
-        if failed:
-            reason = (
-                f"subtask {', '.join(failed)} failed" if len(failed) == 1 else f"subtasks {', '.join(failed)} failed"
+        reason = "no remaining subtask could run"
+    if model_calls < config.max_steps and steps_left is not None and steps_left < FINALIZE_MARGIN:
+        waiting = index_of(tasks).active or any(t["status"] == "pending" for t in tasks.values())
+        if waiting:
+            cut = (
+                f"LangGraph's recursion_limit was nearly reached; these settings need "
+                f"recursion_limit={recursion_limit(config)} in the run config"
             )
-        else:
-            reason = "no remaining subtask could run"
+            reason = cut if reason == "no remaining subtask could run" else f"{reason}; {cut}"
     return "; ".join([reason, *limit_notes(tasks, replans, config)])
 
 

@@ -53,7 +53,7 @@ ToolReply = tuple[ToolMessage, dict]
 """A tool call's reply to the agent, and the state update the tool returned (usually {})."""
 
 
-def run_tool_call(toolbox: Mapping[str, BaseTool], call: dict, task_id: str) -> ToolReply:
+def run_tool_call(toolbox: Mapping[str, BaseTool], call: dict, task_id: str, tasks: Mapping[str, Task]) -> ToolReply:
     """One tool call; unknown tools, bad arguments and exceptions become error messages."""
     name, call_id = call.get("name", ""), call.get("id") or ""
     if call.get("type") == "invalid_tool_call":
@@ -76,13 +76,13 @@ def run_tool_call(toolbox: Mapping[str, BaseTool], call: dict, task_id: str) -> 
     except Exception as exc:  # bad arguments or a crashing tool: tell the agent, keep the run
         return ToolMessage(f"Error: {type(exc).__name__}: {exc}", tool_call_id=call_id, name=name, status="error"), {}
     if isinstance(reply, Command):
-        return command_reply(reply, call, task_id)
+        return command_reply(reply, call, task_id, tasks)
     if not isinstance(reply, ToolMessage):
         reply = ToolMessage(str(reply), tool_call_id=call_id, name=name)
     return reply, {}
 
 
-def command_reply(command: Command, call: dict, task_id: str) -> ToolReply:
+def command_reply(command: Command, call: dict, task_id: str, tasks: Mapping[str, Task]) -> ToolReply:
     """The reply and state update of a tool that returned ``Command(update=...)``, as LangGraph's
     ``ToolNode`` reads one: its ``messages`` hold the reply. The update may change ``tasks`` and
     end the calling subtask (``windows: {its id: None}``); anything else is refused.
@@ -96,6 +96,10 @@ def command_reply(command: Command, call: dict, task_id: str) -> ToolReply:
     windows = update.get("windows") or {}
     problems = [f"key {k!r}" for k in update if k not in ("tasks", "windows")]
     problems += [f"window {k!r}" for k, v in windows.items() if k != task_id or v is not None]
+    removed = [k for k, v in (update.get("tasks") or {}).items() if v is None]
+    problems += [
+        f"removal of running task {k!r}" for k in removed if (tasks.get(k) or {}).get("status") == "in_progress"
+    ]
     problems += ["goto"] * bool(command.goto) + ["graph"] * (command.graph is not None)
     if problems:
         error = f"Error: tool {name} returned a state update this graph cannot apply ({', '.join(problems)})."
@@ -141,21 +145,30 @@ class ToolRunner(Configured):
         """
         task = tasks[task_id]
         clock = StepClock(task.get("elapsed_s") or 0.0, self.config.step_timeout_s)
+        replies: list[ToolMessage] = []  # filled as calls return, so a crash keeps what they brought
         try:
             with held_events():
-                update = self.run_calls(task_id, window, tasks, goal, clock)
+                update = self.run_calls(task_id, window, tasks, goal, clock, replies)
         except GraphBubbleUp:
             raise
         except Exception as exc:  # a bug in one subtask's step must not take its parallel siblings down
             error = f"tools crashed: {type(exc).__name__}: {exc}"
-            update = failed_with_window(task, window, error, task.get("model_calls", 0))
-        update.setdefault("tasks", {}).setdefault(task_id, {})["elapsed_s"] = round(clock.elapsed(), 6)
+            update = failed_with_window(task, [*window, *replies], error, task.get("model_calls", 0))
+        own = update.setdefault("tasks", {}).setdefault(task_id, {})
+        if own is not None:
+            own["elapsed_s"] = round(clock.elapsed(), 6)
         return update
 
     def run_calls(
-        self, task_id: str, window: Sequence[AnyMessage], tasks: Mapping[str, Task], goal: str, clock: StepClock
+        self,
+        task_id: str,
+        window: Sequence[AnyMessage],
+        tasks: Mapping[str, Task],
+        goal: str,
+        clock: StepClock,
+        replies: list[ToolMessage],
     ) -> StateUpdate:
-        """The state update after running one subtask's pending tool calls."""
+        """The state update after running one subtask's pending tool calls (their replies go to ``replies``)."""
         task = tasks[task_id]
         session = ReplanSession(task_id, tasks, list(self.profiles), self.config, goal=goal)
         reader = read_output_tool(
@@ -166,7 +179,6 @@ class ToolRunner(Configured):
         tools = [*self.profiles[task["agent_type"]].tools, *replan_toolkit(session), reader]
         toolbox = {t.name: t for t in tools}
         calls = task.get("model_calls", 0)
-        replies: list[ToolMessage] = []
         changes: list[dict] = []  # what the tools returned for the state, in call order
         ending: dict | None = None
         cut: dict[str, str] = {}
@@ -182,15 +194,15 @@ class ToolRunner(Configured):
                 continue
             if call.get("name") in TOOLKIT_NAMES:
                 # Our own microsecond-fast code: run inline, so its update can never land after a timeout.
-                reply, change = run_tool_call(toolbox, call, task_id)
+                reply, change = run_tool_call(toolbox, call, task_id, tasks)
             else:
                 try:
-                    run = functools.partial(run_tool_call, toolbox, call, task_id)
+                    run = functools.partial(run_tool_call, toolbox, call, task_id, tasks)
                     reply, change = call_with_timeout(run, clock.left())
                 except StepTimeout:
                     session.close()
                     error = f"step exceeded step_timeout_s={self.config.step_timeout_s:g} in tool {call.get('name')!r}"
-                    keep_outputs(task, {**cut, **window_outputs([*window, *replies], taken)})
+                    keep_outputs(task, window_outputs([*window, *replies], taken))
                     return merge_updates([*changes, failed(task, error, calls)])
             if change and ends_subtask(change, task_id):
                 ending = merge_updates([change, {"windows": {task_id: None}}])
@@ -206,10 +218,11 @@ class ToolRunner(Configured):
             reply, key, full_text = cut_observation(reply, self.config.max_observation_chars, task_id, taken)
             if full_text is not None:
                 cut[key] = full_text
+                keep_outputs(task, {key: full_text})  # at once: a later crash in this step must not lose it
             replies.append(reply)
         session.close()
         new_window, dropped = drop_old_observations([*window, *replies], self.config.max_observations, task_id, taken)
-        to_keep = {**cut, **dropped}
+        to_keep = dict(dropped)
         if ending is not None or repeated is not None:  # the window goes: keep every output it had read
             to_keep.update(window_outputs(new_window, lambda k: taken(k) or k in dropped))
         keep_outputs(task, to_keep)

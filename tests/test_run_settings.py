@@ -132,6 +132,25 @@ def test_no_recursion_limit_ends_a_run_with_graph_recursion_error(crashing_tools
         assert state["final_answer"], limit
 
 
+def test_the_report_names_the_recursion_limit_only_when_it_stopped_waiting_work():
+    def fail_three(request):
+        return "[REPLAN] cannot" if subtask_of(request) == "item 3" else work(request)
+
+    app = build_graph(make_model(PLAN, fail_three), [lookup], config=AgentConfig(max_replans=0))
+    unlimited = app.invoke(goal())
+    assert "recursion_limit" not in unlimited["final_answer"]
+    for limit in range(3, 40):
+        state = app.invoke(goal(), {"recursion_limit": limit})
+        stopped = ("not run", "stopped before it finished")
+        waiting = [t for t in state["tasks"].values() if (t.get("error") or "").startswith(stopped)]
+        assert ("recursion_limit was nearly reached" in state["final_answer"]) == bool(waiting), limit
+
+
+def test_no_step_timeout_means_no_limit():
+    state = graph(step_timeout_s=None).invoke(goal())
+    assert all(t["status"] == "completed" for t in state["tasks"].values())
+
+
 def test_run_settings_outside_a_run_are_the_graph_s():
     base = AgentConfig(max_steps=9)
     assert run_settings(base) is base

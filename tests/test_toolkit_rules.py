@@ -281,6 +281,33 @@ def test_a_command_may_remove_a_task_but_not_touch_another_subtask_s_window():
     assert second.status == "error" and "window '2'" in second.content
 
 
+def test_a_command_may_not_remove_a_running_task():
+    def drop_self(tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
+        """Removes its own task."""
+        return Command(update={"tasks": {"1": None}, "messages": [ToolMessage("gone", tool_call_id=tool_call_id)]})
+
+    update = make_runner(drop_self)(runner_state(tool_call("drop_self", {}, call_id="a")))
+    assert update["tasks"]["1"] == {"elapsed_s": update["tasks"]["1"]["elapsed_s"]}  # still there, still running
+    reply = update["windows"]["1"][-1]
+    assert reply.status == "error" and "removal of running task '1'" in reply.content
+
+
+def test_a_crash_keeps_the_outputs_the_step_had_already_read(monkeypatch):
+    def fetch() -> str:
+        """A long page."""
+        return "p" * 5_000
+
+    def broken() -> Command:
+        """Returns an update LangGraph could never apply."""
+        return Command(update=["not", "a", "mapping"])
+
+    update = make_runner(fetch, broken, max_observation_chars=1_000)(
+        runner_state(tool_call("fetch", {}, call_id="f"), tool_call("broken", {}, call_id="b"))
+    )
+    assert update["tasks"]["1"]["status"] == "failed" and "tools crashed" in update["tasks"]["1"]["error"]
+    assert kept(update, "1")["f"] == "p" * 5_000
+
+
 def test_a_crash_after_a_handoff_fails_that_subtask_only_and_its_events_never_go_out(monkeypatch):
     import replangraph.nodes.tool_runner as tool_runner
 
