@@ -11,10 +11,24 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
+from .commands import CommandHandler, registered_commands
 from .config import AgentConfig, AgentProfile, ToolLike, recursion_limit, resolve_profiles
 from .context import ContextMonitor, TokenCounter
-from .names import COMPRESSOR, EXECUTOR, FINALIZE, PLANNER, REPLANNER, ROUTED_TO, TOOLS, VERIFIER
-from .routing import make_router, make_turn_router
+from .messages import ASK_USER
+from .names import (
+    ASK,
+    COMMANDS,
+    COMPRESSOR,
+    EXECUTOR,
+    FINALIZE,
+    PLAN_REVIEW,
+    PLANNER,
+    REPLANNER,
+    ROUTED_TO,
+    TOOLS,
+    VERIFIER,
+)
+from .routing import make_command_router, make_entry_router, make_router, make_turn_router
 from .state import InputState, OutputState, ReplanState
 
 HANDLER_TARGETS = {EXECUTOR: TOOLS, TOOLS: REPLANNER, COMPRESSOR: TOOLS, VERIFIER: TOOLS}
@@ -65,6 +79,7 @@ def build_graph(
     checkpointer: Any = None,
     store: Any = None,
     token_counter: TokenCounter | None = None,
+    commands: Mapping[str, CommandHandler] | None = None,
     name: str = "replangraph",
 ) -> CompiledStateGraph:
     """Compile the replanning agent graph.
@@ -73,18 +88,25 @@ def build_graph(
     (default: ``model``); ``summary_model`` compresses context (default: ``model``);
     ``verifier_model`` runs the completion check of ``verify_results`` (default: ``planner_model``).
     ``tools`` go to every agent type; ``agents`` maps agent type to `AgentProfile`
-    (a ``default`` type always exists). The compiled graph takes MessagesState-style
-    input and returns ``final_answer``, ``tasks`` and ``messages``.
+    (a ``default`` type always exists). ``commands`` maps ``/name`` to a handler
+    ``(args, state) -> str`` for slash commands sent as input (``/plan``, ``/status`` and
+    ``/cancel`` are built in). The compiled graph takes MessagesState-style input and
+    returns ``final_answer``, ``tasks`` and ``messages``. Questions (``ask_user``) and
+    ``approve_plan`` pause the run: they need a ``checkpointer``.
     """
+    from replangraph.nodes.ask import AskUser
+    from replangraph.nodes.commands import CommandRunner
     from replangraph.nodes.compressor import Compressor
     from replangraph.nodes.executor import Executor
     from replangraph.nodes.finalizer import Finalizer
+    from replangraph.nodes.plan_review import PlanReview
     from replangraph.nodes.planner import Planner
     from replangraph.nodes.replanner import Replanner
     from replangraph.nodes.safety_net import fail_running_tool_calls, fail_the_subtask, let_results_stand
     from replangraph.nodes.tool_runner import ToolRunner
     from replangraph.nodes.verifier import Verifier
     from replangraph.observations import READ_OUTPUT
+    from replangraph.tools.ask_user import ask_user_tool
     from replangraph.tools.read_output import read_output_tool
     from replangraph.tools.replan_toolkit import TOOLKIT_NAMES, replan_toolkit
 
@@ -99,6 +121,7 @@ def build_graph(
     ):
         if extra is not None:
             _check_model(extra, role)
+    handlers = registered_commands(commands)
     profiles = resolve_profiles(agents, tools)
     warn_stacked_retries(
         {
@@ -111,13 +134,14 @@ def build_graph(
         config,
     )
     for agent_type, profile in profiles.items():
-        clash = sorted({t.name for t in profile.tools} & {*TOOLKIT_NAMES, READ_OUTPUT})
+        clash = sorted({t.name for t in profile.tools} & {*TOOLKIT_NAMES, READ_OUTPUT, ASK_USER})
         if clash:
             raise ValueError(
                 f"agent type {agent_type!r} has a tool named {clash[0]!r}, which replangraph gives every agent"
             )
     reader = read_output_tool(lambda _: None, list, config.max_observation_chars)
-    tool_schemas = {name: [*p.tools, *replan_toolkit(None), reader] for name, p in profiles.items()}
+    asker = ask_user_tool()
+    tool_schemas = {name: [*p.tools, *replan_toolkit(None), reader, asker] for name, p in profiles.items()}
     monitor = ContextMonitor(config, model, token_counter)
     route = make_router(config, monitor, tool_schemas)
 
@@ -147,15 +171,22 @@ def build_graph(
     )
     builder.add_node(REPLANNER, Replanner(planner_model or model, profiles, config, monitor))
     builder.add_node(FINALIZE, Finalizer(model, config, monitor))
+    # Human in the loop: each of these pauses with interrupt() as its first step.
+    builder.add_node(ASK, AskUser(config))
+    builder.add_node(PLAN_REVIEW, PlanReview(profiles, config))
+    builder.add_node(COMMANDS, CommandRunner(handlers, config))
 
-    builder.add_edge(START, PLANNER)
+    builder.add_conditional_edges(START, make_entry_router(), [PLANNER, COMMANDS])
     # A fresh plan has no windows or replan requests; the replanner settles every request.
-    builder.add_conditional_edges(PLANNER, route, [EXECUTOR, FINALIZE])
+    builder.add_conditional_edges(PLANNER, route, [EXECUTOR, PLAN_REVIEW, FINALIZE])
+    builder.add_conditional_edges(PLAN_REVIEW, route, [EXECUTOR, COMMANDS, FINALIZE])
     builder.add_conditional_edges(EXECUTOR, make_turn_router(route), [TOOLS, *ROUTED_TO])
     builder.add_edge(COMPRESSOR, TOOLS)
     builder.add_edge(VERIFIER, TOOLS)
+    builder.add_edge(ASK, TOOLS)  # parallel questions join there, like model turns
     builder.add_conditional_edges(TOOLS, route, ROUTED_TO)
-    builder.add_conditional_edges(REPLANNER, route, [EXECUTOR, COMPRESSOR, VERIFIER, FINALIZE])
+    builder.add_conditional_edges(REPLANNER, route, [EXECUTOR, COMPRESSOR, VERIFIER, ASK, FINALIZE])
+    builder.add_conditional_edges(COMMANDS, make_command_router(route), [*ROUTED_TO, PLAN_REVIEW, END])
     builder.add_edge(FINALIZE, END)
 
     graph = builder.compile(checkpointer=checkpointer, store=store, name=name)

@@ -62,6 +62,14 @@ class AgentConfig(BaseModel):
     result_preview_chars: int = Field(160, ge=20, description="Result preview length in reviews.")
     workspace_dir: str | None = Field(None, description="Folder whose files the review lists, if any.")
 
+    # Human in the loop (these pause the run: the graph needs a checkpointer)
+    max_clarifications: int = Field(
+        3, ge=0, description="Questions one subtask may ask the user with ask_user; 0: the tool is not offered."
+    )
+    question_prefix: str = Field("Please confirm: ", description="Put before each question shown to the user.")
+    cancel_word: str = Field("/cancel", min_length=1, description="An answer that cancels the run.")
+    approve_plan: bool = Field(False, description="Pause after planning until the user approves or edits the plan.")
+
 
 SETTING_NAMES = frozenset(AgentConfig.model_fields)
 RUNTIME_KEY = "__pregel_runtime"

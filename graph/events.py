@@ -18,6 +18,9 @@ DYNAMIC_TASKS_ADDED = "dynamic_tasks_added"
 REPLANNING = "replanning"
 CONTEXT_COMPRESSED = "context_compressed"
 PLAN_COMPLETED = "plan_completed"
+PLAN_REVIEWED = "plan_reviewed"
+QUESTION_ANSWERED = "question_answered"
+COMMAND_ANSWERED = "command_answered"
 
 EVENT_NAMES = (
     PLAN_CREATED,
@@ -29,6 +32,9 @@ EVENT_NAMES = (
     REPLANNING,
     CONTEXT_COMPRESSED,
     PLAN_COMPLETED,
+    PLAN_REVIEWED,
+    QUESTION_ANSWERED,
+    COMMAND_ANSWERED,
 )
 
 

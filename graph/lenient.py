@@ -13,7 +13,9 @@ import ast
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AliasChoices, Field, WithJsonSchema
 
 MAX_NESTING = 20
 MAX_STARTS = 50
@@ -261,3 +263,10 @@ def match_name(name: str, known: Sequence[str]) -> str | None:
         return name
     wanted = normalized_name(name)
     return next((k for k in known if normalized_name(k) == wanted), None)
+
+
+def text_field(description: str, names: tuple[str, ...] = ()) -> Any:
+    """A pydantic field shown to the model as a string but accepting any value (lists, blocks, objects)
+    under any of ``names``; read it with `as_text`."""
+    alias = AliasChoices(*names) if names else None
+    return Annotated[Any, WithJsonSchema({"type": "string"}), Field(description=description, validation_alias=alias)]

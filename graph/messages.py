@@ -8,7 +8,14 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, convert_to_messages
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    ToolMessage,
+    convert_to_messages,
+)
 
 from .lenient import UnreadableInput, check_nesting, load_json, strip_fences
 
@@ -55,10 +62,24 @@ def all_tool_calls(message: AIMessage) -> list[dict]:
 
 
 def pending_tool_calls(window: Sequence[AnyMessage]) -> list[dict]:
-    """Tool calls of the window's last AI message that have no ToolMessage yet."""
-    if not window or not isinstance(window[-1], AIMessage):
-        return []
-    return all_tool_calls(window[-1])
+    """Tool calls of the window's last AI message that no ToolMessage after it answers yet
+    (the ask_user calls of a turn wait for the user while its other calls are answered)."""
+    answered: set[str] = set()
+    for message in reversed(window):
+        if isinstance(message, AIMessage):
+            return [c for c in all_tool_calls(message) if (c.get("id") or "") not in answered]
+        if not isinstance(message, ToolMessage):
+            return []
+        answered.add(message.tool_call_id)
+    return []
+
+
+ASK_USER = "ask_user"
+
+
+def waiting_questions(window: Sequence[AnyMessage]) -> list[dict]:
+    """The window's ask_user calls that have no answer yet."""
+    return [c for c in pending_tool_calls(window) if c.get("name") == ASK_USER]
 
 
 def repair_tool_calls(reply: AIMessage, tool_names: Sequence[str]) -> AIMessage:

@@ -7,6 +7,9 @@ COMPRESSOR = "compressor"
 VERIFIER = "verifier"
 REPLANNER = "replanner"
 FINALIZE = "finalize"
+ASK = "ask"
+PLAN_REVIEW = "plan_review"
+COMMANDS = "commands"
 
-ROUTED_TO = [EXECUTOR, COMPRESSOR, VERIFIER, REPLANNER, FINALIZE]
-"""Where the router may send the run."""
+ROUTED_TO = [EXECUTOR, COMPRESSOR, VERIFIER, REPLANNER, ASK, COMMANDS, FINALIZE]
+"""Where the router may send the run during a run (after a command it may also go to the plan review)."""

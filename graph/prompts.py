@@ -22,6 +22,17 @@ REQUEST_REPLAN_DESCRIPTION = (
     "End this subtask and ask for a new plan of the remaining work, when it cannot be done as planned."
 )
 REPLAN_REASON_DESCRIPTION = "What blocks the plan, and what you found."
+ASK_USER_DESCRIPTION = (
+    "Ask the user one question and wait for the answer. Only when you cannot go on without them "
+    "(a choice only they can make, information no tool has); one question per call."
+)
+QUESTION_DESCRIPTION = "The one question to ask, short and answerable."
+NO_ANSWER = "The user gave no answer. Go on with your best judgement and say in your result what you assumed."
+ASKED_BEFORE = "You asked this already and the user answered: {answer}\nDo not ask again; go on with that answer."
+NO_MORE_QUESTIONS = (
+    "No more questions: this subtask has asked {asked} (max_clarifications={limit}). "
+    "Go on with what you have and say in your result what you assumed."
+)
 
 DEFAULT_AGENT_PROMPT = (
     "You are a careful agent executing one subtask of a larger plan. Use your tools to do the "

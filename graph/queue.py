@@ -55,6 +55,13 @@ def verdict_record(
     )
 
 
+class Clarification(TypedDict):
+    """One question a subtask asked the user, and the answer."""
+
+    question: str
+    answer: str
+
+
 class Task(TypedDict):
     """One subtask. Stored in state as ``tasks[id]``."""
 
@@ -90,6 +97,8 @@ class Task(TypedDict):
     ``error``; cleared by the next answered call."""
     limits_hit: NotRequired[dict[str, int]]
     """Limits that refused a split of this subtask, with the value that would have let it through."""
+    clarifications: NotRequired[list[Clarification]]
+    """The questions this subtask asked the user (``ask_user``) and their answers, in order."""
     verdict: NotRequired[TaskVerdict]
     """The completion check's judgement of this subtask's result (``verify_results``)."""
 

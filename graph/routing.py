@@ -10,12 +10,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage
+from langgraph.graph import END
 from langgraph.types import Send
 
+from .commands import pending_command, unfinished
 from .config import FINALIZE_MARGIN, AgentConfig, run_settings
 from .context import ContextMonitor
-from .messages import ends_with_answer
-from .names import COMPRESSOR, EXECUTOR, FINALIZE, REPLANNER, TOOLS, VERIFIER
+from .messages import ends_with_answer, waiting_questions
+from .names import ASK, COMMANDS, COMPRESSOR, EXECUTOR, FINALIZE, PLAN_REVIEW, PLANNER, REPLANNER, TOOLS, VERIFIER
 from .observations import full_result
 from .queue import Task, active_tasks, dependency_results, plan_summary, ready_tasks, spent_model_calls
 from .queue_index import index_of
@@ -64,12 +66,23 @@ def make_router(
     def decide(state: Mapping[str, Any]) -> list[Send | str] | str:
         settings = run_settings(config)
         tasks: Mapping[str, Task] = state.get("tasks") or {}
+        if state.get("cancelled"):
+            return FINALIZE
+        if pending_command(state):  # a slash command answered instead of a question
+            return COMMANDS
+        if state.get("plan_review") == "waiting":
+            return PLAN_REVIEW
         if index_of(tasks).replan:
             return REPLANNER
         if spent_model_calls(state) >= settings.max_steps:
             return FINALIZE
         windows = state.get("windows") or {}
         active = active_tasks(tasks)
+        # Questions pause the run alone: a sibling's finished step in the same superstep would be
+        # dropped if the thread then got new input (a slash command) instead of an answer.
+        questions = [Send(ASK, subtask_input(state, t)) for t in active if waiting_questions(windows.get(t["id"], []))]
+        if questions:
+            return questions
         sends: list[Send | str] = []
         for task in active:
             window = windows.get(task["id"], [])
@@ -91,6 +104,25 @@ def make_router(
         return sends or FINALIZE
 
     return route
+
+
+def make_entry_router() -> Callable[[Mapping[str, Any]], str]:
+    """Where a run starts: the commands node for a slash command, else the planner."""
+
+    def entry(state: Mapping[str, Any]) -> str:
+        return COMMANDS if pending_command(state) else PLANNER
+
+    return entry
+
+
+def make_command_router(route: Callable[[Mapping[str, Any]], list[Send | str] | str]) -> Callable[..., Any]:
+    """What follows a command: a run that has not ended goes on (``route``; a waiting question or plan
+    is asked again, a cancelled run is finalized), else the run ends."""
+
+    def after_command(state: Mapping[str, Any]) -> list[Send | str] | str:
+        return route(state) if unfinished(state) else END
+
+    return after_command
 
 
 def make_turn_router(route: Callable[[Mapping[str, Any]], list[Send | str] | str]) -> Callable[..., Any]:

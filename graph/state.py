@@ -36,6 +36,8 @@ def replace_by_key(current: Mapping | None, update: Mapping | None) -> dict:
     return merged
 
 
+PlanReview = Literal["not_asked", "waiting", "approved", "edited"]
+
 TaskQueueChannel = Annotated[dict[str, Task], DeltaChannel(apply_writes, snapshot_frequency=TASKS_SNAPSHOT_EVERY)]
 
 
@@ -94,6 +96,11 @@ class ReplanState(TypedDict):
     replans: NotRequired[list[ReplanRecord]]
     planner_calls: NotRequired[int]
     final_answer: NotRequired[str]
+    plan_review: NotRequired[PlanReview]
+    """``waiting`` while the plan waits for the user's approval (``approve_plan``), then what they
+    decided; ``not_asked`` without ``approve_plan``."""
+    cancelled: NotRequired[bool]
+    """The user cancelled the run (the cancel word or ``/cancel``); the finalizer then reports what was done."""
     remaining_steps: NotRequired[RemainingSteps]
     """Supersteps LangGraph's ``recursion_limit`` still allows this run (managed by LangGraph, not stored)."""
     ended_alone: NotRequired[Annotated[bool, EphemeralValue(bool, guard=False)]]
@@ -114,6 +121,8 @@ class StateUpdate(TypedDict, total=False):
     replans: list[ReplanRecord]
     planner_calls: int
     final_answer: str
+    plan_review: PlanReview
+    cancelled: bool
     ended_alone: bool
 
 

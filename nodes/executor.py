@@ -8,6 +8,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
+from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 
 from replangraph.config import AgentConfig, AgentProfile, Configured
@@ -19,6 +20,7 @@ from replangraph.outcomes import completed, failed, failed_with_window
 from replangraph.prompts import REPLAN_MARKER
 from replangraph.retry import StepClock, StepTimeout, call_with_timeout, is_context_overflow, retrying
 from replangraph.state import StateUpdate
+from replangraph.tools.ask_user import ask_user_tool
 from replangraph.tools.read_output import read_output_tool
 from replangraph.tools.replan_toolkit import replan_toolkit
 from replangraph.workspace import collect_writes
@@ -52,15 +54,23 @@ class Executor(Configured):
         self.profiles = profiles
         self.base_config = config
         self.monitor = monitor or ContextMonitor(config, model)
-        reader = read_output_tool(lambda _: None, list, config.max_observation_chars)
-        self.tools = {name: [*profile.tools, *replan_toolkit(None)] for name, profile in profiles.items()}
-        self.reader_tools = {name: [*tools, reader] for name, tools in self.tools.items()}
-        self.models = {
-            name: (profile.model or model).bind_tools(self.tools[name]) for name, profile in profiles.items()
-        }
-        self.reader_models = {
-            name: (profile.model or model).bind_tools(self.reader_tools[name]) for name, profile in profiles.items()
-        }
+        self.model = model
+        self.reader = read_output_tool(lambda _: None, list, config.max_observation_chars)
+        self.asker = ask_user_tool()
+        self.bound: dict[tuple[str, bool, bool], Any] = {}
+
+    def tools_for(self, agent_type: str, reader: bool, asker: bool) -> list[BaseTool]:
+        """The agent type's tools and the toolkit, with ``read_output`` and ``ask_user`` when offered."""
+        extra = [self.reader] * reader + [self.asker] * asker
+        return [*self.profiles[agent_type].tools, *replan_toolkit(None), *extra]
+
+    def model_for(self, agent_type: str, reader: bool, asker: bool) -> Any:
+        """The agent type's model bound to `tools_for` (bound once per combination)."""
+        key = (agent_type, reader, asker)
+        if key not in self.bound:
+            model = self.profiles[agent_type].model or self.model
+            self.bound[key] = model.bind_tools(self.tools_for(*key))
+        return self.bound[key]
 
     @collect_writes
     def __call__(self, payload: Mapping[str, Any]) -> StateUpdate:
@@ -80,7 +90,8 @@ class Executor(Configured):
         task_id = task["id"]
         window = list(payload.get("window") or [])
         spent = task.get("model_calls", 0)
-        tools = self.reader_tools[task["agent_type"]]
+        # The fullest tool list fits the window to the budget; the model gets what this turn offers.
+        tools = self.tools_for(task["agent_type"], True, True)
         if not window:
             emit(STEP_STARTED, task_id=task_id, content=task["content"], agent_type=task["agent_type"])
             opening = opening_window(
@@ -104,8 +115,8 @@ class Executor(Configured):
         timed_out = f"step exceeded step_timeout_s={clock.limit_s}"
         if clock.limit_s is not None and clock.left() <= 0:
             return self.fail(task, window, timed_out, spent)
-        models = self.reader_models if mentions_read_output(window) else self.models
-        model = models[task["agent_type"]]
+        asking = self.config.max_clarifications > len(task.get("clarifications") or [])
+        model = self.model_for(task["agent_type"], mentions_read_output(window), asking)
         try:
             # Each try gets only what is left of the step's time, waits between tries included.
             reply, attempts = retrying(
@@ -177,7 +188,7 @@ class Executor(Configured):
                 f"the request exceeds the model's context window even after compression: {exc}",
                 calls,
             )
-        tools = self.reader_tools[task["agent_type"]]
+        tools = self.tools_for(task["agent_type"], True, True)
         # Usage figures may come from a server that counts differently: take the larger count.
         tokens = max(self.monitor.tokens(window, tools), self.monitor.counter(window, tools))
         change = {

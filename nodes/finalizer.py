@@ -28,8 +28,11 @@ from replangraph.state import StateUpdate
 from replangraph.workspace import collect_writes
 
 
-def stop_unfinished(tasks: Mapping[str, Task], reason: str, windows: Mapping[str, list] | None = None) -> dict:
-    """Updates that close every task still pending or in progress when the run stops.
+def stop_unfinished(
+    tasks: Mapping[str, Task], reason: str, windows: Mapping[str, list] | None = None, cancelled: bool = False
+) -> dict:
+    """Updates that close every task still pending or in progress when the run stops
+    (``cancelled``: a running one is ``skipped`` too, not ``failed``).
 
     Nothing a stopped subtask saw or wrote is dropped: an answer still waiting for the
     completion check becomes its partial result, and its window is kept (`keep_window`).
@@ -39,7 +42,8 @@ def stop_unfinished(tasks: Mapping[str, Task], reason: str, windows: Mapping[str
     for task in tasks.values():
         if task["status"] == "in_progress":
             window = windows.get(task["id"]) or []
-            change = {"status": "failed", "error": f"stopped before it finished: {reason}"}
+            status = "skipped" if cancelled else "failed"
+            change = {"status": status, "error": f"stopped before it finished: {reason}"}
             if ends_with_answer(window):
                 change.update(result_fields(task, message_text(window[-1]).strip()))
             change["error"] += keep_window(task, window)
@@ -47,6 +51,9 @@ def stop_unfinished(tasks: Mapping[str, Task], reason: str, windows: Mapping[str
         elif task["status"] == "pending":
             updates[task["id"]] = {"status": "skipped", "error": task.get("error") or f"not run: {reason}"}
     return updates
+
+
+CANCELLED = "the user cancelled the run"
 
 
 def replanned_ids(replans: Sequence[Mapping]) -> set[str]:
@@ -146,10 +153,12 @@ class Finalizer(Configured):
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         goal = state.get("goal", "")
         replans = state.get("replans") or []
+        cancelled = bool(state.get("cancelled"))
         unfinished = bool(unresolved(tasks, replans))
         calls, left = spent_model_calls(state), state.get("remaining_steps")
         reason = stop_reason(tasks, replans, calls, self.config, left) if unfinished else ""
-        closing = stop_unfinished(tasks, reason, state.get("windows")) if unfinished else {}
+        reason = CANCELLED if cancelled else reason
+        closing = stop_unfinished(tasks, reason, state.get("windows"), cancelled) if reason else {}
         closed = {tid: {**t, **closing.get(tid, {})} for tid, t in tasks.items()}
         answer = self.answer(goal, closed, reason)
         emit(PLAN_COMPLETED, final_answer=answer, counts=status_counts(closed), stop_reason=reason or None)

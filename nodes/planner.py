@@ -132,6 +132,8 @@ class Planner(Configured):
             "replans": [],
             "planner_calls": calls,
             "final_answer": "",
+            "plan_review": "waiting" if self.config.approve_plan else "not_asked",
+            "cancelled": False,
         }
         if from_goal_key:
             update["messages"] = [HumanMessage(goal)]

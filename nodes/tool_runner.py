@@ -18,7 +18,7 @@ from langgraph.types import Command
 from replangraph.config import AgentConfig, AgentProfile, Configured
 from replangraph.events import held_events
 from replangraph.fitting import PAGE_RE
-from replangraph.messages import message_text, pending_tool_calls
+from replangraph.messages import ASK_USER, message_text, pending_tool_calls
 from replangraph.observations import (
     READ_OUTPUT,
     cut_observation,
@@ -31,6 +31,7 @@ from replangraph.observations import (
     window_outputs,
 )
 from replangraph.outcomes import completed, failed, failed_with_window, merge_updates
+from replangraph.questions import screen_question
 from replangraph.queue import Task, preview
 from replangraph.retry import StepClock, StepTimeout, call_pool, call_with_timeout
 from replangraph.state import StateUpdate
@@ -192,6 +193,11 @@ class ToolRunner(Configured):
             if ending is not None or repeated is not None:
                 replies.append(not_run(call))
                 continue
+            if call.get("name") == ASK_USER:
+                answered = screen_question(call, task, self.config)
+                if answered is not None:  # else it waits for the user: the ask node answers it
+                    replies.append(answered)
+                continue
             if call.get("name") in TOOLKIT_NAMES:
                 # Our own microsecond-fast code: run inline, so its update can never land after a timeout.
                 reply, change = run_tool_call(toolbox, call, task_id, tasks)
@@ -246,6 +252,8 @@ class ToolRunner(Configured):
 
     def run_all(self, state: Mapping) -> StateUpdate:
         """The update after running every subtask's pending tool calls."""
+        if state.get("cancelled"):  # the user cancelled the run: the finalizer is next
+            return {}
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         windows = state.get("windows") or {}
         goal = state.get("goal", "")

@@ -73,12 +73,17 @@ def test_every_event_has_a_readable_line():
         },
         "context_compressed": {"task_id": "a", "tokens_before": 900, "tokens_after": 300},
         "plan_completed": {"counts": {"completed": 2, "failed": 0}},
+        "plan_reviewed": {"decision": "edited", "tasks": [{"id": "1"}]},
+        "question_answered": {"task_id": "a", "question": "Which year?", "answer_preview": "2024"},
+        "command_answered": {"command": "/status", "reply": "Tasks: 1 pending"},
     }
     assert set(samples) == set(EVENT_NAMES)
     lines = {name: cli.describe({"event": name, **payload}) for name, payload in samples.items()}
     assert lines["replanning"] == "replanning after a (tool: blocked): replanned, new tasks x"
     assert lines["context_compressed"] == "a context compressed: 900 -> 300 tokens"
     assert lines["plan_completed"] == "plan completed: completed 2"
+    assert lines["plan_reviewed"] == "plan edited (1 task(s))"
+    assert lines["question_answered"] == "a asked 'Which year?': 2024"
     assert "fallback: model down" in lines["plan_created"]
     assert "agent type 'x' does not exist" in lines["plan_created"]
     assert lines["step_verified"] == "a checked: incomplete (ranks 6-19 missing); queued a_dyn_0"

@@ -17,11 +17,11 @@ from typing import Annotated, Any
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, ToolException
 from langgraph.types import Command
-from pydantic import AliasChoices, BaseModel, Field, ValidationError, WithJsonSchema
+from pydantic import BaseModel, ValidationError
 
 from replangraph.config import AgentConfig
 from replangraph.events import DYNAMIC_TASKS_ADDED, emit
-from replangraph.lenient import UnreadableInput, as_text, task_specs
+from replangraph.lenient import UnreadableInput, as_text, task_specs, text_field
 from replangraph.outcomes import completed, failed, limit_hit
 from replangraph.plans import LimitReached, coerce_agent_types, split_task
 from replangraph.prompts import (
@@ -158,20 +158,14 @@ SUMMARY_NAMES = ("summary", "partial_result", "result", "results", "findings", "
 TASKS_NAMES = ("tasks", "follow_up_tasks", "subtasks", "new_tasks", "remaining_tasks")
 
 
-def _text_field(description: str, names: tuple[str, ...] = ()) -> Any:
-    """A field shown to the model as a string but accepting any value (lists, blocks, objects)."""
-    alias = AliasChoices(*names) if names else None
-    return Annotated[Any, WithJsonSchema({"type": "string"}), Field(description=description, validation_alias=alias)]
-
-
 class _ReplanArgs(BaseModel):
-    reason: _text_field(REPLAN_REASON_DESCRIPTION, ("reason", "why"))
+    reason: text_field(REPLAN_REASON_DESCRIPTION, ("reason", "why"))
     tool_call_id: Annotated[str, InjectedToolCallId]
 
 
 class _SplitArgs(BaseModel):
-    summary: _text_field(SPLIT_SUMMARY_DESCRIPTION, SUMMARY_NAMES)
-    tasks: _text_field(SPLIT_TASKS_DESCRIPTION, TASKS_NAMES)
+    summary: text_field(SPLIT_SUMMARY_DESCRIPTION, SUMMARY_NAMES)
+    tasks: text_field(SPLIT_TASKS_DESCRIPTION, TASKS_NAMES)
     tool_call_id: Annotated[str, InjectedToolCallId]
 
 

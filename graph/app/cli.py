@@ -11,10 +11,13 @@ from typing import Any, TextIO
 
 from replangraph.config import AgentConfig
 from replangraph.events import (
+    COMMAND_ANSWERED,
     CONTEXT_COMPRESSED,
     DYNAMIC_TASKS_ADDED,
     PLAN_COMPLETED,
     PLAN_CREATED,
+    PLAN_REVIEWED,
+    QUESTION_ANSWERED,
     REPLANNING,
     STEP_COMPLETED,
     STEP_FAILED,
@@ -57,6 +60,12 @@ def describe(event: Mapping[str, Any]) -> str:
         return f"{event['task_id']} context compressed: {event['tokens_before']} -> {event['tokens_after']} tokens"
     if name == PLAN_COMPLETED:
         return "plan completed: " + ", ".join(f"{k} {v}" for k, v in event["counts"].items() if v)
+    if name == PLAN_REVIEWED:
+        return f"plan {event['decision']} ({len(event['tasks'])} task(s))"
+    if name == QUESTION_ANSWERED:
+        return f"{event['task_id']} asked {preview(event['question'], 60)!r}: {preview(event['answer_preview'], 60)}"
+    if name == COMMAND_ANSWERED:
+        return f"{event['command']}: {preview(event['reply'], 100)}"
     return f"{name}: {dict(event)}"
 
 

@@ -1,0 +1,87 @@
+"""plan_review node (``approve_plan``): pauses after planning until the user approves, edits or cancels the plan.
+
+Its first step is ``interrupt()``, so a resume runs no planner call again. An edited
+plan that does not validate is answered with a new interrupt carrying the error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from langchain_core.messages import HumanMessage
+from langgraph.types import interrupt
+
+from replangraph.config import AgentConfig, Configured
+from replangraph.events import PLAN_REVIEWED, emit
+from replangraph.interrupts import is_cancel, pause_for_user, slash_command
+from replangraph.lenient import UnreadableInput, as_text, plan_specs
+from replangraph.plans import normalize_plan, tasks_from_plan, validate_plan
+from replangraph.queue import RESET, QueueError, Task, ordered
+from replangraph.state import StateUpdate
+
+APPROVALS = frozenset({"approve", "approved", "yes", "y", "ok", "okay", "go", "lgtm", "accept", "true"})
+
+
+def plan_listing(tasks: Mapping[str, Task]) -> list[dict[str, Any]]:
+    """The plan as the user sees it and may send it back edited."""
+    return [{k: t[k] for k in ("id", "content", "agent_type", "depends_on")} for t in ordered(tasks)]
+
+
+def is_approval(answer: Any) -> bool:
+    """``True``, "approve", "yes", "ok"..., or ``{"action": "approve"}``."""
+    if answer is True:
+        return True
+    if isinstance(answer, Mapping):
+        answer = answer.get("action", answer.get("decision", answer.get("approve")))
+        if answer is True:
+            return True
+    return isinstance(answer, str) and answer.strip().strip(".!").casefold() in APPROVALS
+
+
+def edited_plan(answer: Any, agent_types: Iterable[str], max_tasks: int) -> list[dict[str, Any]]:
+    """The edited plan in an answer (a task list, ``{"tasks": [...]}``, JSON text), validated like any plan."""
+    specs = plan_specs(answer)
+    for spec in specs:
+        spec["agent_type"] = spec.get("agent_type") or "default"
+    specs, _ = normalize_plan(specs)
+    validate_plan(specs, agent_types=agent_types, max_tasks=max_tasks)
+    return specs
+
+
+class PlanReview(Configured):
+    """Shows the plan (``{"kind": "plan", "tasks": [...]}``) and applies the user's decision."""
+
+    def __init__(self, agent_types: Iterable[str], config: AgentConfig):
+        self.agent_types = list(agent_types)
+        self.base_config = config
+
+    def __call__(self, state: Mapping[str, Any]) -> StateUpdate:
+        tasks: Mapping[str, Task] = state.get("tasks") or {}
+        request = {"kind": "plan", "goal": state.get("goal", ""), "tasks": plan_listing(tasks)}
+        answer = pause_for_user(request, "approve_plan")
+        while True:  # each invalid edit asks again; a resume replays the earlier answers in order
+            if is_cancel(answer, self.config):
+                emit(PLAN_REVIEWED, decision="cancelled", tasks=request["tasks"])
+                return {"cancelled": True}
+            command = slash_command(answer)
+            if command is not None:  # answered by the commands node; the plan is shown again after it
+                return {"messages": [HumanMessage(command)]}
+            if is_approval(answer):
+                emit(PLAN_REVIEWED, decision="approved", tasks=request["tasks"])
+                return {"plan_review": "approved"}
+            try:
+                specs = edited_plan(answer, self.agent_types, self.config.max_tasks)
+            except (UnreadableInput, QueueError) as exc:
+                error = (
+                    f"The edited plan was not used: {exc}. Answer 'approve', {self.config.cancel_word!r}, "
+                    "or the task list edited (the same shape as `tasks`)."
+                )
+                if isinstance(answer, str) and answer.strip()[:1] not in ("[", "{", "`"):
+                    error = f"{as_text(answer)[:80]!r} is not a decision. " + error
+                answer = interrupt({**request, "error": error})
+                continue
+            plan_id = next(iter(tasks.values()), {}).get("plan_id", "1")
+            new_tasks = tasks_from_plan(specs, plan_id=plan_id)
+            emit(PLAN_REVIEWED, decision="edited", tasks=plan_listing(new_tasks))
+            return {"tasks": {RESET: True, **new_tasks}, "plan_review": "edited"}
