@@ -1,0 +1,105 @@
+"""Durable runs: a checkpointer (and store) on SQLite, the default, or on PostgreSQL.
+
+``open_saver(db)`` opens a SQLite file for a path and PostgreSQL for a
+``postgres://`` or ``postgresql://`` URL; ``default_db_path()`` is the SQLite
+file used when no database is named.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+DB_ENV = "REPLANGRAPH_DB"
+CONNECT_TIMEOUT_S = 10
+"""Seconds to wait for a PostgreSQL server unless the URL or ``PGCONNECT_TIMEOUT`` says otherwise."""
+
+
+def is_postgres_url(db: str | os.PathLike[str]) -> bool:
+    """Whether ``db`` is a ``postgres://`` or ``postgresql://`` URL."""
+    return isinstance(db, str) and db.lower().startswith(("postgres://", "postgresql://"))
+
+
+def default_db_path() -> Path:
+    """``$REPLANGRAPH_DB`` when it names a file, else ``runs.sqlite`` in the user's data folder
+    (``$XDG_DATA_HOME`` or ``~/.local/share``, ``~/Library/Application Support``, ``%LOCALAPPDATA%``)."""
+    named = os.environ.get(DB_ENV)
+    if named and not is_postgres_url(named):
+        return Path(named).expanduser()
+    # The three platform rules are written out here rather than taken from platformdirs, to keep a dependency out.
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    else:
+        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return base / "replangraph" / "runs.sqlite"
+
+
+def masked_url(url: str) -> str:
+    """``url`` with its password (in the user part or the query) shown as ``***``."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if parts.password is not None:
+        user, _, host = netloc.rpartition("@")
+        netloc = f"{user.partition(':')[0]}:***@{host}"
+    query = [(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)]
+    return urlunsplit(parts._replace(netloc=netloc, query=urlencode(query, safe="*") if query else ""))
+
+
+@contextmanager
+def open_saver(db: str | os.PathLike[str] | None = None) -> Iterator[tuple[Any, Any]]:
+    """Open ``(checkpointer, store)`` on ``db``: a PostgreSQL URL gives ``PostgresSaver`` and ``PostgresStore``;
+    a path (default ``$REPLANGRAPH_DB``, which may also be a URL, else `default_db_path`) gives ``SqliteSaver``
+    and no store, as replangraph then keeps its results in a state channel the checkpointer saves.
+    Tables are created when missing; the connections close when the block ends."""
+    if db is None:
+        db = os.environ.get(DB_ENV) or default_db_path()
+    if is_postgres_url(db):
+        with _open_postgres(str(db)) as opened:
+            yield opened
+        return
+    path = Path(db).expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, check_same_thread=False)  # SqliteSaver serialises its calls with a lock
+    try:
+        saver = SqliteSaver(conn)
+        saver.setup()
+        yield saver, None
+    finally:
+        conn.close()
+
+
+@contextmanager
+def _open_postgres(url: str) -> Iterator[tuple[Any, Any]]:
+    """``PostgresSaver`` and ``PostgresStore`` on one connection each (both lock around every call, so parallel
+    branches share them safely, and a pool would not let their calls overlap)."""
+    try:
+        import psycopg
+        from langgraph.checkpoint.postgres import PostgresSaver
+        from langgraph.store.postgres import PostgresStore
+    except ImportError as error:
+        raise RuntimeError(
+            f'PostgreSQL needs the postgres extra: pip install "replangraph[postgres]" ({error})'
+        ) from error
+    conninfo = url
+    if "connect_timeout" not in psycopg.conninfo.conninfo_to_dict(url) and not os.environ.get("PGCONNECT_TIMEOUT"):
+        conninfo = psycopg.conninfo.make_conninfo(url, connect_timeout=CONNECT_TIMEOUT_S)
+    with ExitStack() as stack:
+        try:
+            saver = stack.enter_context(PostgresSaver.from_conn_string(conninfo))
+            store = stack.enter_context(PostgresStore.from_conn_string(conninfo))
+        except psycopg.OperationalError as error:
+            reason = " ".join(str(error).split())
+            raise ConnectionError(f"cannot connect to PostgreSQL at {masked_url(url)}: {reason}") from error
+        saver.setup()
+        store.setup()
+        yield saver, store
