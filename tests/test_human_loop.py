@@ -314,7 +314,8 @@ def test_the_plan_waits_for_approval_and_runs_once_approved():
 def test_an_edited_plan_replaces_the_planned_one():
     graph = approval_graph()
     out, cfg = start(graph)
-    edited = '```json\n{"tasks": [{"id": "x", "content": "step X"}, {"id": "y", "content": "step Y", "depends_on": ["x"]}]}\n```'
+    tasks = '[{"id": "x", "content": "step X"}, {"id": "y", "content": "step Y", "depends_on": ["x"]}]'
+    edited = f'```json\n{{"tasks": {tasks}}}\n```'
     out = graph.invoke(Command(resume=edited), cfg)
     assert set(out["tasks"]) == {"x", "y"}
     assert "step X done" in out["final_answer"] and "step A" not in out["final_answer"]
