@@ -17,7 +17,7 @@ from langchain_core.messages import (
     convert_to_messages,
 )
 
-from .lenient import UnreadableInput, check_nesting, load_json, strip_fences
+from .lenient import UnreadableInput, check_nesting, load_json, match_name, strip_fences
 
 
 def message_text(message: BaseMessage) -> str:
@@ -115,6 +115,7 @@ def repair_tool_calls(reply: AIMessage, tool_names: Sequence[str]) -> AIMessage:
             calls.append({"name": bad["name"], "args": args, "id": bad.get("id"), "type": "tool_call"})
         else:
             invalid.append(bad)
+    calls = [named_as_known(call, tool_names) for call in calls]
     content = reply.content
     if not calls and not invalid:
         written = calls_written_as_text(message_text(reply), tool_names)
@@ -124,6 +125,12 @@ def repair_tool_calls(reply: AIMessage, tool_names: Sequence[str]) -> AIMessage:
     if calls == reply.tool_calls and invalid == reply.invalid_tool_calls:
         return reply
     return reply.model_copy(update={"tool_calls": calls, "invalid_tool_calls": invalid, "content": content})
+
+
+def named_as_known(call: dict, tool_names: Sequence[str]) -> dict:
+    """``call`` under the known tool name it spells loosely (``AskUser``, ``ask-user`` for ``ask_user``)."""
+    known = match_name(call.get("name") or "", tool_names)
+    return call if known in (None, call.get("name")) else {**call, "name": known}
 
 
 def with_ids(calls: list[dict]) -> list[dict]:

@@ -28,6 +28,10 @@ ASK_USER_DESCRIPTION = (
 )
 QUESTION_DESCRIPTION = "The one question to ask, short and answerable."
 NO_ANSWER = "The user gave no answer. Go on with your best judgement and say in your result what you assumed."
+NO_QUESTIONS = (
+    "No user can be asked in this run (max_clarifications=0). "
+    "Go on with what you have and say in your result what you assumed."
+)
 ASKED_BEFORE = "You asked this already and the user answered: {answer}\nDo not ask again; go on with that answer."
 NO_MORE_QUESTIONS = (
     "No more questions: this subtask has asked {asked} (max_clarifications={limit}). "

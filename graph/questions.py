@@ -21,6 +21,7 @@ from .prompts import (
     ASKED_BEFORE,
     NO_ANSWER,
     NO_MORE_QUESTIONS,
+    NO_QUESTIONS,
     QUESTION_DESCRIPTION,
 )
 from .queue import Task
@@ -71,7 +72,8 @@ def screen_question(call: Mapping[str, Any], task: Task, config: AgentConfig) ->
         text = ASKED_BEFORE.format(answer=earlier["answer"])
         return ToolMessage(text, tool_call_id=call_id, name=ASK_USER, status="error")
     if len(asked) >= config.max_clarifications:
-        text = NO_MORE_QUESTIONS.format(asked=len(asked), limit=config.max_clarifications)
+        template = NO_MORE_QUESTIONS if config.max_clarifications else NO_QUESTIONS
+        text = template.format(asked=len(asked), limit=config.max_clarifications)
         return ToolMessage(text, tool_call_id=call_id, name=ASK_USER, status="error")
     return None
 

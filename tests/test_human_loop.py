@@ -359,3 +359,15 @@ def test_approval_without_a_checkpointer_names_the_fix():
     graph = build_graph(make_model(PLAN, lambda r: "done"), config=AgentConfig(approve_plan=True))
     with pytest.raises(CheckpointerRequired, match="approve_plan=False"):
         graph.invoke({"messages": [("user", "go")]})
+
+
+def test_an_invented_spelling_of_the_tool_name_is_read_and_a_call_without_questions_allowed_is_refused():
+    def work(request):
+        if not request.tool_results:
+            return tool_call("AskUser", {"question": "Colour?"})
+        return "told: " + request.tool_results[-1].text
+
+    out, cfg = start(graph_for(work))
+    assert questions(out) == ["Please confirm: Colour?"]
+    out, _ = start(graph_for(work, max_clarifications=0), thread="none")
+    assert "No user can be asked in this run (max_clarifications=0)" in out["final_answer"]
