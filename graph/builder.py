@@ -176,7 +176,7 @@ def build_graph(
     builder.add_node(PLAN_REVIEW, PlanReview(profiles, config))
     builder.add_node(COMMANDS, CommandRunner(handlers, config))
 
-    builder.add_conditional_edges(START, make_entry_router(), [PLANNER, COMMANDS])
+    builder.add_conditional_edges(START, make_entry_router(config), [PLANNER, COMMANDS])
     # A fresh plan has no windows or replan requests; the replanner settles every request.
     builder.add_conditional_edges(PLANNER, route, [EXECUTOR, PLAN_REVIEW, FINALIZE])
     builder.add_conditional_edges(PLAN_REVIEW, route, [EXECUTOR, COMMANDS, FINALIZE])
@@ -186,7 +186,7 @@ def build_graph(
     builder.add_edge(ASK, TOOLS)  # parallel questions join there, like model turns
     builder.add_conditional_edges(TOOLS, route, ROUTED_TO)
     builder.add_conditional_edges(REPLANNER, route, [EXECUTOR, COMPRESSOR, VERIFIER, ASK, FINALIZE])
-    builder.add_conditional_edges(COMMANDS, make_command_router(route), [*ROUTED_TO, PLAN_REVIEW, END])
+    builder.add_conditional_edges(COMMANDS, make_command_router(route), [*ROUTED_TO, PLAN_REVIEW, TOOLS, END])
     builder.add_edge(FINALIZE, END)
 
     graph = builder.compile(checkpointer=checkpointer, store=store, name=name)

@@ -1,7 +1,7 @@
 """Slash commands: input whose text starts with ``/`` is answered by a handler instead of planned.
 
 A handler takes the argument text and the thread's state and returns text. Built-ins:
-``/plan``, ``/status`` and ``/cancel`` (the cancel itself is the commands node's work).
+``/plan``, ``/status``, ``/cancel`` and ``/resume`` (these two change the run: the commands node does them).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from .queue import Task, plan_summary, preview, spent_model_calls, status_counts
 
 CommandHandler = Callable[[str, Mapping[str, Any]], Any]
 CANCEL = "/cancel"
+RESUME = "/resume"
+RESERVED = (CANCEL, RESUME)
 
 
 def parse_command(text: str) -> tuple[str, str] | None:
@@ -29,14 +31,23 @@ def parse_command(text: str) -> tuple[str, str] | None:
     return "/" + match.group(1).lower(), (match.group(2) or "").strip()
 
 
-def pending_command(state: Mapping[str, Any]) -> str | None:
-    """The command text when the thread's last message is a human slash command not yet answered."""
+def pending_command(state: Mapping[str, Any], cancel_word: str = CANCEL) -> str | None:
+    """The command text when the thread's last message is a human slash command (or the cancel word)
+    not yet answered."""
     messages = state.get("messages") or []
     last = messages[-1] if messages else None
     if not isinstance(last, HumanMessage):
         return None
     text = message_text(last).strip()
-    return text if parse_command(text) else None
+    return text if parse_command(text) or text.casefold() == cancel_word.strip().casefold() else None
+
+
+def last_command(state: Mapping[str, Any]) -> str:
+    """The name of the command in the thread's latest human message ("" if it is not one)."""
+    messages = state.get("messages") or []
+    human = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
+    parsed = parse_command(message_text(human)) if human is not None else None
+    return parsed[0] if parsed else ""
 
 
 def unfinished(state: Mapping[str, Any]) -> bool:
@@ -46,8 +57,17 @@ def unfinished(state: Mapping[str, Any]) -> bool:
     return open_ and not state.get("final_answer")
 
 
+def paused(state: Mapping[str, Any]) -> bool:
+    """Whether the run is stopped for the user: a question or the plan waits, or it was cancelled and not closed."""
+    if not unfinished(state):
+        return False
+    return bool(state.get("cancelled") or waiting_for(state))
+
+
 def waiting_for(state: Mapping[str, Any]) -> list[str]:
     """What the run waits on the user for: the plan's approval and each subtask's question."""
+    if state.get("cancelled"):
+        return []
     waits = ["approval of the plan"] if state.get("plan_review") == "waiting" else []
     tasks: Mapping[str, Task] = state.get("tasks") or {}
     for task_id, window in (state.get("windows") or {}).items():
@@ -85,8 +105,8 @@ def registered_commands(commands: Mapping[str, CommandHandler] | None) -> dict[s
         parsed = parse_command(name if str(name).startswith("/") else f"/{name}")
         if parsed is None or parsed[1]:
             raise ValueError(f"command name {name!r} must be a word such as '/todo'")
-        if parsed[0] == CANCEL:
-            raise ValueError(f"{CANCEL} is built in and cannot be replaced")
+        if parsed[0] in RESERVED:
+            raise ValueError(f"{parsed[0]} is built in and cannot be replaced")
         if not callable(handler):
             raise ValueError(f"the handler of {name!r} must be callable (args: str, state) -> str")
         checked[parsed[0]] = handler
@@ -94,13 +114,13 @@ def registered_commands(commands: Mapping[str, CommandHandler] | None) -> dict[s
 
 
 def known_commands(handlers: Mapping[str, CommandHandler]) -> list[str]:
-    return sorted({"/plan", "/status", CANCEL, *handlers})
+    return sorted({"/plan", "/status", *RESERVED, *handlers})
 
 
 def answer_command(
     text: str, state: Mapping[str, Any], handlers: Mapping[str, CommandHandler], config: AgentConfig
 ) -> str:
-    """The reply to a command other than ``/cancel``; a handler that fails is answered with its error."""
+    """The reply to a command other than ``/cancel`` and ``/resume``; a failing handler's error is the reply."""
     name, args = parse_command(text) or ("", "")
     builtins: dict[str, CommandHandler] = {
         "/plan": plan_command,

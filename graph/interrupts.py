@@ -50,3 +50,10 @@ def slash_command(answer: Any) -> str | None:
     A path (``/home/me/data.csv``) is an answer, not a command."""
     text = answer.strip() if isinstance(answer, str) else ""
     return text if COMMAND_RE.match(text) else None
+
+
+def unwrapped(answer: Any) -> Any:
+    """The answer inside ``{"answer": ...}`` (as UIs often send it), else the answer itself."""
+    if isinstance(answer, dict) and "answer" in answer:
+        return answer["answer"]
+    return answer

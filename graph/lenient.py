@@ -214,7 +214,7 @@ def plan_specs(value: Any) -> list[dict[str, Any]]:
         if not isinstance(item, Mapping):
             raise UnreadableInput(f"task {i} must be an object, got {type(item).__name__}")
         task_id = as_text(item.get("id", item.get("task_id"))).strip() or str(i + 1)
-        depends = item.get("depends_on", item.get("dependencies", item.get("dependsOn")))
+        depends = next((item[k] for k in ("depends_on", "dependencies", "dependsOn", "depends") if k in item), None)
         specs.append(
             {
                 "id": task_id,

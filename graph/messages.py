@@ -82,6 +82,11 @@ def waiting_questions(window: Sequence[AnyMessage]) -> list[dict]:
     return [c for c in pending_tool_calls(window) if c.get("name") == ASK_USER]
 
 
+def calls_to_run(window: Sequence[AnyMessage]) -> list[dict]:
+    """The window's unanswered tool calls that the tools node runs (all but the questions)."""
+    return [c for c in pending_tool_calls(window) if c.get("name") != ASK_USER]
+
+
 def repair_tool_calls(reply: AIMessage, tool_names: Sequence[str]) -> AIMessage:
     """``reply`` with the tool calls a model meant but did not send cleanly.
 

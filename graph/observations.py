@@ -26,7 +26,7 @@ from .fitting import (
     result_id,
     unique_key,
 )
-from .messages import message_text
+from .messages import ASK_USER, message_text
 from .queue import plan_summary
 from .workspace import current_workspace, output_slot, result_slot
 
@@ -133,7 +133,7 @@ def drop_old_observations(
     saved: dict[str, str] = {}
     for index in indices[: max(len(indices) - keep, 0)]:
         message = result[index]
-        if is_dropped(message):
+        if is_dropped(message) or message.name == ASK_USER:  # the user's answers stay in view
             continue
         text = message_text(message)
         ident = kept_id(message)

@@ -13,10 +13,10 @@ from langchain_core.messages import AIMessage
 from langgraph.graph import END
 from langgraph.types import Send
 
-from .commands import pending_command, unfinished
+from .commands import RESUME, last_command, paused, pending_command, unfinished
 from .config import FINALIZE_MARGIN, AgentConfig, run_settings
 from .context import ContextMonitor
-from .messages import ends_with_answer, waiting_questions
+from .messages import calls_to_run, ends_with_answer, waiting_questions
 from .names import ASK, COMMANDS, COMPRESSOR, EXECUTOR, FINALIZE, PLAN_REVIEW, PLANNER, REPLANNER, TOOLS, VERIFIER
 from .observations import full_result
 from .queue import Task, active_tasks, dependency_results, plan_summary, ready_tasks, spent_model_calls
@@ -68,16 +68,18 @@ def make_router(
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         if state.get("cancelled"):
             return FINALIZE
-        if pending_command(state):  # a slash command answered instead of a question
+        if pending_command(state, settings.cancel_word):  # a slash command answered instead of a question
             return COMMANDS
         if state.get("plan_review") == "waiting":
             return PLAN_REVIEW
+        windows = state.get("windows") or {}
+        active = active_tasks(tasks)
+        if any(calls_to_run(windows.get(t["id"], [])) for t in active):  # a run resumed by /resume after a crash
+            return TOOLS
         if index_of(tasks).replan:
             return REPLANNER
         if spent_model_calls(state) >= settings.max_steps:
             return FINALIZE
-        windows = state.get("windows") or {}
-        active = active_tasks(tasks)
         # Questions pause the run alone: a sibling's finished step in the same superstep would be
         # dropped if the thread then got new input (a slash command) instead of an answer.
         questions = [Send(ASK, subtask_input(state, t)) for t in active if waiting_questions(windows.get(t["id"], []))]
@@ -106,21 +108,23 @@ def make_router(
     return route
 
 
-def make_entry_router() -> Callable[[Mapping[str, Any]], str]:
-    """Where a run starts: the commands node for a slash command, else the planner."""
+def make_entry_router(config: AgentConfig) -> Callable[[Mapping[str, Any]], str]:
+    """Where a run starts: the commands node for a slash command (or the cancel word), else the planner."""
 
     def entry(state: Mapping[str, Any]) -> str:
-        return COMMANDS if pending_command(state) else PLANNER
+        return COMMANDS if pending_command(state, run_settings(config).cancel_word) else PLANNER
 
     return entry
 
 
 def make_command_router(route: Callable[[Mapping[str, Any]], list[Send | str] | str]) -> Callable[..., Any]:
-    """What follows a command: a run that has not ended goes on (``route``; a waiting question or plan
-    is asked again, a cancelled run is finalized), else the run ends."""
+    """What follows a command: a run paused for the user pauses again (``route`` asks its question or
+    shows its plan anew; a cancelled one is finalized), ``/resume`` continues a run that stopped
+    between steps, and otherwise the run ends: a command never starts work by itself."""
 
     def after_command(state: Mapping[str, Any]) -> list[Send | str] | str:
-        return route(state) if unfinished(state) else END
+        resumed = last_command(state) == RESUME and unfinished(state)
+        return route(state) if paused(state) or resumed else END
 
     return after_command
 

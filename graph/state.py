@@ -36,7 +36,7 @@ def replace_by_key(current: Mapping | None, update: Mapping | None) -> dict:
     return merged
 
 
-PlanReview = Literal["not_asked", "waiting", "approved", "edited"]
+PlanReviewStatus = Literal["not_asked", "waiting", "approved", "edited"]
 
 TaskQueueChannel = Annotated[dict[str, Task], DeltaChannel(apply_writes, snapshot_frequency=TASKS_SNAPSHOT_EVERY)]
 
@@ -96,7 +96,7 @@ class ReplanState(TypedDict):
     replans: NotRequired[list[ReplanRecord]]
     planner_calls: NotRequired[int]
     final_answer: NotRequired[str]
-    plan_review: NotRequired[PlanReview]
+    plan_review: NotRequired[PlanReviewStatus]
     """``waiting`` while the plan waits for the user's approval (``approve_plan``), then what they
     decided; ``not_asked`` without ``approve_plan``."""
     cancelled: NotRequired[bool]
@@ -121,7 +121,7 @@ class StateUpdate(TypedDict, total=False):
     replans: list[ReplanRecord]
     planner_calls: int
     final_answer: str
-    plan_review: PlanReview
+    plan_review: PlanReviewStatus
     cancelled: bool
     ended_alone: bool
 

@@ -15,7 +15,7 @@ from langchain_core.messages import HumanMessage, ToolMessage
 
 from replangraph.config import AgentConfig, Configured
 from replangraph.events import QUESTION_ANSWERED, emit
-from replangraph.interrupts import is_cancel, pause_for_user, slash_command
+from replangraph.interrupts import is_cancel, pause_for_user, slash_command, unwrapped
 from replangraph.messages import ASK_USER, waiting_questions
 from replangraph.questions import answer_text, question_of
 from replangraph.queue import preview
@@ -49,7 +49,7 @@ class AskUser(Configured):
     def __call__(self, payload: Mapping[str, Any]) -> StateUpdate:
         window = list(payload.get("window") or [])
         call = waiting_questions(window)[0]
-        answer = pause_for_user(question_request(payload, call, self.config.question_prefix), ASK_USER)
+        answer = unwrapped(pause_for_user(question_request(payload, call, self.config.question_prefix), ASK_USER))
         if is_cancel(answer, self.config):
             return {"cancelled": True}
         command = slash_command(answer)

@@ -1,7 +1,8 @@
-"""commands node: answers a slash command sent as input (``/plan``, ``/status``, ``/cancel``, your own).
+"""commands node: answers a slash command sent as input (``/plan``, ``/status``, ``/cancel``, ``/resume``, yours).
 
-After it, a run that has not ended goes on from where it was: a waiting question or
-plan is shown again, and ``/cancel`` sends the run to the finalizer.
+After it, a run paused for the user is paused again (its question or plan is shown
+anew), ``/cancel`` sends the run to the finalizer, and ``/resume`` continues a run that
+stopped between steps; other commands change nothing.
 """
 
 from __future__ import annotations
@@ -11,7 +12,17 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from replangraph.commands import CANCEL, CommandHandler, answer_command, parse_command, pending_command, unfinished
+from replangraph.commands import (
+    CANCEL,
+    RESUME,
+    CommandHandler,
+    answer_command,
+    parse_command,
+    paused,
+    pending_command,
+    unfinished,
+    waiting_for,
+)
 from replangraph.config import AgentConfig, Configured
 from replangraph.events import COMMAND_ANSWERED, emit
 from replangraph.interrupts import is_cancel
@@ -26,7 +37,7 @@ class CommandRunner(Configured):
         self.base_config = config
 
     def __call__(self, state: Mapping[str, Any]) -> StateUpdate:
-        text = pending_command(state) or ""
+        text = pending_command(state, self.config.cancel_word) or ""
         name = (parse_command(text) or ("", ""))[0]
         update: StateUpdate = {}
         if name == CANCEL or is_cancel(text, self.config):
@@ -35,6 +46,13 @@ class CommandRunner(Configured):
                 update["cancelled"] = True
             else:
                 reply = "Nothing to cancel: no run is in progress on this thread."
+        elif name == RESUME:
+            if not unfinished(state):
+                reply = "Nothing to resume: no run is in progress on this thread."
+            elif paused(state):
+                reply = "The run is waiting for you: " + "; ".join(waiting_for(state)) + "."
+            else:
+                reply = "Resuming the run where it stopped."
         else:
             reply = answer_command(text, state, self.handlers, self.config)
         emit(COMMAND_ANSWERED, command=name, reply=reply)

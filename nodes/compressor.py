@@ -24,6 +24,7 @@ from replangraph.observations import is_taken, keep_outputs
 from replangraph.opening import opening_window
 from replangraph.outcomes import failed_with_window
 from replangraph.prompts import MERGE_REQUEST, SUMMARIZER_PROMPT, SUMMARY_REQUEST
+from replangraph.questions import answers_note
 from replangraph.retry import StepClock, invoke_with_retries
 from replangraph.state import StateUpdate
 from replangraph.summarizing import summarize_in_chunks
@@ -117,7 +118,7 @@ class Compressor(Configured):
             fits=lambda w: self.monitor.fits(w, tools, budget),
             summarize=self.summarize,
             plan=plan,
-            instructions=f"({task['id']}) {task['content']}",
+            instructions=f"({task['id']}) {task['content']}" + answers_note(task),
             task_id=task["id"],
             taken=is_taken(task),
             tokens=lambda w: self.monitor.tokens(w, tools),

@@ -6,7 +6,7 @@ plan that does not validate is answered with a new interrupt carrying the error.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import HumanMessage
@@ -14,10 +14,10 @@ from langgraph.types import interrupt
 
 from replangraph.config import AgentConfig, Configured
 from replangraph.events import PLAN_REVIEWED, emit
-from replangraph.interrupts import is_cancel, pause_for_user, slash_command
-from replangraph.lenient import UnreadableInput, as_text, plan_specs
+from replangraph.interrupts import is_cancel, pause_for_user, slash_command, unwrapped
+from replangraph.lenient import UnreadableInput, as_text, match_name, plan_specs
 from replangraph.plans import normalize_plan, tasks_from_plan, validate_plan
-from replangraph.queue import RESET, QueueError, Task, ordered
+from replangraph.queue import DEFAULT_AGENT, RESET, QueueError, Task, ordered
 from replangraph.state import StateUpdate
 
 APPROVALS = frozenset({"approve", "approved", "yes", "y", "ok", "okay", "go", "lgtm", "accept", "true"})
@@ -28,29 +28,38 @@ def plan_listing(tasks: Mapping[str, Task]) -> list[dict[str, Any]]:
     return [{k: t[k] for k in ("id", "content", "agent_type", "depends_on")} for t in ordered(tasks)]
 
 
-def is_approval(answer: Any) -> bool:
-    """``True``, "approve", "yes", "ok"..., or ``{"action": "approve"}``."""
-    if answer is True:
-        return True
+def decision_of(answer: Any) -> str | None:
+    """``approve`` for True, "approve", "yes", "ok"... or ``{"action": "approve"}``; ``cancel`` for
+    ``{"action": "cancel"}``; ``reject`` for ``False`` or ``{"approve": false}``; else None (an edit)."""
     if isinstance(answer, Mapping):
-        answer = answer.get("action", answer.get("decision", answer.get("approve")))
-        if answer is True:
-            return True
-    return isinstance(answer, str) and answer.strip().strip(".!").casefold() in APPROVALS
+        answer = next((answer[k] for k in ("action", "decision", "approve", "approved") if k in answer), None)
+        if answer is None:
+            return None
+    if answer is True or (isinstance(answer, str) and answer.strip().strip(".!").casefold() in APPROVALS):
+        return "approve"
+    if answer is False:
+        return "reject"
+    if isinstance(answer, str) and answer.strip().casefold() in ("cancel", "cancelled"):
+        return "cancel"
+    return None
 
 
-def edited_plan(answer: Any, agent_types: Iterable[str], max_tasks: int) -> list[dict[str, Any]]:
-    """The edited plan in an answer (a task list, ``{"tasks": [...]}``, JSON text), validated like any plan."""
-    specs = plan_specs(answer)
+def edited_plan(answer: Any, agent_types: Sequence[str], max_tasks: int) -> tuple[list[dict[str, Any]], list[str]]:
+    """The edited plan in an answer (a task list, ``{"tasks": [...]}``, JSON text), validated like any
+    plan, and notes on what was repaired (dependency spellings, an agent type's case)."""
+    specs, notes = normalize_plan(plan_specs(answer))
     for spec in specs:
-        spec["agent_type"] = spec.get("agent_type") or "default"
-    specs, _ = normalize_plan(specs)
+        written = spec.get("agent_type") or DEFAULT_AGENT
+        spec["agent_type"] = match_name(written, agent_types) or written
+        if spec["agent_type"] != written:
+            notes.append(f"task {spec['id']!r}: agent type {written!r} read as {spec['agent_type']!r}")
     validate_plan(specs, agent_types=agent_types, max_tasks=max_tasks)
-    return specs
+    return specs, notes
 
 
 class PlanReview(Configured):
-    """Shows the plan (``{"kind": "plan", "tasks": [...]}``) and applies the user's decision."""
+    """Shows the plan (``{"kind": "plan", "tasks": [...]}``) and applies the user's decision.
+    Only the planner's plan is reviewed; a replan runs without a pause."""
 
     def __init__(self, agent_types: Iterable[str], config: AgentConfig):
         self.agent_types = list(agent_types)
@@ -61,27 +70,29 @@ class PlanReview(Configured):
         request = {"kind": "plan", "goal": state.get("goal", ""), "tasks": plan_listing(tasks)}
         answer = pause_for_user(request, "approve_plan")
         while True:  # each invalid edit asks again; a resume replays the earlier answers in order
-            if is_cancel(answer, self.config):
-                emit(PLAN_REVIEWED, decision="cancelled", tasks=request["tasks"])
+            answer = unwrapped(answer)
+            decision = decision_of(answer)
+            if is_cancel(answer, self.config) or decision == "cancel":
+                emit(PLAN_REVIEWED, decision="cancelled", tasks=request["tasks"], notes=[])
                 return {"cancelled": True}
             command = slash_command(answer)
             if command is not None:  # answered by the commands node; the plan is shown again after it
                 return {"messages": [HumanMessage(command)]}
-            if is_approval(answer):
-                emit(PLAN_REVIEWED, decision="approved", tasks=request["tasks"])
+            if decision == "approve":
+                emit(PLAN_REVIEWED, decision="approved", tasks=request["tasks"], notes=[])
                 return {"plan_review": "approved"}
+            how = f"Answer 'approve', {self.config.cancel_word!r}, or the task list edited (the same shape as `tasks`)."
             try:
-                specs = edited_plan(answer, self.agent_types, self.config.max_tasks)
+                if decision == "reject":
+                    raise UnreadableInput("the plan was not approved, and no edited plan was sent")
+                specs, notes = edited_plan(answer, self.agent_types, self.config.max_tasks)
             except (UnreadableInput, QueueError) as exc:
-                error = (
-                    f"The edited plan was not used: {exc}. Answer 'approve', {self.config.cancel_word!r}, "
-                    "or the task list edited (the same shape as `tasks`)."
-                )
+                error = f"The edited plan was not used: {exc}. {how}"
                 if isinstance(answer, str) and answer.strip()[:1] not in ("[", "{", "`"):
-                    error = f"{as_text(answer)[:80]!r} is not a decision. " + error
+                    error = f"{as_text(answer)[:80]!r} is not a decision. {how}"
                 answer = interrupt({**request, "error": error})
                 continue
             plan_id = next(iter(tasks.values()), {}).get("plan_id", "1")
             new_tasks = tasks_from_plan(specs, plan_id=plan_id)
-            emit(PLAN_REVIEWED, decision="edited", tasks=plan_listing(new_tasks))
+            emit(PLAN_REVIEWED, decision="edited", tasks=plan_listing(new_tasks), notes=notes)
             return {"tasks": {RESET: True, **new_tasks}, "plan_review": "edited"}

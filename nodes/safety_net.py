@@ -13,7 +13,7 @@ from typing import Any
 from langgraph.errors import NodeError
 from langgraph.types import Command
 
-from replangraph.messages import answers_waiting, message_text, pending_tool_calls
+from replangraph.messages import answers_waiting, calls_to_run, message_text
 from replangraph.outcomes import completed, failed_with_window, merge_updates
 from replangraph.queue import verdict_record
 from replangraph.workspace import collect_writes
@@ -45,7 +45,7 @@ def fail_running_tool_calls(goto: str) -> Callable[..., Command]:
         running = [
             tid
             for tid, window in windows.items()
-            if tid in tasks and tasks[tid]["status"] == "in_progress" and pending_tool_calls(window)
+            if tid in tasks and tasks[tid]["status"] == "in_progress" and calls_to_run(window)
         ]
         updates = [
             failed_with_window(tasks[tid], windows[tid], describe(error), tasks[tid].get("model_calls", 0))

@@ -119,8 +119,8 @@ def ends_subtask(update: Mapping, task_id: str) -> bool:
 
 
 def is_repeated_refusal(window: Sequence[AnyMessage], reply: ToolMessage) -> bool:
-    """Whether ``reply`` refuses a toolkit call exactly as an earlier reply in the window did."""
-    if reply.status != "error" or reply.name not in TOOLKIT_NAMES:
+    """Whether ``reply`` refuses a toolkit or ask_user call exactly as an earlier reply in the window did."""
+    if reply.status != "error" or reply.name not in (*TOOLKIT_NAMES, ASK_USER):
         return False
     text = message_text(reply)
     return any(
@@ -194,11 +194,11 @@ class ToolRunner(Configured):
                 replies.append(not_run(call))
                 continue
             if call.get("name") == ASK_USER:
-                answered = screen_question(call, task, self.config)
-                if answered is not None:  # else it waits for the user: the ask node answers it
-                    replies.append(answered)
-                continue
-            if call.get("name") in TOOLKIT_NAMES:
+                screened = screen_question(call, task, self.config)
+                if screened is None:  # it waits for the user: the ask node answers it
+                    continue
+                reply, change = screened, {}
+            elif call.get("name") in TOOLKIT_NAMES:
                 # Our own microsecond-fast code: run inline, so its update can never land after a timeout.
                 reply, change = run_tool_call(toolbox, call, task_id, tasks)
             else:
@@ -215,7 +215,7 @@ class ToolRunner(Configured):
             elif change:
                 changes.append(change)
             if is_repeated_refusal([*window, *replies], reply):
-                repeated = sent_summary(call.get("args"))
+                repeated = sent_summary(call.get("args")) if reply.name != ASK_USER else ""
                 refusal = message_text(reply).replace(STILL_YOURS, "").strip()
                 error = f"the agent repeated a refused {reply.name} call: {preview(refusal, 300)}"
             page = PAGE_RE.match(message_text(reply)) if reply.name == READ_OUTPUT else None

@@ -245,7 +245,7 @@ def test_commands_unknown_custom_failing_and_on_a_fresh_thread():
     assert say("/status") == "No run on this thread yet: send a goal to start one."
     assert say("/plan") == "No plan yet: send a goal to start a run."
     assert say("/cancel") == "Nothing to cancel: no run is in progress on this thread."
-    assert say("/nope") == "Unknown command /nope. Known commands: /broken, /cancel, /plan, /status, /todo."
+    assert say("/nope") == "Unknown command /nope. Known commands: /broken, /cancel, /plan, /resume, /status, /todo."
     assert say("/TODO buy milk") == "noted 'buy milk'; 0 tasks"
     assert say("/broken") == "Command /broken failed: RuntimeError: disk full"
     assert not graph.get_state(cfg).values.get("tasks")  # no plan was made for any of them
@@ -371,3 +371,112 @@ def test_an_invented_spelling_of_the_tool_name_is_read_and_a_call_without_questi
     assert questions(out) == ["Please confirm: Colour?"]
     out, _ = start(graph_for(work, max_clarifications=0), thread="none")
     assert "No user can be asked in this run (max_clarifications=0)" in out["final_answer"]
+
+
+# --------------------------------------------------------------------------- review fixes
+
+
+def test_a_command_to_a_run_stopped_between_steps_changes_nothing_until_resume():
+    turns, fetched = Counter(), Counter()
+
+    def fetch(item: str) -> str:
+        """Fetch an item."""
+        fetched[item] += 1
+        return f"{item} is in stock"
+
+    def work(request):
+        turns[subtask_of(request)] += 1
+        if not request.called("fetch"):
+            return tool_call("fetch", {"item": "paint"})
+        return f"bought paint ({request.last_result('fetch')})"
+
+    graph = build_graph(make_model(ONE_TASK, work), tools=[fetch], checkpointer=InMemorySaver())
+    cfg = {"configurable": {"thread_id": "s"}}
+    graph.invoke({"messages": [("user", "paint")]}, cfg, interrupt_before=["tools"])  # as if it crashed there
+    out = graph.invoke({"messages": [("user", "/status")]}, cfg)
+    assert "1 in progress" in out["messages"][-1].text
+    assert turns["paint the door"] == 1 and fetched["paint"] == 0 and graph.get_state(cfg).next == ()
+    out = graph.invoke({"messages": [("user", "/resume")]}, cfg)
+    assert "bought paint (paint is in stock)" in out["final_answer"]
+    assert turns["paint the door"] == 2 and fetched["paint"] == 1  # the waiting call ran first, once
+    assert graph.invoke({"messages": [("user", "/resume")]}, cfg)["messages"][-1].text.startswith("Nothing to resume")
+
+
+def test_the_cancel_word_works_as_input_and_inside_an_answer_object():
+    graph = asking_graph(cancel_word="stop")
+    out, cfg = start(graph)
+    out = graph.invoke({"messages": [("user", "Stop")]}, cfg)
+    assert "the user cancelled" in out["final_answer"]
+    graph = asking_graph()
+    out, cfg = start(graph, thread="a")
+    out = graph.invoke(Command(resume={"answer": "/cancel"}), cfg)
+    assert "the user cancelled" in out["final_answer"]
+
+
+def test_status_after_a_cancelled_approval_waits_for_nothing():
+    graph = approval_graph()
+    out, cfg = start(graph)
+    graph.invoke(Command(resume={"action": "cancel"}), cfg)
+    reply = graph.invoke({"messages": [("user", "/status")]}, cfg)["messages"][-1].text
+    assert "The run was cancelled." in reply and "Waiting" not in reply
+
+
+def test_plan_edits_read_loose_keys_and_report_repairs():
+    graph = approval_graph()
+    out, cfg = start(graph)
+    out = graph.invoke(Command(resume={"approve": False}), cfg)
+    assert "not a decision" not in out["__interrupt__"][0].value["error"]
+    assert "not approved" in out["__interrupt__"][0].value["error"]
+    reviewed = []
+    edit = [{"id": "a", "content": "A", "agent_type": "Default"}, {"id": "b", "content": "B", "depends": ["task a"]}]
+    for mode, chunk in graph.stream(Command(resume=edit), cfg, stream_mode=["custom", "values"]):
+        if mode == "custom" and chunk["event"] == "plan_reviewed":
+            reviewed.append(chunk)
+    state = graph.get_state(cfg).values
+    assert state["tasks"]["b"]["depends_on"] == ["a"] and state["tasks"]["a"]["agent_type"] == "default"
+    assert reviewed[0]["decision"] == "edited"
+    assert "task 'b': dependency 'task a' read as 'a'" in reviewed[0]["notes"]
+    assert "task 'a': agent type 'Default' read as 'default'" in reviewed[0]["notes"]
+
+
+def test_answers_stay_in_view_when_old_outputs_leave_the_window():
+    seen = []
+
+    def fetch(item: str) -> str:
+        """Fetch an item."""
+        return f"{item} data"
+
+    def work(request):
+        results = [m.text for m in request.tool_results]
+        seen.append(results)
+        if not answers(request):
+            return tool_call("ask_user", {"question": "Which colour?"})
+        if len(results) < 4:
+            return tool_call("fetch", {"item": f"item{len(results)}"})
+        return "done"
+
+    graph = build_graph(
+        make_model(ONE_TASK, work), tools=[fetch], config=AgentConfig(max_observations=1), checkpointer=InMemorySaver()
+    )
+    out, cfg = start(graph)
+    graph.invoke(Command(resume="teal"), cfg)
+    assert "teal" in seen[-1]  # the answer was never replaced by a "removed from context" note
+
+
+def test_an_agent_that_keeps_asking_a_refused_question_is_stopped():
+    graph = graph_for(lambda r: tool_call("ask_user", {"question": "Colour?"}), max_clarifications=1)
+    out, cfg = start(graph)
+    out = graph.invoke(Command(resume="red"), cfg)
+    task = out["tasks"]["1"]
+    assert "repeated a refused ask_user call" in (task["error"] or "") or any(
+        "repeated a refused ask_user call" in r["reason"] for r in out["replans"]
+    )
+    assert task["model_calls"] < 6
+
+
+def test_the_compressor_keeps_the_answers_in_its_summary():
+    from replangraph.questions import answers_note
+
+    note = answers_note({"clarifications": [{"question": "Colour?", "answer": "red"}]})
+    assert note == "\nThe user's answers to your questions:\n- Colour? -> red"
+    assert answers_note({}) == ""
