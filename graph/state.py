@@ -38,6 +38,13 @@ def replace_by_key(current: Mapping | None, update: Mapping | None) -> dict:
 
 PlanReviewStatus = Literal["not_asked", "waiting", "approved", "edited"]
 
+
+def latest(current: Any, new: Any) -> Any:
+    """Reducer keeping the newest value: parallel branches may each write it in one step (two questions
+    both answered with the cancel word), which a plain key refuses."""
+    return new
+
+
 TaskQueueChannel = Annotated[dict[str, Task], DeltaChannel(apply_writes, snapshot_frequency=TASKS_SNAPSHOT_EVERY)]
 
 
@@ -99,7 +106,7 @@ class ReplanState(TypedDict):
     plan_review: NotRequired[PlanReviewStatus]
     """``waiting`` while the plan waits for the user's approval (``approve_plan``), then what they
     decided; ``not_asked`` without ``approve_plan``."""
-    cancelled: NotRequired[bool]
+    cancelled: NotRequired[Annotated[bool, latest]]
     """The user cancelled the run (the cancel word or ``/cancel``); the finalizer then reports what was done."""
     remaining_steps: NotRequired[RemainingSteps]
     """Supersteps LangGraph's ``recursion_limit`` still allows this run (managed by LangGraph, not stored)."""

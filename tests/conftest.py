@@ -97,3 +97,9 @@ def durable_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "runs.sqlite")
     return request.getfixturevalue("postgres_db")
+
+
+@pytest.fixture(autouse=True)
+def _runs_database_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI's default database is in the user's data folder: tests keep theirs in ``tmp_path``."""
+    monkeypatch.setenv("REPLANGRAPH_DB", str(tmp_path / "cli-runs.sqlite"))

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from replangraph.app import cli, studio
+from replangraph.app import cli, console, session, studio
 
 
 def test_demo_prints_the_changing_queue_and_all_19_products():
@@ -78,7 +78,7 @@ def test_every_event_has_a_readable_line():
         "command_answered": {"command": "/status", "reply": "Tasks: 1 pending"},
     }
     assert set(samples) == set(EVENT_NAMES)
-    lines = {name: cli.describe({"event": name, **payload}) for name, payload in samples.items()}
+    lines = {name: console.describe({"event": name, **payload}) for name, payload in samples.items()}
     assert lines["replanning"] == "replanning after a (tool: blocked): replanned, new tasks x"
     assert lines["context_compressed"] == "a context compressed: 900 -> 300 tokens"
     assert lines["plan_completed"] == "plan completed: completed 2"
@@ -88,3 +88,41 @@ def test_every_event_has_a_readable_line():
     assert "agent type 'x' does not exist" in lines["plan_created"]
     assert lines["step_verified"] == "a checked: incomplete (ranks 6-19 missing); queued a_dyn_0"
     assert lines["dynamic_tasks_added"] == "a: the check added a_dyn_0"
+
+
+def test_every_flag_has_help_and_the_db_default_is_named():
+    import argparse
+
+    parser = cli.make_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert {"demo", "run", "resume"} <= set(commands)
+    for name in ("run", "resume"):
+        for action in commands[name]._actions:
+            assert action.help, f"{name} {action.option_strings or action.dest} has no help"
+        flags = {f for a in commands[name]._actions for f in a.option_strings}
+        assert {"--db", "--thread", "--model", "--base-url", "--tools", "--max-steps", "--concurrency"} <= flags
+        assert {"--verify", "--approve-plan", "--max-clarifications"} <= flags
+        db_help = next(a.help for a in commands[name]._actions if "--db" in a.option_strings)
+        assert "$REPLANGRAPH_DB" in db_help and "runs.sqlite" in db_help
+    assert "--answer" in {f for a in commands["resume"]._actions for f in a.option_strings}
+    with pytest.raises(SystemExit):
+        cli.main(["resume"])  # --thread is required
+
+
+def test_waiting_questions_are_listed_plan_first_then_by_task_id():
+    from langgraph.types import Interrupt
+
+    ids = ("10", "2", "1_b")
+    items = [Interrupt(value={"kind": "question", "task_id": tid, "question": "?"}, id=f"i{tid}") for tid in ids]
+    items.append(Interrupt(value={"kind": "plan", "tasks": []}, id="plan"))
+    assert [i.id for i in session.sorted_interrupts(items)] == ["plan", "i1_b", "i2", "i10"]
+
+
+def test_exit_code_follows_how_the_run_ended():
+    done = {"id": "1", "status": "completed", "position": [1]}
+    failed = {"id": "2", "status": "failed", "position": [2]}
+    assert session.succeeded({"tasks": {"1": done}, "final_answer": "ok"})
+    assert not session.succeeded({"tasks": {"1": done}, "final_answer": "report", "cancelled": True})
+    assert not session.succeeded({"tasks": {"1": done, "2": failed}, "final_answer": "report"})
+    replanned = [{"outcome": "replanned", "task_ids": ["2"]}]  # a failed subtask whose work a new plan took over
+    assert session.succeeded({"tasks": {"1": done, "2": failed}, "replans": replanned, "final_answer": "ok"})

@@ -480,3 +480,18 @@ def test_the_compressor_keeps_the_answers_in_its_summary():
     note = answers_note({"clarifications": [{"question": "Colour?", "answer": "red"}]})
     assert note == "\nThe user's answers to your questions:\n- Colour? -> red"
     assert answers_note({}) == ""
+
+
+def test_two_questions_both_answered_with_the_cancel_word_cancel_once():
+    def work(request):
+        return (
+            f"{subtask_of(request)} {answers(request)}"
+            if answers(request)
+            else tool_call("ask_user", {"question": "?"})
+        )
+
+    graph = graph_for(work, TWO_TASKS, max_concurrency=2)
+    out, cfg = start(graph)
+    out = graph.invoke(Command(resume={i.id: "/cancel" for i in out["__interrupt__"]}), cfg)
+    assert {t["status"] for t in out["tasks"].values()} == {"skipped"}
+    assert "the user cancelled the run" in out["final_answer"]

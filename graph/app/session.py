@@ -1,0 +1,254 @@
+"""A thread driven from the terminal: the run streamed, its pauses (questions, the plan) answered inline
+or with ``--answer``, and the command to come back with."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any, TextIO
+
+from langgraph.types import Command
+
+from replangraph.config import AgentConfig
+from replangraph.durable import is_postgres_url, masked_url
+from replangraph.events import COMMAND_ANSWERED, PLAN_COMPLETED
+from replangraph.queue import preview
+
+from .console import EXIT_DONE, EXIT_INTERRUPTED, EXIT_REPORT, EXIT_WAITING, say, watch
+
+SETTINGS_KEY = "replangraph_cli"
+"""Checkpoint metadata key holding the CLI settings of the run (JSON), so ``resume`` rebuilds the same graph."""
+CANCEL_WORD = AgentConfig().cancel_word
+
+
+def db_label(db: Any) -> str:
+    """The database as it may be shown: a URL without its password, a path as it is."""
+    return masked_url(str(db)) if is_postgres_url(db) else str(db)
+
+
+# Pauses: what the run asks, shown and answered
+
+
+def interactive() -> bool:
+    """Whether questions can be asked inline: stdin is a terminal."""
+    try:
+        return bool(sys.stdin is not None and sys.stdin.isatty())
+    except (AttributeError, ValueError, OSError):  # closed or replaced stdin
+        return False
+
+
+def sorted_interrupts(interrupts: Sequence[Any]) -> list[Any]:
+    """Pending interrupts in the order they are listed and answered: the plan first, then by task id
+    (numbers in it compared as numbers)."""
+
+    def key(item: Any) -> tuple[int, list]:
+        value = item.value if isinstance(item.value, Mapping) else {}
+        parts = re.split(r"(\d+)", str(value.get("task_id", "")))
+        return (0 if value.get("kind") == "plan" else 1, [(int(p), "") if p.isdigit() else (-1, p) for p in parts])
+
+    return sorted(interrupts, key=key)
+
+
+def request_key(item: Any) -> Any:
+    """What an interrupt asks, stable when the run asks it again after a command (its id is not)."""
+    value = item.value
+    if isinstance(value, Mapping) and value.get("kind") in ("plan", "question"):
+        return (value.get("kind"), value.get("task_id"), value.get("tool_call_id"))
+    return item.id
+
+
+def request_lines(value: Any) -> list[str]:
+    """What one interrupt asks, for the terminal."""
+    if not isinstance(value, Mapping):
+        return [f"The run asks: {value}"]
+    if value.get("kind") == "plan":
+        lines = [f"The plan for {preview(value.get('goal', ''), 100)!r} waits for your approval:"]
+        for task in value.get("tasks") or []:
+            after = f" (after {', '.join(task.get('depends_on') or [])})" if task.get("depends_on") else ""
+            lines.append(f"  {task.get('id')}: {task.get('content')} [{task.get('agent_type', 'default')}]{after}")
+        if value.get("error"):
+            lines.append(f"  Error: {value['error']}")
+        return lines
+    if value.get("kind") == "question":
+        return [
+            f"{value.get('task_id')} asks: {value.get('question')}",
+            f"  (subtask: {preview(value.get('task'), 100)})",
+        ]
+    return [f"The run asks: {json.dumps(dict(value), default=str)}"]
+
+
+def answer_hint(value: Any) -> str:
+    if isinstance(value, Mapping) and value.get("kind") == "plan":
+        return f"approve / edit as JSON (a task list) / {CANCEL_WORD}"
+    return f"your answer (or /status, /plan, {CANCEL_WORD})"
+
+
+def is_cancel_word(answer: str) -> bool:
+    return answer.strip().casefold() == CANCEL_WORD.casefold()
+
+
+def slash_text(answer: str) -> str | None:
+    """The answer when it is a slash command other than the cancel word (those go in as new input)."""
+    from replangraph.interrupts import slash_command
+
+    command = slash_command(answer)
+    return None if command is None or is_cancel_word(command) else command
+
+
+def work_left(snapshot: Any) -> bool:
+    """Whether the checkpoint has a step to run or finish. ``next`` alone misses a step whose tasks all
+    finished (their writes are saved) when the run stopped before the step was committed."""
+    return bool(snapshot.next or snapshot.tasks)
+
+
+def succeeded(values: Mapping[str, Any]) -> bool:
+    """Whether the run ended with the model's answer: not cancelled, every subtask completed (or replanned)."""
+    from replangraph.nodes.finalizer import unresolved
+
+    tasks = values.get("tasks") or {}
+    if values.get("cancelled") or not tasks or not values.get("final_answer"):
+        return False
+    return not unresolved(tasks, values.get("replans") or [])
+
+
+class Session:
+    """One thread driven from the terminal: streams it, answers its pauses, and says how to come back."""
+
+    def __init__(self, graph: Any, thread: str, settings: Mapping[str, Any], db: str | None, out: TextIO):
+        self.graph = graph
+        self.thread = thread
+        self.db = db  # as given with --db (None: the default), for the resume command
+        self.out = out
+        self.config = {
+            "configurable": {"thread_id": thread},
+            "metadata": {SETTINGS_KEY: json.dumps(dict(settings), sort_keys=True)},
+        }
+        self.answers: list[str] = []  # --answer values not used yet
+        self.held: dict[Any, str] = {}  # answers given to questions still waiting (see `collect`)
+        self.inline = interactive()
+
+    def resume_command(self, answers: int = 0) -> str:
+        parts = ["replangraph", "resume", "--thread", shlex.quote(self.thread)]
+        parts += ['--answer "..."'] * answers
+        if self.db:
+            parts += ["--db", shlex.quote(db_label(self.db))]
+        return " ".join(parts)
+
+    def guarded(self, inputs: Any, command: str | None = None) -> int:
+        """`drive`, with Ctrl-C ending the command (exit 130) and saying how to resume."""
+        try:
+            return self.drive(inputs, command)
+        except KeyboardInterrupt:
+            say(self.out)
+            say(self.out, f"Stopped. The checkpoint keeps the run; resume with: {self.resume_command()}")
+            return EXIT_INTERRUPTED
+        except Exception:  # the traceback follows; the steps checkpointed before the crash are kept
+            print(f"The run crashed. Once the cause is fixed, resume with: {self.resume_command()}", file=sys.stderr)
+            raise
+
+    def drive(self, inputs: Any, command: str | None = None) -> int:
+        """Run ``inputs`` (``None``: go on from the checkpoint; ``NO_INPUT``: only answer what waits; ``command``:
+        the slash command they hold) and every answer after it, until the run ends (its exit code), a command
+        that ended nothing is answered (0), or the run waits for an answer nobody can give here (3)."""
+        events: list = []
+        while True:
+            if inputs is not NO_INPUT:
+                events = []
+                watch(self.graph, inputs, self.config, self.out, {COMMAND_ANSWERED} if command else (), events)
+                if command is not None:
+                    self.show_reply(command, events)
+            snapshot = self.graph.get_state(self.config)
+            if snapshot.interrupts:
+                step = self.collect(sorted_interrupts(snapshot.interrupts))
+                if step is None:
+                    return self.waiting(sorted_interrupts(snapshot.interrupts))
+                inputs, command = step
+                continue
+            if work_left(snapshot):  # a stream that ended without finishing and without a question: not expected
+                say(self.out, f"The run stopped before its end; resume with: {self.resume_command()}")
+                return EXIT_REPORT
+            if command is not None and not any(e["event"] == PLAN_COMPLETED for e in events):
+                return self.answered(snapshot.values)
+            return self.finish(snapshot.values)
+
+    def answered(self, values: Mapping[str, Any]) -> int:
+        """After a command that neither paused nor ended a run (``/status`` on a stopped thread, say)."""
+        from replangraph.commands import unfinished
+
+        if unfinished(values):
+            say(self.out, f"The run on thread {self.thread} has not ended; continue it with: {self.resume_command()}")
+        return EXIT_DONE
+
+    def show_reply(self, command: str, events: Sequence[Mapping[str, Any]]) -> None:
+        """The graph's whole reply to a command sent as input (the event line would show a preview)."""
+        replies = [e.get("reply") or "" for e in events if e["event"] == COMMAND_ANSWERED]
+        text = "\n".join(replies) if replies else "(no reply)"
+        say(self.out, f"{command}:\n  " + text.replace("\n", "\n  "))
+
+    def collect(self, pending: Sequence[Any]) -> tuple[Any, str | None] | None:
+        """What to send next: ``Command(resume={id: answer})`` once every waiting question has an answer, or a
+        slash command as new input (the graph answers it and asks again); None when an answer cannot be had here.
+
+        Answers are sent all at once: a resume that answered only some questions would be dropped by a command
+        sent after it. Answers given before a command are kept (by question) and used when it is asked again."""
+        for item in pending:
+            if request_key(item) in self.held:
+                continue
+            answer = self.next_answer(item.value)
+            if answer is None:
+                return None
+            if is_cancel_word(answer):  # cancels the run at once, however many questions wait
+                self.held.clear()
+                if len(pending) == 1:
+                    return Command(resume={item.id: answer}), None
+                # Sent as input: the commands node cancels once (parallel ask nodes that each answered the cancel
+                # word would write `cancelled` in the same step, which the state's channel refuses).
+                return {"messages": [("user", answer)]}, answer
+            command = slash_text(answer)
+            if command is not None:
+                return {"messages": [("user", command)]}, command
+            self.held[request_key(item)] = answer
+        return Command(resume={item.id: self.held.pop(request_key(item)) for item in pending}), None
+
+    def next_answer(self, value: Any) -> str | None:
+        """The next ``--answer``, else one typed at the terminal, else None."""
+        if self.answers:
+            answer = self.answers.pop(0)
+            say(self.out, "\n".join(request_lines(value)))
+            say(self.out, f"  answer: {answer}")
+            return answer
+        if not self.inline:
+            return None
+        say(self.out, "\n".join(request_lines(value)))
+        say(self.out, f"  [{answer_hint(value)}]")
+        try:
+            return input("> ")
+        except EOFError:  # stdin closed: stop asking, and say how to answer later
+            self.inline = False
+            say(self.out)
+            return None
+
+    def waiting(self, pending: Sequence[Any]) -> int:
+        say(self.out)
+        if self.held:
+            say(self.out, f"Not every question has an answer, so the {len(self.held)} given were not sent.")
+        say(self.out, f"The run is waiting for {len(pending)} answer(s):")
+        for number, item in enumerate(pending, 1):
+            lines = request_lines(item.value)
+            say(self.out, f"  [{number}] " + "\n      ".join(lines))
+        if any(isinstance(i.value, Mapping) and i.value.get("kind") == "plan" for i in pending):
+            say(self.out, f"Answer the plan with approve, the task list edited as JSON, or {CANCEL_WORD}.")
+        say(self.out, "The checkpoint keeps the run. Answer in the order listed with:")
+        say(self.out, f"  {self.resume_command(len(pending))}")
+        return EXIT_WAITING
+
+    def finish(self, values: Mapping[str, Any]) -> int:
+        say(self.out, f"\nFinal answer:\n{values.get('final_answer', '')}")
+        return EXIT_DONE if succeeded(values) else EXIT_REPORT
+
+
+NO_INPUT = object()
+"""`Session.drive`: nothing to stream first; the run is paused on questions."""

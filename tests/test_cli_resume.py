@@ -1,0 +1,397 @@
+"""Durable CLI runs: `replangraph run` checkpoints on a thread, `replangraph resume` goes on with it.
+
+The model is the loopback fake OpenAI server of test_openai_compat; its responders here are
+scripted by the request's content (the goal, the subtask, the tool results), never by call order.
+"""
+
+from __future__ import annotations
+
+import builtins
+import io
+import json
+import re
+import signal
+import sqlite3
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from langchain_core.tools import tool
+from test_openai_compat import FakeOpenAI, fake_openai  # noqa: F401  (the fixture)
+
+from replangraph.app import cli
+from replangraph.app.demo import DEMO_GOAL, expected_products
+from replangraph.testing import ScriptedRequest, tool_call
+
+ASK_GOAL = "Find the launch year of the Zephyr 14 laptop; ask the user which market they mean."
+TWO_GOAL = "Find the launch year of the Zephyr 14 and the Atlas 13; ask the user which market for each."
+PLAIN_GOAL = "Name the capital of France."
+MARKET_QUESTION = "Which market do you mean, EU or US?"
+INTERRUPTS = {"armed": False}
+"""Armed: the `lookup` tool presses Ctrl-C (once)."""
+
+
+def subtask_of(request: ScriptedRequest) -> str:
+    found = re.search(r"Your subtask \([^)]*\): (.*)", request.prompt)
+    return found.group(1) if found else ""
+
+
+def hitl_responder(request: ScriptedRequest):
+    """Plans one subtask per laptop named in the goal; a subtask that says so asks the user first."""
+    if "Plan" in request.tool_names:
+        laptops = [name for name in ("Zephyr 14", "Atlas 13") if name in request.prompt] or ["capital"]
+        ask = "ask the user" in request.prompt
+        tasks = [
+            {
+                "id": str(n),
+                "content": f"Find the launch year of the {name}" + ("; ask the user which market" if ask else ""),
+                "agent_type": "default",
+                "depends_on": [],
+            }
+            for n, name in enumerate(laptops, 1)
+        ]
+        if laptops == ["capital"]:
+            tasks = [{"id": "1", "content": "Name the capital of France", "agent_type": "default", "depends_on": []}]
+        return tool_call("Plan", {"tasks": tasks})
+    subtask = subtask_of(request)
+    if subtask:
+        if "capital" in subtask:
+            return "RESULT: Paris"
+        if "ask the user" in subtask and request.last_result("ask_user") is None:
+            return tool_call("ask_user", {"question": MARKET_QUESTION})
+        market = request.last_result("ask_user") or "any"
+        laptop = "Zephyr 14" if "Zephyr" in subtask else "Atlas 13"
+        return f"RESULT: the {laptop} launched in 2021 in market {market}"
+    results = re.findall(r"RESULT: .*", request.prompt)
+    return "FINAL ANSWER\n" + "\n".join(dict.fromkeys(results))
+
+
+def tool_results(requests: list[dict], name: str) -> list[str]:
+    """Contents of the tool messages answering calls of ``name`` that the server was sent."""
+    found = []
+    for body in requests:
+        messages = body["messages"]
+        calls = {
+            c["id"]: c["function"]["name"]
+            for m in messages
+            if m["role"] == "assistant"
+            for c in m.get("tool_calls") or []
+        }
+        found += [m["content"] for m in messages if m["role"] == "tool" and calls.get(m["tool_call_id"]) == name]
+    return found
+
+
+def thread_of(text: str) -> str:
+    found = re.search(r"^thread: (\S+) \(resume with: replangraph resume --thread \1", text, flags=re.M)
+    assert found, text
+    return found.group(1)
+
+
+def checkpoints(db: Path, thread: str) -> int:
+    with sqlite3.connect(db) as conn:
+        return conn.execute("SELECT count(*) FROM checkpoints WHERE thread_id = ?", (thread,)).fetchone()[0]
+
+
+@pytest.fixture(autouse=True)
+def default_db(tmp_path, monkeypatch) -> Path:
+    """Runs without --db write here, never to the user's data folder."""
+    path = tmp_path / "default-runs.sqlite"
+    monkeypatch.setenv("REPLANGRAPH_DB", str(path))
+    monkeypatch.setitem(INTERRUPTS, "armed", False)
+    return path
+
+
+@pytest.fixture
+def server(request) -> list[dict]:
+    """test_openai_compat's loopback fake OpenAI server (it answers as the demo); the requests it was sent."""
+    return request.getfixturevalue("fake_openai")
+
+
+@pytest.fixture
+def hitl(server) -> list[dict]:
+    """The fake server, answering with `hitl_responder`."""
+    FakeOpenAI.responder = staticmethod(hitl_responder)
+    return server
+
+
+@pytest.fixture
+def no_terminal(monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # a pipe: not a terminal
+
+
+@pytest.fixture
+def terminal(monkeypatch):
+    """stdin is a terminal; returns the list of lines the user will type (each input() takes the next)."""
+    typed: list[str] = []
+    prompts: list[str] = []
+
+    def fake_input(prompt: str = "") -> str:
+        prompts.append(prompt)
+        if not typed:
+            raise EOFError
+        return typed.pop(0)
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    monkeypatch.setattr(builtins, "input", fake_input)
+    return typed
+
+
+def main(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    code = cli.main(list(argv), out=out)
+    return code, out.getvalue()
+
+
+def test_run_keeps_checkpoints_in_the_db_and_resume_of_an_ended_run_prints_its_answer(server, tmp_path):
+    db = tmp_path / "runs.sqlite"
+    code, text = main("run", DEMO_GOAL, "--tools", "replangraph.app.demo:read_ranking", "--db", str(db))
+    assert code == 0
+    thread = thread_of(text)
+    assert text.splitlines()[0] == f"thread: {thread} (resume with: replangraph resume --thread {thread} --db {db})"
+    assert len(thread) == 8
+    assert checkpoints(db, thread) > 5
+    requests = len(server)
+
+    code, again = main("resume", "--thread", thread, "--db", str(db))
+    assert code == 0
+    assert f"The run on thread {thread} had already ended." in again
+    answer = again.split("Final answer:", 1)[1]
+    assert all(name in answer for name in expected_products(19))
+    assert len(server) == requests  # nothing ran again
+
+
+def test_the_default_db_honours_replangraph_db(hitl, default_db):
+    code, text = main("run", PLAIN_GOAL, "--thread", "capital-1")
+    assert code == 0
+    assert text.splitlines()[0] == "thread: capital-1 (resume with: replangraph resume --thread capital-1)"
+    assert "RESULT: Paris" in text.split("Final answer:", 1)[1]
+    assert checkpoints(default_db, "capital-1") > 0
+    code, again = main("resume", "--thread", "capital-1")  # found in $REPLANGRAPH_DB again
+    assert code == 0 and "had already ended" in again
+
+
+def test_a_question_without_a_terminal_exits_3_and_resume_answer_finishes_the_run(hitl, no_terminal, durable_db):
+    """On SQLite and on PostgreSQL (tests/conftest.py's `durable_db`)."""
+    db = durable_db
+    code, text = main("run", ASK_GOAL, "--db", db, "--thread", "q1")
+    assert code == 3
+    assert f"1 asks: Please confirm: {MARKET_QUESTION}" in text
+    assert f'replangraph resume --thread q1 --answer "..." --db {db}' in text
+    assert "Final answer" not in text
+    assert tool_results(hitl, "ask_user") == []
+
+    code, text = main("resume", "--thread", "q1", "--db", db, "--answer", "EU")
+    assert code == 0, text
+    assert tool_results(hitl, "ask_user")[-1] == "EU"  # the answer reached the model as the call's result
+    assert "RESULT: the Zephyr 14 launched in 2021 in market EU" in text.split("Final answer:", 1)[1]
+    assert "1 asked 'Which market do you mean, EU or US?': EU" in text  # the question_answered event
+
+    assert main("resume", "--thread", "q1", "--db", db)[0] == 0  # ended
+    assert main("resume", "--thread", "q2", "--db", db)[0] == 2  # unknown here
+
+
+def test_parallel_questions_take_one_answer_each_in_the_order_listed(hitl, no_terminal, tmp_path):
+    db = str(tmp_path / "runs.sqlite")
+    code, text = main("run", TWO_GOAL, "--db", db, "--thread", "q2", "--concurrency", "2")
+    assert code == 3
+    assert text.index("[1] 1 asks:") < text.index("[2] 2 asks:")
+    assert f'replangraph resume --thread q2 --answer "..." --answer "..." --db {db}' in text
+
+    code, text = main("resume", "--thread", "q2", "--db", db, "--answer", "EU")  # one answer short
+    assert code == 3
+    assert "so the 1 given were not sent" in text
+    assert "[1] 1 asks:" in text.split("waiting for")[1] and "[2] 2 asks:" in text.split("waiting for")[1]
+    assert tool_results(hitl, "ask_user") == []
+
+    # a command between the answers is answered, and the questions asked again keep the answers given before it
+    code, text = main("resume", "--thread", "q2", "--db", db, "--answer", "EU", "--answer", "/status", "--answer", "US")
+    assert code == 0, text
+    assert 'Waiting for an answer to 2: "Which market do you mean, EU or US?"' in text
+    answer = text.split("Final answer:", 1)[1]
+    assert "the Zephyr 14 launched in 2021 in market EU" in answer
+    assert "the Atlas 13 launched in 2021 in market US" in answer
+    assert sorted(set(tool_results(hitl, "ask_user"))) == ["EU", "US"]
+
+
+def test_plan_approval_with_resume_answer_approve(hitl, no_terminal, tmp_path):
+    db = str(tmp_path / "runs.sqlite")
+    code, text = main("run", PLAIN_GOAL, "--db", db, "--thread", "p1", "--approve-plan")
+    assert code == 3
+    assert "waits for your approval" in text
+    assert "1: Name the capital of France [default]" in text
+    assert len([r for r in hitl if "RESULT" in json.dumps(r)]) == 0  # nothing ran before the approval
+
+    code, text = main("resume", "--thread", "p1", "--db", db, "--answer", "approve")
+    assert code == 0, text
+    assert "plan approved (1 task(s))" in text
+    assert "RESULT: Paris" in text.split("Final answer:", 1)[1]
+
+
+def test_cancelling_the_plan_ends_with_the_report_and_exit_1(hitl, no_terminal, tmp_path):
+    db = str(tmp_path / "runs.sqlite")
+    assert main("run", PLAIN_GOAL, "--db", db, "--thread", "p2", "--approve-plan")[0] == 3
+    code, text = main("resume", "--thread", "p2", "--db", db, "--answer", "/cancel")
+    assert code == 1
+    assert "the user cancelled the run" in text.split("Final answer:", 1)[1]
+
+
+def test_a_slash_command_at_the_inline_prompt_is_answered_and_the_plan_asked_again(hitl, terminal, tmp_path):
+    db = str(tmp_path / "runs.sqlite")
+    terminal += ["/status", "approve"]
+    code, text = main("run", PLAIN_GOAL, "--db", db, "--approve-plan")
+    assert code == 0, text
+    assert "/status:\n  Tasks: 1 pending" in text
+    assert "Waiting for approval of the plan" in text
+    assert text.count("waits for your approval") == 2  # asked, then asked again after the command
+    assert "RESULT: Paris" in text.split("Final answer:", 1)[1]
+    assert terminal == []
+
+
+def test_a_question_is_answered_inline_on_a_terminal(hitl, terminal, tmp_path):
+    terminal.append("US")
+    code, text = main("run", ASK_GOAL, "--db", str(tmp_path / "runs.sqlite"))
+    assert code == 0, text
+    assert f"1 asks: Please confirm: {MARKET_QUESTION}" in text
+    assert tool_results(hitl, "ask_user") == ["US"]
+    assert "market US" in text.split("Final answer:", 1)[1]
+
+
+def test_inline_answers_given_before_a_command_are_kept(hitl, terminal, tmp_path):
+    terminal += ["EU", "/plan", "US"]
+    code, text = main("run", TWO_GOAL, "--db", str(tmp_path / "runs.sqlite"), "--concurrency", "2")
+    assert code == 0, text
+    assert "/plan:\n  [>] 1: Find the launch year of the Zephyr 14" in text
+    assert text.count("1 asks:") == 1 and text.count("2 asks:") == 2  # 2 is asked again after the command
+    answer = text.split("Final answer:", 1)[1]
+    assert "Zephyr 14 launched in 2021 in market EU" in answer and "Atlas 13 launched in 2021 in market US" in answer
+
+
+def test_the_cancel_word_at_the_prompt_cancels_at_once(hitl, terminal, tmp_path):
+    terminal += ["EU", "/cancel"]  # the second question's answer; nothing asks for a third
+    code, text = main("run", TWO_GOAL, "--db", str(tmp_path / "runs.sqlite"), "--concurrency", "2")
+    assert code == 1, text
+    assert "/cancel:\n  Cancelled: the run stops here" in text
+    assert "the user cancelled the run" in text.split("Final answer:", 1)[1]
+    assert tool_results(hitl, "ask_user") == []
+
+
+def test_a_closed_terminal_exits_3_with_the_resume_command(hitl, terminal, tmp_path):
+    code, text = main("run", ASK_GOAL, "--db", str(tmp_path / "runs.sqlite"), "--thread", "q3")
+    assert code == 3
+    assert 'replangraph resume --thread q3 --answer "..."' in text
+
+
+def test_ctrl_c_at_the_prompt_exits_130_and_the_run_resumes(hitl, monkeypatch, terminal, tmp_path):
+    db = str(tmp_path / "runs.sqlite")
+
+    def interrupted(prompt: str = "") -> str:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(builtins, "input", interrupted)
+    code, text = main("run", ASK_GOAL, "--db", db, "--thread", "c1")
+    assert code == 130
+    assert "The checkpoint keeps the run; resume with: replangraph resume --thread c1 --db" in text
+    code, text = main("resume", "--thread", "c1", "--db", db, "--answer", "EU")
+    assert code == 0 and "market EU" in text
+
+
+@tool
+def lookup(name: str) -> str:
+    """Look up a laptop's launch year."""
+    if INTERRUPTS["armed"]:  # the user presses Ctrl-C while the tool runs
+        INTERRUPTS["armed"] = False
+        signal.raise_signal(signal.SIGINT)
+        time.sleep(1)
+    return f"{name}: launched 2021"
+
+
+def lookup_responder(request: ScriptedRequest):
+    if "Plan" in request.tool_names:
+        task = {"id": "1", "content": "Look up the Zephyr 14", "agent_type": "default", "depends_on": []}
+        return tool_call("Plan", {"tasks": [task]})
+    if subtask_of(request):
+        found = request.last_result("lookup")
+        return f"RESULT: {found}" if found else tool_call("lookup", {"name": "Zephyr 14"})
+    return "FINAL ANSWER\n" + "\n".join(re.findall(r"RESULT: .*", request.prompt))
+
+
+def test_ctrl_c_mid_run_exits_130_and_resume_goes_on_from_the_checkpoint(server, tmp_path):
+    FakeOpenAI.responder = staticmethod(lookup_responder)
+    db = str(tmp_path / "runs.sqlite")
+    INTERRUPTS["armed"] = True
+    code, text = main("run", "Look up the Zephyr 14", "--db", db, "--thread", "k1", "--tools", f"{__name__}:lookup")
+    assert code == 130, text
+    assert "resume with: replangraph resume --thread k1" in text
+    planned = [r for r in server if any(t["function"]["name"] == "Plan" for t in r.get("tools", []))]
+
+    code, text = main("resume", "--thread", "k1", "--db", db)  # the tools come back from the checkpoint
+    assert code == 0, text
+    assert "thread: k1 (resuming)" in text
+    assert "RESULT: Zephyr 14: launched 2021" in text.split("Final answer:", 1)[1]
+    assert len([r for r in server if any(t["function"]["name"] == "Plan" for t in r.get("tools", []))]) == len(
+        planned
+    )  # not planned again
+
+
+def test_a_stopped_run_that_got_a_command_since_resumes_through_the_graphs_resume(server, tmp_path):
+    """New input (here /status, sent with `run`) makes LangGraph drop the steps a stopped run had waiting;
+    `resume` then sends the graph's /resume, which runs the waiting tool calls first."""
+    FakeOpenAI.responder = staticmethod(lookup_responder)
+    db = str(tmp_path / "runs.sqlite")
+    INTERRUPTS["armed"] = True
+    tools = ("--tools", f"{__name__}:lookup")
+    assert main("run", "Look up the Zephyr 14", "--db", db, "--thread", "k2", *tools)[0] == 130
+
+    code, text = main("run", "/status", "--db", db, "--thread", "k2", *tools)
+    assert code == 0, text
+    assert "/status:\n  Tasks: 0 pending, 1 in progress" in text
+    assert "has not ended; continue it with: replangraph resume --thread k2" in text
+    assert "Final answer" not in text
+
+    code, text = main("resume", "--thread", "k2", "--db", db)
+    assert code == 0, text
+    assert "/resume:\n  Resuming the run where it stopped." in text
+    assert "RESULT: Zephyr 14: launched 2021" in text.split("Final answer:", 1)[1]
+    assert main("resume", "--thread", "k2", "--db", db)[1].count("had already ended") == 1
+
+
+def test_base_url_flag_reaches_the_server(server, monkeypatch, tmp_path):
+    import os
+
+    url = os.environ["OPENAI_BASE_URL"]
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    code, text = main("run", DEMO_GOAL, "--tools", "replangraph.app.demo:read_ranking", "--base-url", url)
+    assert code == 0, text
+    assert len(server) > 3
+    assert "OPENAI_BASE_URL" not in os.environ  # set for the command only
+
+
+def test_failed_subtasks_end_with_exit_1(server, tmp_path):
+    FakeOpenAI.failures = [(503, {"retry-after": "0"})] * 100
+    code, text = main("run", "anything at all", "--db", str(tmp_path / "runs.sqlite"))
+    assert code == 1
+    assert "The run for this goal stopped" in text
+
+
+def test_resume_of_an_unknown_thread_exits_2(server, tmp_path, capsys):
+    db = tmp_path / "runs.sqlite"
+    assert main("run", DEMO_GOAL, "--tools", "replangraph.app.demo:read_ranking", "--db", str(db))[0] == 0
+    code, _ = main("resume", "--thread", "nope", "--db", str(db))
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"There is no run with thread id 'nope' in {db}."
+
+    missing = tmp_path / "elsewhere.sqlite"
+    assert main("resume", "--thread", "nope", "--db", str(missing))[0] == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert not missing.exists()
+
+
+def test_resume_without_a_model_only_when_work_is_left(monkeypatch, tmp_path, capsys):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert main("run", "goal", "--db", str(tmp_path / "x.sqlite"))[0] == 2
+    assert "OPENAI_API_KEY" in capsys.readouterr().err
+    assert not (tmp_path / "x.sqlite").exists()
