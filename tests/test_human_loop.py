@@ -27,6 +27,17 @@ def start(graph, thread="t", goal="paint"):
     return graph.invoke({"messages": [("user", goal)]}, cfg), cfg
 
 
+def counting_fetch(fetched: Counter):
+    """A ``fetch`` tool that counts its calls by item in ``fetched``."""
+
+    def fetch(item: str) -> str:
+        """Fetch an item."""
+        fetched[item] += 1
+        return f"{item} is in stock"
+
+    return fetch
+
+
 def questions(out) -> list[str]:
     return [i.value["question"] for i in out.get("__interrupt__", [])]
 
@@ -71,11 +82,7 @@ def test_a_subtask_asks_two_rounds_and_each_answer_reaches_it():
 
 def test_no_model_or_tool_call_before_the_question_runs_again_on_resume():
     turns, fetched = Counter(), Counter()
-
-    def fetch(item: str) -> str:
-        """Fetch an item."""
-        fetched[item] += 1
-        return f"{item} is in stock"
+    fetch = counting_fetch(fetched)
 
     def work(request):
         turns[subtask_of(request)] += 1
@@ -378,11 +385,7 @@ def test_an_invented_spelling_of_the_tool_name_is_read_and_a_call_without_questi
 
 def test_a_command_to_a_run_stopped_between_steps_changes_nothing_until_resume():
     turns, fetched = Counter(), Counter()
-
-    def fetch(item: str) -> str:
-        """Fetch an item."""
-        fetched[item] += 1
-        return f"{item} is in stock"
+    fetch = counting_fetch(fetched)
 
     def work(request):
         turns[subtask_of(request)] += 1
