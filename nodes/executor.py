@@ -57,12 +57,18 @@ class Executor(Configured):
         self.model = model
         self.reader = read_output_tool(lambda _: None, list, config.max_observation_chars)
         self.asker = ask_user_tool()
+        self.toolkit = replan_toolkit(None)
+        self.tool_lists: dict[tuple[str, bool, bool], list[BaseTool]] = {}
         self.bound: dict[tuple[str, bool, bool], Any] = {}
 
     def tools_for(self, agent_type: str, reader: bool, asker: bool) -> list[BaseTool]:
-        """The agent type's tools and the toolkit, with ``read_output`` and ``ask_user`` when offered."""
-        extra = [self.reader] * reader + [self.asker] * asker
-        return [*self.profiles[agent_type].tools, *replan_toolkit(None), *extra]
+        """The agent type's tools and the toolkit, with ``read_output`` and ``ask_user`` when offered
+        (built once per combination: building tool schemas costs a millisecond)."""
+        key = (agent_type, reader, asker)
+        if key not in self.tool_lists:
+            extra = [self.reader] * reader + [self.asker] * asker
+            self.tool_lists[key] = [*self.profiles[agent_type].tools, *self.toolkit, *extra]
+        return self.tool_lists[key]
 
     def model_for(self, agent_type: str, reader: bool, asker: bool) -> Any:
         """The agent type's model bound to `tools_for` (bound once per combination)."""
