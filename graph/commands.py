@@ -92,7 +92,7 @@ def status_command(args: str, state: Mapping[str, Any], config: AgentConfig) -> 
     if state.get("cancelled"):
         lines.append("The run was cancelled.")
     elif state.get("final_answer"):
-        lines.append("The run has ended; its final answer is in final_answer.")
+        lines.append("The run has ended; its final answer is in the messages above.")
     waits = waiting_for(state)
     lines += [f"Waiting for {w}" for w in waits]
     return "\n".join(lines)

@@ -8,6 +8,7 @@ file used when no database is named.
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import sys
 from collections.abc import Iterator
@@ -24,8 +25,22 @@ CONNECT_TIMEOUT_S = 10
 
 
 def is_postgres_url(db: str | os.PathLike[str]) -> bool:
-    """Whether ``db`` is a ``postgres://`` or ``postgresql://`` URL."""
-    return isinstance(db, str) and db.lower().startswith(("postgres://", "postgresql://"))
+    """Whether ``db`` is a ``postgres://`` or ``postgresql://`` URL (``postgresql+psycopg://`` too)."""
+    return isinstance(db, str) and re.match(r"postgres(ql)?(\+\w+)?://", db, re.I) is not None
+
+
+def sqlite_path(db: str | os.PathLike[str]) -> Path:
+    """The file a SQLite name means: a path, or a ``sqlite:///path`` URL. Another URL is a ValueError
+    (it would otherwise become a folder named after it)."""
+    text = os.fspath(db)
+    if text.lower().startswith("sqlite:///"):
+        text = text[len("sqlite:///") :]  # sqlite:///relative, sqlite:////absolute
+    elif "://" in text:
+        raise ValueError(f"{masked_url(text)} is neither a PostgreSQL URL (postgresql://...) nor a SQLite file path")
+    path = Path(text).expanduser()
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder: name a SQLite file in it, e.g. {path / 'runs.sqlite'}")
+    return path
 
 
 def default_db_path() -> Path:
@@ -64,10 +79,10 @@ def open_saver(db: str | os.PathLike[str] | None = None) -> Iterator[tuple[Any, 
     if db is None:
         db = os.environ.get(DB_ENV) or default_db_path()
     if is_postgres_url(db):
-        with _open_postgres(str(db)) as opened:
+        with _open_postgres(re.sub(r"^postgres(ql)?\+\w+://", "postgresql://", str(db), flags=re.I)) as opened:
             yield opened
         return
-    path = Path(db).expanduser()
+    path = sqlite_path(db)
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path, check_same_thread=False)  # SqliteSaver serialises its calls with a lock
     try:

@@ -10,6 +10,7 @@ from langgraph.config import get_config
 from langgraph.types import interrupt
 
 from .config import AgentConfig
+from .lenient import as_text
 
 CHECKPOINTER_KEY = "__pregel_checkpointer"
 """Where LangGraph keeps the run's checkpointer in its config (None without one; a subgraph gets its parent's)."""
@@ -53,7 +54,10 @@ def slash_command(answer: Any) -> str | None:
 
 
 def unwrapped(answer: Any) -> Any:
-    """The answer inside ``{"answer": ...}`` (as UIs often send it), else the answer itself."""
+    """The answer inside ``{"answer": ...}`` (as UIs often send it), the text of content blocks
+    (``[{"type": "text", "text": ...}]``), else the answer itself."""
     if isinstance(answer, dict) and "answer" in answer:
-        return answer["answer"]
+        answer = answer["answer"]
+    if isinstance(answer, list) and answer and all(isinstance(b, dict) and b.get("type") == "text" for b in answer):
+        return as_text(answer)
     return answer

@@ -27,6 +27,8 @@ from .prompts import (
 from .queue import Task
 
 QUESTION_NAMES = ("question", "questions", "q", "query", "text", "message", "prompt")
+OPTION_NAMES = ("options", "choices")
+"""Lists some models add to a question: shown to the user with it."""
 
 
 class AskArgs(BaseModel):
@@ -43,10 +45,15 @@ def question_of(call: Mapping[str, Any]) -> str:
             return args.strip()
     if isinstance(args, Mapping):
         try:
-            return as_text(AskArgs.model_validate(args).question).strip()
+            question = as_text(AskArgs.model_validate(args).question).strip()
         except ValidationError:
+            question = ""
+        if not question:
             texts = [as_text(v).strip() for v in args.values() if as_text(v).strip()]
             return texts[0] if len(texts) == 1 else ""  # one unnamed text field is the question
+        options = next((args[k] for k in OPTION_NAMES if k in args), None)
+        listed = [t for t in (as_text(o).strip() for o in options) if t] if isinstance(options, list) else []
+        return f"{question} (options: {' / '.join(listed)})" if listed else question
     return as_text(args).strip()
 
 

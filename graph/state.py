@@ -36,7 +36,7 @@ def replace_by_key(current: Mapping | None, update: Mapping | None) -> dict:
     return merged
 
 
-PlanReviewStatus = Literal["not_asked", "waiting", "approved", "edited"]
+PlanReviewStatus = Literal["not_asked", "waiting", "approved", "edited", "cancelled"]
 
 
 def latest(current: Any, new: Any) -> Any:
@@ -83,6 +83,8 @@ class OutputState(TypedDict):
     tasks: TaskQueueChannel
     replans: list[ReplanRecord]
     final_answer: str
+    plan_review: NotRequired[PlanReviewStatus]
+    cancelled: NotRequired[Annotated[bool, latest]]
     workspace: NotRequired[WorkspaceChannel]
     """Whole results and kept text, by step, when the graph has no store (with one, they are in the store)."""
 
@@ -105,7 +107,7 @@ class ReplanState(TypedDict):
     final_answer: NotRequired[str]
     plan_review: NotRequired[PlanReviewStatus]
     """``waiting`` while the plan waits for the user's approval (``approve_plan``), then what they
-    decided; ``not_asked`` without ``approve_plan``."""
+    decided (``approved``, ``edited``, ``cancelled``); ``not_asked`` without ``approve_plan``."""
     cancelled: NotRequired[Annotated[bool, latest]]
     """The user cancelled the run (the cancel word or ``/cancel``); the finalizer then reports what was done."""
     remaining_steps: NotRequired[RemainingSteps]

@@ -74,7 +74,7 @@ class PlanReview(Configured):
             decision = decision_of(answer)
             if is_cancel(answer, self.config) or decision == "cancel":
                 emit(PLAN_REVIEWED, decision="cancelled", tasks=request["tasks"], notes=[])
-                return {"cancelled": True}
+                return {"cancelled": True, "plan_review": "cancelled"}
             command = slash_command(answer)
             if command is not None:  # answered by the commands node; the plan is shown again after it
                 return {"messages": [HumanMessage(command)]}

@@ -35,6 +35,7 @@ from replangraph.questions import screen_question
 from replangraph.queue import Task, preview
 from replangraph.retry import StepClock, StepTimeout, call_pool, call_with_timeout
 from replangraph.state import StateUpdate
+from replangraph.tools.ask_user import ask_user_tool
 from replangraph.tools.read_output import read_output_tool
 from replangraph.tools.replan_toolkit import STILL_YOURS, TOOLKIT_NAMES, ReplanSession, replan_toolkit, sent_summary
 from replangraph.workspace import collect_writes
@@ -177,7 +178,8 @@ class ToolRunner(Configured):
             lambda: saved_keys(tasks, task_id),
             self.config.max_observation_chars,
         )
-        tools = [*self.profiles[task["agent_type"]].tools, *replan_toolkit(session), reader]
+        asker = [ask_user_tool()] if self.config.max_clarifications else []  # named in "no tool named" errors
+        tools = [*self.profiles[task["agent_type"]].tools, *replan_toolkit(session), reader, *asker]
         toolbox = {t.name: t for t in tools}
         calls = task.get("model_calls", 0)
         changes: list[dict] = []  # what the tools returned for the state, in call order

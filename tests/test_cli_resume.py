@@ -395,3 +395,36 @@ def test_resume_without_a_model_only_when_work_is_left(monkeypatch, tmp_path, ca
     assert main("run", "goal", "--db", str(tmp_path / "x.sqlite"))[0] == 2
     assert "OPENAI_API_KEY" in capsys.readouterr().err
     assert not (tmp_path / "x.sqlite").exists()
+
+
+def test_tools_from_the_current_folder_and_resume_of_an_ended_run_without_them(server, tmp_path, monkeypatch, capsys):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "shoptools.py").write_text("from replangraph.app.demo import read_ranking\nTOOLS = [read_ranking]\n")
+    monkeypatch.chdir(project)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the CLI adds the current folder; undone after the test
+    db = tmp_path / "runs.sqlite"
+    code, text = main("run", DEMO_GOAL, "--tools", "shoptools:TOOLS", "--db", str(db), "--thread", "t1")
+    assert code == 0
+    monkeypatch.chdir(tmp_path)  # elsewhere, where shoptools cannot be imported
+    sys.modules.pop("shoptools", None)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p != str(project)])
+    code, again = main("resume", "--thread", "t1", "--db", str(db))
+    assert code == 0 and "had already ended" in again
+    assert main("run", "goal", "--tools", "shoptools", "--db", str(db))[0] == 2
+    assert "--tools expects module:attribute" in capsys.readouterr().err
+    assert main("run", "goal", "--tools", "nowhere:TOOLS", "--db", str(db))[0] == 2
+    assert "cannot load tools 'nowhere:TOOLS'" in capsys.readouterr().err
+    assert main("run", "   ", "--db", str(db))[0] == 2
+    assert "needs a goal" in capsys.readouterr().err
+
+
+def test_a_plan_edit_pasted_over_several_lines_is_one_answer(hitl, terminal, tmp_path):
+    from replangraph.app.session import read_answer
+
+    terminal.extend(["```json", '[{"id": "a", "content": "only this"}]', "```", "next"])
+    assert read_answer() == '```json\n[{"id": "a", "content": "only this"}]\n```'
+    terminal[:] = ["[", '  {"id": "a", "content": "x"}', "]", "next"]
+    assert read_answer() == '[\n  {"id": "a", "content": "x"}\n]'
+    terminal[:] = ["[maybe] yes", "next"]
+    assert read_answer() == "[maybe] yes"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from scripting import make_model, plan_of, subtask_of
@@ -127,3 +128,19 @@ def test_a_missing_folder_is_created(tmp_path):
     with open_saver(path) as (checkpointer, _store):
         checkpointer.setup()  # again: setup is idempotent
     assert path.is_file()
+
+
+def test_database_names_in_other_spellings(tmp_path, monkeypatch):
+    from replangraph.durable import sqlite_path
+
+    monkeypatch.chdir(tmp_path)
+    assert sqlite_path("sqlite:///runs.db") == Path("runs.db")
+    assert sqlite_path(f"sqlite:///{tmp_path}/abs.db") == tmp_path / "abs.db"
+    assert is_postgres_url("postgresql+psycopg://me@127.0.0.1/db") and is_postgres_url("POSTGRES://x")
+    with pytest.raises(ValueError, match="neither a PostgreSQL URL"):
+        sqlite_path("mysql://me:secret@host/db")
+    with pytest.raises(ValueError, match="is a folder"):
+        sqlite_path(tmp_path)
+    with open_saver("sqlite:///named.sqlite") as (saver, store):
+        assert store is None
+    assert (tmp_path / "named.sqlite").is_file() and not (tmp_path / "sqlite:").exists()

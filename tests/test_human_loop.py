@@ -498,3 +498,33 @@ def test_two_questions_both_answered_with_the_cancel_word_cancel_once():
     out = graph.invoke(Command(resume={i.id: "/cancel" for i in out["__interrupt__"]}), cfg)
     assert {t["status"] for t in out["tasks"].values()} == {"skipped"}
     assert "the user cancelled the run" in out["final_answer"]
+
+
+def test_plan_edits_in_content_blocks_and_the_outcome_in_the_output():
+    graph = approval_graph()
+    out, cfg = start(graph)
+    blocks = [{"type": "text", "text": '```json\n[{"id": "z", "content": "step Z"}]\n```'}]
+    out = graph.invoke(Command(resume=blocks), cfg)
+    assert set(out["tasks"]) == {"z"} and out["plan_review"] == "edited"
+    graph = approval_graph()
+    out, cfg = start(graph, thread="c")
+    out = graph.invoke(Command(resume="/cancel"), cfg)
+    assert out["cancelled"] is True and out["plan_review"] == "cancelled"
+
+
+def test_options_are_shown_with_the_question_and_an_unknown_tool_error_names_ask_user():
+    def work(request):
+        if not request.tool_results:
+            return [
+                tool_call("ask_human", {"q": "?"}),
+                tool_call("ask_user", {"question": "Size?", "options": ["S", "M"]}),
+            ]
+        return "told: " + request.tool_results[0].text
+
+    graph = graph_for(work)
+    out, cfg = start(graph)
+    assert questions(out) == ["Please confirm: Size? (options: S / M)"]
+    out = graph.invoke(Command(resume="M"), cfg)
+    assert (
+        "no tool named 'ask_human'" in out["final_answer"] and "ask_user" in out["final_answer"].split("Available")[1]
+    )

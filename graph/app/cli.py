@@ -64,14 +64,16 @@ def run_demo(out: TextIO) -> int:
 def load_tools(specs: list[str]) -> list:
     """Tools named ``module:attr`` (a tool, a function, or a list of them)."""
     tools: list = []
+    if specs and os.getcwd() not in sys.path:  # as `python -m` does: a module in the current folder is found
+        sys.path.insert(0, os.getcwd())
     for spec in specs:
         module_name, _, attr = spec.partition(":")
         if not attr:
-            raise SystemExit(f"--tools expects module:attribute, got {spec!r}")
+            raise UsageError(f"--tools expects module:attribute, got {spec!r}")
         try:
             found = getattr(importlib.import_module(module_name), attr)
         except (ImportError, AttributeError) as exc:
-            raise SystemExit(f"cannot load tools {spec!r}: {exc}") from None
+            raise UsageError(f"cannot load tools {spec!r}: {exc}") from None
         tools.extend(found if isinstance(found, list | tuple) else [found])
     return tools
 
@@ -171,7 +173,9 @@ def open_db(stack: ExitStack, db: str | Path, *, must_exist: bool = False) -> tu
         raise UsageError(f"There is no run to resume here: the database {db} does not exist.")
     try:
         return stack.enter_context(open_saver(db))
-    except (OSError, RuntimeError, sqlite3.Error) as exc:  # ConnectionError is an OSError
+    except ConnectionError as exc:  # its message names the server already
+        raise UsageError(str(exc)) from None
+    except (OSError, RuntimeError, ValueError, sqlite3.Error) as exc:
         raise UsageError(f"Cannot open the database {db_label(db)}: {exc}") from None
 
 
@@ -182,6 +186,8 @@ def run_goal(goal: str, args: argparse.Namespace, out: TextIO) -> int:
     """Run a real model through ChatOpenAI (any OpenAI-compatible server via --base-url or OPENAI_BASE_URL),
     checkpointing every step on the thread."""
     settings = chosen_settings(args, {})
+    if not goal.strip():
+        raise UsageError('replangraph run needs a goal: say what the agent should do, e.g. replangraph run "..."')
     if model_missing(settings):
         raise UsageError(MISSING_MODEL.format(command="run"))
     thread = args.thread or uuid.uuid4().hex[:8]
@@ -205,19 +211,22 @@ def resume_thread(args: argparse.Namespace, out: TextIO) -> int:
             raise UsageError(f"There is no run with thread id {args.thread!r} in {db_label(db)}.")
         settings = chosen_settings(args, recorded_settings(saved.metadata))
         stack.enter_context(base_url_env(settings["base_url"]))
-        session = Session(build(settings, checkpointer, store), args.thread, settings, args.db, out)
-        session.answers = list(args.answer or [])
-        snapshot = session.graph.get_state(session.config)
+        # The state is read without the run's tools: showing a run that ended needs none of them.
+        viewer = Session(build({**settings, "tools": []}, checkpointer, store), args.thread, settings, args.db, out)
+        viewer.answers = list(args.answer or [])
+        snapshot = viewer.graph.get_state(viewer.config)
         # Work left in the checkpoint goes on from it. A run that stopped between steps and then got new input (a
         # command) has none there, as LangGraph dropped the waiting steps: the graph's /resume picks it up.
         stopped = not snapshot.interrupts and not work_left(snapshot) and unfinished(snapshot.values)
         if not snapshot.interrupts and not work_left(snapshot) and not stopped:
             say(out, f"The run on thread {args.thread} had already ended.")
-            if session.answers:
+            if viewer.answers:
                 say(out, "Nothing was waiting for an answer, so --answer was not used.")
-            return session.finish(snapshot.values)
+            return viewer.finish(snapshot.values)
         if model_missing(settings):
             raise UsageError(MISSING_MODEL.format(command="resume"))
+        session = Session(build(settings, checkpointer, store), args.thread, settings, args.db, out)
+        session.answers = viewer.answers
         waits = f", {len(snapshot.interrupts)} answer(s) waited for" if snapshot.interrupts else ""
         say(out, f"thread: {args.thread} (resuming{waits})")
         if stopped:

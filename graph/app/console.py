@@ -72,7 +72,8 @@ def describe(event: Mapping[str, Any]) -> str:
     if name == PLAN_COMPLETED:
         return "plan completed: " + ", ".join(f"{k} {v}" for k, v in event["counts"].items() if v)
     if name == PLAN_REVIEWED:
-        return f"plan {event['decision']} ({len(event['tasks'])} task(s))"
+        notes = "".join(f"; note: {n}" for n in event.get("notes") or ())
+        return f"plan {event['decision']} ({len(event['tasks'])} task(s)){notes}"
     if name == QUESTION_ANSWERED:
         return f"{event['task_id']} asked {preview(event['question'], 60)!r}: {preview(event['answer_preview'], 60)}"
     if name == COMMAND_ANSWERED:

@@ -98,6 +98,29 @@ def slash_text(answer: str) -> str | None:
     return None if command is None or is_cancel_word(command) else command
 
 
+MAX_ANSWER_LINES = 500
+
+
+def read_answer() -> str:
+    """One answer typed or pasted at the prompt. A pasted plan edit may span lines: after a line that
+    opens more brackets than it closes, lines are read until they balance; after an opening fence,
+    up to the closing one."""
+    lines = [input("> ")]
+    fenced = lines[0].strip().startswith("```")
+
+    def whole(text: str) -> bool:
+        if fenced:
+            return len(lines) > 1 and lines[-1].strip() == "```"
+        return sum(text.count(c) for c in "[{") <= sum(text.count(c) for c in "]}")
+
+    while not whole("\n".join(lines)) and len(lines) < MAX_ANSWER_LINES:
+        try:
+            lines.append(input("… "))
+        except EOFError:
+            break
+    return "\n".join(lines)
+
+
 def work_left(snapshot: Any) -> bool:
     """Whether the checkpoint has a step to run or finish. ``next`` alone misses a step whose tasks all
     finished (their writes are saved) when the run stopped before the step was committed."""
@@ -133,8 +156,8 @@ class Session:
     def resume_command(self, answers: int = 0) -> str:
         parts = ["replangraph", "resume", "--thread", shlex.quote(self.thread)]
         parts += ['--answer "..."'] * answers
-        if self.db:
-            parts += ["--db", shlex.quote(db_label(self.db))]
+        if self.db:  # as given: a URL's password masked would not connect
+            parts += ["--db", shlex.quote(str(self.db))]
         return " ".join(parts)
 
     def guarded(self, inputs: Any, command: str | None = None) -> int:
@@ -225,7 +248,7 @@ class Session:
         say(self.out, "\n".join(request_lines(value)))
         say(self.out, f"  [{answer_hint(value)}]")
         try:
-            return input("> ")
+            return read_answer()
         except EOFError:  # stdin closed: stop asking, and say how to answer later
             self.inline = False
             say(self.out)
@@ -246,6 +269,8 @@ class Session:
         return EXIT_WAITING
 
     def finish(self, values: Mapping[str, Any]) -> int:
+        if self.answers:
+            say(self.out, f"{len(self.answers)} --answer value(s) were not needed and were not used.")
         say(self.out, f"\nFinal answer:\n{values.get('final_answer', '')}")
         return EXIT_DONE if succeeded(values) else EXIT_REPORT
 
