@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+import json
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -126,3 +129,30 @@ def test_exit_code_follows_how_the_run_ended():
     assert not session.succeeded({"tasks": {"1": done, "2": failed}, "final_answer": "report"})
     replanned = [{"outcome": "replanned", "task_ids": ["2"]}]  # a failed subtask whose work a new plan took over
     assert session.succeeded({"tasks": {"1": done, "2": failed}, "replans": replanned, "final_answer": "ok"})
+
+
+def test_studio_serves_your_tools_and_agents_from_the_environment(monkeypatch, tmp_path):
+    (tmp_path / "studiotools.py").write_text(
+        "from replangraph import AgentProfile\n"
+        "def lookup(term: str) -> str:\n    '''Look a term up.'''\n    return term\n"
+        "TOOLS = [lookup]\nAGENTS = {'researcher': AgentProfile(description='finds things')}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setenv("REPLANGRAPH_TOOLS", "studiotools:TOOLS")
+    monkeypatch.setenv("REPLANGRAPH_AGENTS", "studiotools:AGENTS")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    graph = studio.make_graph({})
+    executor = graph.builder.nodes["executor"].runnable.func
+    assert {"default", "researcher"} <= set(executor.profiles)
+    assert "lookup" in [t.name for t in executor.profiles["researcher"].tools]
+    monkeypatch.setenv("REPLANGRAPH_TOOLS", "studiotools")
+    with pytest.raises(ValueError, match="REPLANGRAPH_TOOLS expects module:attribute"):
+        studio.make_graph({})
+
+
+def test_the_demo_entry_runs_offline():
+    graphs = json.loads((Path(__file__).parent.parent / "langgraph.json").read_text())["graphs"]
+    assert graphs["replangraph-demo"] == "./graph/app/studio.py:make_demo_graph"
+    out = studio.make_demo_graph({}).invoke({"messages": [("user", "top 19 products")]})
+    assert "Sable Leather Wallet" in out["final_answer"]

@@ -412,7 +412,7 @@ def test_tools_from_the_current_folder_and_resume_of_an_ended_run_without_them(s
     code, again = main("resume", "--thread", "t1", "--db", str(db))
     assert code == 0 and "had already ended" in again
     assert main("run", "goal", "--tools", "shoptools", "--db", str(db))[0] == 2
-    assert "--tools expects module:attribute" in capsys.readouterr().err
+    assert "expects module:attribute" in capsys.readouterr().err
     assert main("run", "goal", "--tools", "nowhere:TOOLS", "--db", str(db))[0] == 2
     assert "cannot load tools 'nowhere:TOOLS'" in capsys.readouterr().err
     assert main("run", "   ", "--db", str(db))[0] == 2

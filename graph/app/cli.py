@@ -4,7 +4,6 @@ step checkpointed) and ``replangraph resume --thread ID`` (go on with a stopped 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import sqlite3
@@ -62,20 +61,13 @@ def run_demo(out: TextIO) -> int:
 
 
 def load_tools(specs: list[str]) -> list:
-    """Tools named ``module:attr`` (a tool, a function, or a list of them)."""
-    tools: list = []
-    if specs and os.getcwd() not in sys.path:  # as `python -m` does: a module in the current folder is found
-        sys.path.insert(0, os.getcwd())
-    for spec in specs:
-        module_name, _, attr = spec.partition(":")
-        if not attr:
-            raise UsageError(f"--tools expects module:attribute, got {spec!r}")
-        try:
-            found = getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError) as exc:
-            raise UsageError(f"cannot load tools {spec!r}: {exc}") from None
-        tools.extend(found if isinstance(found, list | tuple) else [found])
-    return tools
+    """Tools named ``module:attr`` (a tool, a function, or a list of them); a bad spec is a UsageError."""
+    from replangraph.app.studio import load_tools as load
+
+    try:
+        return load(specs, "tools")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 # Settings: what the graph is built from. `run` records them in each checkpoint's metadata and `resume`

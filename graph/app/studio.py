@@ -2,6 +2,10 @@
 
 The model comes from the environment: OPENAI_API_KEY, OPENAI_BASE_URL and
 REPLANGRAPH_MODEL. Loading the graph needs no key; the first model call does.
+Your tools and agent types come from REPLANGRAPH_TOOLS (``module:attr``, comma
+separated: a tool, a function or a list of them) and REPLANGRAPH_AGENTS
+(``module:attr``: a dict of agent type to AgentProfile). ``make_demo_graph`` is
+the offline demo scenario (scripted model), so Studio shows a full run without a key.
 Limits are set per assistant or per run through the context form (the
 graph's context schema is AgentConfig); ``configurable`` keys named like its
 fields, and ``model``, still work.
@@ -9,7 +13,10 @@ fields, and ``model``, still work.
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langchain_openai import ChatOpenAI
@@ -44,8 +51,51 @@ def config_from_configurable(configurable: dict) -> AgentConfig:
     return AgentConfig(**fields)
 
 
+def load_attr(spec: str, what: str) -> Any:
+    """The object ``module:attr`` names; modules in the current folder are found. ValueError names what is wrong."""
+    module_name, _, attr = spec.strip().partition(":")
+    if not module_name or not attr:
+        raise ValueError(f"{what} expects module:attribute, got {spec!r}")
+    if os.getcwd() not in sys.path:  # as `python -m` does
+        sys.path.insert(0, os.getcwd())
+    try:
+        return getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"cannot load {what} {spec!r}: {exc}") from None
+
+
+def load_tools(specs: list[str], what: str = "tools") -> list:
+    """Tools named ``module:attr`` (a tool, a function, or a list of them)."""
+    tools: list = []
+    for spec in specs:
+        found = load_attr(spec, what)
+        tools.extend(found if isinstance(found, list | tuple) else [found])
+    return tools
+
+
+def tools_from_env() -> list:
+    """The tools named in $REPLANGRAPH_TOOLS (comma separated ``module:attr``)."""
+    specs = [s for s in os.environ.get("REPLANGRAPH_TOOLS", "").split(",") if s.strip()]
+    return load_tools(specs, "REPLANGRAPH_TOOLS")
+
+
+def agents_from_env() -> dict | None:
+    """The agent types named in $REPLANGRAPH_AGENTS (``module:attr``, a dict of AgentProfile), if set."""
+    spec = os.environ.get("REPLANGRAPH_AGENTS", "").strip()
+    return load_attr(spec, "REPLANGRAPH_AGENTS") if spec else None
+
+
 def make_graph(config: RunnableConfig):
-    """Build the graph for the LangGraph server, compiled without a checkpointer."""
+    """Build the graph for the LangGraph server, compiled without a checkpointer (the server keeps one)."""
     configurable = dict((config or {}).get("configurable") or {})
     model = chat_model_from_env(configurable.get("model"))
-    return build_graph(model, config=config_from_configurable(configurable))
+    return build_graph(
+        model, tools=tools_from_env(), agents=agents_from_env(), config=config_from_configurable(configurable)
+    )
+
+
+def make_demo_graph(config: RunnableConfig):
+    """The offline demo (a scripted model reading the bundled catalogue), for Studio without a key."""
+    from replangraph.app.demo import build_demo_graph
+
+    return build_demo_graph(config_from_configurable(dict((config or {}).get("configurable") or {})))
