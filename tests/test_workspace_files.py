@@ -1,0 +1,250 @@
+"""write_file, read_file, list_files: a workspace the agent cannot leave, read and written in bounded pieces."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import ToolException
+from scripting import make_model, plan_of, run, subtask_of
+
+from replangraph import AgentConfig, build_graph
+from replangraph.testing import tool_call
+from replangraph.tools import REVIEW_TOOL
+from replangraph.tools.workspace_files import resolve_inside, workspace_tools
+
+
+def tools(root, **limits):
+    return {t.name: t for t in workspace_tools(root, **limits)}
+
+
+def call(tool, **args) -> ToolMessage:
+    """The tool called the way the graph's tools node calls it: with a whole tool call."""
+    return tool.invoke({"name": tool.name, "args": args, "id": "c1", "type": "tool_call"})
+
+
+def snapshot(folder):
+    """Every path under ``folder`` with its bytes (None for folders), to show that nothing changed."""
+    found = {}
+    for top, dirs, names in os.walk(folder):
+        for name in dirs + names:
+            full = os.path.join(top, name)
+            found[os.path.relpath(full, folder)] = None if os.path.isdir(full) else Path(full).read_bytes()
+    return found
+
+
+@pytest.fixture
+def ws(tmp_path):
+    return tools(tmp_path / "ws")
+
+
+def test_written_files_read_back_and_are_listed_sorted_with_sizes(tmp_path, ws):
+    assert (tmp_path / "ws").is_dir()  # the root is created
+    reply = call(ws["write_file"], path="notes/deep/er/result.md", content="héllo\nworld\n")
+    assert reply.status == "success" and reply.content == "Wrote 13 bytes to notes/deep/er/result.md."
+    call(ws["write_file"], path="b.txt", content="b")
+    call(ws["write_file"], path="a.txt", content="")
+    assert (tmp_path / "ws/notes/deep/er/result.md").read_text() == "héllo\nworld\n"
+    text = call(ws["read_file"], path="notes/deep/er/result.md").content
+    assert text == "notes/deep/er/result.md, characters 0-12 of 12 (the end):\nhéllo\nworld\n"
+    assert call(ws["read_file"], path="a.txt").content == "a.txt is empty."
+    listing = call(ws["list_files"]).content
+    assert (
+        listing
+        == "Files in the workspace (3):\n- a.txt (0 bytes)\n- b.txt (1 bytes)\n- notes/deep/er/result.md (13 bytes)"
+    )
+    assert call(ws["list_files"], path="notes/deep").content.endswith("\n- notes/deep/er/result.md (13 bytes)")
+
+
+def test_append_adds_to_the_end_and_a_plain_write_replaces(tmp_path, ws):
+    call(ws["write_file"], path="log.txt", content="one\n")
+    reply = call(ws["write_file"], path="log.txt", content="two\n", append=True)
+    assert reply.content == "Appended 4 bytes to log.txt (now 8 bytes)."
+    call(ws["write_file"], path="log.txt", content="three\n", mode="a")  # the open() mode a model may send
+    assert (tmp_path / "ws/log.txt").read_text() == "one\ntwo\nthree\n"
+    call(ws["write_file"], path="log.txt", content="fresh", append="false")
+    assert (tmp_path / "ws/log.txt").read_text() == "fresh"
+
+
+def outside_links(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("TOP SECRET")
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "out_file").symlink_to(outside / "secret.txt")
+    (root / "out_dir").symlink_to(outside, target_is_directory=True)
+    (root / "inner").mkdir()
+    (root / "inner" / "up").symlink_to("../../outside", target_is_directory=True)  # a relative link, one level down
+    return root, outside
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        ("../escape.txt", "leads outside the workspace through '..'"),
+        ("notes/../../escape.txt", "leads outside the workspace through '..'"),
+        ("..", "leads outside the workspace through '..'"),
+        ("/tmp/escape.txt", "path must be relative to the workspace, e.g. notes/result.md"),
+        ("~/escape.txt", "path must be relative to the workspace"),
+        ("out_file", "leads outside the workspace through a symbolic link"),
+        ("out_dir/new.txt", "leads outside the workspace through a symbolic link"),
+        ("out_dir/secret.txt", "leads outside the workspace through a symbolic link"),
+        ("inner/up/new.txt", "leads outside the workspace through a symbolic link"),
+        ("bad\x00name.txt", "NUL byte"),
+        ("", "the path is empty"),
+        (".", "names the workspace folder itself"),
+        ("notes/..", "names the workspace folder itself"),
+    ],
+)
+def test_paths_leaving_the_workspace_are_refused_and_nothing_is_written(tmp_path, path, message):
+    root, outside = outside_links(tmp_path)
+    before = snapshot(tmp_path)
+    ws = tools(root)
+    reply = call(ws["write_file"], path=path, content="x")
+    assert reply.status == "error" and message in reply.content, reply.content
+    assert snapshot(tmp_path) == before
+    if path not in ("", ".", "notes/.."):
+        read = call(ws["read_file"], path=path)
+        assert read.status == "error" and message in read.content and "TOP SECRET" not in read.content
+    with pytest.raises(ToolException, match=re.escape(message)):
+        resolve_inside(root, path, writing=True)
+
+
+def test_folders_through_links_out_cannot_be_listed_and_links_out_are_marked(tmp_path):
+    root, _ = outside_links(tmp_path)
+    ws = tools(root)
+    assert "through a symbolic link" in call(ws["list_files"], path="out_dir").content
+    listing = call(ws["list_files"]).content
+    assert "- out_file (link leading outside the workspace)" in listing and "secret" not in listing
+    assert "- out_dir (link leading outside the workspace)" in listing
+
+
+def test_links_that_stay_inside_work(tmp_path, ws):
+    call(ws["write_file"], path="real/a.txt", content="inside")
+    (tmp_path / "ws/alias").symlink_to(tmp_path / "ws/real", target_is_directory=True)
+    assert call(ws["read_file"], path="alias/a.txt").content.endswith("\ninside")
+    assert resolve_inside(tmp_path / "ws", "alias/a.txt") == (tmp_path / "ws/real/a.txt").resolve()
+    assert resolve_inside(tmp_path / "ws", "notes/../a.txt") == (tmp_path / "ws/a.txt").resolve()
+
+
+def test_an_absolute_path_inside_the_workspace_is_refused_with_the_relative_path_to_use(tmp_path, ws):
+    reply = call(ws["write_file"], path=str(tmp_path / "ws/notes/a.md"), content="x")
+    assert reply.status == "error" and "use 'notes/a.md'" in reply.content
+    assert not (tmp_path / "ws/notes").exists()
+
+
+def test_writes_over_the_size_limit_are_refused_whole(tmp_path):
+    ws = tools(tmp_path / "ws", max_write_bytes=10)
+    big = call(ws["write_file"], path="new/big.txt", content="x" * 11)
+    assert big.status == "error" and "over the 10-byte limit" in big.content and "nothing was written" in big.content
+    assert not (tmp_path / "ws/new").exists()
+    call(ws["write_file"], path="a.txt", content="é" * 5)  # 10 bytes: the limit counts bytes, not characters
+    grown = call(ws["write_file"], path="a.txt", content="y", append=True)
+    assert grown.status == "error" and "10 + 1 bytes" in grown.content
+    assert (tmp_path / "ws/a.txt").read_text() == "é" * 5
+
+
+def test_reads_come_in_pages_that_say_where_the_next_one_starts(tmp_path):
+    text = "".join(f"{n:05d}\n" for n in range(2_000))  # 12,000 characters, every offset recognisable
+    ws = tools(tmp_path / "ws", max_read_chars=1_000)
+    call(ws["write_file"], path="long.txt", content=text)
+    pages, offset = [], 0
+    while True:
+        page = call(ws["read_file"], path="long.txt", offset=offset).content
+        assert len(page) <= 1_000
+        header, body = page.split("\n", 1)
+        more = re.search(r'\n\[… more follows; call read_file with path="long.txt", offset=(\d+) to read on\]$', body)
+        if not more:
+            assert header.endswith(f"of {len(text)} (the end):")
+            pages.append(body)
+            break
+        assert header == f"long.txt (12000 bytes), characters {offset}-{more.group(1)}:"
+        pages.append(body[: more.start()])
+        offset = int(more.group(1))
+    assert "".join(pages) == text and len(pages) > 10
+    assert call(ws["read_file"], path="long.txt", offset="6,000", limit="12").content.startswith(
+        "long.txt (12000 bytes), characters 6000-6012:\n01000\n01001\n\n[… more follows"
+    )
+    past = call(ws["read_file"], path="long.txt", offset=20_000)
+    assert past.status == "error" and "past the end of long.txt, which has 12000 characters" in past.content
+
+
+def test_binary_files_are_reported_not_decoded(tmp_path, ws):
+    (tmp_path / "ws/image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00" + bytes(range(256)))
+    (tmp_path / "ws/latin.txt").write_bytes("café au lait, s'il vous plaît\n".encode("latin-1"))
+    assert (
+        call(ws["read_file"], path="image.png").content
+        == "image.png is a binary file (266 bytes); read_file shows text files only."
+    )
+    assert "caf\ufffd au lait" in call(ws["read_file"], path="latin.txt").content  # mostly text: decoded
+
+
+@pytest.mark.parametrize(
+    ("args", "written"),
+    [
+        ({"path": "a.md", "content": ["line 1", "line 2"]}, "line 1\nline 2"),
+        ({"filename": "a.md", "text": "plain"}, "plain"),
+        ({"file": ["a.md"], "data": "from a list"}, "from a list"),
+        ({"file_path": " 'a.md' ", "content": [{"type": "text", "text": "from a block"}]}, "from a block"),
+        ({"path": "a.md", "content": {"type": "text", "text": "one block"}}, "one block"),
+        (
+            {"path": "a.md", "content": {"total": 3, "items": [1, 2]}},
+            '{\n  "total": 3,\n  "items": [\n    1,\n    2\n  ]\n}',
+        ),
+        ({"path": "a.md", "content": [{"name": "x"}, 2]}, '[\n  {\n    "name": "x"\n  },\n  2\n]'),
+    ],
+)
+def test_sloppy_arguments_are_understood(tmp_path, ws, args, written):
+    reply = call(ws["write_file"], **args)
+    assert reply.status == "success", reply.content
+    assert (tmp_path / "ws/a.md").read_text() == written
+    assert call(ws["read_file"], filename="a.md").content.endswith("\n" + written)
+
+
+def test_bad_calls_come_back_as_tool_errors_not_crashes(tmp_path, ws):
+    missing = call(ws["write_file"], content="no path")
+    assert missing.status == "error" and "path" in missing.content and "Nothing was changed" in missing.content
+    assert call(ws["read_file"], path="nope.md").status == "error"
+    call(ws["write_file"], path="notes/a.md", content="x")
+    assert "is a folder" in call(ws["read_file"], path="notes").content
+    assert "is a folder" in call(ws["write_file"], path="notes", content="x").content
+    blocked = call(ws["write_file"], path="notes/a.md/b.md", content="x")
+    assert blocked.status == "error" and "is a file, not a folder" in blocked.content
+    assert isinstance(missing, ToolMessage) and missing.tool_call_id == "c1" and missing.name == "write_file"
+
+
+def test_long_listings_are_capped(tmp_path):
+    ws = tools(tmp_path / "ws", max_read_chars=2_000)
+    for n in range(300):
+        (tmp_path / "ws" / f"f{n:03d}.txt").write_text("x")
+    listing = call(ws["list_files"]).content
+    assert len(listing) <= 2_000 and listing.startswith("Files in the workspace (300):\n- f000.txt (1 bytes)")
+    assert re.search(r"\(… \d+ more not shown; list a subfolder", listing)
+    assert call(tools(tmp_path / "empty")["list_files"]).content == "No files in the workspace."
+
+
+def test_the_review_of_a_real_run_lists_what_the_agent_wrote(tmp_path):
+    root = tmp_path / "ws"
+    reviews = []
+
+    def work(request):
+        if subtask_of(request) != "write the notes":
+            return "nothing to do"
+        if not request.called("write_file"):
+            return tool_call("write_file", {"filename": "notes/result.md", "content": ["# Notes", "all done"]})
+        if not request.called(REVIEW_TOOL):
+            return tool_call(REVIEW_TOOL, {})
+        reviews.append(request.last_result(REVIEW_TOOL))
+        return "notes written"
+
+    model = make_model(plan_of({"id": "1", "content": "write the notes"}), work)
+    graph = build_graph(model, tools=workspace_tools(root), config=AgentConfig(workspace_dir=str(root)))
+    state, _ = run(graph)
+    assert state["tasks"]["1"]["status"] == "completed"
+    assert (root / "notes/result.md").read_text() == "# Notes\nall done"
+    assert reviews and f"Workspace files ({root}):" in reviews[-1]
+    assert "- notes/result.md (16 bytes)" in reviews[-1]
