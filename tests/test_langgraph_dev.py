@@ -1,0 +1,435 @@
+"""The real ``langgraph dev`` server, started from the project's langgraph.json, driven with langgraph-sdk.
+
+The graph's model (ChatOpenAI, built by ``replangraph.app.studio.make_graph``) talks to an
+OpenAI-compatible server on 127.0.0.1 inside this test process (`openai_loopback`); nothing
+leaves the machine. One server serves every test of the module. Each test tags its goal with
+a fresh id, so the requests of its run can be told apart in the loopback's log.
+
+The in-memory server keeps its data in ``.langgraph_api/`` under the folder it runs in (the
+repository root, which git ignores); a folder this module's server created is removed afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from openai_loopback import OpenAILoopback
+
+from replangraph import events
+from replangraph.config import AgentConfig
+from replangraph.messages import ASK_USER
+from replangraph.names import EXECUTOR, FINALIZE, PLANNER, TOOLS
+from replangraph.prompts import FINALIZER_PROMPT
+from replangraph.testing import ScriptedRequest, tool_call
+from replangraph.tools.replan_toolkit import SPLIT_TOOL
+
+ROOT = Path(__file__).resolve().parent.parent
+LANGGRAPH = Path(sys.executable).parent / "langgraph"
+READY_DEADLINE_S = 90
+MODEL = "loopback-model"
+GRAPH = "replangraph"
+DEMO_GRAPH = "replangraph-demo"
+
+# ----------------------------------------------------------------------------- the scripted model
+
+COUNT_TASK = "Count the vowels in the word 'replangraph'."
+REVERSE_TASK = "Spell the word 'replangraph' backwards."
+HEADING_TASK = "Write the report heading in the colour the user picks."
+QUESTION = "Which colour should the heading use?"
+WORK = {
+    COUNT_TASK: "RESULT vowels: 3 (e, a, a)",
+    REVERSE_TASK: "RESULT backwards: hpargnalper",
+}
+ASK_MARK = "heading colour"
+"""Goals that contain this get the one-task plan whose worker asks the user."""
+SYNTHESIS = "SYNTHESIS of the results:"
+
+
+def plan(request: ScriptedRequest) -> dict:
+    if "replanner" in request.system:
+        raise AssertionError("no run in this module should need a new plan")
+    if ASK_MARK in request.prompt:
+        tasks = [{"id": "1", "content": HEADING_TASK, "depends_on": []}]
+    else:
+        tasks = [
+            {"id": "1", "content": COUNT_TASK, "depends_on": []},
+            {"id": "2", "content": REVERSE_TASK, "depends_on": []},
+        ]
+    return tool_call("Plan", {"tasks": tasks})
+
+
+def work(request: ScriptedRequest) -> dict | str:
+    found = re.search(r"Your subtask \([^)]*\): (.*)", request.prompt)
+    subtask = found.group(1) if found else ""
+    if subtask in WORK:
+        return WORK[subtask]
+    if subtask != HEADING_TASK:
+        raise AssertionError(f"unknown subtask {subtask!r}")
+    answer = request.last_result(ASK_USER)
+    if answer is not None:
+        return f"RESULT heading colour: {answer}"
+    if ASK_USER not in request.tool_names:  # max_clarifications=0: there is nobody to ask
+        return "RESULT heading colour: black (nobody to ask)"
+    return tool_call(ASK_USER, {"question": QUESTION})
+
+
+def respond(request: ScriptedRequest) -> dict | str:
+    """Planner, executor and finalizer told apart by the tools offered and the system prompt."""
+    if "Plan" in request.tool_names:
+        return plan(request)
+    if SPLIT_TOOL in request.tool_names:
+        return work(request)
+    if not request.tool_names and request.system.startswith(FINALIZER_PROMPT):
+        results = re.findall(r"^RESULT .*$", request.prompt, flags=re.MULTILINE)
+        return "\n".join([SYNTHESIS, *results])
+    raise AssertionError(f"unexpected request: tools {request.tool_names}, system {request.system[:80]!r}")
+
+
+def tagged_goal(text: str) -> tuple[str, str]:
+    """``(goal, tag)``: the goal carries a fresh tag that every request of its run repeats."""
+    tag = f"[case {uuid.uuid4().hex[:10]}]"
+    return f"{text} {tag}", tag
+
+
+def requests_of(loopback: OpenAILoopback, tag: str) -> list[dict]:
+    return [r for r in loopback.requests if any(tag in str(m.get("content")) for m in r["messages"])]
+
+
+def tool_names(body: dict) -> set[str]:
+    return {t["function"]["name"] for t in body.get("tools") or []}
+
+
+def executor_requests(loopback: OpenAILoopback, tag: str) -> list[dict]:
+    return [r for r in requests_of(loopback, tag) if SPLIT_TOOL in tool_names(r)]
+
+
+# ----------------------------------------------------------------------------- the servers
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def no_langgraph(reason: str) -> None:
+    """Skip, or fail under CI, where a test that did not run must not pass."""
+    if os.environ.get("CI", "").lower() not in ("", "0", "false"):
+        pytest.fail(f"langgraph dev cannot run under CI: {reason}", pytrace=False)
+    pytest.skip(f'{reason} (pip install -e ".[test]")')
+
+
+def server_env(base_url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REPLANGRAPH_", "LANGSMITH_", "LANGCHAIN_"))}
+    env.update(
+        LANGGRAPH_CLI_NO_ANALYTICS="1",
+        LANGSMITH_TRACING="false",
+        OPENAI_BASE_URL=base_url,
+        OPENAI_API_KEY="test",
+        REPLANGRAPH_MODEL=MODEL,
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+def wait_until_ready(process: subprocess.Popen, url: str, log: Path) -> float:
+    """Seconds until ``GET /ok`` answered; fails with the server's output if it exits or the deadline passes."""
+    started = time.monotonic()
+    while time.monotonic() - started < READY_DEADLINE_S:
+        if process.poll() is not None:
+            pytest.fail(f"langgraph dev exited with {process.returncode}:\n{log.read_text()[-6000:]}", pytrace=False)
+        try:
+            with urllib.request.urlopen(f"{url}/ok", timeout=2) as reply:
+                if reply.status == 200:
+                    return time.monotonic() - started
+        except OSError:
+            pass
+        time.sleep(0.2)
+    pytest.fail(f"langgraph dev did not answer /ok in {READY_DEADLINE_S}s:\n{log.read_text()[-6000:]}", pytrace=False)
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Terminate the server's process group (``langgraph dev --no-reload`` is one process; a worker it
+    might start is in the group too). Signalled only while the leader is unreaped, so the group id is ours."""
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def loopback() -> Iterator[OpenAILoopback]:
+    with OpenAILoopback(respond) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def server(loopback: OpenAILoopback, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """URL of a ``langgraph dev`` server for the module, its model pointed at the loopback."""
+    if not LANGGRAPH.exists():
+        no_langgraph(f"no langgraph executable at {LANGGRAPH}")
+    try:
+        import langgraph_sdk  # noqa: F401
+    except ImportError:
+        no_langgraph("langgraph-sdk is not installed")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = tmp_path_factory.mktemp("langgraph-dev") / "server.log"
+    data_dir = ROOT / ".langgraph_api"
+    ours = not data_dir.exists()
+    command = [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--port", str(port), "--config", "langgraph.json"]
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env=server_env(loopback.base_url),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        took = wait_until_ready(process, url, log)
+        print(f"\nlanggraph dev ready at {url} in {took:.1f}s (log: {log})")
+        yield url
+    finally:
+        stop(process)
+        if ours:
+            shutil.rmtree(data_dir, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def no_refused_requests(loopback: OpenAILoopback) -> Iterator[None]:
+    """Every model request of the test was answered: the script knew it and it kept the tool-message rules."""
+    before = len(loopback.errors)
+    yield
+    assert loopback.errors[before:] == [], "the loopback refused requests"
+
+
+@pytest.fixture(scope="module")
+def client(server: str):
+    from langgraph_sdk import get_sync_client
+
+    return get_sync_client(url=server, api_key=None, timeout=60)
+
+
+def stream(client, thread_id: str, graph: str = GRAPH, **kwargs) -> list[tuple[str, object]]:
+    """Every ``(event, data)`` of a streamed run; fails on an error event."""
+    parts = [(p.event, p.data) for p in client.runs.stream(thread_id, graph, **kwargs)]
+    errors = [data for event, data in parts if event == "error"]
+    assert not errors, f"the run failed: {errors}"
+    return parts
+
+
+def custom_events(parts: list[tuple[str, object]]) -> list[dict]:
+    return [data for event, data in parts if event == "custom"]
+
+
+def message_parts(parts: list[tuple[str, object]]) -> list[tuple[str, tuple[dict, dict]]]:
+    """``messages-tuple`` parts: ``(event, (message chunk, metadata))``."""
+    return [(event, tuple(data)) for event, data in parts if event == "messages"]
+
+
+def updated_nodes(parts: list[tuple[str, object]]) -> list[str]:
+    return [node for event, data in parts if event == "updates" for node in data]
+
+
+# ----------------------------------------------------------------------------- the tests
+
+
+@pytest.mark.parametrize("graph", [GRAPH, DEMO_GRAPH])
+def test_schemas_are_served_for_each_graph(client, graph):
+    found = client.assistants.search(graph_id=graph, metadata={"created_by": "system"})
+    assert [a["graph_id"] for a in found] == [graph]
+    schemas = client.assistants.get_schemas(found[0]["assistant_id"])
+    for key in ("input_schema", "output_schema", "state_schema", "context_schema", "config_schema"):
+        assert schemas[key], f"{key} is empty: {schemas[key]!r}"
+    assert set(schemas["input_schema"]["properties"]) == {"messages", "goal"}
+    assert {"messages", "goal", "tasks", "replans", "final_answer"} <= set(schemas["output_schema"]["properties"])
+    assert "windows" not in schemas["output_schema"]["properties"]  # internal: state only
+    assert {"windows", "tasks", "final_answer", "planner_calls"} <= set(schemas["state_schema"]["properties"])
+
+    context = schemas["context_schema"]
+    assert context["title"] == "AgentConfig"
+    assert set(context["properties"]) == set(AgentConfig.model_fields)
+    assert context["properties"] == AgentConfig.model_json_schema()["properties"]
+    max_steps = context["properties"]["max_steps"]
+    assert (max_steps["type"], max_steps["default"], max_steps["minimum"]) == ("integer", 1000, 1)
+    verify = context["properties"]["verify_results"]
+    assert (verify["type"], verify["default"]) == ("boolean", False)
+    assert context["properties"]["step_timeout_s"]["default"] == 600.0
+    assert {"type": "null"} in context["properties"]["step_timeout_s"]["anyOf"]
+
+    # LangGraph derives the `configurable` schema from the context schema: the same AgentConfig
+    # fields, which make_graph also reads from `configurable`. Its `model` key is not listed.
+    config = schemas["config_schema"]
+    assert config["properties"] == context["properties"]
+    assert "model" not in config["properties"]
+
+
+def test_streamed_run_sends_replangraph_events_and_node_updates(client, loopback):
+    goal, tag = tagged_goal("Tell me the vowel count of 'replangraph' and spell it backwards.")
+    thread = client.threads.create()
+    parts = stream(
+        client, thread["thread_id"], input={"messages": [{"role": "user", "content": goal}]},
+        stream_mode=["updates", "custom"],
+    )  # fmt: skip
+
+    assert {event for event, _ in parts} == {"metadata", "updates", "custom"}
+    found = custom_events(parts)
+    names = [e["event"] for e in found]
+    assert set(names) <= set(events.EVENT_NAMES)
+    assert names == [
+        events.PLAN_CREATED,
+        events.STEP_STARTED,
+        events.STEP_COMPLETED,
+        events.STEP_STARTED,
+        events.STEP_COMPLETED,
+        events.PLAN_COMPLETED,
+    ]
+    created = found[0]
+    assert created["goal"] == goal
+    assert [(t["id"], t["content"]) for t in created["tasks"]] == [("1", COUNT_TASK), ("2", REVERSE_TASK)]
+    assert [e["task_id"] for e in found if e["event"] == events.STEP_STARTED] == ["1", "2"]
+    completed = found[-1]
+    assert completed["final_answer"].startswith(SYNTHESIS)
+    assert completed["counts"]["completed"] == 2
+    assert completed["stop_reason"] is None
+
+    nodes = updated_nodes(parts)
+    assert nodes[0] == PLANNER and nodes[-1] == FINALIZE
+    assert nodes.count(EXECUTOR) == 2
+    assert set(nodes) <= {PLANNER, EXECUTOR, TOOLS, FINALIZE}
+    final = next(data for event, data in parts if event == "updates" and FINALIZE in data)[FINALIZE]
+    assert final["final_answer"] == completed["final_answer"]
+
+    state = client.threads.get_state(thread["thread_id"])
+    values = state["values"]
+    assert values["final_answer"] == "\n".join([SYNTHESIS, WORK[COUNT_TASK], WORK[REVERSE_TASK]])
+    assert {tid: t["status"] for tid, t in values["tasks"].items()} == {"1": "completed", "2": "completed"}
+    assert state["next"] == []
+
+    sent = requests_of(loopback, tag)
+    assert len(sent) == 4  # planner, two subtasks of one turn each, finalizer
+    assert {r["model"] for r in sent} == {MODEL}
+    assert not any(r.get("stream") for r in sent)  # no `messages` mode: ChatOpenAI does not stream
+
+
+def test_ask_user_interrupts_and_the_answer_reaches_the_agent(client, loopback):
+    goal, tag = tagged_goal(f"Write a report heading; ask me for the {ASK_MARK}.")
+    thread_id = client.threads.create()["thread_id"]
+    parts = stream(
+        client, thread_id, input={"messages": [{"role": "user", "content": goal}]},
+        stream_mode=["updates", "custom"],
+    )  # fmt: skip
+
+    pauses = [data["__interrupt__"] for event, data in parts if event == "updates" and "__interrupt__" in data]
+    assert len(pauses) == 1 and len(pauses[0]) == 1
+    asked = pauses[0][0]["value"]
+    assert asked["kind"] == "question"
+    assert asked["question"] == "Please confirm: " + QUESTION  # AgentConfig.question_prefix
+    assert (asked["task_id"], asked["task"]) == ("1", HEADING_TASK)
+    assert [e["event"] for e in custom_events(parts)] == [events.PLAN_CREATED, events.STEP_STARTED]
+    assert client.threads.get(thread_id)["status"] == "interrupted"
+    paused = client.threads.get_state(thread_id)
+    assert [i["value"]["question"] for i in paused["interrupts"]] == [asked["question"]]
+    assert paused["values"]["tasks"]["1"]["status"] == "in_progress"
+    assert paused["values"]["final_answer"] == ""
+
+    # Resume on the same thread; `messages-tuple` as well, so ChatOpenAI streams from the loopback.
+    parts = stream(
+        client, thread_id, command={"resume": "teal"}, stream_mode=["updates", "custom", "messages-tuple"],
+    )  # fmt: skip
+    found = custom_events(parts)
+    assert [e["event"] for e in found] == [
+        events.QUESTION_ANSWERED,
+        events.STEP_COMPLETED,
+        events.PLAN_COMPLETED,
+    ]
+    assert found[0]["question"] == QUESTION and found[0]["answer_preview"] == "teal"
+    assert not any(event == "updates" and "__interrupt__" in data for event, data in parts)
+    tokens = [chunk for event, (chunk, meta) in message_parts(parts) if meta["langgraph_node"] == EXECUTOR]
+    assert len(tokens) > 1  # streamed in pieces
+    assert "".join(t["content"] for t in tokens) == "RESULT heading colour: teal"
+
+    first, second = executor_requests(loopback, tag)
+    assert ASK_USER in tool_names(first) and not first.get("stream")
+    assert second["stream"] is True
+    asked_call = second["messages"][-2]["tool_calls"][0]
+    assert asked_call["function"]["name"] == ASK_USER
+    assert json.loads(asked_call["function"]["arguments"]) == {"question": QUESTION}
+    assert second["messages"][-1] == {"role": "tool", "tool_call_id": asked_call["id"], "content": "teal"}
+
+    state = client.threads.get_state(thread_id)
+    values = state["values"]
+    assert values["final_answer"] == f"{SYNTHESIS}\nRESULT heading colour: teal"
+    task = values["tasks"]["1"]
+    assert task["status"] == "completed"
+    assert task["clarifications"] == [{"question": QUESTION, "answer": "teal"}]
+    assert state["next"] == [] and state["interrupts"] == []
+    assert client.threads.get(thread_id)["status"] == "idle"
+
+
+def test_a_runs_context_overrides_the_graphs_settings(client, loopback):
+    # max_clarifications=0: ask_user is not offered, so the run does not pause.
+    goal, tag = tagged_goal(f"Write a report heading; ask me for the {ASK_MARK}.")
+    thread_id = client.threads.create()["thread_id"]
+    parts = stream(
+        client, thread_id, input={"messages": [{"role": "user", "content": goal}]},
+        stream_mode=["updates"], context={"max_clarifications": 0},
+    )  # fmt: skip
+    assert not any("__interrupt__" in data for _, data in parts)
+    (sent,) = executor_requests(loopback, tag)
+    assert ASK_USER not in tool_names(sent)
+    values = client.threads.get_state(thread_id)["values"]
+    assert values["final_answer"] == f"{SYNTHESIS}\nRESULT heading colour: black (nobody to ask)"
+
+    # max_steps=1: the first subtask spends the budget and the second is never run.
+    goal, tag = tagged_goal("Tell me the vowel count of 'replangraph' and spell it backwards.")
+    thread_id = client.threads.create()["thread_id"]
+    stream(
+        client, thread_id, input={"messages": [{"role": "user", "content": goal}]},
+        stream_mode=["updates"], context={"max_steps": 1},
+    )  # fmt: skip
+    assert len(executor_requests(loopback, tag)) == 1
+    values = client.threads.get_state(thread_id)["values"]
+    assert {tid: t["status"] for tid, t in values["tasks"].items()} == {"1": "completed", "2": "skipped"}
+    assert "the step budget max_steps=1 was used up" in values["final_answer"]
+    assert WORK[COUNT_TASK] in values["final_answer"]  # the fallback report keeps the completed result
+
+
+def test_configurable_keys_still_pick_the_model_and_settings(client, loopback):
+    """make_graph reads ``model`` and AgentConfig's fields from ``configurable`` (the server refuses a run
+    that sets both ``configurable`` and ``context``)."""
+    goal, tag = tagged_goal("Tell me the vowel count of 'replangraph' and spell it backwards.")
+    thread_id = client.threads.create()["thread_id"]
+    configurable = {"model": "loopback-other", "batch_size": 2}
+    stream(
+        client, thread_id, input={"messages": [{"role": "user", "content": goal}]},
+        stream_mode=["updates"], config={"configurable": configurable},
+    )  # fmt: skip
+    sent = requests_of(loopback, tag)
+    assert len(sent) == 4
+    assert {r["model"] for r in sent} == {"loopback-other"}
+    for request in executor_requests(loopback, tag):
+        rules = "\n".join(str(m.get("content")) for m in request["messages"])
+        assert "More than 2 items: process one batch of at most 2" in rules
+    values = client.threads.get_state(thread_id)["values"]
+    assert values["final_answer"] == "\n".join([SYNTHESIS, WORK[COUNT_TASK], WORK[REVERSE_TASK]])
