@@ -156,3 +156,71 @@ def test_the_demo_entry_runs_offline():
     assert graphs["replangraph-demo"] == "./graph/app/studio.py:make_demo_graph"
     out = studio.make_demo_graph({}).invoke({"messages": [("user", "top 19 products")]})
     assert "Sable Leather Wallet" in out["final_answer"]
+
+
+def test_every_command_and_flag_has_help_and_the_json_format_is_documented():
+    import argparse
+
+    parser = cli.make_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert set(commands) == {"demo", "run", "resume", "graph", "bench"}
+    for name, command in commands.items():
+        for action in command._actions:
+            assert action.help, f"{name} {action.option_strings or action.dest} has no help"
+    for name in ("demo", "run", "resume"):
+        assert "--json" in {f for a in commands[name]._actions for f in a.option_strings}, name
+    text = parser.format_help()
+    for needed in ('"run_finished"', '"waiting"', '"resume"', '"error"', "stderr", "4 the model server did not"):
+        assert needed in " ".join(text.split()), needed
+
+
+def test_graph_prints_the_mermaid_of_the_graph_run_builds_without_a_key(monkeypatch):
+    from replangraph.app.demo import build_demo_graph
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    out = io.StringIO()
+    assert cli.main(["graph"], out=out) == 0
+    mermaid = out.getvalue()
+    assert mermaid.lstrip().startswith("---") and "graph TD;" in mermaid
+    nodes = ("planner", "executor", "tools", "compressor", "verifier", "replanner", "finalize", "ask", "plan_review")
+    for node in (*nodes, "commands"):
+        assert f"\t{node}({node})" in mermaid, node
+    assert mermaid.rstrip("\n") == build_demo_graph().get_graph().draw_mermaid().rstrip("\n")
+
+    flagged = io.StringIO()
+    flags = ["--verify", "--approve-plan", "--tools", "replangraph.app.demo:read_ranking", "--max-steps", "5"]
+    assert cli.main(["graph", *flags], out=flagged) == 0
+    assert flagged.getvalue() == mermaid  # these settings change what the nodes do, not the graph's shape
+    assert cli.main(["graph", "--tools", "replangraph.app.demo"], out=io.StringIO()) == 2
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_bench_runs_the_checkouts_benchmarks_with_their_arguments(monkeypatch, tmp_path, capfd):
+    assert cli.is_checkout(ROOT) and not cli.is_checkout(tmp_path)
+    assert cli.benchmarks_root(ROOT / "tests") == ROOT
+    monkeypatch.chdir(tmp_path)  # found through the package's source tree too (an editable install)
+    out = io.StringIO()
+    assert cli.main(["bench", "engine", "--help"], out=out) == 0
+    assert "usage: python -m benchmarks engine" in out.getvalue() and "--quick" in out.getvalue()
+    assert cli.main(["bench", "nope"], out=io.StringIO()) == 2
+    assert "usage: python -m benchmarks {personas,context,engine}" in capfd.readouterr().err
+
+    monkeypatch.setattr(cli, "benchmarks_root", lambda: None)  # an installed package, not a checkout
+    assert cli.main(["bench", "engine"], out=io.StringIO()) == 2
+    err = capfd.readouterr().err.strip()
+    assert err.startswith("replangraph bench runs the benchmarks of a source checkout") and err.count(". ") == 0
+
+
+def test_the_model_takes_the_base_url_without_the_environment(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("REPLANGRAPH_MODEL", raising=False)
+    model = studio.chat_model_from_env("local", base_url="http://127.0.0.1:1/v1")
+    assert model.model_name == "local" and model.openai_api_base == "http://127.0.0.1:1/v1"
+    assert studio._api_key("http://127.0.0.1:1/v1") == "not-needed"
+    assert studio.chat_model_from_env().model_name == "gpt-4o-mini"  # OpenAI keeps its default
+    with pytest.raises(RuntimeError, match="OPENAI_API_KEY is not set"):
+        studio._api_key()

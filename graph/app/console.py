@@ -1,9 +1,16 @@
-"""What the console script prints: one line per event, flushed, and its exit codes."""
+"""What the console script prints, and its exit codes. An `Output` shows a run: `PlainOutput` one line per
+event, flushed (a pipe, a file, a terminal without rich); `JsonOutput` one JSON object per line (``--json``);
+``live.LiveOutput`` a live view of the queue on a terminal."""
 
 from __future__ import annotations
 
+import json
+import sys
+import threading
 from collections.abc import Collection, Iterator, Mapping
 from typing import Any, TextIO
+
+from langchain_core.callbacks import BaseCallbackHandler
 
 from replangraph.events import (
     COMMAND_ANSWERED,
@@ -31,6 +38,8 @@ EXIT_USAGE = 2
 """Bad arguments, no model configured, a database that cannot be opened, an unknown thread."""
 EXIT_WAITING = 3
 """The run waits for an answer and there is no terminal to ask on: ``replangraph resume --answer``."""
+EXIT_CONNECTION = 4
+"""The model server did not answer: before the run (nothing ran), or during it (every failure a connection error)."""
 EXIT_INTERRUPTED = 130
 """Ctrl-C: the checkpoint keeps the run."""
 
@@ -102,3 +111,96 @@ def watch(
             say(out, f"- {describe(chunk)}")
         pending_queue_print = pending_queue_print or chunk["event"] in QUEUE_CHANGES
     return state
+
+
+def json_line(obj: Mapping[str, Any]) -> str:
+    """One JSON object on one line; what JSON cannot hold (messages, paths) is written as its ``str``."""
+    return json.dumps(obj, default=str, ensure_ascii=False)
+
+
+class UsageCounter(BaseCallbackHandler):
+    """Sums the tokens each model call of a run reports (``usage_metadata``); passed as a run callback, it sees
+    every call (planner, subtasks, checks, the final answer), retries that got an answer included."""
+
+    def __init__(self) -> None:
+        self.total: int | None = None
+        """Tokens reported so far; None while no call reported any."""
+        self._lock = threading.Lock()  # parallel subtasks report from their own threads
+
+    def add(self, usage: Mapping[str, Any] | None) -> None:
+        if not usage:
+            return
+        tokens = usage.get("total_tokens") or (usage.get("input_tokens") or 0) + (usage.get("output_tokens") or 0)
+        with self._lock:
+            self.total = (self.total or 0) + int(tokens)
+
+    def on_llm_end(self, response: Any, **kwargs: Any) -> None:
+        for generations in getattr(response, "generations", None) or []:
+            for generation in generations:
+                self.add(getattr(getattr(generation, "message", None), "usage_metadata", None))
+
+    def label(self) -> str:
+        return "n/a" if self.total is None else f"{self.total:,}"
+
+
+class Output:
+    """Where a command shows a run: its events as they stream, its notes, and how it ended.
+
+    `PlainOutput` by default; `JsonOutput` keeps stdout for JSON and sends notes to stderr."""
+
+    interactive = True
+    """Whether questions may be asked inline (a terminal is still needed)."""
+
+    def __init__(self, out: TextIO):
+        self.out = out
+        self.usage = UsageCounter()
+        self.max_steps: int | None = None
+
+    def note(self, text: str = "") -> None:
+        """A line for people: the thread, the final answer, how to resume."""
+        say(self.out, text)
+
+    def result(self, obj: Mapping[str, Any]) -> None:
+        """How the command ended, for programs (``--json``); the notes say it for people."""
+
+    def stream(
+        self, graph: Any, inputs: Any, config: dict, quiet: Collection[str] = (), events: list | None = None
+    ) -> dict:
+        """Stream a run, showing it; returns the final state. ``events``, when given, receives every event."""
+        return watch(graph, inputs, self.config(config), self.out, quiet, events)
+
+    def config(self, config: dict) -> dict:
+        """The run config with the token counter among its callbacks."""
+        callbacks = list(config.get("callbacks") or [])
+        return {**config, "callbacks": [*callbacks, self.usage]}
+
+
+class PlainOutput(Output):
+    """One plain line per event, flushed, and the queue whenever it changes (a pipe, a file, a terminal without
+    rich)."""
+
+
+class JsonOutput(Output):
+    """``--json``: one JSON object per line on stdout (each custom event as it is, then how the command ended);
+    notes go to stderr, and nothing is asked inline."""
+
+    interactive = False
+
+    def note(self, text: str = "") -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    def result(self, obj: Mapping[str, Any]) -> None:
+        say(self.out, json_line(obj))
+
+    def stream(
+        self, graph: Any, inputs: Any, config: dict, quiet: Collection[str] = (), events: list | None = None
+    ) -> dict:
+        state: dict = {}
+        for mode, chunk in graph.stream(inputs, self.config(config), stream_mode=["custom", "values"]):
+            if mode == "values":
+                state = chunk
+                continue
+            if events is not None:
+                events.append(chunk)
+            say(self.out, json_line(chunk))
+        return state

@@ -8,19 +8,19 @@ import re
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any, TextIO
+from typing import Any
 
 from langgraph.types import Command
 
 from replangraph.config import AgentConfig
 from replangraph.durable import is_postgres_url, masked_url
 from replangraph.events import COMMAND_ANSWERED, PLAN_COMPLETED
-from replangraph.queue import preview
+from replangraph.queue import preview, spent_model_calls, status_counts
 
-from .console import EXIT_DONE, EXIT_INTERRUPTED, EXIT_REPORT, EXIT_WAITING, say, watch
+from .console import EXIT_CONNECTION, EXIT_DONE, EXIT_INTERRUPTED, EXIT_REPORT, EXIT_WAITING, Output
+from .server import lost_server, server_label
+from .settings import SETTINGS_KEY
 
-SETTINGS_KEY = "replangraph_cli"
-"""Checkpoint metadata key holding the CLI settings of the run (JSON), so ``resume`` rebuilds the same graph."""
 CANCEL_WORD = AgentConfig().cancel_word
 
 
@@ -140,18 +140,35 @@ def succeeded(values: Mapping[str, Any]) -> bool:
 class Session:
     """One thread driven from the terminal: streams it, answers its pauses, and says how to come back."""
 
-    def __init__(self, graph: Any, thread: str, settings: Mapping[str, Any], db: str | None, out: TextIO):
+    def __init__(self, graph: Any, thread: str, settings: Mapping[str, Any], db: str | None, output: Output):
         self.graph = graph
         self.thread = thread
+        self.settings = settings
         self.db = db  # as given with --db (None: the default), for the resume command
-        self.out = out
+        self.output = output
+        output.max_steps = settings.get("max_steps")
         self.config = {
             "configurable": {"thread_id": thread},
             "metadata": {SETTINGS_KEY: json.dumps(dict(settings), sort_keys=True)},
         }
         self.answers: list[str] = []  # --answer values not used yet
         self.held: dict[Any, str] = {}  # answers given to questions still waiting (see `collect`)
-        self.inline = interactive()
+        self.inline = interactive() and output.interactive
+
+    def say(self, text: str = "") -> None:
+        self.output.note(text)
+
+    def started(self) -> None:
+        """The first line: the thread, and how to come back to it."""
+        self.say(f"thread: {self.thread} (resume with: {self.resume_command()})")
+        self.output.result({"event": "run_started", "thread": self.thread, "resume": self.resume_command()})
+
+    def stopped(self, code: int, reason: str, text: str) -> int:
+        """The command ends before the run does (``text`` for people, ``reason`` for programs)."""
+        self.say(text)
+        resume = self.resume_command()
+        self.output.result({"event": "stopped", "exit_code": code, "reason": reason, "resume": resume})
+        return code
 
     def resume_command(self, answers: int = 0) -> str:
         parts = ["replangraph", "resume", "--thread", shlex.quote(self.thread)]
@@ -165,9 +182,9 @@ class Session:
         try:
             return self.drive(inputs, command)
         except KeyboardInterrupt:
-            say(self.out)
-            say(self.out, f"Stopped. The checkpoint keeps the run; resume with: {self.resume_command()}")
-            return EXIT_INTERRUPTED
+            self.say()
+            text = f"Stopped. The checkpoint keeps the run; resume with: {self.resume_command()}"
+            return self.stopped(EXIT_INTERRUPTED, "interrupted", text)
         except Exception:  # the traceback follows; the steps checkpointed before the crash are kept
             print(f"The run crashed. Once the cause is fixed, resume with: {self.resume_command()}", file=sys.stderr)
             raise
@@ -180,7 +197,7 @@ class Session:
         while True:
             if inputs is not NO_INPUT:
                 events = []
-                watch(self.graph, inputs, self.config, self.out, {COMMAND_ANSWERED} if command else (), events)
+                self.output.stream(self.graph, inputs, self.config, {COMMAND_ANSWERED} if command else (), events)
                 if command is not None:
                     self.show_reply(command, events)
             snapshot = self.graph.get_state(self.config)
@@ -191,8 +208,8 @@ class Session:
                 inputs, command = step
                 continue
             if work_left(snapshot):  # a stream that ended without finishing and without a question: not expected
-                say(self.out, f"The run stopped before its end; resume with: {self.resume_command()}")
-                return EXIT_REPORT
+                text = f"The run stopped before its end; resume with: {self.resume_command()}"
+                return self.stopped(EXIT_REPORT, "stopped before its end", text)
             if command is not None and not any(e["event"] == PLAN_COMPLETED for e in events):
                 return self.answered(snapshot.values)
             return self.finish(snapshot.values)
@@ -201,15 +218,18 @@ class Session:
         """After a command that neither paused nor ended a run (``/status`` on a stopped thread, say)."""
         from replangraph.commands import unfinished
 
-        if unfinished(values):
-            say(self.out, f"The run on thread {self.thread} has not ended; continue it with: {self.resume_command()}")
+        ended = not unfinished(values)
+        if not ended:
+            self.say(f"The run on thread {self.thread} has not ended; continue it with: {self.resume_command()}")
+        resume = self.resume_command()
+        self.output.result({"event": "command_done", "exit_code": EXIT_DONE, "run_ended": ended, "resume": resume})
         return EXIT_DONE
 
     def show_reply(self, command: str, events: Sequence[Mapping[str, Any]]) -> None:
         """The graph's whole reply to a command sent as input (the event line would show a preview)."""
         replies = [e.get("reply") or "" for e in events if e["event"] == COMMAND_ANSWERED]
         text = "\n".join(replies) if replies else "(no reply)"
-        say(self.out, f"{command}:\n  " + text.replace("\n", "\n  "))
+        self.say(f"{command}:\n  " + text.replace("\n", "\n  "))
 
     def collect(self, pending: Sequence[Any]) -> tuple[Any, str | None] | None:
         """What to send next: ``Command(resume={id: answer})`` once every waiting question has an answer, or a
@@ -240,39 +260,70 @@ class Session:
         """The next ``--answer``, else one typed at the terminal, else None."""
         if self.answers:
             answer = self.answers.pop(0)
-            say(self.out, "\n".join(request_lines(value)))
-            say(self.out, f"  answer: {answer}")
+            self.say("\n".join(request_lines(value)))
+            self.say(f"  answer: {answer}")
             return answer
         if not self.inline:
             return None
-        say(self.out, "\n".join(request_lines(value)))
-        say(self.out, f"  [{answer_hint(value)}]")
+        self.say("\n".join(request_lines(value)))
+        self.say(f"  [{answer_hint(value)}]")
         try:
             return read_answer()
         except EOFError:  # stdin closed: stop asking, and say how to answer later
             self.inline = False
-            say(self.out)
+            self.say()
             return None
 
     def waiting(self, pending: Sequence[Any]) -> int:
-        say(self.out)
+        self.say()
         if self.held:
-            say(self.out, f"Not every question has an answer, so the {len(self.held)} given were not sent.")
-        say(self.out, f"The run is waiting for {len(pending)} answer(s):")
+            self.say(f"Not every question has an answer, so the {len(self.held)} given were not sent.")
+        self.say(f"The run is waiting for {len(pending)} answer(s):")
         for number, item in enumerate(pending, 1):
             lines = request_lines(item.value)
-            say(self.out, f"  [{number}] " + "\n      ".join(lines))
+            self.say(f"  [{number}] " + "\n      ".join(lines))
         if any(isinstance(i.value, Mapping) and i.value.get("kind") == "plan" for i in pending):
-            say(self.out, f"Answer the plan with approve, the task list edited as JSON, or {CANCEL_WORD}.")
-        say(self.out, "The checkpoint keeps the run. Answer in the order listed with:")
-        say(self.out, f"  {self.resume_command(len(pending))}")
+            self.say(f"Answer the plan with approve, the task list edited as JSON, or {CANCEL_WORD}.")
+        self.say("The checkpoint keeps the run. Answer in the order listed with:")
+        self.say(f"  {self.resume_command(len(pending))}")
+        self.output.result(
+            {
+                "event": "waiting",
+                "exit_code": EXIT_WAITING,
+                "thread": self.thread,
+                "interrupts": [{"id": i.id, "value": i.value} for i in pending],
+                "resume": self.resume_command(len(pending)),
+            }
+        )
         return EXIT_WAITING
 
     def finish(self, values: Mapping[str, Any]) -> int:
+        """The run ended: its final answer, and its exit code."""
         if self.answers:
-            say(self.out, f"{len(self.answers)} --answer value(s) were not needed and were not used.")
-        say(self.out, f"\nFinal answer:\n{values.get('final_answer', '')}")
-        return EXIT_DONE if succeeded(values) else EXIT_REPORT
+            self.say(f"{len(self.answers)} --answer value(s) were not needed and were not used.")
+        self.say(f"\nFinal answer:\n{values.get('final_answer', '')}")
+        code = EXIT_DONE if succeeded(values) else EXIT_REPORT
+        error = None
+        if code == EXIT_REPORT and not values.get("cancelled") and lost_server(values):
+            code = EXIT_CONNECTION
+            error = (
+                f"The model server at {server_label(self.settings)} stopped answering during the run (connection "
+                "error): start it and run the goal again."
+            )
+            self.say(error)
+        self.output.result(
+            {
+                "event": "run_finished",
+                "exit_code": code,
+                "thread": self.thread,
+                "final_answer": values.get("final_answer", ""),
+                "counts": status_counts(values.get("tasks") or {}),
+                "steps": spent_model_calls(values),
+                "tokens": self.output.usage.total,
+                **({"error": error} if error else {}),
+            }
+        )
+        return code
 
 
 NO_INPUT = object()

@@ -27,22 +27,24 @@ from replangraph.config import AgentConfig
 DEFAULT_MODEL = "gpt-4o-mini"
 
 
-def _api_key() -> str:
+def _api_key(base_url: str | None = None) -> str:
     key = os.environ.get("OPENAI_API_KEY")
     if key:
         return key
-    if os.environ.get("OPENAI_BASE_URL"):
+    if base_url or os.environ.get("OPENAI_BASE_URL"):
         return "not-needed"  # local OpenAI-compatible servers ignore the key
     raise RuntimeError("OPENAI_API_KEY is not set: export it (or OPENAI_BASE_URL for a local server) to call a model")
 
 
-def chat_model_from_env(model: str | None = None) -> ChatOpenAI:
-    """ChatOpenAI for ``model`` (else $REPLANGRAPH_MODEL, else gpt-4o-mini); the key is read at call time.
+def chat_model_from_env(model: str | None = None, base_url: str | None = None) -> ChatOpenAI:
+    """ChatOpenAI for ``model`` (else $REPLANGRAPH_MODEL, else gpt-4o-mini) at ``base_url`` (else $OPENAI_BASE_URL,
+    else OpenAI); the key is read at call time.
 
     Its client does not retry (``max_retries=0``): replangraph's own policy does, once per try.
     """
     name = model or os.environ.get("REPLANGRAPH_MODEL") or DEFAULT_MODEL
-    return ChatOpenAI(model=name, api_key=_api_key, base_url=os.environ.get("OPENAI_BASE_URL") or None, max_retries=0)
+    url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+    return ChatOpenAI(model=name, api_key=lambda: _api_key(url), base_url=url, max_retries=0)
 
 
 def config_from_configurable(configurable: dict) -> AgentConfig:

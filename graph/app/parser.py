@@ -1,0 +1,229 @@
+"""The ``replangraph`` command line: its subcommands, flags and help."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from replangraph.config import AgentConfig
+
+from .session import CANCEL_WORD
+
+DESCRIPTION = """Console script: ``replangraph demo`` (offline, scripted), ``replangraph run "GOAL"`` (a real model,
+every step checkpointed), ``replangraph resume --thread ID`` (go on with a stopped run, answer its questions),
+``replangraph graph`` (the graph as mermaid) and ``replangraph bench`` (the benchmarks, from a source checkout)."""
+
+OUTPUT_HELP = (
+    "Output: on a terminal with rich installed (pip install 'replangraph[cli]'), a live view of the queue "
+    "(status of each subtask, handed-off work under its parent, the tool call in flight, steps and tokens used); "
+    "elsewhere one plain line per event. --json writes one JSON object per line on stdout and nothing else "
+    "(notes go to stderr, and questions are never asked inline): each stream event as the graph emits it "
+    '({"event": "plan_created", ...}, "step_started", "step_completed", "plan_completed", ...), then one object '
+    'saying how the command ended: {"event": "run_finished", "exit_code", "final_answer", "counts", "steps", '
+    '"tokens" (reported by the model during this command; null when it reported none), "thread"}; '
+    '{"event": "waiting", "exit_code": 3, "interrupts", "resume"} (the command that answers them); '
+    '{"event": "command_done", "exit_code": 0, "run_ended", "resume"} after a slash command such as /status '
+    'sent as the goal or an answer; {"event": "stopped", "exit_code", "reason", "resume"} (Ctrl-C, or a run that '
+    'stopped early); or {"event": "error", "exit_code", "message"} (exit code 2 or 4). Before its events, run (and '
+    'a resume that goes on with a run) writes {"event": "run_started", "thread", "resume"}. '
+    "Values JSON cannot hold are written as strings."
+)
+
+EXIT_HELP = (
+    "Exit codes: 0 every subtask completed; 1 the run ended with the fallback report (failed, skipped or "
+    "cancelled); 2 usage, model or database error; 3 waiting for an answer; 4 the model server did not answer "
+    "(before the run, or during it when every failure was a connection error); 130 stopped with Ctrl-C."
+)
+
+
+MODEL_DEFAULT = "$REPLANGRAPH_MODEL, else with a base URL the one model its server lists, else gpt-4o-mini"
+
+
+class ParagraphFormatter(argparse.HelpFormatter):
+    """Wraps each paragraph of a description or epilog on its own (the default joins them)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "\n\n".join(super(ParagraphFormatter, self)._fill_text(p, width, indent) for p in text.split("\n\n"))
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def add_db_flags(parser: argparse.ArgumentParser, thread_help: str, thread_required: bool) -> None:
+    from replangraph.durable import DB_ENV, default_db_path
+
+    parser.add_argument(
+        "--db",
+        default=None,
+        metavar="PATH_OR_URL",
+        help=f"SQLite file or postgresql:// URL that keeps the run's checkpoints "
+        f"(default: ${DB_ENV}, else {default_db_path()})",
+    )
+    parser.add_argument("--thread", required=thread_required, metavar="ID", help=thread_help)
+
+
+def add_json_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="write one JSON object per event per line on stdout, notes on stderr, and never ask inline "
+        "(see the format in `replangraph --help`)",
+    )
+
+
+def add_model_flags(parser: argparse.ArgumentParser, default: Any) -> None:
+    parser.add_argument(
+        "--model",
+        default=None,
+        help=f"model name (default: {default(MODEL_DEFAULT)})",
+    )
+    parser.add_argument(
+        "--base-url",
+        default=None,
+        metavar="URL",
+        help=f"OpenAI-compatible server, e.g. http://localhost:8000/v1 (same as $OPENAI_BASE_URL; default: "
+        f"{default('$OPENAI_BASE_URL, else OpenAI')}); it is asked for GET /models first, and a server that "
+        "does not answer ends the command with exit code 4",
+    )
+
+
+def add_run_flags(parser: argparse.ArgumentParser, resume: bool, model: bool = True) -> None:
+    """The flags the graph is built from; on ``resume`` each defaults to what the run recorded."""
+    config = AgentConfig()
+
+    def default(text: str) -> str:
+        return f"what the run was started with, else {text}" if resume else text
+
+    def value(given: Any) -> Any:
+        return None if resume else given
+
+    if model:
+        add_model_flags(parser, default)
+    parser.add_argument(
+        "--tools",
+        action="append",
+        default=value([]),
+        metavar="MODULE:ATTR",
+        help=f"tools to give the agents: a tool, a function or a list of them; repeat for more "
+        f"(default: {default('none')})",
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=positive_int,
+        default=value(config.max_steps),
+        help=f"budget of model calls for the whole run (default: {default(str(config.max_steps))})",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=positive_int,
+        default=value(config.max_concurrency),
+        help=f"subtasks that may run at the same time (default: {default(str(config.max_concurrency))})",
+    )
+    parser.add_argument(
+        "--max-clarifications",
+        type=non_negative_int,
+        default=value(config.max_clarifications),
+        metavar="N",
+        help=f"questions one subtask may ask you; 0: agents cannot ask (default: "
+        f"{default(str(config.max_clarifications))})",
+    )
+    flag = argparse.BooleanOptionalAction if resume else "store_true"
+    parser.add_argument(
+        "--verify",
+        action=flag,
+        default=value(False),
+        help=f"check each result and queue what is missing (default: {default('off')})",
+    )
+    parser.add_argument(
+        "--approve-plan",
+        action=flag,
+        default=value(False),
+        help=f"pause after planning until you approve, edit or cancel the plan (default: {default('off')})",
+    )
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="replangraph",
+        description=DESCRIPTION,
+        formatter_class=ParagraphFormatter,
+        epilog=f"{OUTPUT_HELP}\n\n{EXIT_HELP}",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser(
+        "demo",
+        formatter_class=ParagraphFormatter,
+        help="run the bundled offline scenario with a scripted model",
+        description="Run the bundled scenario offline: a scripted chat model, no LLM is called.",
+        epilog=OUTPUT_HELP,
+    )
+    add_json_flag(demo)
+    run = sub.add_parser(
+        "run",
+        formatter_class=ParagraphFormatter,
+        help="run a goal with a real model (ChatOpenAI), checkpointing every step",
+        description="Run GOAL with a real model. Every step is checkpointed on a thread, so a stopped, crashed or "
+        "paused run goes on with `replangraph resume --thread ID`. Questions are asked inline on a terminal; "
+        "elsewhere the command exits with code 3 and prints the resume command that answers them.",
+        epilog=f"{OUTPUT_HELP}\n\n{EXIT_HELP}",
+    )
+    run.add_argument("goal", help="what the agent should do")
+    add_db_flags(run, "thread id to run on (default: a new short id, printed at the start)", thread_required=False)
+    add_run_flags(run, resume=False)
+    add_json_flag(run)
+    resume = sub.add_parser(
+        "resume",
+        formatter_class=ParagraphFormatter,
+        help="go on with a stopped run: answer its questions or run the work it has left",
+        description="Go on with the run on a thread: answer what it waits for (--answer, else inline on a "
+        "terminal), run the work a stopped or crashed run has left, or show how an ended run ended. "
+        "The model and tool settings default to those the run was started with.",
+        epilog=f"{OUTPUT_HELP}\n\n{EXIT_HELP}",
+    )
+    add_db_flags(resume, "thread id of the run (printed when it started)", thread_required=True)
+    resume.add_argument(
+        "--answer",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="an answer to a waiting question or plan, one per question in the order listed (for a plan: "
+        f"approve, the task list edited as JSON, or {CANCEL_WORD}); a slash command such as /status is sent as "
+        "input and answered",
+    )
+    add_run_flags(resume, resume=True)
+    add_json_flag(resume)
+    graph = sub.add_parser(
+        "graph",
+        formatter_class=ParagraphFormatter,
+        help="print the graph `run` builds, as mermaid (no model is called, no key needed)",
+        description="Print the graph that `replangraph run` builds with these flags, as a mermaid flowchart "
+        "(paste it into a Markdown file or https://mermaid.live). No model is called: a placeholder stands in.",
+    )
+    add_run_flags(graph, resume=False, model=False)
+    bench = sub.add_parser(
+        "bench",
+        formatter_class=ParagraphFormatter,
+        help="run a benchmark of a source checkout: python -m benchmarks NAME [options]",
+        description="Run `python -m benchmarks NAME [options]` from the replangraph source checkout (the "
+        "current folder, else the one the package was installed from in editable mode), passing the arguments "
+        "through. Benchmarks: personas, context, engine; `replangraph bench NAME --help` lists a benchmark's "
+        "options, and --quick runs context and engine in seconds.",
+    )
+    bench.add_argument(
+        "args",
+        nargs=argparse.REMAINDER,
+        metavar="NAME [options]",
+        help="the benchmark (personas, context or engine) and its options, passed to python -m benchmarks",
+    )
+    return parser

@@ -1,0 +1,58 @@
+"""Settings: what the graph is built from. `run` records them in each checkpoint's metadata and `resume`
+reads them back, so `replangraph resume --thread ID` needs none of the flags the run was started with."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from replangraph.config import AgentConfig
+
+SETTINGS_KEY = "replangraph_cli"
+"""Checkpoint metadata key holding the CLI settings of the run (JSON), so ``resume`` rebuilds the same graph."""
+
+DEFAULTS: dict[str, Any] = {
+    "model": None,
+    "base_url": None,
+    "tools": [],
+    "max_steps": AgentConfig().max_steps,
+    "concurrency": AgentConfig().max_concurrency,
+    "verify": False,
+    "approve_plan": False,
+    "max_clarifications": AgentConfig().max_clarifications,
+}
+
+
+def chosen_settings(args: argparse.Namespace, recorded: Mapping[str, Any]) -> dict[str, Any]:
+    """Each setting from its flag when given, else as the run recorded it, else its default."""
+    settings = {}
+    for name, default in DEFAULTS.items():
+        given = getattr(args, name, None)
+        settings[name] = given if given not in (None, []) else recorded.get(name, default)
+    return settings
+
+
+def recorded_settings(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The settings a CLI run recorded in a checkpoint's metadata ({} for a thread started elsewhere)."""
+    try:
+        found = json.loads((metadata or {}).get(SETTINGS_KEY) or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return {k: v for k, v in found.items() if k in DEFAULTS} if isinstance(found, dict) else {}
+
+
+def agent_config(settings: Mapping[str, Any]) -> AgentConfig:
+    return AgentConfig(
+        max_steps=settings["max_steps"],
+        max_concurrency=settings["concurrency"],
+        verify_results=settings["verify"],
+        approve_plan=settings["approve_plan"],
+        max_clarifications=settings["max_clarifications"],
+    )
+
+
+def model_missing(settings: Mapping[str, Any]) -> bool:
+    return not (os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL") or settings.get("base_url"))
