@@ -40,6 +40,9 @@ EXIT_WAITING = 3
 """The run waits for an answer and there is no terminal to ask on: ``replangraph resume --answer``."""
 EXIT_CONNECTION = 4
 """The model server did not answer: before the run (nothing ran), or during it (every failure a connection error)."""
+EXIT_CRASHED = 5
+"""The run stopped on an unexpected error (a bug, a lost database): its traceback is saved to a file, the steps
+checkpointed before it are kept, and ``replangraph resume`` goes on once the cause is fixed."""
 EXIT_INTERRUPTED = 130
 """Ctrl-C: the checkpoint keeps the run."""
 

@@ -32,7 +32,8 @@ OUTPUT_HELP = (
 EXIT_HELP = (
     "Exit codes: 0 every subtask completed; 1 the run ended with the fallback report (failed, skipped or "
     "cancelled); 2 usage, model or database error; 3 waiting for an answer; 4 the model server did not answer "
-    "(before the run, or during it when every failure was a connection error); 130 stopped with Ctrl-C."
+    "(before the run, or during it when every failure was a connection error); 5 the run stopped on an "
+    "unexpected error (traceback saved to a file; resume once fixed); 130 stopped with Ctrl-C."
 )
 
 

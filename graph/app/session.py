@@ -7,6 +7,8 @@ import json
 import re
 import shlex
 import sys
+import tempfile
+import traceback
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,7 +19,7 @@ from replangraph.durable import is_postgres_url, masked_url
 from replangraph.events import COMMAND_ANSWERED, PLAN_COMPLETED
 from replangraph.queue import preview, spent_model_calls, status_counts
 
-from .console import EXIT_CONNECTION, EXIT_DONE, EXIT_INTERRUPTED, EXIT_REPORT, EXIT_WAITING, Output
+from .console import EXIT_CONNECTION, EXIT_CRASHED, EXIT_DONE, EXIT_INTERRUPTED, EXIT_REPORT, EXIT_WAITING, Output
 from .server import lost_server, server_label
 from .settings import SETTINGS_KEY
 
@@ -185,9 +187,21 @@ class Session:
             self.say()
             text = f"Stopped. The checkpoint keeps the run; resume with: {self.resume_command()}"
             return self.stopped(EXIT_INTERRUPTED, "interrupted", text)
-        except Exception:  # the traceback follows; the steps checkpointed before the crash are kept
-            print(f"The run crashed. Once the cause is fixed, resume with: {self.resume_command()}", file=sys.stderr)
-            raise
+        except Exception as exc:  # the steps checkpointed before the crash are kept; the traceback goes to a file
+            saved = self.save_traceback(exc)
+            text = (
+                f"The run stopped on an unexpected error ({type(exc).__name__}: {preview(str(exc), 200)}); "
+                f"the traceback is in {saved}. Once the cause is fixed, resume with: {self.resume_command()}"
+            )
+            return self.stopped(EXIT_CRASHED, "crashed", text)
+
+    def save_traceback(self, exc: BaseException) -> str:
+        """Write ``exc``'s traceback to a file in the temp folder (named after the thread); its path."""
+        with tempfile.NamedTemporaryFile(
+            "w", prefix=f"replangraph-{self.thread}-", suffix=".txt", delete=False, encoding="utf-8"
+        ) as file:
+            file.write("".join(traceback.format_exception(exc)))
+        return file.name
 
     def drive(self, inputs: Any, command: str | None = None) -> int:
         """Run ``inputs`` (``None``: go on from the checkpoint; ``NO_INPUT``: only answer what waits; ``command``:

@@ -8,7 +8,8 @@ separated: a tool, a function or a list of them) and REPLANGRAPH_AGENTS
 the offline demo scenario (scripted model), so Studio shows a full run without a key.
 Limits are set per assistant or per run through the context form (the
 graph's context schema is AgentConfig); ``configurable`` keys named like its
-fields, and ``model``, still work.
+fields, and ``model``, still work, but not in the same run as ``context`` (the
+server refuses a run that sets both).
 """
 
 from __future__ import annotations
