@@ -62,6 +62,20 @@ def warn_stacked_retries(models: Mapping[str, Any], config: AgentConfig) -> None
         )
 
 
+def with_workspace(config: AgentConfig, profiles: Mapping[str, AgentProfile]) -> AgentConfig:
+    """``config`` with ``workspace_dir`` set to the folder of the workspace tools when it is unset
+    and the tools name exactly one (``metadata["workspace_root"]``, set by `workspace_tools`)."""
+    roots = {
+        root
+        for profile in profiles.values()
+        for tool in profile.tools
+        if isinstance(root := (tool.metadata or {}).get("workspace_root"), str)
+    }
+    if config.workspace_dir is not None or len(roots) != 1:
+        return config
+    return config.model_copy(update={"workspace_dir": roots.pop()})
+
+
 def _check_model(model: Any, role: str) -> None:
     if not isinstance(model, BaseChatModel):
         raise TypeError(f"{role} must be a LangChain chat model (BaseChatModel), got {type(model).__name__}")
@@ -123,6 +137,7 @@ def build_graph(
             _check_model(extra, role)
     handlers = registered_commands(commands)
     profiles = resolve_profiles(agents, tools)
+    config = with_workspace(config, profiles)
     warn_stacked_retries(
         {
             "model": model,

@@ -61,7 +61,7 @@ class AgentConfig(BaseModel):
     review_context_chars: int = Field(4_000, ge=500, description="Size cap of replan_review_context.")
     result_preview_chars: int = Field(160, ge=20, description="Result preview length in reviews.")
     workspace_dir: str | None = Field(
-        None, description="Folder whose files the review lists (give workspace_tools the same folder)."
+        None, description="Folder whose files the review lists; None: that of workspace_tools when the tools name one."
     )
 
     # Human in the loop (these pause the run: the graph needs a checkpointer)

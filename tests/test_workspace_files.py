@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 from pathlib import Path
@@ -12,9 +13,15 @@ from langchain_core.tools import ToolException
 from scripting import make_model, plan_of, run, subtask_of
 
 from replangraph import AgentConfig, build_graph
+from replangraph.builder import with_workspace
+from replangraph.config import AgentProfile, resolve_profiles
+from replangraph.queue import new_task
 from replangraph.testing import tool_call
-from replangraph.tools import REVIEW_TOOL
+from replangraph.tools import REVIEW_TOOL, ReplanSession, replan_toolkit
+from replangraph.tools import workspace_files as workspace_module
 from replangraph.tools.workspace_files import resolve_inside, workspace_tools
+
+toolkit_module = importlib.import_module("replangraph.tools.replan_toolkit")  # the package's attribute: a function
 
 
 def tools(root, **limits):
@@ -190,6 +197,7 @@ def test_binary_files_are_reported_not_decoded(tmp_path, ws):
         ({"filename": "a.md", "text": "plain"}, "plain"),
         ({"file": ["a.md"], "data": "from a list"}, "from a list"),
         ({"file_path": " 'a.md' ", "content": [{"type": "text", "text": "from a block"}]}, "from a block"),
+        ({"path": {"type": "text", "text": "a.md"}, "content": "path in a block"}, "path in a block"),
         ({"path": "a.md", "content": {"type": "text", "text": "one block"}}, "one block"),
         (
             {"path": "a.md", "content": {"total": 3, "items": [1, 2]}},
@@ -242,9 +250,103 @@ def test_the_review_of_a_real_run_lists_what_the_agent_wrote(tmp_path):
         return "notes written"
 
     model = make_model(plan_of({"id": "1", "content": "write the notes"}), work)
-    graph = build_graph(model, tools=workspace_tools(root), config=AgentConfig(workspace_dir=str(root)))
+    graph = build_graph(model, tools=workspace_tools(root))  # the review's folder comes from the tools
     state, _ = run(graph)
     assert state["tasks"]["1"]["status"] == "completed"
     assert (root / "notes/result.md").read_text() == "# Notes\nall done"
-    assert reviews and f"Workspace files ({root}):" in reviews[-1]
-    assert "- notes/result.md (16 bytes)" in reviews[-1]
+    assert reviews and "Workspace files (paths for read_file/write_file):" in reviews[-1]
+    assert "- notes/result.md (16 bytes)" in reviews[-1] and str(tmp_path) not in reviews[-1]
+
+
+def test_the_review_folder_is_taken_from_the_tools_only_when_they_name_one(tmp_path):
+    one, two = workspace_tools(tmp_path / "one"), workspace_tools(tmp_path / "two")
+    found = with_workspace(AgentConfig(), resolve_profiles(None, one)).workspace_dir
+    assert found == str((tmp_path / "one").resolve())
+    both = resolve_profiles({"a": AgentProfile(tools=one), "b": AgentProfile(tools=two)}, ())
+    assert with_workspace(AgentConfig(), both).workspace_dir is None  # which one? the user says
+    assert with_workspace(AgentConfig(workspace_dir="mine"), resolve_profiles(None, one)).workspace_dir == "mine"
+
+
+@pytest.mark.parametrize("name", ["write_file", "read_file", "list_files"])
+def test_os_errors_are_tool_errors_without_the_absolute_path(tmp_path, ws, name):
+    reply = call(ws[name], path="n" * 300, content="x")  # over the file system's name length
+    outcome = {"write_file": "nothing was changed", "read_file": "nothing was read"}.get(name, "nothing was listed")
+    assert reply.status == "error" and reply.content.startswith(f"{name} failed: File name too long; {outcome}")
+    assert str(tmp_path) not in reply.content
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root reads any file")
+def test_an_unreadable_file_is_a_tool_error(tmp_path, ws):
+    call(ws["write_file"], path="locked.txt", content="x")
+    (tmp_path / "ws/locked.txt").chmod(0)
+    assert call(ws["read_file"], path="locked.txt").content == "read_file failed: Permission denied; nothing was read"
+
+
+def test_a_refused_open_is_a_tool_error_as_root_too(tmp_path, ws, monkeypatch):
+    call(ws["write_file"], path="locked.txt", content="x")
+
+    def refused(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(tmp_path / "ws/locked.txt"))
+
+    monkeypatch.setattr(workspace_module, "open", refused, raising=False)
+    assert call(ws["read_file"], path="locked.txt").content == "read_file failed: Permission denied; nothing was read"
+
+
+@pytest.mark.parametrize(
+    ("path", "says"),
+    [
+        ({"name": "a.txt"}, "path must be a string such as notes/result.md"),
+        (["a.txt", "b.txt"], "give one path, not a list of 2"),
+        ([{"name": "a.txt"}], "path must be a string such as notes/result.md"),
+        ("a\nb.txt", "the path holds a control character ('\\n')"),
+        ("a\tb.txt", "the path holds a control character ('\\t')"),
+        ("a\x1b[31mb.txt", "the path holds a control character ('\\x1b')"),
+    ],
+)
+def test_paths_that_are_not_one_plain_string_are_refused(tmp_path, ws, path, says):
+    for name in ("write_file", "read_file", "list_files"):
+        reply = call(ws[name], path=path, content="x")
+        assert reply.status == "error" and says in reply.content, reply.content
+    assert snapshot(tmp_path / "ws") == {}
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_a_named_pipe_is_not_a_regular_file(tmp_path, ws):
+    os.mkfifo(tmp_path / "ws/pipe")
+    assert "- pipe (not a regular file)" in call(ws["list_files"]).content
+    assert "- pipe (not a regular file)" in review_of(tmp_path / "ws")
+    for reply in (call(ws["read_file"], path="pipe"), call(ws["write_file"], path="pipe", content="x")):
+        assert reply.status == "error" and "pipe is not a regular file" in reply.content  # opening it would block
+
+
+def review_of(root, tasks=None, **config) -> str:
+    """What replan_review_context shows subtask 1 when ``root`` is the workspace folder."""
+    tasks = tasks or {"1": {**new_task("1", "work", position=[0]), "status": "in_progress"}}
+    session = ReplanSession("1", tasks, ["default"], AgentConfig(workspace_dir=str(root), **config))
+    return {t.name: t for t in replan_toolkit(session)}[REVIEW_TOOL].invoke({})
+
+
+def test_the_review_lists_links_without_following_them(tmp_path):
+    root, _ = outside_links(tmp_path)
+    (root / "gone.txt").symlink_to(root / "missing.txt")
+    (root / "a.txt").write_text("hello")
+    text = review_of(root)
+    assert "- gone.txt (broken link)" in text and "- a.txt (5 bytes)" in text
+    assert "- out_file (link leading outside the workspace)" in text and "(10 bytes)" not in text  # TOP SECRET
+
+
+def test_a_long_file_listing_leaves_room_for_the_plan(tmp_path):
+    for n in range(40):
+        (tmp_path / f"{'a_rather_long_file_name_' * 3}{n:02d}.txt").write_text("x")
+    tasks = {"1": {**new_task("1", "work", position=[0]), "status": "in_progress"}}
+    tasks.update({f"p{n}": new_task(f"p{n}", f"later step {n}", position=[n + 1]) for n in range(10)})
+    text = review_of(tmp_path, tasks, review_context_chars=2_000)
+    assert len(text) <= 2_000 and all(f"p{n}: later step {n}" in text for n in range(10))
+    assert re.search(r"\n\(… \d+ more not shown; call list_files\)$", text)
+
+
+def test_the_review_looks_at_a_bounded_number_of_entries(tmp_path, monkeypatch):
+    monkeypatch.setattr(toolkit_module, "MAX_REVIEW_WALKED", 50)
+    for n in range(60):
+        (tmp_path / f"f{n:02d}.txt").write_text("x")
+    assert re.search(r"\n\(… \d+\+ more not shown; call list_files\)$", review_of(tmp_path))

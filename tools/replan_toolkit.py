@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated, Any
 
 from langchain_core.messages import ToolMessage
@@ -39,6 +40,9 @@ SPLIT_TOOL = "replan_split_and_handoff"
 REQUEST_REPLAN_TOOL = "request_replan"
 TOOLKIT_NAMES = (REVIEW_TOOL, SPLIT_TOOL, REQUEST_REPLAN_TOOL)
 MAX_WORKSPACE_FILES = 40
+"""Most workspace entries a review names."""
+MAX_REVIEW_WALKED = 1_000
+"""Most workspace entries a review looks at."""
 
 
 @dataclass
@@ -236,19 +240,23 @@ def replan_toolkit(session: ReplanSession | None) -> list[BaseTool]:
 # --------------------------------------------------------------------------- review rendering
 
 
-def workspace_lines(path: str | None, limit: int = MAX_WORKSPACE_FILES) -> list[str]:
-    """``- relative/path (N bytes)`` for files under ``path``, at most ``limit`` lines."""
+def workspace_lines(path: str | None, limit: int = MAX_WORKSPACE_FILES, max_chars: int | None = None) -> list[str]:
+    """The review's ``- relative/path (N bytes)`` lines for the files under ``path``: at most ``limit``
+    lines and ``max_chars`` characters, then a line saying how many more list_files would show."""
+    from replangraph.tools.workspace_files import workspace_listing  # it imports this module
+
     if not path or not os.path.isdir(path):
         return []
-    files = []
-    for root, _dirs, names in os.walk(path):
-        for name in sorted(names):
-            full = os.path.join(root, name)
-            files.append(f"- {os.path.relpath(full, path)} ({os.path.getsize(full)} bytes)")
-    files.sort()
-    if len(files) > limit:
-        return files[:limit] + [f"(… {len(files) - limit} more files not shown)"]
-    return files
+    try:
+        lines, complete = workspace_listing(Path(os.path.realpath(path)), most=MAX_REVIEW_WALKED)
+    except OSError as exc:
+        return [f"(the workspace could not be listed: {exc.strerror or type(exc).__name__})"]
+    shown = lines[:limit]
+    while shown and max_chars is not None and len("\n".join(shown)) > max_chars:
+        shown.pop()
+    if len(shown) < len(lines) or not complete:
+        shown.append(f"(… {len(lines) - len(shown)}{'' if complete else '+'} more not shown; call list_files)")
+    return shown
 
 
 def render_review(
@@ -260,7 +268,8 @@ def render_review(
     preview_chars: int = 160,
     workspace: str | None = None,
 ) -> str:
-    """The review text; drops the oldest completed and the farthest pending lines to fit ``limit``."""
+    """The review text; drops the oldest completed and the farthest pending lines to fit ``limit``
+    (the workspace files get about a quarter of it)."""
     queue = ordered(tasks)
     done = [task_line(t, preview_chars) for t in queue if t["status"] == "completed"]
     stopped = [task_line(t, preview_chars) for t in queue if t["status"] in ("failed", "skipped")]
@@ -268,7 +277,7 @@ def render_review(
     current = tasks[current_id]
     head = [f"Goal: {preview(goal, 400)}"] if goal else []
     head.append(f"Current subtask: {current_id}: {preview(current['content'], 400)}")
-    files = workspace_lines(workspace)
+    files = workspace_lines(workspace, max_chars=limit // 4)
 
     def render(n_done: int, n_waiting: int) -> str:
         parts = list(head)
@@ -284,7 +293,7 @@ def render_review(
         if n_waiting < len(waiting):
             parts.append(f"(… {len(waiting) - n_waiting} later pending subtasks not shown)")
         if files:
-            parts.append(f"Workspace files ({workspace}):")
+            parts.append("Workspace files (paths for read_file/write_file):")
             parts.extend(files)
         return "\n".join(parts)
 

@@ -2,8 +2,9 @@
 
 Every path is relative to one workspace folder; a path that leaves it (``..``, an
 absolute path, a symbolic link pointing out) is refused with a `ToolException`
-before anything is touched. Writes are capped at ``max_write_bytes`` per file and
-reads come in pages of at most ``max_read_chars`` characters. The checks guard
+before anything is touched; any other `OSError` comes back as a `ToolException` naming
+the tool and the error, never the absolute path. Writes are capped at ``max_write_bytes``
+per file and reads come in pages of at most ``max_read_chars`` characters. The checks guard
 against a model's mistakes, not against other processes changing the folder
 while a call runs.
 """
@@ -11,8 +12,10 @@ while a call runs.
 from __future__ import annotations
 
 import codecs
+import functools
 import json
 import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -34,10 +37,13 @@ SNIFF_BYTES = 8_192
 
 def resolve_inside(root: str | os.PathLike, path: Any, *, writing: bool = False) -> Path:
     """The real path ``path`` names inside ``root``; a `ToolException` saying why if it leads outside
-    (absolute, ``..``, a symbolic link at any level), holds a NUL byte, or (``writing``) names the root."""
+    (absolute, ``..``, a symbolic link at any level), is not one string, holds a control character
+    (NUL, newline...), or (``writing``) names the root."""
     text = _path_text(path)
-    if "\x00" in text:
-        raise ToolException(f"the path holds a NUL byte; give a plain relative path, e.g. {EXAMPLE}")
+    odd = next((c for c in text if ord(c) < 32 or ord(c) == 127), None)
+    if odd is not None:
+        what = "a NUL byte" if odd == "\x00" else f"a control character ({odd!r})"
+        raise ToolException(f"the path holds {what}; give a plain relative path, e.g. {EXAMPLE}")
     if not text:
         raise ToolException(f"the path is empty; give a path relative to the workspace, e.g. {EXAMPLE}")
     base = Path(os.path.realpath(root))
@@ -57,8 +63,14 @@ def resolve_inside(root: str | os.PathLike, path: Any, *, writing: bool = False)
 
 
 def _path_text(value: Any) -> str:
+    """The path a model sent: a string, a one-item list or one text block; a `ToolException` for
+    anything else (an object, several paths)."""
     if isinstance(value, list | tuple):
-        value = value[0] if value else ""
+        if len(value) > 1:
+            raise ToolException(f"give one path, not a list of {len(value)}; e.g. {EXAMPLE}")
+        return _path_text(value[0] if value else "")
+    if isinstance(value, Mapping) and not (value.get("type") == "text" and isinstance(value.get("text"), str)):
+        raise ToolException(f"path must be a string such as {EXAMPLE}, not an object")
     return as_text(value).strip().strip("'\"`").strip()
 
 
@@ -110,7 +122,10 @@ class ListArgs(BaseModel):
 def workspace_tools(
     root: str | os.PathLike, *, max_read_chars: int = 10_000, max_write_bytes: int = 1_000_000
 ) -> list[BaseTool]:
-    """``write_file``, ``read_file`` and ``list_files`` on the files under ``root`` (created if missing)."""
+    """``write_file``, ``read_file`` and ``list_files`` on the files under ``root`` (created if missing).
+
+    Each tool's ``metadata["workspace_root"]`` names the folder: `build_graph` lists it in the review
+    when ``AgentConfig.workspace_dir`` is not set."""
     os.makedirs(root, exist_ok=True)
     base = Path(os.path.realpath(root))  # fixed now, whatever the working directory becomes
 
@@ -122,6 +137,8 @@ def workspace_tools(
         data = _content_text(content).encode("utf-8")
         if real.is_dir():
             raise ToolException(f"{shown(real)} is a folder; give a file name inside it, e.g. {shown(real)}/notes.md")
+        if real.exists() and not real.is_file():  # a FIFO would block the open below
+            raise ToolException(f"{shown(real)} is not a regular file; write_file writes regular files only")
         before = real.stat().st_size if append and real.is_file() else 0
         if before + len(data) > max_write_bytes:
             size = f"{before} + {len(data)}" if before else str(len(data))
@@ -137,7 +154,7 @@ def workspace_tools(
         except (FileExistsError, NotADirectoryError):
             raise ToolException(f"could not write {shown(real)}: a part of its path is a file, not a folder") from None
         except OSError as exc:
-            raise ToolException(f"could not write {shown(real)}: {exc.strerror or exc}") from None
+            raise ToolException(f"could not write {shown(real)}: {exc.strerror or type(exc).__name__}") from None
         if append:
             return f"Appended {len(data)} bytes to {shown(real)} (now {before + len(data)} bytes)."
         return f"Wrote {len(data)} bytes to {shown(real)}."
@@ -147,6 +164,8 @@ def workspace_tools(
         name = shown(real)
         if real.is_dir():
             raise ToolException(f"{name} is a folder; call list_files with path={name!r} to see its files")
+        if real.exists() and not real.is_file():
+            raise ToolException(f"{name} is not a regular file; read_file reads regular files only")
         if not real.is_file():
             raise ToolException(f"there is no file {name} in the workspace; call list_files to see what is there")
         size, start = real.stat().st_size, offset or 0
@@ -174,9 +193,11 @@ def workspace_tools(
         real = resolve_inside(base, path or ".")
         if real.is_file():
             return f"- {shown(real)} ({real.stat().st_size} bytes)"
+        if real.exists() and not real.is_dir():
+            return f"- {shown(real)} (not a regular file)"
         if not real.is_dir():
             raise ToolException(f"there is no folder {shown(real)} in the workspace; call list_files with path='.'")
-        lines, complete = _listing(real, base)
+        lines, complete = workspace_listing(real, base)
         where = "the workspace" if real == base else shown(real)
         if not lines:
             return f"No files in {where}."
@@ -189,14 +210,15 @@ def workspace_tools(
             body.append(f"(… {len(lines) - len(body)}{plus} more not shown; list a subfolder, e.g. path='notes')")
         return "\n".join([head, *body])
 
-    def tool(function: Any, schema: type[BaseModel], description: str) -> BaseTool:
+    def tool(function: Any, schema: type[BaseModel], description: str, outcome: str) -> BaseTool:
         return StructuredTool.from_function(
-            function,
+            _os_errors_refused(function, outcome),
             name=function.__name__,
             description=description,
             args_schema=schema,
             handle_tool_error=True,
             handle_validation_error=bad_arguments,
+            metadata={"workspace_root": str(base)},
         )
 
     return [
@@ -205,15 +227,37 @@ def workspace_tools(
             WriteArgs,
             f"Write text to a file in the workspace, creating its folders (at most {max_write_bytes} bytes a file). "
             f"The path is relative to the workspace, e.g. {EXAMPLE}; append=true adds to the end of the file.",
+            "nothing was changed",
         ),
         tool(
             read_file,
             ReadArgs,
             f"Read a text file of the workspace, at most {max_read_chars} characters a call; "
             "a longer file ends with the offset to read on from.",
+            "nothing was read",
         ),
-        tool(list_files, ListArgs, "List the files of the workspace (or of one folder in it), sorted, with sizes."),
+        tool(
+            list_files,
+            ListArgs,
+            "List the files of the workspace (or of one folder in it), sorted, with sizes.",
+            "nothing was listed",
+        ),
     ]
+
+
+def _os_errors_refused(function: Callable[..., str], outcome: str) -> Callable[..., str]:
+    """``function`` with an `OSError` turned into a `ToolException` naming the tool and the error,
+    never the absolute path (``outcome`` says what did not happen)."""
+
+    @functools.wraps(function)
+    def guarded(*args: Any, **kwargs: Any) -> str:
+        try:
+            return function(*args, **kwargs)
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            raise ToolException(f"{function.__name__} failed: {reason}; {outcome}") from None
+
+    return guarded
 
 
 def _header(name: str, size: int, start: int, end: int) -> str:
@@ -233,8 +277,11 @@ def _binary(head: bytes) -> bool:
     return odd > len(text) * 0.1
 
 
-def _listing(folder: Path, base: Path) -> tuple[list[str], bool]:
-    """Sorted ``- relative/path (N bytes)`` lines for what is under ``folder``, and whether that is all of it."""
+def workspace_listing(folder: Path, base: Path | None = None, *, most: int = MAX_WALKED) -> tuple[list[str], bool]:
+    """Sorted ``- relative/path (N bytes)`` lines for what is under ``folder`` (paths relative to ``base``,
+    default ``folder``; both real paths), and whether that is all of it: the walk stops after ``most`` entries.
+    Links are not followed; a link leading out of ``base`` is marked, never sized."""
+    base = folder if base is None else base
     lines: list[str] = []
     for top, dirs, names in os.walk(folder):
         dirs.sort()
@@ -242,15 +289,24 @@ def _listing(folder: Path, base: Path) -> tuple[list[str], bool]:
             lines.append(f"- {Path(top).relative_to(base).as_posix()}/ (empty folder)")
         for name in sorted(names) + [d for d in dirs if os.path.islink(os.path.join(top, d))]:
             full = os.path.join(top, name)
-            target, shown = os.path.realpath(full), Path(full).relative_to(base).as_posix()
-            if target != str(base) and not target.startswith(str(base) + os.sep):
-                lines.append(f"- {shown} (link leading outside the workspace)")
-            elif os.path.isfile(target):
-                lines.append(f"- {shown} ({os.path.getsize(target)} bytes)")
-            elif os.path.isdir(target):
-                lines.append(f"- {shown}/ (link to a folder)")
-            else:
-                lines.append(f"- {shown} (broken link)")
-            if len(lines) >= MAX_WALKED:
+            lines.append(f"- {Path(full).relative_to(base).as_posix()}{_entry_kind(full, base)}")
+            if len(lines) >= most:
                 return sorted(lines), False
     return sorted(lines), True
+
+
+def _entry_kind(full: str, base: Path) -> str:
+    """What follows an entry's name in a listing: its size, or what it is."""
+    target = os.path.realpath(full)
+    if target != str(base) and not target.startswith(str(base) + os.sep):
+        return " (link leading outside the workspace)"
+    try:
+        if os.path.isfile(target):
+            return f" ({os.path.getsize(target)} bytes)"
+    except OSError:
+        return " (size unknown)"
+    if os.path.isdir(target):
+        return "/ (link to a folder)"
+    if os.path.islink(full) and not os.path.exists(full):
+        return " (broken link)"
+    return " (not a regular file)"
