@@ -131,8 +131,9 @@ def task_tree_layout(
 ) -> dict[str, tuple[float, float]]:
     """``{task id: (x, y)}`` for an outline tree: one row per task, top down (``y = -row``);
     planned and replanned tasks (no ``parent_id``, or a parent not in ``tasks``) are roots at
-    ``x = 0``, each dynamic task right below its parent's earlier rows, one step to the right
-    (``x = parent's x + 1``). Siblings keep queue order (``position``)."""
+    ``x = 0``, each dynamic task on the row right after its parent and the parent's earlier
+    children (with their own children), one step to the right (``x = parent's x + 1``).
+    Siblings keep queue order (``position``)."""
     listed = ordered_tasks(tasks)
     ids = {t["id"] for t in listed}
     children: dict[str | None, list[str]] = {}

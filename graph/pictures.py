@@ -10,6 +10,7 @@ returns the figure. The layouts are in `replangraph.layouts` and need no matplot
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -58,11 +59,14 @@ def _axes(ax: Any, figsize: tuple[float, float], **figure: Any) -> tuple[Any, An
 def draw_graph(graph: Any, ax: Any = None, *, isolated: bool = True, fontsize: float = 9):
     """The graph as a layered picture: one rounded box per node (``__start__`` at the top,
     ``__end__`` at the bottom), an arrow per edge, conditional edges dashed, edges that point
-    back up curved. ``graph``: a compiled graph (``get_graph()`` is called) or the drawable
-    graph itself. ``isolated``: draw nodes no edge reaches (error handlers) on a bottom row,
-    in dotted boxes. Returns the matplotlib figure."""
+    back up curved, a node's edge to itself a small loop out of the box's right edge and back.
+    ``graph``: a compiled graph (``get_graph()`` is called) or the drawable graph itself.
+    ``isolated``: draw nodes no edge reaches (error handlers) on a bottom row, in dotted boxes.
+    Returns the matplotlib figure."""
     mpl = _matplotlib()
     from matplotlib.patches import FancyArrowPatch
+    from matplotlib.textpath import TextPath
+    from matplotlib.transforms import offset_copy
 
     drawable = graph.get_graph() if hasattr(graph, "get_graph") else graph
     names = {key: getattr(node, "name", None) or str(key) for key, node in drawable.nodes.items()}
@@ -81,7 +85,8 @@ def draw_graph(graph: Any, ax: Any = None, *, isolated: bool = True, fontsize: f
     ax.set_ylim(min(ys) * row - row / 2, max(ys) * row + row / 2)
     ax.set_axis_off()
 
-    boxes = {}
+    pad = 0.45
+    boxes, half_widths = {}, {}
     for node, (x, y) in layout.items():
         ends = node in (START, END)
         lone = node not in reached
@@ -95,7 +100,7 @@ def draw_graph(graph: Any, ax: Any = None, *, isolated: bool = True, fontsize: f
             color="#666666" if lone else "black",
             zorder=3,
             bbox={
-                "boxstyle": "round,pad=0.45",
+                "boxstyle": f"round,pad={pad}",
                 "facecolor": "#eeeeee" if ends else ("white" if lone else "#dbe9f6"),
                 "edgecolor": "#999999" if lone else "#3b6ea5",
                 "linestyle": ":" if lone else "-",
@@ -103,6 +108,8 @@ def draw_graph(graph: Any, ax: Any = None, *, isolated: bool = True, fontsize: f
         )
         text.set_gid(f"node:{node}")
         boxes[node] = text.get_bbox_patch()
+        # half the box's width in points: half the label's, plus the box's pad (a fraction of the font size)
+        half_widths[node] = TextPath((0, 0), names[node], size=fontsize).get_extents().width / 2 + pad * fontsize
 
     for source, target, conditional in edges:
         if source not in layout or target not in layout:
@@ -121,13 +128,14 @@ def draw_graph(graph: Any, ax: Any = None, *, isolated: bool = True, fontsize: f
             "shrinkB": 1,
             "zorder": 4,  # over the boxes: each box is drawn (and placed) before the arrows clip at its edge
         }
-        if source == target:  # a loop out of the box's right side and back
-            arm = fontsize * (0.5 * len(names[source]) + 2.5)  # past the box edge (in pixels at 100 dpi)
+        if source == target:  # a loop out of the box's right edge, arcing outward and back in
+            right = offset_copy(ax.transData, fig=fig, x=half_widths[source], units="points")
             arrow = FancyArrowPatch(
-                (x0 * col, y0 * row + 0.1 * row),
-                (x0 * col, y0 * row - 0.1 * row),
-                connectionstyle=f"arc,angleA=0,angleB=0,armA={arm:.0f},armB={arm:.0f},rad=6",
-                **style,
+                (x0 * col, y0 * row + 0.12 * row),
+                (x0 * col, y0 * row - 0.12 * row),
+                transform=right,  # the box's centre moved to its right edge, in points: any axes, any dpi
+                connectionstyle="arc3,rad=-1.6",  # bulging to the right (start above the end)
+                **{**style, "patchA": None, "patchB": None},
             )
         else:
             bend = 0.0 if y1 == y0 - 1 else (0.3 if y1 >= y0 else 0.2)  # next row: straight; back up: curved
@@ -269,18 +277,50 @@ def plot_window_tokens(
     ax: Any = None,
     *,
     limit: int | None = None,
+    threshold: int | None = None,
+    compressions: Iterable[tuple[float, int, int]] = (),
     title: str | None = None,
 ):
-    """Tokens of each model request, in call order: one line per label of ``series``, and a
-    dotted horizontal line at ``limit`` (the context window) when given. Returns the figure."""
+    """Tokens of each model request, in call order: one line per label of ``series``, a dotted
+    horizontal line at ``limit`` (the context window) and a dashed one at ``threshold`` (where
+    compression starts: the context monitor's ``budget``) when given. ``compressions``:
+    ``(call, tokens before, tokens after)`` for each compression, drawn at the call (1 for the
+    first) whose request it shrank: an ``x`` at the tokens before, a dotted drop to the tokens
+    after (a ``context_compressed`` event's ``tokens_before`` and ``tokens_after``). The y axis
+    has thousands separators. Returns the figure."""
+    from matplotlib.ticker import FuncFormatter
+
     fig, ax = _axes(ax, (8.5, 3.6), layout="constrained")
     for label, values in series.items():
         ax.plot(range(1, len(values) + 1), list(values), marker="o", markersize=3, linewidth=1.2, label=label)
     if limit is not None:
         ax.axhline(limit, color="#d62728", linestyle=":", linewidth=1.5, label=f"window limit ({limit:,} tokens)")
+    if threshold is not None:
+        ax.axhline(
+            threshold,
+            color="#333333",
+            linestyle="--",
+            linewidth=1.1,
+            label=f"compression starts ({threshold:,} tokens)",
+        )
+    drops = list(compressions)
+    for n, (call, before, after) in enumerate(drops):
+        ax.plot([call, call], [before, after], color="#555555", linestyle=":", linewidth=1.2, gid=f"compression:{n}")
+    if drops:
+        ax.plot(
+            [call for call, _, _ in drops],
+            [before for _, before, _ in drops],
+            marker="x",
+            markersize=6,
+            linestyle="none",
+            color="#555555",
+            label="request before compression, dotted down to after",
+            gid="compressions",
+        )
     ax.set_xlabel("model call")
     ax.set_ylabel("tokens in the request")
     ax.set_ylim(bottom=0)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
     ax.grid(alpha=0.3)
     if title:
         ax.set_title(title)
@@ -299,16 +339,22 @@ def benchmark_chart(
 ):
     """Grouped bars: one group per key of ``results`` (a persona), one bar per agent in it, the
     value written on each bar with ``fmt``; a dashed line at ``total`` (N items) when given.
-    ``results``: ``{group: {agent: value}}``. Returns the figure."""
+    ``results``: ``{group: {agent: value}}``; an agent missing from a group (or a NaN value)
+    gets no bar, and ``n/a`` where its bar would be. Returns the figure."""
     fig, ax = _axes(ax, (8.5, 3.6), layout="constrained")
     groups = list(results)
     agents = list(dict.fromkeys(agent for values in results.values() for agent in values))
     width = 0.8 / max(len(agents), 1)
     for i, agent in enumerate(agents):
         xs = [g + (i - (len(agents) - 1) / 2) * width for g in range(len(groups))]
-        values = [results[group].get(agent, 0) for group in groups]
+        values = [float(results[group].get(agent, math.nan)) for group in groups]
         bars = ax.bar(xs, values, width, label=agent)
-        ax.bar_label(bars, labels=[fmt.format(v) for v in values], fontsize=7, padding=1)
+        labels = ax.bar_label(bars, labels=[fmt.format(v) for v in values], fontsize=7, padding=1)
+        for x, value, label in zip(xs, values, labels, strict=True):
+            if math.isnan(value):  # bar_label leaves a NaN bar unlabelled: say so, on the baseline
+                label.set_text("n/a")
+                label.set_color("#666666")
+                label.xy, label.xyann = (x, 0), (0, 1)
     if total is not None:
         ax.axhline(total, color="#555555", linestyle="--", linewidth=1, label=f"all {total:g}")
     ax.set_xticks(range(len(groups)), groups)

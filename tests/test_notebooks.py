@@ -51,16 +51,21 @@ EXPECTED: dict[str, dict] = {
             r"1_dyn_2 +1 +1 +dynamic +\[0, 2\] +completed",
             r"\{'1': 0, '1_dyn_0': 1, '1_dyn_0_dyn_0': 2, '1_dyn_0_dyn_0_dyn_0': 3\}",
             r"19 / 19 products in the final answer(.|\n)*19 / 19 products in the final answer",
+            # max_split_depth=1: the second handoff is refused, and the subtask finishes the ranks itself
+            r"1_dyn_0 was told: split depth limit reached: 1_dyn_0 is at depth 1 and max_split_depth is 1; "
+            r"finish this subtask yourself\. The queue is unchanged; this subtask is still yours\.",
+            r"\{'1': 0, '1_dyn_0': 1\} \{'max_split_depth': 2\}\n19 / 19 products in the final answer",
         ],
     },
     "compression": {
         "images": 1,  # tokens per worker call
         "shows": [
+            r"compression starts above \(9,000 - 1,000\) x 0\.9 = 7,200 tokens",
             r"window 200,000: \d+ model calls \(0 summaries\), 0 compressions, largest request [2-9]\d,\d{3} tokens, "
             r"60/60 item codes",
-            # compressed, every request under the 9,000-token window, nothing lost
+            # compressed, every request under the 7,200-token threshold, nothing lost
             r"window +9,000: \d+ model calls \([1-9]\d* summaries\), [1-9]\d* compressions, largest request "
-            r"[1-8],\d{3} tokens, 60/60 item codes",
+            r"([1-6],\d{3}|7,[01]\d{2}) tokens, 60/60 item codes",
             r"'event': 'context_compressed'",
         ],
     },
@@ -73,6 +78,10 @@ EXPECTED: dict[str, dict] = {
             r"'kind': 'plan'",
             r"Done: The door is painted white\. The gate is painted white\. \| approved",
             r"Done: The door is painted white\. The fence is painted white\. \| edited",
+            # the cancel word answered to the gate's question: the door stays done, the gate is skipped
+            r"Please confirm: Which colour for the gate\?\ncancelled: True \{'1': 'completed', '2': 'skipped'\}\n"
+            r"The run for this goal stopped before it was finished: the user cancelled the run\n",
+            r"- 1: Paint the door\n  Result: The door is painted green\.(.|\n)*- 2 \(skipped\): Paint the gate",
         ],
     },
     "persona_benchmark": {

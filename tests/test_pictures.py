@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import math
 import subprocess
 import sys
 
@@ -10,6 +11,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
@@ -141,6 +143,23 @@ def test_arrows_stop_at_the_boxes_they_join():
     assert boxes["node:work"].y1 - 1 <= arrow.y0 <= boxes["node:work"].y1 + 6
 
 
+def test_a_loop_leaves_its_box_on_the_right_and_comes_back_outside_it():
+    fig = draw_graph(build_demo_graph())
+    renderer = rendered(fig)
+    drawn = arrows(fig)
+    for node in ("executor", "commands"):  # the replangraph graph's two loops
+        box = texts(fig)[f"node:{node}"].get_bbox_patch().get_window_extent(renderer)
+        loop = drawn[f"edge:{node}->{node}"]
+        path = loop.get_transform().transform_path(loop.get_path())  # the line and its head, in pixels
+        points = np.concatenate(path.to_polygons(closed_only=False))  # the curves flattened to points
+        outside = points[:, 0] >= box.x1 - 2  # on or right of the box's right edge (the head's back may dip in)
+        assert outside.mean() > 0.9, f"{node}'s loop is drawn inside its box"
+        assert points[:, 0].max() > box.x1 + 5  # it arcs out, past the edge
+        extent = loop.get_window_extent(renderer)
+        assert box.y0 < extent.y0 and extent.y1 < box.y1 + 2  # and back, beside the box
+        assert loop.get_connectionstyle().rad < 0
+
+
 def test_the_replangraph_graph_draws_every_node_and_edge():
     compiled = build_demo_graph()
     graph = compiled.get_graph()
@@ -257,15 +276,42 @@ def test_window_tokens_draws_one_line_per_series_and_the_limit():
     assert "window limit" not in " ".join(line.get_label() for line in plot_window_tokens({"a": [1]}).axes[0].lines)
 
 
+def test_window_tokens_marks_where_compression_starts_and_each_compression():
+    fig = plot_window_tokens(
+        {"small": [700, 2_500, 6_200, 6_600, 6_650]}, limit=9_000, threshold=7_200, compressions=[(4, 8_080, 6_600)]
+    )
+    ax = fig.axes[0]
+    lines = {line.get_label(): line for line in ax.lines}
+    starts = lines["compression starts (7,200 tokens)"]
+    assert list(starts.get_ydata()) == [7_200, 7_200] and starts.get_linestyle() == "--"
+    drop = next(line for line in ax.lines if line.get_gid() == "compression:0")
+    assert list(drop.get_xdata()) == [4, 4] and list(drop.get_ydata()) == [8_080, 6_600]  # at the call it shrank
+    marks = next(line for line in ax.lines if line.get_gid() == "compressions")
+    assert list(marks.get_xdata()) == [4] and list(marks.get_ydata()) == [8_080] and marks.get_marker() == "x"
+    assert ax.yaxis.get_major_formatter()(7_200, 0) == "7,200"  # thousands separators
+    plain = plot_window_tokens({"a": [1, 2]}).axes[0]
+    assert [line.get_label() for line in plain.lines] == ["a"]  # no threshold, no compressions: nothing more
+
+
 def test_benchmark_chart_draws_a_bar_per_agent_in_each_group():
     results = {"compliant": {"ours": 19, "ReAct": 19}, "lazy": {"ours": 5, "ReAct": 5, "ours + verify": 19}}
     fig = benchmark_chart(results, total=19)
     ax = fig.axes[0]
     bars = [p for p in ax.patches if isinstance(p, Rectangle)]
-    assert [b.get_height() for b in bars] == [19, 5, 19, 5, 0, 19]  # by agent, then group; a missing one is 0
+    heights = [b.get_height() for b in bars]  # by agent, then group; a missing one is NaN, not 0
+    assert heights[:4] == [19, 5, 19, 5] and math.isnan(heights[4]) and heights[5] == 19
     assert [t.get_text() for t in ax.get_xticklabels()] == ["compliant", "lazy"]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["all 19", "ours", "ReAct", "ours + verify"]
-    assert [t.get_text() for t in ax.texts] == ["19", "5", "19", "5", "0", "19"]
+    assert [t.get_text() for t in ax.texts] == ["19", "5", "19", "5", "n/a", "19"]
+    missing = ax.texts[4]  # on the baseline where ours + verify's compliant bar would be
+    assert missing.xy == (bars[4].get_x() + bars[4].get_width() / 2, 0)
+
+
+def test_benchmark_chart_writes_a_real_zero_as_a_value():
+    fig = benchmark_chart({"lazy": {"a": 0, "b": 1.184, "c": 75.6}}, fmt="{:.1f}k")
+    ax = fig.axes[0]
+    assert [b.get_height() for b in ax.patches if isinstance(b, Rectangle)] == [0, 1.184, 75.6]
+    assert [t.get_text() for t in ax.texts] == ["0.0k", "1.2k", "75.6k"]
 
 
 def test_every_picture_renders_to_png():
