@@ -113,8 +113,11 @@ def _open_postgres(url: str) -> Iterator[tuple[Any, Any]]:
             saver = stack.enter_context(PostgresSaver.from_conn_string(conninfo))
             store = stack.enter_context(PostgresStore.from_conn_string(conninfo))
         except psycopg.OperationalError as error:
-            reason = " ".join(str(error).split())
-            raise ConnectionError(f"cannot connect to PostgreSQL at {masked_url(url)}: {reason}") from error
+            # psycopg's first line says what failed; the lines after it are hints in sentences of their own
+            reason = " ".join((str(error).strip().splitlines() or [type(error).__name__])[0].split()).rstrip(".")
+            raise ConnectionError(
+                f"Cannot connect to PostgreSQL at {masked_url(url)} ({reason}): start the server or fix the URL."
+            ) from error
         saver.setup()
         store.setup()
         yield saver, store

@@ -7,13 +7,15 @@ says ``"stream": true`` (ChatOpenAI streams when a LangGraph run streams in ``me
 A request that breaks the provider's tool-message rules is refused with 400, as OpenAI does;
 so is one the responder cannot answer (its error is kept in ``errors``), which the client does
 not retry, so a test fails at once instead of waiting through backoff.
+``GET /v1/models`` lists ``models`` (with ``models_status`` other than 200, it answers that
+status instead, as a server that refuses the key answers 401).
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -24,6 +26,7 @@ from replangraph.testing import Reply, ScriptedRequest, as_message
 
 Responder = Callable[[ScriptedRequest], Reply]
 CHAT_PATH = "/v1/chat/completions"
+MODELS_PATH = "/v1/models"
 USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
 
 
@@ -108,13 +111,16 @@ class OpenAILoopback:
     """The server; use it as a context manager. ``base_url`` is what ``OPENAI_BASE_URL`` takes.
 
     ``requests`` holds every request body received, in arrival order (for assertions, never
-    for choosing replies); ``errors`` what was refused and why.
+    for choosing replies); ``errors`` what was refused and why; ``gets`` the paths asked with GET.
     """
 
-    def __init__(self, responder: Responder):
+    def __init__(self, responder: Responder, models: Sequence[str] = (), models_status: int = 200):
         self.responder = responder
+        self.models = list(models)
+        self.models_status = models_status
         self.requests: list[dict] = []
         self.errors: list[str] = []
+        self.gets: list[str] = []
         self._lock = threading.Lock()
         loopback = self
 
@@ -124,6 +130,9 @@ class OpenAILoopback:
 
             def do_POST(self) -> None:
                 loopback.handle(self)
+
+            def do_GET(self) -> None:
+                loopback.handle_get(self)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
@@ -145,6 +154,18 @@ class OpenAILoopback:
         with self._lock:
             self.errors.append(problem)
         payload = {"error": {"message": problem, "type": "invalid_request_error"}}
+        self.send(handler, status, json.dumps(payload).encode(), "application/json")
+
+    def handle_get(self, handler: BaseHTTPRequestHandler) -> None:
+        """``GET /v1/models``: the model list, or ``models_status``; any other path is not found."""
+        with self._lock:
+            self.gets.append(handler.path)
+        if handler.path.rstrip("/") != MODELS_PATH:
+            status, payload = 404, {"error": {"message": f"unknown path {handler.path}"}}
+        elif self.models_status != 200:
+            status, payload = self.models_status, {"error": {"message": f"HTTP {self.models_status}"}}
+        else:
+            status, payload = 200, {"object": "list", "data": [{"id": m, "object": "model"} for m in self.models]}
         self.send(handler, status, json.dumps(payload).encode(), "application/json")
 
     def handle(self, handler: BaseHTTPRequestHandler) -> None:

@@ -93,25 +93,6 @@ def test_every_event_has_a_readable_line():
     assert lines["dynamic_tasks_added"] == "a: the check added a_dyn_0"
 
 
-def test_every_flag_has_help_and_the_db_default_is_named():
-    import argparse
-
-    parser = cli.make_parser()
-    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
-    assert {"demo", "run", "resume"} <= set(commands)
-    for name in ("run", "resume"):
-        for action in commands[name]._actions:
-            assert action.help, f"{name} {action.option_strings or action.dest} has no help"
-        flags = {f for a in commands[name]._actions for f in a.option_strings}
-        assert {"--db", "--thread", "--model", "--base-url", "--tools", "--max-steps", "--concurrency"} <= flags
-        assert {"--verify", "--approve-plan", "--max-clarifications"} <= flags
-        db_help = next(a.help for a in commands[name]._actions if "--db" in a.option_strings)
-        assert "$REPLANGRAPH_DB" in db_help and "runs.sqlite" in db_help
-    assert "--answer" in {f for a in commands["resume"]._actions for f in a.option_strings}
-    with pytest.raises(SystemExit):
-        cli.main(["resume"])  # --thread is required
-
-
 def test_waiting_questions_are_listed_plan_first_then_by_task_id():
     from langgraph.types import Interrupt
 
@@ -158,7 +139,7 @@ def test_the_demo_entry_runs_offline():
     assert "Sable Leather Wallet" in out["final_answer"]
 
 
-def test_every_command_and_flag_has_help_and_the_json_format_is_documented():
+def test_every_command_and_flag_has_help_the_db_default_is_named_and_the_json_format_is_documented():
     import argparse
 
     parser = cli.make_parser()
@@ -169,9 +150,83 @@ def test_every_command_and_flag_has_help_and_the_json_format_is_documented():
             assert action.help, f"{name} {action.option_strings or action.dest} has no help"
     for name in ("demo", "run", "resume"):
         assert "--json" in {f for a in commands[name]._actions for f in a.option_strings}, name
+    for name in ("run", "resume"):
+        flags = {f for a in commands[name]._actions for f in a.option_strings}
+        assert {"--db", "--thread", "--model", "--base-url", "--tools", "--max-steps", "--concurrency"} <= flags
+        assert {"--verify", "--approve-plan", "--max-clarifications"} <= flags
+        db_help = next(a.help for a in commands[name]._actions if "--db" in a.option_strings)
+        assert "$REPLANGRAPH_DB" in db_help and "runs.sqlite" in db_help
+    assert "--answer" in {f for a in commands["resume"]._actions for f in a.option_strings}
     text = parser.format_help()
     for needed in ('"run_finished"', '"waiting"', '"resume"', '"error"', "stderr", "4 the model server did not"):
         assert needed in " ".join(text.split()), needed
+    assert cli.main(["resume"]) == 2  # --thread is required
+
+
+def test_the_help_reads_as_prose_and_numbers_are_asked_for_plainly(capsys):
+    parser = cli.make_parser()
+    description = " ".join(parser.format_help().split("\n\n")[1].split())
+    assert description.startswith("Plan a goal into a queue of subtasks and run it. Commands: demo (offline, scripted)")
+    assert "``" not in parser.format_help()
+    run_help = parser._subparsers._group_actions[0].choices["run"].format_help()
+    assert "--max-steps N" in run_help and "--concurrency N" in run_help and "--max-clarifications N" in run_help
+    for flag, value, message in [
+        ("--max-steps", "abc", "argument --max-steps: expected a whole number, got 'abc'"),
+        ("--concurrency", "1.5", "argument --concurrency: expected a whole number, got '1.5'"),
+        ("--max-clarifications", "x", "argument --max-clarifications: expected a whole number, got 'x'"),
+        ("--max-steps", "0", "argument --max-steps: must be at least 1, got 0"),
+    ]:
+        assert cli.main(["run", "goal", flag, value]) == 2
+        assert capsys.readouterr().err.endswith(f"replangraph run: error: {message}\n")
+
+
+def test_json_usage_errors_write_the_error_object(capsys):
+    out = io.StringIO()
+    assert cli.main(["run", "x", "--max-steps", "0", "--json"], out=out) == 2
+    message = "argument --max-steps: must be at least 1, got 0"
+    assert [json.loads(line) for line in out.getvalue().splitlines()] == [
+        {"event": "error", "exit_code": 2, "message": message}
+    ]
+    assert capsys.readouterr().err.endswith(f"replangraph run: error: {message}\n")  # for people, as before
+    out = io.StringIO()
+    assert cli.main(["resume", "--json"], out=out) == 2
+    assert json.loads(out.getvalue())["message"] == "the following arguments are required: --thread"
+    out = io.StringIO()
+    assert cli.main(["run", "x", "--max-steps", "0"], out=out) == 2
+    assert out.getvalue() == ""  # without --json, stdout stays empty
+
+
+def test_tools_that_are_not_tools_end_the_command_naming_the_spec_and_the_fix(monkeypatch, tmp_path, capsys):
+    (tmp_path / "mytools.py").write_text("def nodoc(x: int) -> int:\n    return x\n\nNAME = 'lookup'\n")
+    (tmp_path / "broken.py").write_text("raise RuntimeError('no settings file')\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the CLI adds the current folder; undone after the test
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # a run checks its tools first, before the model
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    fix = ": name a @tool, a function with a docstring, or a list of them.\n"
+    cases = {
+        "os:path": "--tools 'os:path' names the module posixpath, not a tool",
+        "mytools:nodoc": "--tools 'mytools:nodoc' cannot be a tool (Function must have a docstring if description "
+        "not provided)",
+        "mytools:NAME": "--tools 'mytools:NAME' names str 'lookup', not a tool",
+    }
+    for spec, start in cases.items():
+        for command in (["graph"], ["run", "goal"]):
+            assert cli.main([*command, "--tools", spec], out=io.StringIO()) == 2, spec
+            assert capsys.readouterr().err == start + fix
+    for command in (["graph"], ["run", "goal"]):
+        assert cli.main([*command, "--tools", "broken:TOOLS"], out=io.StringIO()) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("--tools 'broken:TOOLS' cannot be loaded (RuntimeError: ") and "no settings file" in err
+        assert cli.main([*command, "--tools", "badtools:"], out=io.StringIO()) == 2
+        assert (
+            capsys.readouterr().err == "--tools expects MODULE:ATTR (a module and one of its names), got 'badtools:'.\n"
+        )
+    twice = ("--tools", "replangraph.app.demo:read_ranking") * 2
+    assert cli.main(["graph", *twice], out=io.StringIO()) == 2
+    assert capsys.readouterr().err == (
+        "Cannot build the graph from these flags: agent type 'default' has several tools named read_ranking.\n"
+    )
 
 
 def test_graph_prints_the_mermaid_of_the_graph_run_builds_without_a_key(monkeypatch):
@@ -208,6 +263,11 @@ def test_bench_runs_the_checkouts_benchmarks_with_their_arguments(monkeypatch, t
     assert cli.main(["bench", "nope"], out=io.StringIO()) == 2
     assert "usage: python -m benchmarks {personas,context,engine}" in capfd.readouterr().err
 
+    assert cli.main(["bench"], out=io.StringIO()) == 2
+    assert capfd.readouterr().err == (
+        "replangraph bench needs a benchmark: personas, context or engine, e.g. replangraph bench engine --quick.\n"
+    )
+
     monkeypatch.setattr(cli, "benchmarks_root", lambda: None)  # an installed package, not a checkout
     assert cli.main(["bench", "engine"], out=io.StringIO()) == 2
     err = capfd.readouterr().err.strip()
@@ -224,3 +284,25 @@ def test_the_model_takes_the_base_url_without_the_environment(monkeypatch):
     assert studio.chat_model_from_env().model_name == "gpt-4o-mini"  # OpenAI keeps its default
     with pytest.raises(RuntimeError, match="OPENAI_API_KEY is not set"):
         studio._api_key()
+
+
+def test_a_database_that_cannot_be_opened_is_one_sentence(tmp_path, capsys):
+    import socket
+
+    with socket.socket() as sock:  # a loopback port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    assert cli.main(["resume", "--thread", "t", "--db", f"postgresql://me:s3cret@127.0.0.1:{port}/runs"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"Cannot connect to PostgreSQL at postgresql://me:***@127.0.0.1:{port}/runs (")
+    assert err.endswith("): start the server or fix the URL.\n") and err.count(". ") == 0 and "s3cret" not in err
+    assert cli.main(["run", "goal", "--db", str(tmp_path), "--base-url", f"http://127.0.0.1:{port}/v1"]) == 4
+    capsys.readouterr()  # the server is checked before the database is opened
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    with cli.ExitStack() as stack, pytest.raises(cli.UsageError) as raised:
+        cli.open_db(stack, folder)
+    assert str(raised.value) == (
+        f"Cannot open the database {folder}: {folder} is a folder: name a SQLite file in it, e.g. "
+        f"{folder / 'runs.sqlite'}."
+    )

@@ -1,4 +1,5 @@
-"""What the console script shows: ``--json`` lines, the live view on a terminal, plain lines elsewhere.
+"""What the console script shows: ``--json`` lines, plain lines, and what it says when the model server is
+unreachable, lost mid-run, or serves several models (the live view: test_cli_live.py).
 
 Runs go through the demo's scripted model or test_openai_compat's loopback fake OpenAI server.
 """
@@ -8,7 +9,6 @@ from __future__ import annotations
 import builtins
 import io
 import json
-import re
 import socket
 import sys
 import threading
@@ -16,40 +16,18 @@ import time
 from http.server import ThreadingHTTPServer
 
 import pytest
-from langchain_core.messages import AIMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, LLMResult
-from rich.console import Console
-from test_cli_resume import ASK_GOAL, MARKET_QUESTION, hitl_responder
+from cli_helpers import ASK_GOAL, MARKET_QUESTION, TOOLS, hitl_responder, json_lines, lookup_responder
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
 from test_openai_compat import FakeOpenAI, fake_openai  # noqa: F401  (the fixture)
 
 from replangraph.app import cli, console
 from replangraph.app.demo import DEMO_GOAL, demo_responder, expected_products
-from replangraph.app.live import LiveOutput, QueueView
-from replangraph.queue import new_task
-
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-TOOLS = ("--tools", "replangraph.app.demo:read_ranking")
-
-
-class Terminal(io.StringIO):
-    """A stdout that says it is a terminal."""
-
-    def isatty(self) -> bool:
-        return True
 
 
 @pytest.fixture(autouse=True)
 def default_db(tmp_path, monkeypatch):
     monkeypatch.setenv("REPLANGRAPH_DB", str(tmp_path / "default-runs.sqlite"))
-
-
-def json_lines(text: str) -> list[dict]:
-    """Every line of ``text`` as a JSON object (each must parse)."""
-    lines = text.splitlines()
-    assert lines, "no output"
-    objects = [json.loads(line) for line in lines]
-    assert all(isinstance(o, dict) and "event" in o for o in objects)
-    return objects
 
 
 # --json
@@ -108,118 +86,28 @@ def test_json_waiting_names_the_resume_command_and_never_asks(fake_openai, monke
     assert objects[-1]["event"] == "run_finished" and "market EU" in objects[-1]["final_answer"]
 
 
+@tool
+def lookup(name: str) -> str:
+    """Look up a laptop's launch year (and say so on stdout, as a tool may)."""
+    print(f"looking up {name}")
+    return f"{name}: launched 2021"
+
+
+def test_json_stdout_holds_json_only_though_a_tool_prints(fake_openai, capsys):  # noqa: F811
+    FakeOpenAI.responder = staticmethod(lookup_responder)
+    assert cli.main(["run", "Look up the Zephyr 14", "--json", "--tools", f"{__name__}:lookup"]) == 0
+    captured = capsys.readouterr()
+    objects = json_lines(captured.out)  # every line of stdout is JSON
+    assert objects[-1]["event"] == "run_finished" and "Zephyr 14: launched 2021" in objects[-1]["final_answer"]
+    assert "looking up Zephyr 14\n" in captured.err  # what the tool printed, on stderr
+    print("after the run")  # stdout is stdout again
+    assert capsys.readouterr().out == "after the run\n"
+
+
 def test_json_lines_hold_what_json_cannot(capsys):
     line = console.json_line({"event": "x", "message": AIMessage("hi"), "when": object()})
     assert json.loads(line)["event"] == "x"
     assert "\n" not in console.json_line({"event": "y", "text": "two\nlines"})
-
-
-# The live view
-
-
-def view_text(view: QueueView) -> str:
-    terminal = Console(file=io.StringIO(), force_terminal=True, width=100, record=True)
-    terminal.print(view.render())
-    assert "\x1b[" in terminal.file.getvalue()  # drawn with colours
-    return terminal.export_text()
-
-
-def queue_values(status: str = "in_progress", calls: int = 3) -> dict:
-    parent = {**new_task("1", "Extract products ranked 1-19", position=[1]), "status": status, "model_calls": calls}
-    child = new_task(
-        "1_dyn_0", "Extract products ranked 6-10", position=[1, 0], parent_id="1", depth=1, origin="dynamic"
-    )
-    other = {**new_task("2", "Write the summary", position=[2], depends_on=["1"]), "status": "skipped"}
-    return {"goal": "top 19 products", "tasks": {"1": parent, "1_dyn_0": child, "2": other}, "replans": []}
-
-
-def test_the_view_nests_handed_off_work_under_its_parent_and_counts_steps_and_tokens():
-    view = QueueView(max_steps=40)
-    assert "planning…" in view_text(view)
-    view.feed("values", queue_values())
-    text = view_text(view)
-    lines = text.splitlines()
-    parent = next(i for i, line in enumerate(lines) if " 1 Extract products ranked 1-19" in line)
-    child = next(i for i, line in enumerate(lines) if "1_dyn_0 Extract products ranked 6-10" in line)
-    top = next(i for i, line in enumerate(lines) if " 2 Write the summary" in line)
-    assert parent < child < top
-    assert lines[child].index("1_dyn_0") > lines[parent].index("1 Extract") > 0  # nested one level deeper
-    assert lines[top].index("2 Write") == lines[parent].index("1 Extract")
-    assert "▶ 1 Extract" in lines[parent] and "running" in lines[parent]
-    assert "○ 1_dyn_0" in lines[child] and "⊘ 2" in lines[top]
-    assert "steps: 3/40 · tokens: n/a" in text
-    assert "1 running" in text and "1 pending" in text and "1 skipped" in text
-
-    view.usage.add({"input_tokens": 10, "output_tokens": 5, "total_tokens": 15})
-    view.usage.on_llm_end(LLMResult(generations=[[ChatGeneration(message=AIMessage("x", usage_metadata=usage(20)))]]))
-    view.feed("values", queue_values(calls=5))
-    assert "steps: 5/40 · tokens: 35" in view_text(view)
-
-
-def usage(total: int) -> dict:
-    return {"input_tokens": total - 1, "output_tokens": 1, "total_tokens": total}
-
-
-def test_the_tool_call_in_flight_shows_until_its_answer_arrives():
-    view = QueueView(max_steps=40)
-    view.feed("values", queue_values())
-    turn = AIMessage("", tool_calls=[{"name": "read_ranking", "args": {"start": 1, "count": 5}, "id": "c1"}])
-    view.feed("updates", {"executor": {"tasks": {"1": {"status": "in_progress"}}, "windows": {"1": [turn]}}})
-    text = view_text(view)
-    lines = text.splitlines()
-    call = next(i for i, line in enumerate(lines) if "↳ read_ranking(start=1, count=5)" in line)
-    assert "1 Extract products ranked 1-19" in lines[call - 1]  # under its subtask
-
-    answered = [turn, ToolMessage("#1 Aurora Desk Lamp", tool_call_id="c1", name="read_ranking")]
-    view.feed("updates", {"tools": {"windows": {"1": answered}, "tasks": {"1": {"elapsed_s": 0.1}}}})
-    assert "read_ranking(" not in view_text(view)
-
-    view.feed("updates", {"executor": {"windows": {"1": [turn]}}})
-    view.feed("updates", {"tools": {"tasks": {"1": {"status": "completed"}}, "windows": {"1": None}}})
-    assert "read_ranking(" not in view_text(view)  # the subtask ended: nothing in flight
-
-
-def test_the_demo_on_a_terminal_runs_under_the_live_view():
-    out = Terminal()
-    assert cli.main(["demo"], out=out) == 0
-    raw = out.getvalue()
-    text = ANSI.sub("", raw)
-    assert "\x1b[?25l" in raw and "\x1b[?25h" in raw  # rich's Live hid the cursor and showed it again
-    assert "✔ 1_dyn_2 Extract products ranked 16-19" in text
-    assert "- 1 handed off work: added 1_dyn_0, 1_dyn_1, 1_dyn_2" in text  # events printed above the view
-    assert re.search(r"steps: 9/1000 · tokens: [\d,]+ · ✔ 4 completed\n", text)
-    assert text.index("Final answer:") > text.rindex("steps: 9/1000")  # the answer after the view
-    assert "Check: 19/19 products in the final answer." in text
-
-
-def test_a_question_is_asked_once_the_live_view_has_stopped(fake_openai, monkeypatch, tmp_path):  # noqa: F811
-    FakeOpenAI.responder = staticmethod(hitl_responder)
-    typed = ["US"]
-    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
-    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
-    monkeypatch.setattr(builtins, "input", lambda prompt="": typed.pop(0))
-    out = Terminal()
-    assert cli.main(["run", ASK_GOAL, "--db", str(tmp_path / "runs.sqlite")], out=out) == 0
-    raw = out.getvalue()
-    asked = raw.index(f"1 asks: Please confirm: {MARKET_QUESTION}")
-    assert raw.rindex("\x1b[?25h", 0, asked) > raw.rindex("\x1b[?25l", 0, asked)  # the view stopped first
-    assert raw.count("\x1b[?25l") == 2  # a view before the question, another after it
-    assert typed == []
-    assert "market US" in ANSI.sub("", raw).split("Final answer:", 1)[1]
-
-
-def test_plain_lines_when_not_a_terminal_or_without_rich(monkeypatch, capsys):
-    args = cli.make_parser().parse_args(["demo"])
-    assert type(cli.choose_output(args, io.StringIO())) is console.PlainOutput
-    assert type(cli.choose_output(args, Terminal())) is LiveOutput
-    monkeypatch.setitem(sys.modules, "replangraph.app.live", None)  # rich not installed
-    assert type(cli.choose_output(args, Terminal())) is console.PlainOutput
-    assert "replangraph[cli]" in capsys.readouterr().err
-    out = Terminal()
-    assert cli.main(["demo"], out=out) == 0
-    assert "\x1b[" not in out.getvalue()
-    assert "- 1_dyn_2 completed: #16 Pebble Bluetooth Speaker" in out.getvalue()
-    assert "  [ ] 1_dyn_2: Extract products ranked 16-19" in out.getvalue()
 
 
 # The model server: unreachable, lost mid-run, and the model it serves
@@ -320,7 +208,7 @@ def test_a_server_lost_mid_run_is_named_and_exits_4(serve, monkeypatch, tmp_path
 
 
 def test_the_one_model_a_local_server_serves_is_used_and_recorded(serve, tmp_path):
-    url = serve(ModelServer)
+    serve(ModelServer)
     ModelServer.models = ["local-llama"]
     db = str(tmp_path / "runs.sqlite")
     out = io.StringIO()
@@ -331,7 +219,7 @@ def test_the_one_model_a_local_server_serves_is_used_and_recorded(serve, tmp_pat
         saver, _ = cli.open_db(stack, db)
         metadata = saver.get_tuple({"configurable": {"thread_id": "m1", "checkpoint_ns": ""}}).metadata
     assert cli.recorded_settings(metadata)["model"] == "local-llama"  # resume uses it again
-    assert cli.recorded_settings(metadata)["base_url"] is None and url
+    assert cli.recorded_settings(metadata)["base_url"] is None
 
 
 def test_a_server_with_several_models_asks_for_one(serve, capsys):
@@ -356,22 +244,6 @@ def test_a_server_that_lists_no_models_asks_for_one(serve, capsys):
     url = serve(ModelServer)
     assert cli.main(["run", "anything"]) == 2
     assert f"The server at {url} lists no models" in capsys.readouterr().err
-
-
-def test_a_long_queue_shows_what_runs_and_what_comes_next():
-    tasks = {}
-    for n in range(1, 101):
-        status = "completed" if n < 50 else "in_progress" if n in (50, 51) else "pending"
-        tasks[str(n)] = {**new_task(str(n), f"part {n}", position=[n]), "status": status}
-    tasks["50_dyn_0"] = new_task("50_dyn_0", "part 50, rest", position=[50, 0], parent_id="50", depth=1)
-    view = QueueView()
-    view.max_rows = 10
-    view.feed("values", {"tasks": tasks})
-    text = view_text(view)
-    assert "▶ 50 part 50" in text and "▶ 51 part 51" in text and "○ 50_dyn_0" in text
-    assert "○ 52 part 52" in text and "part 49" not in text and "part 100" not in text
-    assert "… 91 other task(s) not shown" in text
-    assert text.endswith("steps: 0 · tokens: n/a · ○ 50 pending · ▶ 2 running · ✔ 49 completed\n")
 
 
 def test_resume_checks_the_server_before_going_on(fake_openai, monkeypatch, tmp_path, capsys):  # noqa: F811

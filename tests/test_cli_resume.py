@@ -1,6 +1,6 @@
 """Durable CLI runs: `replangraph run` checkpoints on a thread, `replangraph resume` goes on with it.
 
-The model is the loopback fake OpenAI server of test_openai_compat; its responders here are
+The model is the loopback fake OpenAI server of test_openai_compat; its responders (tests/cli_helpers.py) are
 scripted by the request's content (the goal, the subtask, the tool results), never by call order.
 """
 
@@ -9,88 +9,31 @@ from __future__ import annotations
 import builtins
 import io
 import json
-import re
 import signal
-import sqlite3
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from cli_helpers import (
+    ASK_GOAL,
+    MARKET_QUESTION,
+    PLAIN_GOAL,
+    TWO_GOAL,
+    checkpoints,
+    hitl_responder,
+    lookup_responder,
+    main,
+    thread_of,
+    tool_results,
+)
 from langchain_core.tools import tool
 from test_openai_compat import FakeOpenAI, fake_openai  # noqa: F401  (the fixture)
 
-from replangraph.app import cli
 from replangraph.app.demo import DEMO_GOAL, expected_products
-from replangraph.testing import ScriptedRequest, tool_call
 
-ASK_GOAL = "Find the launch year of the Zephyr 14 laptop; ask the user which market they mean."
-TWO_GOAL = "Find the launch year of the Zephyr 14 and the Atlas 13; ask the user which market for each."
-PLAIN_GOAL = "Name the capital of France."
-MARKET_QUESTION = "Which market do you mean, EU or US?"
 INTERRUPTS = {"armed": False}
 """Armed: the `lookup` tool presses Ctrl-C (once)."""
-
-
-def subtask_of(request: ScriptedRequest) -> str:
-    found = re.search(r"Your subtask \([^)]*\): (.*)", request.prompt)
-    return found.group(1) if found else ""
-
-
-def hitl_responder(request: ScriptedRequest):
-    """Plans one subtask per laptop named in the goal; a subtask that says so asks the user first."""
-    if "Plan" in request.tool_names:
-        laptops = [name for name in ("Zephyr 14", "Atlas 13") if name in request.prompt] or ["capital"]
-        ask = "ask the user" in request.prompt
-        tasks = [
-            {
-                "id": str(n),
-                "content": f"Find the launch year of the {name}" + ("; ask the user which market" if ask else ""),
-                "agent_type": "default",
-                "depends_on": [],
-            }
-            for n, name in enumerate(laptops, 1)
-        ]
-        if laptops == ["capital"]:
-            tasks = [{"id": "1", "content": "Name the capital of France", "agent_type": "default", "depends_on": []}]
-        return tool_call("Plan", {"tasks": tasks})
-    subtask = subtask_of(request)
-    if subtask:
-        if "capital" in subtask:
-            return "RESULT: Paris"
-        if "ask the user" in subtask and request.last_result("ask_user") is None:
-            return tool_call("ask_user", {"question": MARKET_QUESTION})
-        market = request.last_result("ask_user") or "any"
-        laptop = "Zephyr 14" if "Zephyr" in subtask else "Atlas 13"
-        return f"RESULT: the {laptop} launched in 2021 in market {market}"
-    results = re.findall(r"RESULT: .*", request.prompt)
-    return "FINAL ANSWER\n" + "\n".join(dict.fromkeys(results))
-
-
-def tool_results(requests: list[dict], name: str) -> list[str]:
-    """Contents of the tool messages answering calls of ``name`` that the server was sent."""
-    found = []
-    for body in requests:
-        messages = body["messages"]
-        calls = {
-            c["id"]: c["function"]["name"]
-            for m in messages
-            if m["role"] == "assistant"
-            for c in m.get("tool_calls") or []
-        }
-        found += [m["content"] for m in messages if m["role"] == "tool" and calls.get(m["tool_call_id"]) == name]
-    return found
-
-
-def thread_of(text: str) -> str:
-    found = re.search(r"^thread: (\S+) \(resume with: replangraph resume --thread \1", text, flags=re.M)
-    assert found, text
-    return found.group(1)
-
-
-def checkpoints(db: Path, thread: str) -> int:
-    with sqlite3.connect(db) as conn:
-        return conn.execute("SELECT count(*) FROM checkpoints WHERE thread_id = ?", (thread,)).fetchone()[0]
 
 
 @pytest.fixture(autouse=True)
@@ -136,12 +79,6 @@ def terminal(monkeypatch):
     monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
     monkeypatch.setattr(builtins, "input", fake_input)
     return typed
-
-
-def main(*argv: str) -> tuple[int, str]:
-    out = io.StringIO()
-    code = cli.main(list(argv), out=out)
-    return code, out.getvalue()
 
 
 def test_run_keeps_checkpoints_in_the_db_and_resume_of_an_ended_run_prints_its_answer(server, tmp_path):
@@ -307,16 +244,6 @@ def lookup(name: str) -> str:
     return f"{name}: launched 2021"
 
 
-def lookup_responder(request: ScriptedRequest):
-    if "Plan" in request.tool_names:
-        task = {"id": "1", "content": "Look up the Zephyr 14", "agent_type": "default", "depends_on": []}
-        return tool_call("Plan", {"tasks": [task]})
-    if subtask_of(request):
-        found = request.last_result("lookup")
-        return f"RESULT: {found}" if found else tool_call("lookup", {"name": "Zephyr 14"})
-    return "FINAL ANSWER\n" + "\n".join(re.findall(r"RESULT: .*", request.prompt))
-
-
 def test_ctrl_c_mid_run_exits_130_and_resume_goes_on_from_the_checkpoint(server, tmp_path):
     FakeOpenAI.responder = staticmethod(lookup_responder)
     db = str(tmp_path / "runs.sqlite")
@@ -381,7 +308,10 @@ def test_resume_of_an_unknown_thread_exits_2(server, tmp_path, capsys):
     code, _ = main("resume", "--thread", "nope", "--db", str(db))
     assert code == 2
     err = capsys.readouterr().err.strip()
-    assert err == f"There is no run with thread id 'nope' in {db}."
+    assert err == (
+        f"There is no run with thread id 'nope' in {db}: use the id printed when the run started, or pass the --db "
+        "it ran with."
+    )
 
     missing = tmp_path / "elsewhere.sqlite"
     assert main("resume", "--thread", "nope", "--db", str(missing))[0] == 2
@@ -412,9 +342,11 @@ def test_tools_from_the_current_folder_and_resume_of_an_ended_run_without_them(s
     code, again = main("resume", "--thread", "t1", "--db", str(db))
     assert code == 0 and "had already ended" in again
     assert main("run", "goal", "--tools", "shoptools", "--db", str(db))[0] == 2
-    assert "expects module:attribute" in capsys.readouterr().err
+    assert capsys.readouterr().err == "--tools expects MODULE:ATTR (a module and one of its names), got 'shoptools'.\n"
     assert main("run", "goal", "--tools", "nowhere:TOOLS", "--db", str(db))[0] == 2
-    assert "cannot load tools 'nowhere:TOOLS'" in capsys.readouterr().err
+    assert capsys.readouterr().err.startswith(
+        "--tools 'nowhere:TOOLS' cannot be loaded (ModuleNotFoundError: No module named 'nowhere'): "
+    )
     assert main("run", "   ", "--db", str(db))[0] == 2
     assert "needs a goal" in capsys.readouterr().err
 

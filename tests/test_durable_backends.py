@@ -112,7 +112,8 @@ def test_an_unreachable_server_is_one_clear_sentence_without_the_password():
     with pytest.raises(ConnectionError) as raised, open_saver(url):
         pass
     message = str(raised.value)
-    assert message.startswith(f"cannot connect to PostgreSQL at postgresql://user:***@127.0.0.1:{port}/db: ")
+    assert message.startswith(f"Cannot connect to PostgreSQL at postgresql://user:***@127.0.0.1:{port}/db (")
+    assert message.endswith("): start the server or fix the URL.") and message.count(". ") == 0
     assert "s3cret" not in message and "\n" not in message
     assert time.monotonic() - started < 5
 

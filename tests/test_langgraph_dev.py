@@ -3,7 +3,9 @@
 The graph's model (ChatOpenAI, built by ``replangraph.app.studio.make_graph``) talks to an
 OpenAI-compatible server on 127.0.0.1 inside this test process (`openai_loopback`); nothing
 leaves the machine. One server serves every test of the module. Each test tags its goal with
-a fresh id, so the requests of its run can be told apart in the loopback's log.
+a fresh id, so the requests of its run can be told apart in the loopback's log. The scripted
+model is `langgraph_dev_script`; the server's environment names no model (the loopback lists
+one), and names tools and agent types ($REPLANGRAPH_TOOLS, $REPLANGRAPH_AGENTS).
 
 The in-memory server keeps its data in ``.langgraph_api/`` under the folder it runs in (the
 repository root, which git ignores); a folder this module's server created is removed afterwards.
@@ -13,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -21,100 +22,45 @@ import subprocess
 import sys
 import time
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from openai_loopback import OpenAILoopback
+from langgraph_dev_script import (
+    ASK_MARK,
+    COUNT_TASK,
+    ENV_TOOL,
+    HEADING_TASK,
+    MODEL,
+    QUESTION,
+    REVERSE_TASK,
+    SPELLER,
+    SPELLER_PROMPT,
+    SYNTHESIS,
+    WORK,
+    custom_events,
+    executor_requests,
+    message_parts,
+    requests_of,
+    respond,
+    system_text,
+    tagged_goal,
+    tool_names,
+    updated_nodes,
+)
+from openai_loopback import MODELS_PATH, OpenAILoopback
 
 from replangraph import events
+from replangraph.app.demo import DEMO_GOAL, expected_products
 from replangraph.config import AgentConfig
 from replangraph.messages import ASK_USER
 from replangraph.names import EXECUTOR, FINALIZE, PLANNER, TOOLS
-from replangraph.prompts import FINALIZER_PROMPT
-from replangraph.testing import ScriptedRequest, tool_call
-from replangraph.tools.replan_toolkit import SPLIT_TOOL
 
 ROOT = Path(__file__).resolve().parent.parent
 LANGGRAPH = Path(sys.executable).parent / "langgraph"
 READY_DEADLINE_S = 90
-MODEL = "loopback-model"
 GRAPH = "replangraph"
 DEMO_GRAPH = "replangraph-demo"
-
-# ----------------------------------------------------------------------------- the scripted model
-
-COUNT_TASK = "Count the vowels in the word 'replangraph'."
-REVERSE_TASK = "Spell the word 'replangraph' backwards."
-HEADING_TASK = "Write the report heading in the colour the user picks."
-QUESTION = "Which colour should the heading use?"
-WORK = {
-    COUNT_TASK: "RESULT vowels: 3 (e, a, a)",
-    REVERSE_TASK: "RESULT backwards: hpargnalper",
-}
-ASK_MARK = "heading colour"
-"""Goals that contain this get the one-task plan whose worker asks the user."""
-SYNTHESIS = "SYNTHESIS of the results:"
-
-
-def plan(request: ScriptedRequest) -> dict:
-    if "replanner" in request.system:
-        raise AssertionError("no run in this module should need a new plan")
-    if ASK_MARK in request.prompt:
-        tasks = [{"id": "1", "content": HEADING_TASK, "depends_on": []}]
-    else:
-        tasks = [
-            {"id": "1", "content": COUNT_TASK, "depends_on": []},
-            {"id": "2", "content": REVERSE_TASK, "depends_on": []},
-        ]
-    return tool_call("Plan", {"tasks": tasks})
-
-
-def work(request: ScriptedRequest) -> dict | str:
-    found = re.search(r"Your subtask \([^)]*\): (.*)", request.prompt)
-    subtask = found.group(1) if found else ""
-    if subtask in WORK:
-        return WORK[subtask]
-    if subtask != HEADING_TASK:
-        raise AssertionError(f"unknown subtask {subtask!r}")
-    answer = request.last_result(ASK_USER)
-    if answer is not None:
-        return f"RESULT heading colour: {answer}"
-    if ASK_USER not in request.tool_names:  # max_clarifications=0: there is nobody to ask
-        return "RESULT heading colour: black (nobody to ask)"
-    return tool_call(ASK_USER, {"question": QUESTION})
-
-
-def respond(request: ScriptedRequest) -> dict | str:
-    """Planner, executor and finalizer told apart by the tools offered and the system prompt."""
-    if "Plan" in request.tool_names:
-        return plan(request)
-    if SPLIT_TOOL in request.tool_names:
-        return work(request)
-    if not request.tool_names and request.system.startswith(FINALIZER_PROMPT):
-        results = re.findall(r"^RESULT .*$", request.prompt, flags=re.MULTILINE)
-        return "\n".join([SYNTHESIS, *results])
-    raise AssertionError(f"unexpected request: tools {request.tool_names}, system {request.system[:80]!r}")
-
-
-def tagged_goal(text: str) -> tuple[str, str]:
-    """``(goal, tag)``: the goal carries a fresh tag that every request of its run repeats."""
-    tag = f"[case {uuid.uuid4().hex[:10]}]"
-    return f"{text} {tag}", tag
-
-
-def requests_of(loopback: OpenAILoopback, tag: str) -> list[dict]:
-    return [r for r in loopback.requests if any(tag in str(m.get("content")) for m in r["messages"])]
-
-
-def tool_names(body: dict) -> set[str]:
-    return {t["function"]["name"] for t in body.get("tools") or []}
-
-
-def executor_requests(loopback: OpenAILoopback, tag: str) -> list[dict]:
-    return [r for r in requests_of(loopback, tag) if SPLIT_TOOL in tool_names(r)]
-
 
 # ----------------------------------------------------------------------------- the servers
 
@@ -133,13 +79,16 @@ def no_langgraph(reason: str) -> None:
 
 
 def server_env(base_url: str) -> dict[str, str]:
+    """No $REPLANGRAPH_MODEL: the model is the one the loopback lists. Tools and agent types from the environment."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("REPLANGRAPH_", "LANGSMITH_", "LANGCHAIN_"))}
     env.update(
         LANGGRAPH_CLI_NO_ANALYTICS="1",
         LANGSMITH_TRACING="false",
         OPENAI_BASE_URL=base_url,
         OPENAI_API_KEY="test",
-        REPLANGRAPH_MODEL=MODEL,
+        REPLANGRAPH_TOOLS=f"replangraph.app.demo:{ENV_TOOL}",
+        REPLANGRAPH_AGENTS="langgraph_dev_script:AGENTS",
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")])),
         PYTHONUNBUFFERED="1",
     )
     return env
@@ -176,7 +125,7 @@ def stop(process: subprocess.Popen) -> None:
 
 @pytest.fixture(scope="module")
 def loopback() -> Iterator[OpenAILoopback]:
-    with OpenAILoopback(respond) as server:
+    with OpenAILoopback(respond, models=[MODEL]) as server:
         yield server
 
 
@@ -236,19 +185,6 @@ def stream(client, thread_id: str, graph: str = GRAPH, **kwargs) -> list[tuple[s
     errors = [data for event, data in parts if event == "error"]
     assert not errors, f"the run failed: {errors}"
     return parts
-
-
-def custom_events(parts: list[tuple[str, object]]) -> list[dict]:
-    return [data for event, data in parts if event == "custom"]
-
-
-def message_parts(parts: list[tuple[str, object]]) -> list[tuple[str, tuple[dict, dict]]]:
-    """``messages-tuple`` parts: ``(event, (message chunk, metadata))``."""
-    return [(event, tuple(data)) for event, data in parts if event == "messages"]
-
-
-def updated_nodes(parts: list[tuple[str, object]]) -> list[str]:
-    return [node for event, data in parts if event == "updates" for node in data]
 
 
 # ----------------------------------------------------------------------------- the tests
@@ -433,3 +369,31 @@ def test_configurable_keys_still_pick_the_model_and_settings(client, loopback):
         assert "More than 2 items: process one batch of at most 2" in rules
     values = client.threads.get_state(thread_id)["values"]
     assert values["final_answer"] == "\n".join([SYNTHESIS, WORK[COUNT_TASK], WORK[REVERSE_TASK]])
+
+
+def test_the_model_tools_and_agent_types_come_from_the_environment(client, loopback):
+    """$REPLANGRAPH_MODEL is unset: the model is the one the loopback lists, asked once (make_graph runs per
+    run); $REPLANGRAPH_TOOLS and $REPLANGRAPH_AGENTS reach the served graph."""
+    goal, tag = tagged_goal("Tell me the vowel count of 'replangraph' and spell it backwards.")
+    thread_id = client.threads.create()["thread_id"]
+    stream(client, thread_id, input={"messages": [{"role": "user", "content": goal}]}, stream_mode=["updates"])
+    sent = requests_of(loopback, tag)
+    assert {r["model"] for r in sent} == {MODEL}
+    assert loopback.gets == [MODELS_PATH]
+
+    (planner,) = [r for r in sent if "Plan" in tool_names(r)]
+    (plan_tool,) = [t["function"] for t in planner["tools"] if t["function"]["name"] == "Plan"]
+    assert SPELLER in json.dumps(plan_tool["parameters"])  # the agent_type enum
+    counting, spelling = executor_requests(loopback, tag)
+    assert ENV_TOOL in tool_names(counting) and ENV_TOOL in tool_names(spelling)
+    assert REVERSE_TASK in str(spelling["messages"]) and system_text(spelling).startswith(SPELLER_PROMPT)
+    assert not system_text(counting).startswith(SPELLER_PROMPT)
+    values = client.threads.get_state(thread_id)["values"]
+    assert values["tasks"]["2"]["agent_type"] == SPELLER
+
+
+def test_the_demo_graph_answers_with_every_product(client):
+    thread_id = client.threads.create()["thread_id"]
+    values = client.runs.wait(thread_id, DEMO_GRAPH, input={"messages": [{"role": "user", "content": DEMO_GOAL}]})
+    assert [name for name in expected_products(19) if name not in values["final_answer"]] == []
+    assert {t["status"] for t in values["tasks"].values()} == {"completed"}

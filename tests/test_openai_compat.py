@@ -16,26 +16,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from langchain_core.messages import AIMessage
 from langchain_openai.chat_models.base import _convert_dict_to_message, _convert_message_to_dict
+from openai_loopback import tool_rule_violation
 
 from replangraph.app import cli
 from replangraph.app.demo import DEMO_GOAL, demo_responder, expected_products
 from replangraph.testing import ScriptedRequest, as_message
-
-
-def tool_rule_violation(messages: list[dict]) -> str | None:
-    """What OpenAI would reject: tool messages without a call, calls left unanswered."""
-    open_calls: set[str] = set()
-    for message in messages:
-        if message["role"] == "tool":
-            if message.get("tool_call_id") not in open_calls:
-                return f"tool message {message.get('tool_call_id')} answers no open tool call"
-            open_calls.discard(message["tool_call_id"])
-            continue
-        if open_calls:
-            return f"tool calls {sorted(open_calls)} were not answered"
-        if message["role"] == "assistant":
-            open_calls = {c["id"] for c in message.get("tool_calls") or []}
-    return None
 
 
 class FakeOpenAI(BaseHTTPRequestHandler):
@@ -137,9 +122,12 @@ def test_run_command_through_an_openai_compatible_server(fake_openai):
 
 def test_run_rejects_a_bad_tools_spec(fake_openai, capsys):
     assert cli.main(["run", "goal", "--tools", "replangraph.app.demo"]) == 2
-    assert "module:attribute" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "'replangraph.app.demo'" in err and "MODULE:ATTR" in err.upper()
     assert cli.main(["run", "goal", "--tools", "replangraph.app.demo:nope"]) == 2
-    assert "cannot load tools" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "'replangraph.app.demo:nope'" in err and "nope" in err.split("demo:nope", 1)[1]
+    assert fake_openai == []  # nothing was sent
 
 
 def test_a_rate_limit_window_is_waited_out_with_one_retry_policy(fake_openai):

@@ -1,6 +1,5 @@
-"""Console script: ``replangraph demo`` (offline, scripted), ``replangraph run "GOAL"`` (a real model, every
-step checkpointed), ``replangraph resume --thread ID`` (go on with a stopped run, answer its questions),
-``replangraph graph`` (the graph as mermaid) and ``replangraph bench`` (the benchmarks of a source checkout)."""
+"""The ``replangraph`` console script: `main` runs the command `parser.make_parser` reads (its help says what
+each does) and turns what can go wrong into a sentence and an exit code (`console`)."""
 
 from __future__ import annotations
 
@@ -12,20 +11,26 @@ import sys
 import uuid
 from contextlib import ExitStack
 from pathlib import Path
+from types import ModuleType
 from typing import Any, TextIO
 
 from replangraph.commands import RESUME
+from replangraph.queue import preview
 
 from .console import (
     EXIT_CONNECTION,
     EXIT_INTERRUPTED,
+    EXIT_PIPE,
     EXIT_USAGE,
     JsonOutput,
     Output,
     PlainOutput,
+    is_tty,
+    json_line,
+    run_finished,
     say,
 )
-from .parser import make_parser
+from .parser import ArgumentsRefused, make_parser
 from .server import NoModel, ServerDown, check_server
 from .session import (
     NO_INPUT,
@@ -50,18 +55,11 @@ class UsageError(Exception):
     """Ends the command with its message on stderr and exit code 2."""
 
 
-def is_terminal(out: TextIO) -> bool:
-    try:
-        return bool(out.isatty())
-    except (AttributeError, ValueError, OSError):
-        return False
-
-
 def choose_output(args: argparse.Namespace, out: TextIO) -> Output:
     """``--json``; else the live view on a terminal that rich can draw on; else plain lines."""
     if getattr(args, "json", False):
         return JsonOutput(out)
-    if args.command in ("demo", "run", "resume") and is_terminal(out) and os.environ.get("TERM") != "dumb":
+    if args.command in ("demo", "run", "resume") and is_tty(out) and os.environ.get("TERM") != "dumb":
         try:
             from .live import LiveOutput
         except ImportError:  # rich is optional: the `cli` extra
@@ -75,14 +73,12 @@ def run_demo(output: Output) -> int:
     """The bundled scripted scenario; exit code 0 when all products reach the final answer."""
     from replangraph.app.demo import DEMO_GOAL, build_demo_graph, expected_products
     from replangraph.config import AgentConfig
-    from replangraph.queue import spent_model_calls, status_counts
 
     output.note("replangraph demo: SCRIPTED chat model, no LLM is called.")
     output.note("The scripted worker reads 5 products per subtask and hands the rest off.\n")
     output.note(f"Goal: {DEMO_GOAL}\n")
-    output.max_steps = AgentConfig().max_steps
     inputs, config = {"messages": [("user", DEMO_GOAL)]}, {"configurable": {"thread_id": "demo"}}
-    state = output.stream(build_demo_graph(), inputs, config)
+    state = output.stream(build_demo_graph(), inputs, config, max_steps=AgentConfig().max_steps)
     answer = state.get("final_answer", "")
     output.note(f"\nFinal answer:\n{answer}\n")
     wanted = expected_products(19)
@@ -90,42 +86,83 @@ def run_demo(output: Output) -> int:
     output.note(f"Check: {found}/{len(wanted)} products in the final answer.")
     code = 0 if found == len(wanted) else 1
     output.result(
-        {
-            "event": "run_finished",
-            "exit_code": code,
-            "thread": "demo",
-            "final_answer": answer,
-            "counts": status_counts(state.get("tasks") or {}),
-            "steps": spent_model_calls(state),
-            "tokens": output.usage.total,
-            "check": f"{found}/{len(wanted)} products in the final answer",
-        }
+        run_finished(
+            code, "demo", state, output.usage.total, check=f"{found}/{len(wanted)} products in the final answer"
+        )
     )
     return code
 
 
+TOOLS_FIX = "name a @tool, a function with a docstring, or a list of them"
+
+
 def load_tools(specs: list[str]) -> list:
-    """Tools named ``module:attr`` (a tool, a function, or a list of them); a bad spec is a UsageError."""
-    from replangraph.app.studio import load_tools as load
+    """The tools ``--tools`` names (``module:attr``: a tool, a function, or a list of them), as LangChain tools;
+    a spec that cannot be loaded or is no tool is a UsageError naming it."""
+    from replangraph.app.studio import load_attr
 
+    tools: list = []
+    for spec in specs:
+        module, _, attr = spec.strip().partition(":")
+        if not module or not attr:
+            raise UsageError(f"--tools expects MODULE:ATTR (a module and one of its names), got {spec!r}.")
+        try:
+            found = load_attr(spec, "--tools")
+        except ValueError as exc:  # the error it stands for (the import's, say) is the reason
+            cause = exc.__cause__ or exc.__context__
+            reason = " ".join((f"{type(cause).__name__}: {cause}" if cause else str(exc)).split())
+            raise UsageError(
+                f"--tools {spec!r} cannot be loaded ({reason}): check that the module imports from the current "
+                "folder (or is installed) and defines that name."
+            ) from None
+        tools += [to_tool(spec, item) for item in (found if isinstance(found, list | tuple) else [found])]
+    return tools
+
+
+def to_tool(spec: str, item: Any) -> Any:
+    """``item``, found at ``spec``, as a LangChain tool."""
+    from langchain_core.tools import BaseTool
+
+    from replangraph.config import to_tools
+
+    if isinstance(item, BaseTool):
+        return item
+    if isinstance(item, ModuleType):
+        raise UsageError(f"--tools {spec!r} names the module {item.__name__}, not a tool: {TOOLS_FIX}.")
+    if isinstance(item, type) or not callable(item):
+        raise UsageError(
+            f"--tools {spec!r} names {type(item).__name__} {preview(repr(item), 40)}, not a tool: {TOOLS_FIX}."
+        )
     try:
-        return load(specs, "tools")
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+        (converted,) = to_tools([item])
+    except (ValueError, TypeError) as exc:
+        reason = " ".join(str(exc).split()).rstrip(".")
+        raise UsageError(f"--tools {spec!r} cannot be a tool ({reason}): {TOOLS_FIX}.") from None
+    return converted
 
 
-def build(settings: dict[str, Any], checkpointer: Any, store: Any, model: Any = None) -> Any:
-    """The graph `run` builds from ``settings`` (``model``: a stand-in for the one they name)."""
+def build(settings: dict[str, Any], checkpointer: Any, store: Any, model: Any = None, tools: list | None = None) -> Any:
+    """The graph `run` builds from ``settings`` (``model``: a stand-in for the one they name; ``tools``: those
+    ``settings`` name, loaded already)."""
     from replangraph.app.studio import chat_model_from_env
     from replangraph.builder import build_graph
 
-    return build_graph(
-        model or chat_model_from_env(settings["model"], settings["base_url"]),
-        tools=load_tools(list(settings["tools"])),
-        config=agent_config(settings),
-        checkpointer=checkpointer,
-        store=store,
-    )
+    try:
+        return build_graph(
+            model or chat_model_from_env(settings["model"], settings["base_url"]),
+            tools=load_tools(list(settings["tools"])) if tools is None else tools,
+            config=agent_config(settings),
+            checkpointer=checkpointer,
+            store=store,
+        )
+    except ValueError as exc:  # several tools of one name, say
+        raise UsageError(f"Cannot build the graph from these flags: {sentence(str(exc))}") from None
+
+
+def sentence(text: str) -> str:
+    """``text`` ending with a full stop."""
+    text = " ".join(text.split())
+    return text if text.endswith((".", "?", "!")) else text + "."
 
 
 def check_model(settings: dict[str, Any], command: str) -> None:
@@ -159,10 +196,10 @@ def open_db(stack: ExitStack, db: str | Path, *, must_exist: bool = False) -> tu
         raise UsageError(f"There is no run to resume here: the database {db} does not exist.")
     try:
         return stack.enter_context(open_saver(db))
-    except ConnectionError as exc:  # its message names the server already
-        raise UsageError(str(exc)) from None
+    except ConnectionError as exc:  # its message names the server and the fix already
+        raise UsageError(sentence(str(exc))) from None
     except (OSError, RuntimeError, ValueError, sqlite3.Error) as exc:
-        raise UsageError(f"Cannot open the database {db_label(db)}: {exc}") from None
+        raise UsageError(f"Cannot open the database {db_label(db)}: {sentence(str(exc))}") from None
 
 
 # Commands
@@ -174,12 +211,13 @@ def run_goal(goal: str, args: argparse.Namespace, output: Output) -> int:
     settings = chosen_settings(args, {})
     if not goal.strip():
         raise UsageError('replangraph run needs a goal: say what the agent should do, e.g. replangraph run "..."')
+    tools = load_tools(list(settings["tools"]))  # a bad spec ends the command before the server is asked
     check_model(settings, "run")
     thread = args.thread or uuid.uuid4().hex[:8]
     command = goal.strip() if slash_text(goal) or is_cancel_word(goal) else None  # e.g. `--thread ID /status`
     with ExitStack() as stack:
         checkpointer, store = open_db(stack, chosen_db(args.db))
-        session = Session(build(settings, checkpointer, store), thread, settings, args.db, output)
+        session = Session(build(settings, checkpointer, store, tools=tools), thread, settings, args.db, output)
         session.started()
         return session.guarded({"messages": [("user", goal)]}, command)
 
@@ -193,29 +231,37 @@ def resume_thread(args: argparse.Namespace, output: Output) -> int:
         checkpointer, store = open_db(stack, db, must_exist=True)
         saved = checkpointer.get_tuple({"configurable": {"thread_id": args.thread, "checkpoint_ns": ""}})
         if saved is None:
-            raise UsageError(f"There is no run with thread id {args.thread!r} in {db_label(db)}.")
+            raise UsageError(
+                f"There is no run with thread id {args.thread!r} in {db_label(db)}: use the id printed when the run "
+                "started, or pass the --db it ran with."
+            )
         settings = chosen_settings(args, recorded_settings(saved.metadata))
         # The state is read without the run's tools: showing a run that ended needs none of them.
-        viewer = Session(build({**settings, "tools": []}, checkpointer, store), args.thread, settings, args.db, output)
-        viewer.answers = list(args.answer or [])
-        snapshot = viewer.graph.get_state(viewer.config)
+        reader = build(settings, checkpointer, store, tools=[])
+        snapshot = reader.get_state({"configurable": {"thread_id": args.thread}})
         # Work left in the checkpoint goes on from it. A run that stopped between steps and then got new input (a
         # command) has none there, as LangGraph dropped the waiting steps: the graph's /resume picks it up.
         stopped = not snapshot.interrupts and not work_left(snapshot) and unfinished(snapshot.values)
         if not snapshot.interrupts and not work_left(snapshot) and not stopped:
-            viewer.say(f"The run on thread {args.thread} had already ended.")
-            if viewer.answers:
-                viewer.say("Nothing was waiting for an answer, so --answer was not used.")
-            return viewer.finish(snapshot.values)
+            return show_ended(Session(reader, args.thread, settings, args.db, output), snapshot.values, args.answer)
+        tools = load_tools(list(settings["tools"]))
         check_model(settings, "resume")
-        session = Session(build(settings, checkpointer, store), args.thread, settings, args.db, output)
-        session.answers = viewer.answers
+        session = Session(build(settings, checkpointer, store, tools=tools), args.thread, settings, args.db, output)
+        session.answers = list(args.answer or [])
         waits = f", {len(snapshot.interrupts)} answer(s) waited for" if snapshot.interrupts else ""
         session.say(f"thread: {args.thread} (resuming{waits})")
         session.output.result({"event": "run_started", "thread": args.thread, "resume": session.resume_command()})
         if stopped:
             return session.guarded({"messages": [("user", RESUME)]}, RESUME)
         return session.guarded(NO_INPUT if snapshot.interrupts else None)
+
+
+def show_ended(session: Session, values: dict[str, Any], answers: list[str] | None) -> int:
+    """`resume` of a run that had ended: how it ended, again (nothing runs)."""
+    session.say(f"The run on thread {session.thread} had already ended.")
+    if answers:
+        session.say("Nothing was waiting for an answer, so --answer was not used.")
+    return session.finish(values)
 
 
 def print_graph(args: argparse.Namespace, out: TextIO) -> int:
@@ -261,6 +307,10 @@ def run_bench(args: argparse.Namespace, out: TextIO) -> int:
             "replangraph bench runs the benchmarks of a source checkout, which this installation has not: run it "
             "inside a clone of the replangraph repository (the folder holding benchmarks/ and pyproject.toml)."
         )
+    if not args.args:
+        raise UsageError(
+            "replangraph bench needs a benchmark: personas, context or engine, e.g. replangraph bench engine --quick."
+        )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p)}
     command = [sys.executable, "-m", "benchmarks", *args.args]
     if out is sys.stdout:
@@ -273,9 +323,30 @@ def run_bench(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
-    """Entry point of the ``replangraph`` console script."""
+    """Entry point of the ``replangraph`` console script: the command's exit code."""
     out = out or sys.stdout
-    args = make_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        return run_command(argv, out)
+    except BrokenPipeError:  # the reader stopped reading (`| head`): end quietly, as other Unix tools do
+        if out is sys.stdout:  # what is still buffered for it goes nowhere, not to a traceback at exit
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+                os.close(devnull)
+            except (OSError, ValueError):  # not a file (replaced, closed)
+                pass
+        return EXIT_PIPE
+
+
+def run_command(argv: list[str], out: TextIO) -> int:
+    """Read ``argv`` and run its command; what goes wrong ends it with a sentence on stderr and an exit code."""
+    try:
+        args = make_parser().parse_args(argv)
+    except ArgumentsRefused as refused:  # usage and message are on stderr; --json promises an error object
+        if "--json" in argv:
+            say(out, json_line({"event": "error", "exit_code": EXIT_USAGE, "message": refused.message}))
+        return EXIT_USAGE
     output = choose_output(args, out)
     try:
         if args.command == "demo":

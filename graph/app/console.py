@@ -8,6 +8,7 @@ import json
 import sys
 import threading
 from collections.abc import Collection, Iterator, Mapping
+from contextlib import closing, contextmanager, redirect_stdout
 from typing import Any, TextIO
 
 from langchain_core.callbacks import BaseCallbackHandler
@@ -26,7 +27,7 @@ from replangraph.events import (
     STEP_STARTED,
     STEP_VERIFIED,
 )
-from replangraph.queue import plan_summary, preview
+from replangraph.queue import plan_summary, preview, spent_model_calls, status_counts
 
 QUEUE_CHANGES = {PLAN_CREATED, DYNAMIC_TASKS_ADDED, REPLANNING}
 
@@ -45,11 +46,35 @@ EXIT_CRASHED = 5
 checkpointed before it are kept, and ``replangraph resume`` goes on once the cause is fixed."""
 EXIT_INTERRUPTED = 130
 """Ctrl-C: the checkpoint keeps the run."""
+EXIT_PIPE = 141
+"""Whoever read the output stopped reading (``| head``): 128 + SIGPIPE, as other Unix tools end."""
 
 
 def say(out: TextIO, text: str = "") -> None:
     """Print one line (or block) and flush, so a long run shows its progress as it goes."""
     print(text, file=out, flush=True)
+
+
+def is_tty(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal (False for a closed, missing or replaced one)."""
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def run_finished(code: int, thread: str, values: Mapping[str, Any], tokens: int | None, **extra: Any) -> dict:
+    """The ``run_finished`` result: how a run ended, for ``--json``."""
+    return {
+        "event": "run_finished",
+        "exit_code": code,
+        "thread": thread,
+        "final_answer": values.get("final_answer", ""),
+        "counts": status_counts(values.get("tasks") or {}),
+        "steps": spent_model_calls(values),
+        "tokens": tokens,
+        **extra,
+    }
 
 
 def describe(event: Mapping[str, Any]) -> str:
@@ -93,29 +118,6 @@ def describe(event: Mapping[str, Any]) -> str:
     return f"{name}: {dict(event)}"
 
 
-def watch(
-    graph: Any, inputs: Any, config: dict, out: TextIO, quiet: Collection[str] = (), events: list | None = None
-) -> dict:
-    """Stream a run, printing each event (except those named in ``quiet``) and the queue whenever it changes;
-    returns the final state. ``events``, when given, receives every event."""
-    state: dict = {}
-    stream: Iterator = graph.stream(inputs, config, stream_mode=["custom", "values"])
-    pending_queue_print = False
-    for mode, chunk in stream:
-        if mode == "values":
-            state = chunk
-            if pending_queue_print and state.get("tasks"):
-                say(out, "  " + plan_summary(state["tasks"]).replace("\n", "\n  "))
-                pending_queue_print = False
-            continue
-        if events is not None:
-            events.append(chunk)
-        if chunk["event"] not in quiet:
-            say(out, f"- {describe(chunk)}")
-        pending_queue_print = pending_queue_print or chunk["event"] in QUEUE_CHANGES
-    return state
-
-
 def json_line(obj: Mapping[str, Any]) -> str:
     """One JSON object on one line; what JSON cannot hold (messages, paths) is written as its ``str``."""
     return json.dumps(obj, default=str, ensure_ascii=False)
@@ -149,15 +151,18 @@ class UsageCounter(BaseCallbackHandler):
 class Output:
     """Where a command shows a run: its events as they stream, its notes, and how it ended.
 
-    `PlainOutput` by default; `JsonOutput` keeps stdout for JSON and sends notes to stderr."""
+    `stream` is one loop for every output: each chunk of the graph's stream goes to the hooks (`on_values`,
+    `on_event`, `on_update`), which subclasses fill in. `PlainOutput` by default; `JsonOutput` keeps stdout
+    for JSON and sends notes to stderr."""
 
     interactive = True
     """Whether questions may be asked inline (a terminal is still needed)."""
+    modes: tuple[str, ...] = ("custom", "values")
+    """The stream modes `stream` asks the graph for."""
 
     def __init__(self, out: TextIO):
         self.out = out
         self.usage = UsageCounter()
-        self.max_steps: int | None = None
 
     def note(self, text: str = "") -> None:
         """A line for people: the thread, the final answer, how to resume."""
@@ -167,10 +172,49 @@ class Output:
         """How the command ended, for programs (``--json``); the notes say it for people."""
 
     def stream(
-        self, graph: Any, inputs: Any, config: dict, quiet: Collection[str] = (), events: list | None = None
+        self,
+        graph: Any,
+        inputs: Any,
+        config: dict,
+        quiet: Collection[str] = (),
+        events: list | None = None,
+        max_steps: int | None = None,
     ) -> dict:
-        """Stream a run, showing it; returns the final state. ``events``, when given, receives every event."""
-        return watch(graph, inputs, self.config(config), self.out, quiet, events)
+        """Stream a run, showing it (except the events named in ``quiet``); returns the final state. ``events``,
+        when given, receives every event; ``max_steps`` is the run's budget of model calls, for the view.
+
+        The stream is closed however the loop ends (a closed pipe, Ctrl-C): LangGraph then waits for the steps
+        in flight and stops its worker threads, before the database they write to is closed."""
+        state: dict = {}
+        with (
+            self.showing(max_steps),
+            closing(graph.stream(inputs, self.config(config), stream_mode=list(self.modes))) as chunks,
+        ):
+            for mode, chunk in chunks:
+                if mode == "values":
+                    state = chunk
+                    self.on_values(chunk)
+                elif mode == "custom":
+                    if events is not None:
+                        events.append(chunk)
+                    self.on_event(chunk, chunk["event"] not in quiet)
+                else:
+                    self.on_update(chunk)
+        return state
+
+    @contextmanager
+    def showing(self, max_steps: int | None) -> Iterator[None]:
+        """Around one stream (the live view draws during it)."""
+        yield
+
+    def on_values(self, state: Mapping[str, Any]) -> None:
+        """The whole state, after each step."""
+
+    def on_event(self, event: Mapping[str, Any], shown: bool) -> None:
+        """A custom event; ``shown``: not one of those the caller quieted."""
+
+    def on_update(self, chunk: Mapping[str, Any]) -> None:
+        """What one step's nodes wrote (``updates``, when `modes` asks for them)."""
 
     def config(self, config: dict) -> dict:
         """The run config with the token counter among its callbacks."""
@@ -182,10 +226,25 @@ class PlainOutput(Output):
     """One plain line per event, flushed, and the queue whenever it changes (a pipe, a file, a terminal without
     rich)."""
 
+    def __init__(self, out: TextIO):
+        super().__init__(out)
+        self.queue_changed = False
+
+    def on_values(self, state: Mapping[str, Any]) -> None:
+        if self.queue_changed and state.get("tasks"):
+            say(self.out, "  " + plan_summary(state["tasks"]).replace("\n", "\n  "))
+            self.queue_changed = False
+
+    def on_event(self, event: Mapping[str, Any], shown: bool) -> None:
+        if shown:
+            say(self.out, f"- {describe(event)}")
+        self.queue_changed = self.queue_changed or event["event"] in QUEUE_CHANGES
+
 
 class JsonOutput(Output):
     """``--json``: one JSON object per line on stdout (each custom event as it is, then how the command ended);
-    notes go to stderr, and nothing is asked inline."""
+    notes go to stderr, and nothing is asked inline. While a run streams, what its tools print goes to stderr,
+    so stdout holds JSON only."""
 
     interactive = False
 
@@ -195,15 +254,13 @@ class JsonOutput(Output):
     def result(self, obj: Mapping[str, Any]) -> None:
         say(self.out, json_line(obj))
 
-    def stream(
-        self, graph: Any, inputs: Any, config: dict, quiet: Collection[str] = (), events: list | None = None
-    ) -> dict:
-        state: dict = {}
-        for mode, chunk in graph.stream(inputs, self.config(config), stream_mode=["custom", "values"]):
-            if mode == "values":
-                state = chunk
-                continue
-            if events is not None:
-                events.append(chunk)
-            say(self.out, json_line(chunk))
-        return state
+    @contextmanager
+    def showing(self, max_steps: int | None) -> Iterator[None]:
+        if self.out is not sys.stdout:
+            yield
+            return
+        with redirect_stdout(sys.stderr):  # sys.stdout is one for all threads: the tools' workers too
+            yield
+
+    def on_event(self, event: Mapping[str, Any], shown: bool) -> None:
+        say(self.out, json_line(event))

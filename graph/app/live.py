@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import sys
 import threading
-from collections.abc import Collection, Mapping, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, TextIO
 
 from langchain_core.messages import AIMessage
@@ -53,6 +55,12 @@ def calls_in_flight(window: Any) -> list[str] | None:
     if isinstance(last, AIMessage) and last.tool_calls:
         return [call_label(c) for c in last.tool_calls]
     return None
+
+
+def line_text(text: str, style: str = "") -> Text:
+    """One line of the view: cut with an ellipsis where the terminal ends, never wrapped, so the view keeps
+    its height as rows change."""
+    return Text(text, style=style, no_wrap=True, overflow="ellipsis")
 
 
 class QueueView:
@@ -129,7 +137,7 @@ class QueueView:
     def render(self) -> RenderableType:
         """The view: the queue as a tree (handed-off work under its parent), then the counters."""
         with self._lock:
-            title = Text("Plan", style="bold")
+            title = line_text("Plan", style="bold")
             if self.goal:
                 title.append(f": {preview(self.goal, 90)}", style="bold")
             tree = Tree(title, guide_style="dim")
@@ -142,11 +150,11 @@ class QueueView:
                 parent = nodes.get(task.get("parent_id") or "", tree)
                 nodes[task["id"]] = node = parent.add(self.task_line(task))
                 for call in self.calls.get(task["id"], []):
-                    node.add(Text(f"↳ {call}", style="cyan"))
+                    node.add(line_text(f"↳ {call}", style="cyan"))
             if not self.tasks:
-                tree.add(Text("planning…", style="dim italic"))
+                tree.add(line_text("planning…", style="dim italic"))
             if len(shown) < len(queue):
-                tree.add(Text(f"… {len(queue) - len(shown)} other task(s) not shown", style="dim italic"))
+                tree.add(line_text(f"… {len(queue) - len(shown)} other task(s) not shown", style="dim italic"))
             return Group(tree, self.footer())
 
     def shown(self, queue: Sequence[Mapping[str, Any]]) -> set[str]:
@@ -167,14 +175,15 @@ class QueueView:
         return shown
 
     def task_line(self, task: Mapping[str, Any]) -> Text:
+        """``▶ 1 running Extract…``: the status word before the content, so a cut line still shows it."""
         symbol, style, word = STATUS_LOOK.get(task.get("status", ""), ("?", "", str(task.get("status"))))
-        line = Text(f"{symbol} ", style=style)
+        line = line_text(f"{symbol} ", style=style)
         line.append(f"{task['id']} ", style="bold")
+        if task.get("status") != "pending":
+            line.append(f"{word} ", style=style)
         line.append(preview(task.get("content"), 70))
         if task.get("status") in ("failed", "skipped") and task.get("error"):
-            line.append(f"  {word}: {preview(task['error'], 60)}", style=style)
-        elif task.get("status") != "pending":
-            line.append(f"  {word}", style=style)
+            line.append(f" ({preview(task['error'], 60)})", style=style)
         return line
 
     def footer(self) -> Text:
@@ -182,7 +191,7 @@ class QueueView:
         for task in self.tasks.values():
             counts[task.get("status", "")] = counts.get(task.get("status", ""), 0) + 1
         budget = f"/{self.max_steps}" if self.max_steps else ""
-        line = Text(f"steps: {self.steps}{budget} · tokens: {self.usage.label()}", style="bold")
+        line = line_text(f"steps: {self.steps}{budget} · tokens: {self.usage.label()}", style="bold")
         for status, (symbol, style, word) in STATUS_LOOK.items():
             if counts.get(status):
                 line.append(" · ")
@@ -193,35 +202,56 @@ class QueueView:
 
 
 class LiveOutput(Output):
-    """A terminal with rich: the live view while the run streams, its events printed above it."""
+    """A terminal with rich: the live view while the run streams, its events printed above it.
+
+    rich redraws the view on its own timer (4 times a second); the view is also redrawn as soon as a step ends
+    (``values``), and after a node's update at most every `REDRAW_S`, so a fast run is not shown behind."""
+
+    modes = ("custom", "values", "updates")
+    REDRAW_S = 0.05
 
     def __init__(self, out: TextIO, console: Console | None = None):
         super().__init__(out)
         self.console = console or Console(file=out, highlight=False)
         self.view = QueueView(usage=self.usage)
+        self.live: Live | None = None
+        self.drawn = 0.0
 
-    def stream(
-        self, graph: Any, inputs: Any, config: dict, quiet: Collection[str] = (), events: list | None = None
-    ) -> dict:
-        self.view.max_steps = self.max_steps
+    @contextmanager
+    def showing(self, max_steps: int | None) -> Iterator[None]:
+        self.view.max_steps = max_steps
         self.view.phase = "" if self.view.tasks else "planning"
-        state: dict = {}
         ours = self.out is sys.stdout  # stray prints of tools land above the view, not through it
-        with Live(
+        live = Live(
             console=self.console,
             get_renderable=self.view.render,
             refresh_per_second=4,
             redirect_stdout=ours,
             redirect_stderr=ours,
-        ) as live:
-            for mode, chunk in graph.stream(inputs, self.config(config), stream_mode=["custom", "values", "updates"]):
-                self.view.feed(mode, chunk)
-                if mode == "values":
-                    state = chunk
-                elif mode == "custom":
-                    if events is not None:
-                        events.append(chunk)
-                    if chunk["event"] not in quiet:
-                        live.console.print(Text(f"- {describe(chunk)}", style="dim"))
-            self.view.ended()
-        return state
+        )
+        with live:
+            self.live = live
+            try:
+                yield
+                self.view.ended()
+            finally:
+                self.live = None
+
+    def redraw(self, now: bool) -> None:
+        """Redraw the view: ``now``, or when the last redraw is `REDRAW_S` old."""
+        if self.live is not None and (now or time.monotonic() - self.drawn >= self.REDRAW_S):
+            self.live.refresh()
+            self.drawn = time.monotonic()
+
+    def on_values(self, state: Mapping[str, Any]) -> None:
+        self.view.feed("values", state)
+        self.redraw(now=True)
+
+    def on_update(self, chunk: Mapping[str, Any]) -> None:
+        self.view.feed("updates", chunk)
+        self.redraw(now=False)
+
+    def on_event(self, event: Mapping[str, Any], shown: bool) -> None:
+        self.view.feed("custom", event)
+        if shown and self.live is not None:  # printing above the view redraws it
+            self.live.console.print(Text(f"- {describe(event)}", style="dim"))

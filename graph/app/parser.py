@@ -3,29 +3,33 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import sys
+from typing import Any, NoReturn
 
 from replangraph.config import AgentConfig
 
 from .session import CANCEL_WORD
 
-DESCRIPTION = """Console script: ``replangraph demo`` (offline, scripted), ``replangraph run "GOAL"`` (a real model,
-every step checkpointed), ``replangraph resume --thread ID`` (go on with a stopped run, answer its questions),
-``replangraph graph`` (the graph as mermaid) and ``replangraph bench`` (the benchmarks, from a source checkout)."""
+DESCRIPTION = (
+    "Plan a goal into a queue of subtasks and run it. Commands: demo (offline, scripted), run GOAL (a real model, "
+    "every step checkpointed), resume (go on with a stopped run, answer its questions), graph (the graph as "
+    "mermaid), bench (the benchmarks of a source checkout)."
+)
 
 OUTPUT_HELP = (
     "Output: on a terminal with rich installed (pip install 'replangraph[cli]'), a live view of the queue "
     "(status of each subtask, handed-off work under its parent, the tool call in flight, steps and tokens used); "
     "elsewhere one plain line per event. --json writes one JSON object per line on stdout and nothing else "
-    "(notes go to stderr, and questions are never asked inline): each stream event as the graph emits it "
-    '({"event": "plan_created", ...}, "step_started", "step_completed", "plan_completed", ...), then one object '
-    'saying how the command ended: {"event": "run_finished", "exit_code", "final_answer", "counts", "steps", '
-    '"tokens" (reported by the model during this command; null when it reported none), "thread"}; '
-    '{"event": "waiting", "exit_code": 3, "interrupts", "resume"} (the command that answers them); '
+    "(notes, and what tools print, go to stderr; questions are never asked inline): each stream event as the "
+    'graph emits it ({"event": "plan_created", ...}, "step_started", "step_completed", "plan_completed", ...), '
+    'then one object saying how the command ended: {"event": "run_finished", "exit_code", "final_answer", '
+    '"counts", "steps", "tokens" (reported by the model during this command; null when it reported none), '
+    '"thread"}; {"event": "waiting", "exit_code": 3, "interrupts", "resume"} (the command that answers them); '
     '{"event": "command_done", "exit_code": 0, "run_ended", "resume"} after a slash command such as /status '
     'sent as the goal or an answer; {"event": "stopped", "exit_code", "reason", "resume"} (Ctrl-C, or a run that '
-    'stopped early); or {"event": "error", "exit_code", "message"} (exit code 2 or 4). Before its events, run (and '
-    'a resume that goes on with a run) writes {"event": "run_started", "thread", "resume"}. '
+    'stopped early); or {"event": "error", "exit_code", "message"} (exit code 2, bad arguments included, or 4). '
+    'Before its events, run (and a resume that goes on with a run) writes {"event": "run_started", "thread", '
+    '"resume"}. '
     "Values JSON cannot hold are written as strings."
 )
 
@@ -33,7 +37,8 @@ EXIT_HELP = (
     "Exit codes: 0 every subtask completed; 1 the run ended with the fallback report (failed, skipped or "
     "cancelled); 2 usage, model or database error; 3 waiting for an answer; 4 the model server did not answer "
     "(before the run, or during it when every failure was a connection error); 5 the run stopped on an "
-    "unexpected error (traceback saved to a file; resume once fixed); 130 stopped with Ctrl-C."
+    "unexpected error (traceback saved to a file; resume once fixed); 130 stopped with Ctrl-C; 141 the reader of "
+    "the output went away (| head)."
 )
 
 
@@ -47,18 +52,45 @@ class ParagraphFormatter(argparse.HelpFormatter):
         return "\n\n".join(super(ParagraphFormatter, self)._fill_text(p, width, indent) for p in text.split("\n\n"))
 
 
+def whole_number(text: str) -> int:
+    """``text`` as an int; else the error argparse shows after the flag's name."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+
+
 def positive_int(text: str) -> int:
-    value = int(text)
+    """A flag's value that must be a whole number of at least 1 (``--max-steps``, ``--concurrency``)."""
+    value = whole_number(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
 
 
 def non_negative_int(text: str) -> int:
-    value = int(text)
+    """A flag's value that must be a whole number of 0 or more (``--max-clarifications``)."""
+    value = whole_number(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
     return value
+
+
+class ArgumentsRefused(SystemExit):
+    """What `Parser.error` raises: the usage and ``message`` are on stderr already; exit code 2."""
+
+    def __init__(self, message: str):
+        super().__init__(2)
+        self.message = message
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose refusal keeps its message (`ArgumentsRefused`), so ``--json`` can report it."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr, flush=True)
+        raise ArgumentsRefused(message)
 
 
 def add_db_flags(parser: argparse.ArgumentParser, thread_help: str, thread_required: bool) -> None:
@@ -123,12 +155,14 @@ def add_run_flags(parser: argparse.ArgumentParser, resume: bool, model: bool = T
         "--max-steps",
         type=positive_int,
         default=value(config.max_steps),
+        metavar="N",
         help=f"budget of model calls for the whole run (default: {default(str(config.max_steps))})",
     )
     parser.add_argument(
         "--concurrency",
         type=positive_int,
         default=value(config.max_concurrency),
+        metavar="N",
         help=f"subtasks that may run at the same time (default: {default(str(config.max_concurrency))})",
     )
     parser.add_argument(
@@ -154,8 +188,8 @@ def add_run_flags(parser: argparse.ArgumentParser, resume: bool, model: bool = T
     )
 
 
-def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def make_parser() -> Parser:
+    parser = Parser(
         prog="replangraph",
         description=DESCRIPTION,
         formatter_class=ParagraphFormatter,

@@ -1,8 +1,10 @@
-"""The model server, checked before a run: does it answer, and which model does it serve.
+"""The model server, checked before a run: does it answer, does it take the key, and which model does it serve.
 
 With a base URL (``--base-url`` or $OPENAI_BASE_URL), ``GET {base_url}/models`` is asked once with a short
 timeout: a server that does not answer ends the command at once (exit 4, the URL named) instead of after the
 run's retries, and a local server's model is taken from its list rather than sending OpenAI's default name.
+Without one, OpenAI's ``/models`` is asked the same way when $OPENAI_API_KEY is set (its list is not used): no
+network, or a key it refuses, is said before the run instead of after it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from replangraph.durable import masked_url
 PROBE_TIMEOUT_S = 3.0
 OPENAI_URL = "https://api.openai.com/v1"
 MODEL_ENV = "REPLANGRAPH_MODEL"
+BASE_URL_ENV = "OPENAI_BASE_URL"
+KEY_ENV = "OPENAI_API_KEY"
 
 
 class ServerDown(Exception):
@@ -27,15 +31,59 @@ class NoModel(Exception):
     """No model could be chosen for the server, or its URL is malformed; the message says what to pass (exit 2)."""
 
 
+class KeyRefused(NoModel):
+    """The server refused the API key (HTTP 401 or 403); the message says to set another (exit 2, as NoModel)."""
+
+
+def env_base_url(given: str | None = None) -> str | None:
+    """``given`` (``--base-url``, or as recorded), else $OPENAI_BASE_URL, else None (OpenAI)."""
+    return given or os.environ.get(BASE_URL_ENV) or None
+
+
 def base_url(settings: Mapping[str, Any]) -> str | None:
     """The OpenAI-compatible server the run talks to: ``--base-url`` (or as recorded), else $OPENAI_BASE_URL."""
-    return settings.get("base_url") or os.environ.get("OPENAI_BASE_URL") or None
+    return env_base_url(settings.get("base_url"))
+
+
+def url_label(url: str) -> str:
+    """A server's URL as messages name it: without a password or a trailing slash."""
+    return masked_url(url.rstrip("/"))
 
 
 def server_label(settings: Mapping[str, Any]) -> str:
-    """The server as messages name it: its URL without a password, else OpenAI's."""
-    url = base_url(settings)
-    return masked_url(url.rstrip("/")) if url else OPENAI_URL
+    """The run's server as messages name it: its URL without a password, else OpenAI's."""
+    return url_label(base_url(settings) or OPENAI_URL)
+
+
+def is_openai(url: str) -> bool:
+    """Whether ``url`` is OpenAI's API (the host and port of ``OPENAI_URL``): not a server of the user's to start."""
+
+    def place(address: str) -> tuple[str | None, int | None]:
+        parts = urlsplit(address)
+        try:
+            return parts.hostname, parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+        except ValueError:  # a port that is not a number
+            return parts.hostname, None
+
+    return place(url) == place(OPENAI_URL)
+
+
+def fix_phrase(url: str, source: str | None = None) -> str:
+    """What to do when the server at ``url`` does not answer. ``source`` is where the URL came from
+    (``--base-url``, $OPENAI_BASE_URL), None for OpenAI's default URL."""
+    if is_openai(url):
+        return f"check your network connection or {f'fix {source}' if source else 'pass --base-url'}"
+    return f"start it or fix {source or '--base-url'}"
+
+
+def lost_server_message(settings: Mapping[str, Any]) -> str:
+    """The sentence that ends a run whose model server stopped answering (see `lost_server`)."""
+    url = base_url(settings) or OPENAI_URL
+    fix = "check your network connection" if is_openai(url) else "start it"
+    return (
+        f"The model server at {url_label(url)} stopped answering during the run (connection error): {fix} and run "
+        "the goal again."
+    )
 
 
 def why_not(exc: Exception, timeout_s: float) -> str:
@@ -53,28 +101,39 @@ def why_not(exc: Exception, timeout_s: float) -> str:
 
 
 def listed_models(
-    url: str, timeout_s: float = PROBE_TIMEOUT_S, fix: str = "--base-url"
+    url: str, timeout_s: float = PROBE_TIMEOUT_S, source: str | None = "--base-url"
 ) -> tuple[list[str] | None, str]:
     """``(model ids, note)`` from ``GET {url}/models``: None with the reason when it lists none (no such endpoint,
-    an error status, a body that is not a model list, a slow answer). ServerDown when nothing answers, NoModel for
-    a URL that is not http(s); their messages say to fix ``fix`` (where the URL came from)."""
+    an error status, a body that is not a model list, a slow answer). ServerDown when nothing answers, KeyRefused
+    for HTTP 401/403, NoModel for a URL that is not http(s); their messages say what to fix (``source``: where the
+    URL came from, None for OpenAI's default, see `fix_phrase`)."""
     import httpx
 
+    label = url_label(url)
     if urlsplit(url).scheme not in ("http", "https"):
-        raise NoModel(f"The model server URL {masked_url(url)} does not start with http:// or https://: fix {fix}.")
-    key = os.environ.get("OPENAI_API_KEY")
+        raise NoModel(
+            f"The model server URL {label} does not start with http:// or https://: fix {source or '--base-url'}."
+        )
+    key = os.environ.get(KEY_ENV)
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    label = masked_url(url.rstrip("/"))
     try:
         reply = httpx.get(url.rstrip("/") + "/models", headers=headers, timeout=timeout_s)
     except httpx.ReadTimeout:  # connected: a server that is busy (loading a model, say) still counts as up
         return None, f"did not list its models within {timeout_s:g} s"
     except (httpx.TransportError, httpx.InvalidURL, ValueError) as exc:
         raise ServerDown(
-            f"The model server at {label} did not answer ({why_not(exc, timeout_s)}): start it or fix {fix}."
+            f"The model server at {label} did not answer ({why_not(exc, timeout_s)}): {fix_phrase(url, source)}."
         ) from None
+    if reply.status_code in (401, 403):
+        raise KeyRefused(
+            f"The model server at {label} refused the API key (HTTP {reply.status_code}): "
+            f"set {KEY_ENV} to a key it accepts."
+        )
     if reply.status_code != 200:
-        return None, f"answered GET /models with HTTP {reply.status_code}"
+        note = f"answered GET /models with HTTP {reply.status_code}"
+        if reply.status_code == 404 and not urlsplit(url).path.rstrip("/").endswith("/v1"):
+            note += f" (did you mean {label}/v1?)"
+        return None, note
     try:
         data = reply.json().get("data")
         models = [str(m["id"]) for m in data if isinstance(m, Mapping) and m.get("id")]
@@ -85,15 +144,18 @@ def listed_models(
 
 def check_server(settings: Mapping[str, Any], timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
     """The model a local server serves when none was chosen (``--model``, as recorded, $REPLANGRAPH_MODEL), else
-    None (the chosen one, or OpenAI's default, is used). Without a base URL nothing is asked. ServerDown when the
-    server does not answer; NoModel when none was chosen and it serves none or several."""
+    None (the chosen one, or OpenAI's default, is used). Without a base URL, OpenAI is asked when a key is set (its
+    list is not used), else nothing. ServerDown when the server does not answer; KeyRefused when it refuses the
+    key; NoModel when none was chosen and it serves none or several."""
     url = base_url(settings)
     if not url:
+        if os.environ.get(KEY_ENV):
+            listed_models(OPENAI_URL, timeout_s, None)
         return None
-    models, note = listed_models(url, timeout_s, "--base-url" if settings.get("base_url") else "$OPENAI_BASE_URL")
+    models, note = listed_models(url, timeout_s, "--base-url" if settings.get("base_url") else f"${BASE_URL_ENV}")
     if settings.get("model") or os.environ.get(MODEL_ENV):
         return None
-    label = masked_url(url.rstrip("/"))
+    label = url_label(url)
     if models and len(models) == 1:
         return models[0]
     if models:

@@ -17,13 +17,25 @@ from langgraph.types import Command
 from replangraph.config import AgentConfig
 from replangraph.durable import is_postgres_url, masked_url
 from replangraph.events import COMMAND_ANSWERED, PLAN_COMPLETED
-from replangraph.queue import preview, spent_model_calls, status_counts
+from replangraph.queue import preview
 
-from .console import EXIT_CONNECTION, EXIT_CRASHED, EXIT_DONE, EXIT_INTERRUPTED, EXIT_REPORT, EXIT_WAITING, Output
-from .server import lost_server, server_label
+from .console import (
+    EXIT_CONNECTION,
+    EXIT_CRASHED,
+    EXIT_DONE,
+    EXIT_INTERRUPTED,
+    EXIT_REPORT,
+    EXIT_WAITING,
+    Output,
+    is_tty,
+    run_finished,
+)
+from .server import lost_server, lost_server_message
 from .settings import SETTINGS_KEY
 
 CANCEL_WORD = AgentConfig().cancel_word
+NO_INPUT = object()
+"""`Session.drive`: nothing to stream first; the run is paused on questions."""
 
 
 def db_label(db: Any) -> str:
@@ -32,14 +44,6 @@ def db_label(db: Any) -> str:
 
 
 # Pauses: what the run asks, shown and answered
-
-
-def interactive() -> bool:
-    """Whether questions can be asked inline: stdin is a terminal."""
-    try:
-        return bool(sys.stdin is not None and sys.stdin.isatty())
-    except (AttributeError, ValueError, OSError):  # closed or replaced stdin
-        return False
 
 
 def sorted_interrupts(interrupts: Sequence[Any]) -> list[Any]:
@@ -148,14 +152,13 @@ class Session:
         self.settings = settings
         self.db = db  # as given with --db (None: the default), for the resume command
         self.output = output
-        output.max_steps = settings.get("max_steps")
         self.config = {
             "configurable": {"thread_id": thread},
             "metadata": {SETTINGS_KEY: json.dumps(dict(settings), sort_keys=True)},
         }
         self.answers: list[str] = []  # --answer values not used yet
         self.held: dict[Any, str] = {}  # answers given to questions still waiting (see `collect`)
-        self.inline = interactive() and output.interactive
+        self.inline = is_tty(sys.stdin) and output.interactive  # questions asked inline
 
     def say(self, text: str = "") -> None:
         self.output.note(text)
@@ -183,6 +186,8 @@ class Session:
         """`drive`, with Ctrl-C ending the command (exit 130) and saying how to resume."""
         try:
             return self.drive(inputs, command)
+        except BrokenPipeError:  # the output's reader went away: nothing more can be shown (`cli.main` ends)
+            raise
         except KeyboardInterrupt:
             self.say()
             text = f"Stopped. The checkpoint keeps the run; resume with: {self.resume_command()}"
@@ -211,7 +216,8 @@ class Session:
         while True:
             if inputs is not NO_INPUT:
                 events = []
-                self.output.stream(self.graph, inputs, self.config, {COMMAND_ANSWERED} if command else (), events)
+                quiet = {COMMAND_ANSWERED} if command else ()
+                self.output.stream(self.graph, inputs, self.config, quiet, events, self.settings.get("max_steps"))
                 if command is not None:
                     self.show_reply(command, events)
             snapshot = self.graph.get_state(self.config)
@@ -320,25 +326,8 @@ class Session:
         error = None
         if code == EXIT_REPORT and not values.get("cancelled") and lost_server(values):
             code = EXIT_CONNECTION
-            error = (
-                f"The model server at {server_label(self.settings)} stopped answering during the run (connection "
-                "error): start it and run the goal again."
-            )
+            error = lost_server_message(self.settings)
             self.say(error)
-        self.output.result(
-            {
-                "event": "run_finished",
-                "exit_code": code,
-                "thread": self.thread,
-                "final_answer": values.get("final_answer", ""),
-                "counts": status_counts(values.get("tasks") or {}),
-                "steps": spent_model_calls(values),
-                "tokens": self.output.usage.total,
-                **({"error": error} if error else {}),
-            }
-        )
+        extra = {"error": error} if error else {}
+        self.output.result(run_finished(code, self.thread, values, self.output.usage.total, **extra))
         return code
-
-
-NO_INPUT = object()
-"""`Session.drive`: nothing to stream first; the run is paused on questions."""

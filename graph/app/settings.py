@@ -11,6 +11,8 @@ from typing import Any
 
 from replangraph.config import AgentConfig
 
+from .server import KEY_ENV, base_url
+
 SETTINGS_KEY = "replangraph_cli"
 """Checkpoint metadata key holding the CLI settings of the run (JSON), so ``resume`` rebuilds the same graph."""
 
@@ -55,4 +57,4 @@ def agent_config(settings: Mapping[str, Any]) -> AgentConfig:
 
 
 def model_missing(settings: Mapping[str, Any]) -> bool:
-    return not (os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL") or settings.get("base_url"))
+    return not (os.environ.get(KEY_ENV) or base_url(settings))

@@ -2,6 +2,11 @@
 
 The model comes from the environment: OPENAI_API_KEY, OPENAI_BASE_URL and
 REPLANGRAPH_MODEL. Loading the graph needs no key; the first model call does.
+Without REPLANGRAPH_MODEL (or a ``model`` in ``configurable``), a base URL's
+server is asked for its models (``GET /models``) and its only model is used;
+a server that lists several or none, or does not answer yet, gets gpt-4o-mini
+(loading the graph never fails on it) and is asked again at the next run,
+while a model once found is remembered as long as the process runs.
 Your tools and agent types come from REPLANGRAPH_TOOLS (``module:attr``, comma
 separated: a tool, a function or a list of them) and REPLANGRAPH_AGENTS
 (``module:attr``: a dict of agent type to AgentProfile). ``make_demo_graph`` is
@@ -14,6 +19,8 @@ server refuses a run that sets both).
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import importlib
 import os
 import sys
@@ -22,6 +29,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langchain_openai import ChatOpenAI
 
+from replangraph.app.server import KEY_ENV, MODEL_ENV, NoModel, ServerDown, env_base_url, listed_models
 from replangraph.builder import build_graph
 from replangraph.config import AgentConfig
 
@@ -29,22 +37,40 @@ DEFAULT_MODEL = "gpt-4o-mini"
 
 
 def _api_key(base_url: str | None = None) -> str:
-    key = os.environ.get("OPENAI_API_KEY")
+    key = os.environ.get(KEY_ENV)
     if key:
         return key
-    if base_url or os.environ.get("OPENAI_BASE_URL"):
+    if env_base_url(base_url):
         return "not-needed"  # local OpenAI-compatible servers ignore the key
     raise RuntimeError("OPENAI_API_KEY is not set: export it (or OPENAI_BASE_URL for a local server) to call a model")
 
 
+@functools.lru_cache(maxsize=32)
+def _only_model(url: str) -> str:
+    """The one model the server at ``url`` lists; LookupError (not cached) when it lists none or several."""
+    models, note = listed_models(url)
+    if not models or len(models) > 1:
+        raise LookupError(note or f"it serves {len(models)} models")
+    return models[0]
+
+
+def served_model(url: str) -> str | None:
+    """The only model the server at ``url`` lists, else None (it lists none or several, refuses the key, or does
+    not answer). Only a found model is cached: a server asked before it was up is asked again next time."""
+    try:
+        return _only_model(url)
+    except (LookupError, NoModel, ServerDown):
+        return None
+
+
 def chat_model_from_env(model: str | None = None, base_url: str | None = None) -> ChatOpenAI:
-    """ChatOpenAI for ``model`` (else $REPLANGRAPH_MODEL, else gpt-4o-mini) at ``base_url`` (else $OPENAI_BASE_URL,
-    else OpenAI); the key is read at call time.
+    """ChatOpenAI for ``model`` (else $REPLANGRAPH_MODEL, else with a base URL the one model its server lists,
+    else gpt-4o-mini) at ``base_url`` (else $OPENAI_BASE_URL, else OpenAI); the key is read at call time.
 
     Its client does not retry (``max_retries=0``): replangraph's own policy does, once per try.
     """
-    name = model or os.environ.get("REPLANGRAPH_MODEL") or DEFAULT_MODEL
-    url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+    url = env_base_url(base_url)
+    name = model or os.environ.get(MODEL_ENV) or (url and served_model(url)) or DEFAULT_MODEL
     return ChatOpenAI(model=name, api_key=lambda: _api_key(url), base_url=url, max_retries=0)
 
 
@@ -62,8 +88,16 @@ def load_attr(spec: str, what: str) -> Any:
     if os.getcwd() not in sys.path:  # as `python -m` does
         sys.path.insert(0, os.getcwd())
     try:
-        return getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"cannot load {what} {spec!r}: {exc}") from None
+    except Exception as exc:  # the module itself fails: name it, without a traceback
+        raise ValueError(
+            f"cannot load {what} {spec!r}: importing {module_name} failed ({type(exc).__name__}: {exc})"
+        ) from None
+    try:
+        return getattr(module, attr)
+    except AttributeError as exc:
         raise ValueError(f"cannot load {what} {spec!r}: {exc}") from None
 
 
@@ -88,13 +122,28 @@ def agents_from_env() -> dict | None:
     return load_attr(spec, "REPLANGRAPH_AGENTS") if spec else None
 
 
-def make_graph(config: RunnableConfig):
-    """Build the graph for the LangGraph server, compiled without a checkpointer (the server keeps one)."""
+def graph_from_env(config: RunnableConfig):
+    """The graph `make_graph` serves, built here and now: the model, tools and agent types from the environment,
+    ``model`` and AgentConfig's fields from ``configurable``; compiled without a checkpointer."""
     configurable = dict((config or {}).get("configurable") or {})
     model = chat_model_from_env(configurable.get("model"))
     return build_graph(
         model, tools=tools_from_env(), agents=agents_from_env(), config=config_from_configurable(configurable)
     )
+
+
+def make_graph(config: RunnableConfig):
+    """Build the graph for the LangGraph server, compiled without a checkpointer (the server keeps one).
+
+    Called in a running event loop (the server calls it on its loop, once per run), it returns an awaitable
+    instead, which the server awaits: the graph is built in a worker thread, since importing the tools and
+    asking the model server for its model block, and ``langgraph dev`` refuses blocking calls on its loop.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return graph_from_env(config)
+    return asyncio.to_thread(graph_from_env, config)
 
 
 def make_demo_graph(config: RunnableConfig):
