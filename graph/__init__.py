@@ -18,4 +18,4 @@ __all__ = [
     "build_graph",
     "plan_summary",
 ]
-__version__ = "0.7.0"
+__version__ = "0.8.0"
