@@ -5,6 +5,7 @@ from .config import AgentConfig, AgentProfile
 from .events import EVENT_NAMES
 from .queue import Task, TaskStatus, plan_summary
 from .state import InputState, OutputState, ReplanState
+from .teams import Team
 
 __all__ = [
     "AgentConfig",
@@ -15,6 +16,7 @@ __all__ = [
     "ReplanState",
     "Task",
     "TaskStatus",
+    "Team",
     "build_graph",
     "plan_summary",
 ]

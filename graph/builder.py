@@ -25,11 +25,14 @@ from .names import (
     PLANNER,
     REPLANNER,
     ROUTED_TO,
+    TEAM,
+    TEAM_MERGE,
     TOOLS,
     VERIFIER,
 )
 from .routing import make_command_router, make_entry_router, make_router, make_turn_router
 from .state import InputState, OutputState, ReplanState
+from .teams import Team, check_teams, team_description
 
 HANDLER_TARGETS = {EXECUTOR: TOOLS, TOOLS: REPLANNER, COMPRESSOR: TOOLS, VERIFIER: TOOLS}
 """Where each node's error handler sends the run after turning a crash into a failed subtask."""
@@ -81,11 +84,22 @@ def _check_model(model: Any, role: str) -> None:
         raise TypeError(f"{role} must be a LangChain chat model (BaseChatModel), got {type(model).__name__}")
 
 
+def team_profiles(teams: Mapping[str, Team], profiles: Mapping[str, AgentProfile]) -> dict[str, AgentProfile]:
+    """Each team as the planner sees an agent type: its description, and the tools every member has."""
+    shown = {}
+    for name, team in teams.items():
+        names = [{t.name for t in profiles[m].tools} for m in team.members]
+        common = tuple(t for t in profiles[team.members[0]].tools if all(t.name in n for n in names))
+        shown[name] = AgentProfile(tools=common, description=team_description(team))
+    return shown
+
+
 def build_graph(
     model: BaseChatModel,
     tools: Sequence[ToolLike] = (),
     *,
     agents: Mapping[str, AgentProfile] | None = None,
+    teams: Mapping[str, Team] | None = None,
     config: AgentConfig | None = None,
     planner_model: BaseChatModel | None = None,
     summary_model: BaseChatModel | None = None,
@@ -102,7 +116,8 @@ def build_graph(
     (default: ``model``); ``summary_model`` compresses context (default: ``model``);
     ``verifier_model`` runs the completion check of ``verify_results`` (default: ``planner_model``).
     ``tools`` go to every agent type; ``agents`` maps agent type to `AgentProfile`
-    (a ``default`` type always exists). ``commands`` maps ``/name`` to a handler
+    (a ``default`` type always exists); ``teams`` maps more agent types to a `Team` of them
+    (each member runs the subtask, one result is kept). ``commands`` maps ``/name`` to a handler
     ``(args, state) -> str`` for slash commands sent as input (``/plan``, ``/status`` and
     ``/cancel`` are built in). The compiled graph takes MessagesState-style input and
     returns ``final_answer``, ``tasks`` and ``messages``. Questions (``ask_user``) and
@@ -117,6 +132,8 @@ def build_graph(
     from replangraph.nodes.planner import Planner
     from replangraph.nodes.replanner import Replanner
     from replangraph.nodes.safety_net import fail_running_tool_calls, fail_the_subtask, let_results_stand
+    from replangraph.nodes.team import TeamStart
+    from replangraph.nodes.team_merge import TeamMerge
     from replangraph.nodes.tool_runner import ToolRunner
     from replangraph.nodes.verifier import Verifier
     from replangraph.observations import READ_OUTPUT
@@ -137,6 +154,11 @@ def build_graph(
             _check_model(extra, role)
     handlers = registered_commands(commands)
     profiles = resolve_profiles(agents, tools)
+    teams = check_teams(teams, list(profiles))
+    for team_name, team in teams.items():
+        if team.judge_model is not None and team.judge_model is not False:
+            _check_model(team.judge_model, f"teams[{team_name!r}].judge_model")
+    planning = {**profiles, **team_profiles(teams, profiles)}  # the agent types a plan may name
     config = with_workspace(config, profiles)
     warn_stacked_retries(
         {
@@ -145,6 +167,7 @@ def build_graph(
             "summary_model": summary_model,
             "verifier_model": verifier_model,
             **{f"agents[{name!r}].model": p.model for name, p in profiles.items()},
+            **{f"teams[{name!r}].judge_model": t.judge_model or None for name, t in teams.items()},
         },
         config,
     )
@@ -158,11 +181,11 @@ def build_graph(
     asker = ask_user_tool()
     tool_schemas = {name: [*p.tools, *replan_toolkit(None), reader, asker] for name, p in profiles.items()}
     monitor = ContextMonitor(config, model, token_counter)
-    route = make_router(config, monitor, tool_schemas)
+    route = make_router(config, monitor, tool_schemas, teams)
 
     # AgentConfig is the context schema: a run's context overrides the fields it sets (Studio shows a form).
     builder = StateGraph(ReplanState, context_schema=AgentConfig, input_schema=InputState, output_schema=OutputState)
-    builder.add_node(PLANNER, Planner(planner_model or model, profiles, config, monitor))
+    builder.add_node(PLANNER, Planner(planner_model or model, planning, config, monitor))
     # Error handlers turn an unexpected crash in a subtask's step into a failed subtask, not a crashed run.
     builder.add_node(
         EXECUTOR,
@@ -184,24 +207,33 @@ def build_graph(
         Verifier(verifier_model or planner_model or model, profiles, config, monitor),
         error_handler=let_results_stand(goto=HANDLER_TARGETS[VERIFIER]),
     )
-    builder.add_node(REPLANNER, Replanner(planner_model or model, profiles, config, monitor))
+    builder.add_node(REPLANNER, Replanner(planner_model or model, planning, config, monitor))
     builder.add_node(FINALIZE, Finalizer(model, config, monitor))
     # Human in the loop: each of these pauses with interrupt() as its first step.
     builder.add_node(ASK, AskUser(config))
-    builder.add_node(PLAN_REVIEW, PlanReview(profiles, config))
+    builder.add_node(PLAN_REVIEW, PlanReview(planning, config))
     builder.add_node(COMMANDS, CommandRunner(handlers, config))
+    team_nodes = [TEAM, TEAM_MERGE] if teams else []
+    routed = [*ROUTED_TO, *team_nodes]
+    if teams:  # a team subtask queues its members, then one merge keeps a result
+        judges = {n: (planner_model or model) if t.judge_model is None else t.judge_model for n, t in teams.items()}
+        voters = {n: p.model or model for n, p in profiles.items()}
+        builder.add_node(TEAM, TeamStart(teams, config))
+        builder.add_node(TEAM_MERGE, TeamMerge(teams, judges, voters, config, monitor))
+        builder.add_edge(TEAM, TOOLS)  # joins parallel branches like model turns
+        builder.add_edge(TEAM_MERGE, TOOLS)
 
     builder.add_conditional_edges(START, make_entry_router(config), [PLANNER, COMMANDS])
     # A fresh plan has no windows or replan requests; the replanner settles every request.
-    builder.add_conditional_edges(PLANNER, route, [EXECUTOR, PLAN_REVIEW, FINALIZE])
-    builder.add_conditional_edges(PLAN_REVIEW, route, [EXECUTOR, COMMANDS, FINALIZE])
-    builder.add_conditional_edges(EXECUTOR, make_turn_router(route), [TOOLS, *ROUTED_TO])
+    builder.add_conditional_edges(PLANNER, route, [EXECUTOR, *team_nodes[:1], PLAN_REVIEW, FINALIZE])
+    builder.add_conditional_edges(PLAN_REVIEW, route, [EXECUTOR, *team_nodes[:1], COMMANDS, FINALIZE])
+    builder.add_conditional_edges(EXECUTOR, make_turn_router(route), [TOOLS, *routed])
     builder.add_edge(COMPRESSOR, TOOLS)
     builder.add_edge(VERIFIER, TOOLS)
     builder.add_edge(ASK, TOOLS)  # parallel questions join there, like model turns
-    builder.add_conditional_edges(TOOLS, route, ROUTED_TO)
-    builder.add_conditional_edges(REPLANNER, route, [EXECUTOR, COMPRESSOR, VERIFIER, ASK, FINALIZE])
-    builder.add_conditional_edges(COMMANDS, make_command_router(route), [*ROUTED_TO, PLAN_REVIEW, TOOLS, END])
+    builder.add_conditional_edges(TOOLS, route, routed)
+    builder.add_conditional_edges(REPLANNER, route, [EXECUTOR, COMPRESSOR, VERIFIER, ASK, *team_nodes, FINALIZE])
+    builder.add_conditional_edges(COMMANDS, make_command_router(route), [*routed, PLAN_REVIEW, TOOLS, END])
     builder.add_edge(FINALIZE, END)
 
     graph = builder.compile(checkpointer=checkpointer, store=store, name=name)

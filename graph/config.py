@@ -46,6 +46,11 @@ class AgentConfig(BaseModel):
     verify_results: bool = Field(
         False, description="Check each final result against its subtask; queue what is missing as follow-ups."
     )
+    single_agent_fallback: bool = Field(
+        True,
+        description="When replanning ends (max_replans used, or the replanner gives up), one agent gets the goal, "
+        "the completed results and what failed, and tries to finish in one loop before the report.",
+    )
 
     # Context monitor and compressor
     context_window: int | None = Field(

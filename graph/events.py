@@ -21,6 +21,7 @@ PLAN_COMPLETED = "plan_completed"
 PLAN_REVIEWED = "plan_reviewed"
 QUESTION_ANSWERED = "question_answered"
 COMMAND_ANSWERED = "command_answered"
+TEAM_MERGED = "team_merged"
 
 EVENT_NAMES = (
     PLAN_CREATED,
@@ -35,6 +36,7 @@ EVENT_NAMES = (
     PLAN_REVIEWED,
     QUESTION_ANSWERED,
     COMMAND_ANSWERED,
+    TEAM_MERGED,
 )
 
 

@@ -25,6 +25,7 @@ MAX_LITERAL_CHARS = 100_000
 CONTENT_KEYS = ("content", "task", "description", "instruction", "instructions", "prompt", "query", "text", "title")
 AGENT_KEYS = ("agent_type", "agentType", "agent", "type")
 LIST_KEYS = ("tasks", "subtasks", "follow_up_tasks", "items", "steps", "plan", "remaining_tasks")
+TOOLS_KEYS = ("required_tools", "requiredTools", "tools", "tools_needed", "needed_tools", "required_tool", "tool")
 FENCED = re.compile(r"```[ \t]*[\w+-]*[ \t]*\n?(.*?)```", re.S)
 BULLET = re.compile(r"^\s*(?:(?:[-*•+]|\d+[.)]|\[[ xX]?\])\s+)+")
 
@@ -187,6 +188,28 @@ def id_list(value: Any) -> list[str]:
     return [as_text(value).strip()]
 
 
+def name_list(value: Any) -> list[str]:
+    """Names from a list, a single name, or a comma-separated (or bulleted) string, each once; quotes,
+    backticks, a trailing ``()`` and objects with a ``name`` (``{"name": "read_file"}``) are read as the name.
+    Never raises: what is no name is left out."""
+    if isinstance(value, str) and value.strip().startswith("["):
+        try:
+            value = load_json(value)
+        except UnreadableInput:
+            value = value.strip().strip("[]")
+    items = value if isinstance(value, list | tuple) else [value]
+    names: list[str] = []
+    for item in items:
+        if isinstance(item, Mapping):
+            item = item.get("name")
+        for name in re.split(r"[,;\n]|\band\b", as_text(item)):
+            name = BULLET.sub("", name).strip().strip("`'\"").strip()
+            name = name[:-2].strip() if name.endswith("()") else name
+            if name and name.lower() not in ("none", "null", "[]") and name not in names:
+                names.append(name)
+    return names
+
+
 def task_specs(value: Any, what: str = "tasks") -> list[dict[str, Any]]:
     """``[{content, agent_type}]`` from a follow-up task list in any usual shape."""
     specs = []
@@ -206,7 +229,8 @@ def task_specs(value: Any, what: str = "tasks") -> list[dict[str, Any]]:
 
 
 def plan_specs(value: Any) -> list[dict[str, Any]]:
-    """``[{id, content, agent_type, depends_on}]`` from a plan in any usual shape; missing ids are numbered."""
+    """``[{id, content, agent_type, depends_on}]`` from a plan in any usual shape; missing ids are numbered.
+    A task that names tools (``required_tools``, ``tools``...: see `name_list`) has ``required_tools`` too."""
     specs = []
     for i, item in enumerate(list_from(value, "tasks", lines=False)):
         if isinstance(item, str):
@@ -215,14 +239,16 @@ def plan_specs(value: Any) -> list[dict[str, Any]]:
             raise UnreadableInput(f"task {i} must be an object, got {type(item).__name__}")
         task_id = as_text(item.get("id", item.get("task_id"))).strip() or str(i + 1)
         depends = next((item[k] for k in ("depends_on", "dependencies", "dependsOn", "depends") if k in item), None)
-        specs.append(
-            {
-                "id": task_id,
-                "content": content_of(item),
-                "agent_type": agent_of(item),
-                "depends_on": id_list(depends),
-            }
-        )
+        spec = {
+            "id": task_id,
+            "content": content_of(item),
+            "agent_type": agent_of(item),
+            "depends_on": id_list(depends),
+        }
+        tools = next((item[k] for k in TOOLS_KEYS if k in item), None)
+        if tools is not None:
+            spec["required_tools"] = name_list(tools)
+        specs.append(spec)
     return specs
 
 

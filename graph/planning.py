@@ -2,7 +2,9 @@
 
 The `Plan` schema lists the known agent types; the answer is read leniently
 (tool-call arguments, JSON in the text, fences, numeric ids), repaired where the
-intent is clear, validated, and retried with the error fed back.
+intent is clear, validated, and retried with the error fed back. A plan that works
+but is worth another ask (`UsablePlan`: a task's agent type lacks a tool it needs)
+is retried too, and used as it is, with notes, when the retries run out.
 """
 
 from __future__ import annotations
@@ -28,12 +30,30 @@ from .retry import invoke_with_retries, is_context_overflow
 PLAN_TOOL = "Plan"
 
 Check = Callable[[list[dict]], tuple[list[dict], list[str]]]
-"""Repairs and validates specs; returns them with notes, or raises QueueError / UnreadableInput."""
+"""Repairs and validates specs; returns them with notes, or raises QueueError / UnreadableInput
+(`UsablePlan` for a plan to ask again about, but to use if no better one comes)."""
 
 
-def plan_schema(agent_types: Sequence[str]) -> type[BaseModel]:
+class UsablePlan(QueueError):
+    """A plan that can run but has problems worth another ask: ``problems`` go back to the model;
+    when the retries run out, ``specs`` are used and the problems join ``notes``."""
+
+    def __init__(self, problems: Sequence[str], specs: list[dict], notes: Sequence[str] = ()):
+        super().__init__("; ".join(problems))
+        self.problems, self.specs, self.notes = list(problems), specs, list(notes)
+
+
+REQUIRED_TOOLS_DESCRIPTION = (
+    "Names of the tools this subtask needs, from the agent types' tool lists; its agent type must have them. "
+    "Empty when it needs none."
+)
+
+
+def plan_schema(agent_types: Sequence[str], tool_names: Sequence[str] = ()) -> type[BaseModel]:
     """The `Plan` tool schema. ``agent_type`` is an enum of the known types, left out when only
-    ``default`` exists. Validation is loose on purpose: the answer is read by `read_plan`."""
+    ``default`` exists; ``required_tools`` (items an enum of ``tool_names``) is there when there
+    are several agent types and tools to choose them by. Validation is loose on purpose: the
+    answer is read by `read_plan`."""
     fields: dict[str, Any] = {
         "id": (str, Field(description="Short unique id, e.g. '1', '2'.")),
         "content": (str, Field(description="Self-contained instruction for the agent.")),
@@ -45,6 +65,12 @@ def plan_schema(agent_types: Sequence[str]) -> type[BaseModel]:
                 DEFAULT_AGENT, description="Which agent type runs it.", json_schema_extra={"enum": list(agent_types)}
             ),
         )
+        if tool_names:
+            items = {"type": "string", "enum": sorted(set(tool_names))}
+            fields["required_tools"] = (
+                list[str],
+                Field(default_factory=list, description=REQUIRED_TOOLS_DESCRIPTION, json_schema_extra={"items": items}),
+            )
     fields["depends_on"] = (
         list[str],
         Field(default_factory=list, description="Ids of the subtasks whose results this one needs."),
@@ -57,9 +83,10 @@ def plan_schema(agent_types: Sequence[str]) -> type[BaseModel]:
     )
 
 
-def structured_planner(model: BaseChatModel, agent_types: Sequence[str]) -> Any:
+def structured_planner(model: BaseChatModel, agent_types: Sequence[str], tool_names: Sequence[str] = ()) -> Any:
     """``model`` answering with a `Plan` through tool calling, raw reply included."""
-    return model.with_structured_output(plan_schema(agent_types), method="function_calling", include_raw=True)
+    schema = plan_schema(agent_types, tool_names)
+    return model.with_structured_output(schema, method="function_calling", include_raw=True)
 
 
 def read_plan(answer: Any) -> list[dict]:
@@ -110,9 +137,12 @@ def request_plan(
     """Ask until ``check`` accepts a plan, at most ``retries + 1`` answers.
 
     Transient model errors are retried with backoff inside each ask; a model that
-    still fails ends the asking at once (more answers would not come either).
+    still fails ends the asking at once (more answers would not come either). A
+    `UsablePlan` is asked about again like an invalid one, but the latest one is
+    used when no accepted plan comes (its problems become notes).
     """
     prompt, calls, error = list(messages), 0, ""
+    usable: UsablePlan | None = None
     for _ in range(retries + 1):
         try:
             answer, spent = invoke_with_retries(structured, prompt, config)
@@ -120,13 +150,26 @@ def request_plan(
             raise
         except Exception as exc:  # the model is down or refuses: the caller falls back
             calls += getattr(exc, "attempts", 1)
+            if usable is not None:
+                return kept_plan(usable, calls)
             error = f"model call failed: {type(exc).__name__}: {exc}"
             return PlanAnswer(None, calls, error, overflow=is_context_overflow(exc))
         calls += spent
         try:
             specs, notes = check(read_plan(answer))
             return PlanAnswer(specs, calls, "", notes)
+        except UsablePlan as exc:
+            usable = exc
+            error = preview(str(exc), RETRY_ERROR_CHARS)
         except (UnreadableInput, QueueError) as exc:
             error = preview(str(exc), RETRY_ERROR_CHARS)  # the retry request must fit the window too
         prompt = [*messages, HumanMessage(PLAN_RETRY.format(error=error, previous=raw_answer(answer)))]
+    if usable is not None:
+        return kept_plan(usable, calls)
     return PlanAnswer(None, calls, error)
+
+
+def kept_plan(usable: UsablePlan, calls: int) -> PlanAnswer:
+    """The answer for a `UsablePlan` kept when no better plan came."""
+    kept = [f"{problem} (kept as planned: no better plan came)" for problem in usable.problems]
+    return PlanAnswer(usable.specs, calls, "", [*usable.notes, *kept])

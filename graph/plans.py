@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
+from .fallback import FALLBACK_NO_SPLIT, is_fallback
 from .lenient import match_name
-from .queue import DEFAULT_AGENT, QueueError, Task, TaskOrigin, new_task
+from .queue import DEFAULT_AGENT, QueueError, Task, TaskOrigin, new_task, ordered
 from .queue_index import index_of
 
 
@@ -101,9 +102,11 @@ def tasks_from_plan(
     origin: TaskOrigin = "planner",
     plan_id: str = "1",
 ) -> dict[str, Task]:
-    """Pending tasks for a validated plan, queued in the plan's order."""
-    return {
-        str(spec["id"]).strip(): new_task(
+    """Pending tasks for a validated plan, queued in the plan's order. A spec's ``required_tools``
+    are kept on its task when there are any."""
+    tasks: dict[str, Task] = {}
+    for i, spec in enumerate(specs):
+        task = new_task(
             str(spec["id"]).strip(),
             str(spec["content"]).strip(),
             position=[first_position + i],
@@ -112,8 +115,38 @@ def tasks_from_plan(
             origin=origin,
             plan_id=plan_id,
         )
-        for i, spec in enumerate(specs)
+        if spec.get("required_tools"):
+            task["required_tools"] = list(spec["required_tools"])
+        tasks[task["id"]] = task
+    return tasks
+
+
+def tool_names(profiles: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Each agent type's tool names, from profiles with ``tools`` (plain functions by their ``__name__``)."""
+    return {
+        agent: [getattr(t, "name", None) or getattr(t, "__name__", "") for t in getattr(profile, "tools", ())]
+        for agent, profile in profiles.items()
     }
+
+
+def offered_tool_names(tools_by_agent: Mapping[str, Sequence[str]]) -> list[str]:
+    """The tool names a planner's prompt and `Plan` schema show, each once: none with one agent type
+    (the tools then choose nothing)."""
+    if len(tools_by_agent) < 2:
+        return []
+    return list(dict.fromkeys(name for names in tools_by_agent.values() for name in names))
+
+
+def plan_listing(tasks: Mapping[str, Task]) -> list[dict[str, Any]]:
+    """The plan as events show it (and a user may send it back edited): ``id``, ``content``, ``agent_type``,
+    ``depends_on``, and ``required_tools`` for the tasks that have some, in queue order."""
+    listing = []
+    for task in ordered(tasks):
+        item: dict[str, Any] = {k: task[k] for k in ("id", "content", "agent_type", "depends_on")}
+        if task.get("required_tools"):
+            item["required_tools"] = list(task["required_tools"])
+        listing.append(item)
+    return listing
 
 
 def next_top_position(tasks: Mapping[str, Task]) -> int:
@@ -147,6 +180,104 @@ def coerce_agent_types(
             who = f"tasks {', '.join(named)} run" if len(named) > 1 else f"task {named[0]} runs"
         notes.append(f"agent type {name!r} does not exist (known: {', '.join(known)}); {who} as {fallback!r}")
     return fixed, notes
+
+
+NAMES_SHOWN = 12
+"""Known tool names a note lists before it says how many there are in all."""
+
+
+def names_text(names: Collection[str]) -> str:
+    """``a, b, c`` (the first `NAMES_SHOWN`, then how many in all), or ``none``."""
+    shown = sorted(names)
+    if len(shown) > NAMES_SHOWN:
+        return f"{', '.join(shown[:NAMES_SHOWN])}, … ({len(shown)} in all)"
+    return ", ".join(shown) or "none"
+
+
+def coerce_required_tools(
+    specs: Sequence[Mapping[str, Any]], known: Collection[str], built_in: Collection[str] = ()
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Specs whose ``required_tools`` are known tool names, each once: loose spellings are fixed
+    (``Read-File`` -> ``read_file``), built-in tools (every agent has them) are left out, and
+    unknown names are dropped with a note each. Specs without ``required_tools`` stay as they are."""
+    known_names, built_in_names = sorted(known), sorted(built_in)
+    fixed, notes = [], []
+    for spec in specs:
+        if "required_tools" not in spec:
+            fixed.append(dict(spec))
+            continue
+        names: list[str] = []
+        for wanted in spec.get("required_tools") or ():
+            name = match_name(wanted, known_names)
+            if name is None and match_name(wanted, built_in_names) is None:
+                notes.append(f"task {spec.get('id')!r}: unknown tool {wanted!r} dropped (known: {names_text(known)})")
+            elif name is not None and name not in names:
+                names.append(name)
+        fixed.append({**spec, "required_tools": names})
+    return fixed, notes
+
+
+def joined(names: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def agents_with(tools: Iterable[str], tools_by_agent: Mapping[str, Collection[str]]) -> list[str]:
+    """The agent types that have every one of ``tools``, in their order."""
+    wanted = set(tools)
+    return [agent for agent, have in tools_by_agent.items() if wanted <= set(have)]
+
+
+def lacking(spec: Mapping[str, Any], tools_by_agent: Mapping[str, Collection[str]]) -> list[str]:
+    """The required tools the spec's agent type does not have, in the spec's order."""
+    have = tools_by_agent.get(spec.get("agent_type") or DEFAULT_AGENT, ())
+    return [name for name in spec.get("required_tools") or () if name not in have]
+
+
+def fit_required_tools(
+    specs: Sequence[Mapping[str, Any]],
+    tools_by_agent: Mapping[str, Collection[str]],
+    *,
+    built_in: Collection[str] = (),
+    fallback: str = DEFAULT_AGENT,
+    reassign: bool = True,
+) -> tuple[list[dict[str, Any]], list[str], list[str]]:
+    """Required tools checked against the agent types: ``(specs, notes, problems)``.
+
+    Names are read as in `coerce_required_tools`. With ``reassign``, a task on ``fallback`` (named,
+    left out, or an unknown type) whose required tools only one agent type has all of runs as that
+    type, with a note: the tools say what the task needs more clearly than a general-purpose type does. Any
+    other task whose agent type lacks a required tool is a problem, a message for the model that
+    names the agent types that have the tools (or, when none has them all, which has each).
+    """
+    known = {name for have in tools_by_agent.values() for name in have}
+    fixed, notes = coerce_required_tools(specs, known, built_in)
+    problems = []
+    for spec in fixed:
+        missing = lacking(spec, tools_by_agent)
+        if not missing:
+            continue
+        task_id, agent = spec.get("id"), spec.get("agent_type") or fallback
+        required = spec["required_tools"]
+        able = agents_with(required, tools_by_agent)
+        if reassign and agent == fallback and len(able) == 1:
+            spec["agent_type"] = able[0]
+            notes.append(
+                f"task {task_id!r} needs {joined(required)}: runs as {able[0]!r}, the only agent type with "
+                f"{'them all' if len(required) > 1 else 'it'}, instead of {agent!r}"
+            )
+            continue
+        needs = f"task {task_id!r} needs {joined(missing)}, which agent type {agent!r} lacks"
+        if able:
+            it = f"all of {joined(required)}" if len(required) > 1 else "it"
+            problems.append(f"{needs}; give it an agent type that has {it}: {', '.join(able)}")
+        else:
+            each = "; ".join(f"{name}: {', '.join(agents_with([name], tools_by_agent)) or 'none'}" for name in required)
+            problems.append(
+                f"{needs}, and no agent type has all of {joined(required)} ({each}); split it into subtasks "
+                "that one agent type each can do"
+            )
+    return fixed, notes, problems
 
 
 def _id_key(task_id: str) -> str:
@@ -206,6 +337,8 @@ def split_task(
     if not specs:
         raise QueueError("no follow-up tasks given")
     parent = tasks[parent_id]
+    if is_fallback(parent):
+        raise QueueError(FALLBACK_NO_SPLIT)
     known_agents = set(agent_types)
     depth = parent.get("depth", 0) + 1
     if depth > max_split_depth:

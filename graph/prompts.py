@@ -71,6 +71,10 @@ while they work.
 Agent types:
 {agent_types}"""
 
+PLANNER_TOOLS_RULE = """\
+Give each subtask `required_tools`: the names of the tools it needs from the lists above, \
+and an `agent_type` that has all of them."""
+
 PLAN_RETRY = """\
 Your previous plan could not be used: {error}
 Previous answer: {previous}
@@ -101,6 +105,25 @@ Completed results:
 
 Needs a new plan:
 {flagged}"""
+
+FALLBACK_TASK = """\
+Finish the overall goal yourself: the plan for it stopped ({why}). You are the one agent that \
+takes over. The results of the subtasks that completed are below: build on them and do not redo \
+their work. Work around what failed; the reasons are listed here.
+- No agent runs after you and you cannot hand off work: ignore the hand-off rule \
+(replan_split_and_handoff is refused) and do all of the remaining work in this subtask, within at \
+most {turns} model turns.
+- Your final reply is the answer to the overall goal: write it in full.
+- If the goal cannot be finished, reply with what you have, then {marker} and what is missing.
+
+What did not finish, and why:
+{unfinished}"""
+
+FALLBACK_UNFINISHED_MORE = "- … and {count} more failed or skipped subtasks: {ids}"
+
+FALLBACK_NO_SPLIT = (
+    "the single-agent fallback cannot hand off work (no agent runs after it): its agent does the rest itself"
+)
 
 VERIFIER_PROMPT = """\
 You check whether an agent finished its subtask. Compare the result with the subtask's \
@@ -152,9 +175,17 @@ Subtask results, in plan order:
 {results}"""
 
 
-def agent_types_text(descriptions: Mapping[str, str]) -> str:
-    """``- name: description`` lines for the planner."""
-    return "\n".join(f"- {name}: {text or 'general-purpose agent'}" for name, text in descriptions.items())
+def agent_types_text(descriptions: Mapping[str, str], tools: Mapping[str, Sequence[str]] | None = None) -> str:
+    """``- name: description`` lines for the planner; with ``tools``, each line ends with the
+    type's tool names: `` (tools: a, b)`` or `` (no tools)``."""
+    lines = []
+    for name, text in descriptions.items():
+        line = f"- {name}: {text or 'general-purpose agent'}"
+        if tools is not None:
+            names = ", ".join(tools.get(name) or ())
+            line += f" (tools: {names})" if names else " (no tools)"
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def execution_rules(batch_size: int) -> str:
@@ -196,6 +227,33 @@ These parts of the final answer cover consecutive shares of the subtask results,
 Join them into one final answer that keeps every item, number and name of every part, in order.
 
 {parts}"""
+
+
+# --------------------------------------------------------------------------- teams
+
+TEAM_BEST_PROMPT = """\
+You judge the results of several agents that each did the same subtask. Pick the one result \
+that best does what the subtask asks: correct, complete, and following its instructions.
+Answer with JSON only: {"winner": <candidate number>, "reason": "<one sentence>"}"""
+
+TEAM_VOTE_PROMPT = """\
+You score the results of other agents that each did the same subtask as you. Score each \
+result from 0 (useless) to 10 (correct, complete, and following the subtask's instructions).
+Answer with JSON only: {"scores": {"<candidate number>": <score>, ...}}"""
+
+TEAM_FUSION_PROMPT = """\
+Several agents each did the same subtask. Write the one result that combines theirs: keep \
+every correct item, number and name any of them found, drop what is wrong or repeated, and \
+follow the subtask's instructions. Answer with the combined result only."""
+
+TEAM_TEMPLATE = """\
+Overall goal: {goal}
+
+Subtask ({task_id}): {content}
+
+{candidates}"""
+
+TEAM_CANDIDATE = "Candidate {number} ({agent_type}):\n{result}"
 
 
 # --------------------------------------------------------------------------- kept text and summaries

@@ -13,12 +13,13 @@ from typing import Any, Literal
 
 from typing_extensions import NotRequired, TypedDict
 
-from .queue_index import RESET, TaskQueue, apply_writes, index_of, sort_key
+from .queue_index import RESET, TEAM_MEMBER, TaskQueue, apply_writes, index_of, is_member, sort_key
 
-__all__ = ["RESET", "TaskQueue", "apply_writes", "index_of"]  # re-exported: the queue's reducer and its index
+# re-exported: the queue's reducer and its index, and what marks a team member's task
+__all__ = ["RESET", "TEAM_MEMBER", "TaskQueue", "apply_writes", "index_of", "is_member"]
 
 TaskStatus = Literal["pending", "in_progress", "completed", "failed", "skipped"]
-TaskOrigin = Literal["planner", "dynamic", "replanner"]
+TaskOrigin = Literal["planner", "dynamic", "replanner", "team_member", "fallback"]
 ReplanTrigger = Literal["marker", "tool", "failure", "check"]
 
 STATUSES: tuple[TaskStatus, ...] = ("pending", "in_progress", "completed", "failed", "skipped")
@@ -55,6 +56,40 @@ def verdict_record(
     )
 
 
+class TeamCandidate(TypedDict):
+    """One member's run of a team subtask, as the team's record keeps it."""
+
+    id: str
+    """The member's task id (``{team task}.m1``...; the task leaves the queue at the merge)."""
+    agent_type: str
+    result_preview: str | None
+    error: str | None
+    result_key: str | None
+    """Where the member's whole result is kept in the workspace."""
+    handoff: list[str]
+    """Follow-ups it handed off or its completion check asked for (queued only when it wins)."""
+
+
+class TeamRecord(TypedDict):
+    """A team subtask's members and merge decision (``Task.team``)."""
+
+    name: str
+    strategy: str
+    """``best``, ``vote`` or ``fusion``."""
+    members: list[str]
+    """The member task ids, in member order."""
+    candidates: list[TeamCandidate]
+    """Filled at the merge."""
+    winner: str | None
+    """The winning member's agent type (None: fused, or every member failed)."""
+    winner_id: str | None
+    reason: str
+    scores: dict[str, float]
+    """``vote``: total score per member id."""
+    model_calls: int
+    """Calls spent on the merge (the members' own are added to the task's ``model_calls``)."""
+
+
 class Clarification(TypedDict):
     """One question a subtask asked the user, and the answer."""
 
@@ -71,6 +106,8 @@ class Task(TypedDict):
     content: str
     agent_type: str
     depends_on: list[str]
+    required_tools: NotRequired[list[str]]
+    """Names of the tools the planner said this subtask needs (known ones only); absent when none."""
     status: TaskStatus
     result: str | None
     error: str | None
@@ -101,6 +138,8 @@ class Task(TypedDict):
     """The questions this subtask asked the user (``ask_user``) and their answers, in order."""
     verdict: NotRequired[TaskVerdict]
     """The completion check's judgement of this subtask's result (``verify_results``)."""
+    team: NotRequired[TeamRecord]
+    """A team subtask's members, candidates and merge decision."""
 
 
 class QueueError(ValueError):

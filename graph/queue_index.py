@@ -25,6 +25,18 @@ NEW_TASK_FIELDS = ("id", "status", "position", "depends_on")
 SortKey = tuple[tuple[int, ...], str]
 STRUCTURE_FIELDS = ("depends_on", "parent_id", "position")
 """Task fields the dependency and split indexes are built from."""
+TEAM_MEMBER = "team_member"
+"""Origin of a team member's task: one member's run of its team's subtask (see `replangraph.teams`)."""
+
+
+def is_member(task: Mapping[str, Any] | None) -> bool:
+    """Whether ``task`` is a team member's run: its failure or replan request is only a failed candidate."""
+    return bool(task) and task.get("origin") == TEAM_MEMBER
+
+
+def asks_replan(task: Mapping[str, Any]) -> bool:
+    """Whether ``task`` waits for the replanner: it has a replan request and is no team member."""
+    return bool(task.get("replan_request")) and not is_member(task)
 
 
 def sort_key(task: Mapping[str, Any]) -> SortKey:
@@ -39,7 +51,7 @@ class QueueIndex:
     ``children``: split parent → direct dynamic children; ``dependents``: task id →
     tasks that list it in ``depends_on`` (ids not in the queue included);
     ``ready``: sort keys of ready tasks, in queue order; ``active``: in-progress
-    tasks; ``replan``: tasks with a replan request; ``model_calls``: their sum.
+    tasks; ``replan``: tasks with a replan request (no team members); ``model_calls``: their sum.
     """
 
     children: dict[str, tuple[str, ...]]
@@ -69,7 +81,7 @@ class QueueIndex:
         )
         index.ready = sorted(sort_key(t) for t in tasks.values() if index.is_ready(tasks, t))
         index.active = {t["id"]: sort_key(t) for t in tasks.values() if t["status"] == "in_progress"}
-        index.replan = frozenset(t["id"] for t in tasks.values() if t.get("replan_request"))
+        index.replan = frozenset(t["id"] for t in tasks.values() if asks_replan(t))
         index.model_calls = sum(t.get("model_calls", 0) for t in tasks.values())
         return index
 
@@ -128,8 +140,9 @@ class QueueIndex:
         return [*dict.fromkeys(task["depends_on"]), *self.handed_off(tasks, task)]
 
     def is_ready(self, tasks: Mapping[str, Mapping[str, Any]], task: Mapping[str, Any]) -> bool:
-        """Pending, and everything it waits for is completed (direct dependencies checked first)."""
-        if task["status"] != "pending":
+        """Pending, and everything it waits for is completed (direct dependencies checked first).
+        Work a team member handed off is held until the team's merge (never ready)."""
+        if task["status"] != "pending" or is_member(tasks.get(task.get("parent_id") or "")):
             return False
         if not all(dep in tasks and tasks[dep]["status"] == "completed" for dep in task["depends_on"]):
             return False
@@ -185,7 +198,7 @@ class QueueIndex:
             if after is not None:
                 if after["status"] == "in_progress":
                     index.active[task_id] = sort_key(after)
-                if after.get("replan_request"):
+                if asks_replan(after):
                     replan.add(task_id)
         index.replan = frozenset(replan)
         # Readiness before the change is looked up under the old sort key (a position may have changed).

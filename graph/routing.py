@@ -6,7 +6,7 @@ parallel branches joined before it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -17,11 +17,25 @@ from .commands import RESUME, last_command, paused, pending_command, unfinished
 from .config import FINALIZE_MARGIN, AgentConfig, run_settings
 from .context import ContextMonitor
 from .messages import calls_to_run, ends_with_answer, waiting_questions
-from .names import ASK, COMMANDS, COMPRESSOR, EXECUTOR, FINALIZE, PLAN_REVIEW, PLANNER, REPLANNER, TOOLS, VERIFIER
+from .names import (
+    ASK,
+    COMMANDS,
+    COMPRESSOR,
+    EXECUTOR,
+    FINALIZE,
+    PLAN_REVIEW,
+    PLANNER,
+    REPLANNER,
+    TEAM,
+    TEAM_MERGE,
+    TOOLS,
+    VERIFIER,
+)
 from .observations import full_result
 from .queue import Task, active_tasks, dependency_results, plan_summary, ready_tasks, spent_model_calls
 from .queue_index import index_of
 from .state import DependencyResult, SubtaskInput
+from .teams import settled
 from .workspace import WORKSPACE, open_workspace, step_key
 
 
@@ -51,9 +65,17 @@ def dependency_input(task: Task) -> DependencyResult:
 
 
 def make_router(
-    config: AgentConfig, monitor: ContextMonitor, tool_schemas: Mapping[str, Sequence[Any]]
+    config: AgentConfig,
+    monitor: ContextMonitor,
+    tool_schemas: Mapping[str, Sequence[Any]],
+    teams: Collection[str] = (),
 ) -> Callable[[Mapping[str, Any]], list[Send] | str]:
-    """The routing function, bound to the run's limits and each agent type's tools."""
+    """The routing function, bound to the run's limits, each agent type's tools and the team names.
+
+    A ready team subtask goes to the team node, which queues its members; once they have all
+    ended, the team merge node keeps one result. The members count against ``max_concurrency``,
+    the team subtask itself does not.
+    """
 
     def route(state: Mapping[str, Any]) -> list[Send | str] | str:
         with open_workspace(state.get(WORKSPACE)):  # dependency results are read whole from it
@@ -78,15 +100,22 @@ def make_router(
             return TOOLS
         if index_of(tasks).replan:
             return REPLANNER
-        if spent_model_calls(state) >= settings.max_steps:
-            return FINALIZE
+        if spent_model_calls(state) >= settings.max_steps:  # a team whose members ended merges first, at no cost
+            due = any(t["agent_type"] in teams and settled(tasks, t) for t in active)
+            return TEAM_MERGE if due else FINALIZE
         # Questions pause the run alone: a sibling's finished step in the same superstep would be
         # dropped if the thread then got new input (a slash command) instead of an answer.
         questions = [Send(ASK, subtask_input(state, t)) for t in active if waiting_questions(windows.get(t["id"], []))]
         if questions:
             return questions
         sends: list[Send | str] = []
+        running = 0
         for task in active:
+            if task["agent_type"] in teams:  # it waits for its members
+                if TEAM_MERGE not in sends and settled(tasks, task):
+                    sends.append(TEAM_MERGE)  # one merge node merges every team whose members have ended
+                continue
+            running += 1
             window = windows.get(task["id"], [])
             if ends_with_answer(window):
                 if VERIFIER not in sends:
@@ -99,8 +128,12 @@ def make_router(
             if over:
                 payload["plan"] = plan_summary(tasks)
             sends.append(Send(COMPRESSOR if over else EXECUTOR, payload))
-        room = max(settings.max_concurrency - len(active), 0)
-        sends.extend(Send(EXECUTOR, subtask_input(state, t)) for t in ready_tasks(tasks, room))
+        room = max(settings.max_concurrency - running, 0)
+        for task in ready_tasks(tasks, room):
+            if task["agent_type"] in teams:  # the team node queues its members: no inputs to read
+                sends.append(Send(TEAM, {"task_id": task["id"], "task": task, "queue_size": len(tasks)}))
+            else:
+                sends.append(Send(EXECUTOR, subtask_input(state, task)))
         if len(sends) == 1 and isinstance(sends[0], Send) and sends[0].node == EXECUTOR:
             sends[0].arg["alone"] = True
         return sends or FINALIZE

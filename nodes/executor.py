@@ -99,7 +99,11 @@ class Executor(Configured):
         # The fullest tool list fits the window to the budget; the model gets what this turn offers.
         tools = self.tools_for(task["agent_type"], True, True)
         if not window:
-            emit(STEP_STARTED, task_id=task_id, content=task["content"], agent_type=task["agent_type"])
+            # A required tool the agent type lacks (a plan kept after retries, an edit): a warning, not a stop.
+            have = {t.name for t in tools}
+            missing = [name for name in task.get("required_tools") or () if name not in have]
+            warning = {"missing_tools": missing} if missing else {}
+            emit(STEP_STARTED, task_id=task_id, content=task["content"], agent_type=task["agent_type"], **warning)
             opening = opening_window(
                 self.profiles[task["agent_type"]],
                 payload,

@@ -16,6 +16,7 @@ from langgraph.errors import GraphBubbleUp
 from replangraph.config import FINALIZE_MARGIN, AgentConfig, Configured, recursion_limit
 from replangraph.context import OVERFLOW_SHRINK, ContextMonitor
 from replangraph.events import PLAN_COMPLETED, emit
+from replangraph.fallback import fallback_of, is_fallback
 from replangraph.messages import ends_with_answer, message_text
 from replangraph.observations import result_fields
 from replangraph.outcomes import keep_window
@@ -111,7 +112,9 @@ def stop_reason(
     the limit is named when it stopped work that could still run.
     """
     covered = replanned_ids(replans)
-    failed = [t["id"] for t in ordered(tasks) if t["status"] == "failed" and t["id"] not in covered]
+    failed = [
+        t["id"] for t in ordered(tasks) if t["status"] == "failed" and t["id"] not in covered and not is_fallback(t)
+    ]
     if model_calls >= config.max_steps:
         reason = (
             f"the step budget max_steps={config.max_steps} was used up "
@@ -131,7 +134,11 @@ def stop_reason(
                 f"recursion_limit={recursion_limit(config)} in the run config"
             )
             reason = cut if reason == "no remaining subtask could run" else f"{reason}; {cut}"
-    return "; ".join([reason, *limit_notes(tasks, replans, config)])
+    solo = fallback_of(tasks)
+    alone = []
+    if solo is not None and solo["status"] != "completed":
+        alone.append(f"the single-agent fallback ({solo['id']}) did not finish it either")
+    return "; ".join([reason, *alone, *limit_notes(tasks, replans, config)])
 
 
 def results_text(tasks: Mapping[str, Task]) -> str:

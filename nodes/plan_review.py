@@ -6,26 +6,29 @@ plan that does not validate is answered with a new interrupt carrying the error.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import HumanMessage
 from langgraph.types import interrupt
 
-from replangraph.config import AgentConfig, Configured
+from replangraph.config import AgentConfig, AgentProfile, Configured
 from replangraph.events import PLAN_REVIEWED, emit
 from replangraph.interrupts import is_cancel, pause_for_user, slash_command, unwrapped
 from replangraph.lenient import UnreadableInput, as_text, match_name, plan_specs
-from replangraph.plans import normalize_plan, tasks_from_plan, validate_plan
-from replangraph.queue import DEFAULT_AGENT, RESET, QueueError, Task, ordered
+from replangraph.nodes.planner import BUILT_IN_TOOLS
+from replangraph.plans import (
+    fit_required_tools,
+    normalize_plan,
+    plan_listing,
+    tasks_from_plan,
+    tool_names,
+    validate_plan,
+)
+from replangraph.queue import DEFAULT_AGENT, RESET, QueueError, Task
 from replangraph.state import StateUpdate
 
 APPROVALS = frozenset({"approve", "approved", "yes", "y", "ok", "okay", "go", "lgtm", "accept", "true"})
-
-
-def plan_listing(tasks: Mapping[str, Task]) -> list[dict[str, Any]]:
-    """The plan as the user sees it and may send it back edited."""
-    return [{k: t[k] for k in ("id", "content", "agent_type", "depends_on")} for t in ordered(tasks)]
 
 
 def decision_of(answer: Any) -> str | None:
@@ -44,9 +47,18 @@ def decision_of(answer: Any) -> str | None:
     return None
 
 
-def edited_plan(answer: Any, agent_types: Sequence[str], max_tasks: int) -> tuple[list[dict[str, Any]], list[str]]:
+def edited_plan(
+    answer: Any,
+    agent_types: Sequence[str],
+    max_tasks: int,
+    tools_by_agent: Mapping[str, Collection[str]] | None = None,
+) -> tuple[list[dict[str, Any]], list[str]]:
     """The edited plan in an answer (a task list, ``{"tasks": [...]}``, JSON text), validated like any
-    plan, and notes on what was repaired (dependency spellings, an agent type's case)."""
+    plan, and notes on what was repaired (dependency spellings, an agent type's case, unknown tools).
+
+    With ``tools_by_agent``, ``required_tools`` are read as the planner reads them, but the user's
+    agent types stand: a type that lacks a required tool is a note (and ``missing_tools`` in
+    ``step_started``), never a change."""
     specs, notes = normalize_plan(plan_specs(answer))
     for spec in specs:
         written = spec.get("agent_type") or DEFAULT_AGENT
@@ -54,6 +66,9 @@ def edited_plan(answer: Any, agent_types: Sequence[str], max_tasks: int) -> tupl
         if spec["agent_type"] != written:
             notes.append(f"task {spec['id']!r}: agent type {written!r} read as {spec['agent_type']!r}")
     validate_plan(specs, agent_types=agent_types, max_tasks=max_tasks)
+    if tools_by_agent is not None:
+        specs, tool_notes, problems = fit_required_tools(specs, tools_by_agent, built_in=BUILT_IN_TOOLS, reassign=False)
+        notes += tool_notes + problems
     return specs, notes
 
 
@@ -61,8 +76,10 @@ class PlanReview(Configured):
     """Shows the plan (``{"kind": "plan", "tasks": [...]}``) and applies the user's decision.
     Only the planner's plan is reviewed; a replan runs without a pause."""
 
-    def __init__(self, agent_types: Iterable[str], config: AgentConfig):
+    def __init__(self, agent_types: Iterable[str] | Mapping[str, AgentProfile], config: AgentConfig):
         self.agent_types = list(agent_types)
+        self.tools_by_agent = tool_names(agent_types) if isinstance(agent_types, Mapping) else None
+        """Each agent type's tool names, when the node was given the profiles (edits' tools are then checked)."""
         self.base_config = config
 
     def __call__(self, state: Mapping[str, Any]) -> StateUpdate:
@@ -85,7 +102,7 @@ class PlanReview(Configured):
             try:
                 if decision == "reject":
                     raise UnreadableInput("the plan was not approved, and no edited plan was sent")
-                specs, notes = edited_plan(answer, self.agent_types, self.config.max_tasks)
+                specs, notes = edited_plan(answer, self.agent_types, self.config.max_tasks, self.tools_by_agent)
             except (UnreadableInput, QueueError) as exc:
                 error = f"The edited plan was not used: {exc}. {how}"
                 if isinstance(answer, str) and answer.strip()[:1] not in ("[", "{", "`"):

@@ -12,17 +12,30 @@ from replangraph.config import AgentConfig, AgentProfile, Configured
 from replangraph.context import OVERFLOW_SHRINK, ContextMonitor
 from replangraph.events import PLAN_CREATED, emit
 from replangraph.fitting import GOAL_ID
-from replangraph.messages import resolve_goal
+from replangraph.messages import ASK_USER, resolve_goal
+from replangraph.observations import READ_OUTPUT
 from replangraph.oneshot import fit_request, retry_room, schema_tools
-from replangraph.planning import PlanAnswer, plan_schema, request_plan, structured_planner
-from replangraph.plans import coerce_agent_types, normalize_plan, tasks_from_plan, validate_plan
-from replangraph.prompts import PLANNER_PROMPT, agent_types_text
-from replangraph.queue import DEFAULT_AGENT, RESET, QueueError, Task, next_plan_id, ordered, preview
+from replangraph.planning import PlanAnswer, UsablePlan, plan_schema, request_plan, structured_planner
+from replangraph.plans import (
+    coerce_agent_types,
+    fit_required_tools,
+    normalize_plan,
+    offered_tool_names,
+    plan_listing,
+    tasks_from_plan,
+    tool_names,
+    validate_plan,
+)
+from replangraph.prompts import PLANNER_PROMPT, PLANNER_TOOLS_RULE, agent_types_text
+from replangraph.queue import DEFAULT_AGENT, RESET, QueueError, Task, next_plan_id, preview
 from replangraph.rule_plan import rule_based_plan
 from replangraph.state import StateUpdate
+from replangraph.tools.replan_toolkit import TOOLKIT_NAMES
 from replangraph.workspace import collect_writes
 
 GOAL_PREVIEW_CHARS = 300
+BUILT_IN_TOOLS = (*TOOLKIT_NAMES, READ_OUTPUT, ASK_USER)
+"""Tools every executing agent gets; naming one in ``required_tools`` asks for nothing."""
 
 
 def fallback_specs(goal: str, agent_types: list[str], max_tasks: int) -> list[dict]:
@@ -44,6 +57,11 @@ class Planner(Configured):
 
     A goal too long for the request (a retry's message included) is shown as an
     excerpt; the system prompt is never cut.
+
+    With several agent types and tools among them, the prompt lists each type's tools and
+    the `Plan` schema asks for each task's ``required_tools`` (see `fit_required_tools`): a
+    task on ``default`` that only one type can do runs as that type; another mismatch is
+    asked about again, and kept with a note when the retries run out.
     """
 
     def __init__(
@@ -54,22 +72,34 @@ class Planner(Configured):
         monitor: ContextMonitor | None = None,
     ):
         self.monitor = (monitor or ContextMonitor(config)).for_model(model)
-        self.structured = structured_planner(model, list(profiles))
-        self.tools = schema_tools(plan_schema(list(profiles)))
+        self.tools_by_agent = tool_names(profiles)
+        self.tool_names = offered_tool_names(self.tools_by_agent)
+        self.structured = structured_planner(model, list(profiles), self.tool_names)
+        self.tools = schema_tools(plan_schema(list(profiles), self.tool_names))
         self.profiles = profiles
         self.base_config = config
 
     def check(self, specs: list[dict]) -> tuple[list[dict], list[str]]:
-        """Repair what is clear (dependency spellings, unknown agent types), then validate."""
+        """Repair what is clear (dependency spellings, unknown agent types and tools), then validate;
+        `UsablePlan` when only required tools do not fit their agent types."""
         specs, notes = normalize_plan(specs)
         specs, agent_notes = coerce_agent_types(specs, list(self.profiles), DEFAULT_AGENT)
-        validate_plan(specs, agent_types=self.profiles, max_tasks=self.config.max_tasks)
-        return specs, notes + agent_notes
+        specs, tool_notes, problems = fit_required_tools(specs, self.tools_by_agent, built_in=BUILT_IN_TOOLS)
+        try:
+            validate_plan(specs, agent_types=self.profiles, max_tasks=self.config.max_tasks)
+        except QueueError as exc:  # the retry fixes everything at once
+            raise QueueError("; ".join([str(exc), *problems])) from None
+        notes = notes + agent_notes + tool_notes
+        if problems:
+            raise UsablePlan(problems, specs, notes)
+        return specs, notes
 
     def plan(self, goal: str, plan_id: str = "1") -> tuple[dict[str, Task], int, str, list[str]]:
         """``(tasks, model calls, why the fallback was used or "", notes on repairs)``."""
         descriptions = {name: p.description for name, p in self.profiles.items()}
-        system = SystemMessage(PLANNER_PROMPT.format(agent_types=agent_types_text(descriptions)))
+        tools = self.tools_by_agent if self.tool_names else None
+        prompt = PLANNER_PROMPT.format(agent_types=agent_types_text(descriptions, tools))
+        system = SystemMessage(prompt + "\n" + PLANNER_TOOLS_RULE if tools else prompt)
         calls = 0
         for share in (1.0, OVERFLOW_SHRINK):  # a provider that refuses the request as too long: once more, smaller
             answer = self.ask(goal, system, share)
@@ -121,7 +151,7 @@ class Planner(Configured):
         emit(
             PLAN_CREATED,
             goal=goal,
-            tasks=[{k: t[k] for k in ("id", "content", "agent_type", "depends_on")} for t in ordered(tasks)],
+            tasks=plan_listing(tasks),
             fallback_reason=fallback_reason or None,
             notes=notes,
         )

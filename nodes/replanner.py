@@ -4,7 +4,9 @@ Completed subtasks and their results stay; a failed subtask stays failed for
 the record, with any partial result it kept. An empty or unusable plan means
 "cannot continue", and past ``max_replans`` (or the step budget) nothing is
 replanned: either way only the flagged subtasks' dependents are skipped and
-independent work goes on.
+independent work goes on. Then, with ``single_agent_fallback``, one more subtask
+is queued after that work: one agent that tries to finish the goal alone (see
+``replangraph.fallback``). Its own failure or replan request ends the run with the report.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from replangraph.config import AgentConfig, AgentProfile, Configured
 from replangraph.context import OVERFLOW_SHRINK, ContextMonitor
 from replangraph.events import REPLANNING, emit
+from replangraph.fallback import fallback_of, fallback_task, is_fallback
 from replangraph.fitting import GOAL_ID, Fitted, excerpt, fit_parts, result_id
 from replangraph.observations import full_result
 from replangraph.oneshot import retry_room, schema_tools
@@ -28,6 +31,7 @@ from replangraph.queue import (
     DEFAULT_AGENT,
     QueueError,
     Task,
+    apply_writes,
     next_plan_id,
     ordered,
     preview,
@@ -181,9 +185,12 @@ class Replanner(Configured):
     def __call__(self, state: Mapping[str, Any]) -> StateUpdate:
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         records: list[ReplanRecord] = list(state.get("replans") or [])
-        flagged = replan_requested(tasks)
+        requested = replan_requested(tasks)
+        # The single-agent fallback was the last try: its failure or replan request goes to the report.
+        closed = {t["id"]: {"replan_request": None} for t in requested if is_fallback(t)}
+        flagged = [t for t in requested if not is_fallback(t)]
         if not flagged:
-            return {}
+            return {"tasks": closed} if closed else {}
         rounds = sum(r["outcome"] != "limit" for r in records)
         if rounds >= self.config.max_replans or spent_model_calls(state) >= self.config.max_steps:
             updates = self.settle(tasks, flagged, "no replans left (max_replans or max_steps)")
@@ -192,6 +199,10 @@ class Replanner(Configured):
             updates, record = self.replan(state, tasks, flagged, suffix=f"_r{rounds + 1}")
         for task in flagged:
             updates.setdefault(task["id"], {})["replan_request"] = None
+        updates.update(closed)
+        fallback = self.fallback(state, tasks, updates, [*records, record])
+        if fallback is not None:
+            updates[fallback["id"]] = fallback
         emit(
             REPLANNING,
             task_id=flagged[0]["id"],
@@ -202,8 +213,42 @@ class Replanner(Configured):
             new_task_ids=record["new_task_ids"],
             skipped=record["skipped_task_ids"],
             notes=record.get("notes", []),
+            fallback_task_id=fallback["id"] if fallback is not None else None,
         )
         return {"tasks": updates, "replans": [*records, record]}
+
+    def fallback(
+        self,
+        state: Mapping[str, Any],
+        tasks: Mapping[str, Task],
+        updates: Mapping[str, Any],
+        records: Sequence[ReplanRecord],
+    ) -> Task | None:
+        """The single-agent fallback task this round writes, or None.
+
+        Queued when the round left the goal without a way on (``gave_up`` or ``limit``), the run is
+        not cancelled, and there is room: steps left in ``max_steps``, a place in ``max_tasks``. A
+        fallback still pending is written again every round (what finished, failed or was queued
+        since changes what it waits for and is told), under the same id. Once it has started there
+        is never another, so a run resumed from a checkpoint never queues a second one.
+        """
+        before = fallback_of(tasks)
+        if before is not None and before["status"] != "pending":
+            return None
+        if before is None and records[-1]["outcome"] == "replanned":
+            return None
+        settings = self.config
+        left = settings.max_steps - spent_model_calls({**state, "replans": records})
+        if not settings.single_agent_fallback or state.get("cancelled") or left <= 0:
+            return None
+        view = apply_writes(tasks, [updates])
+        if before is None and len(view) >= settings.max_tasks:
+            return None
+        if any(r["outcome"] == "gave_up" for r in records):
+            why = "the replanner found no way to continue"
+        else:
+            why = f"no replans were left: max_replans={settings.max_replans}"
+        return fallback_task(view, why, min(left, settings.max_step_iterations), before)
 
     def settle(self, tasks: Mapping[str, Task], flagged: Sequence[Task], why: str) -> dict[str, dict]:
         """Skip what waits on the flagged subtasks; independent work goes on.
@@ -219,7 +264,8 @@ class Replanner(Configured):
         for task in flagged:
             view = {k: {**v, **updates.get(k, {})} for k, v in tasks.items()}
             updates.update(skip_dependents(view, task["id"]))
-        return updates
+        # A pending single-agent fallback is written again (`fallback`), not skipped.
+        return {k: u for k, u in updates.items() if not is_fallback(tasks.get(k))}
 
     def replan(
         self, state: Mapping[str, Any], tasks: Mapping[str, Task], flagged: Sequence[Task], suffix: str
@@ -229,8 +275,10 @@ class Replanner(Configured):
         descriptions = {name: p.description for name, p in self.profiles.items()}
         goal = state.get("goal", "")
         system = SystemMessage(REPLANNER_PROMPT.format(agent_types=agent_types_text(descriptions)))
-        pending = [t["id"] for t in ordered(tasks) if t["status"] == "pending"]
+        # A pending single-agent fallback stays (it waits for the new plan too) and is not shown.
+        pending = [t["id"] for t in ordered(tasks) if t["status"] == "pending" and not is_fallback(t)]
         kept = {k: t for k, t in tasks.items() if k not in pending}
+        shown = {k: t for k, t in tasks.items() if not is_fallback(t)}
         can_wait_on = {k: t for k, t in kept.items() if t["status"] in ("completed", "in_progress")}
 
         def check(specs: list[dict]) -> tuple[list[dict], list[str]]:
@@ -248,7 +296,7 @@ class Replanner(Configured):
 
         calls = 0
         for share in (1.0, OVERFLOW_SHRINK):  # a provider that refuses the request as too long: once more, smaller
-            answer = self.ask(goal, tasks, flagged, system, check, share)
+            answer = self.ask(goal, shown, flagged, system, check, share)
             calls += answer.calls
             if not answer.overflow:
                 break

@@ -79,6 +79,13 @@ def test_every_event_has_a_readable_line():
         "plan_reviewed": {"decision": "edited", "tasks": [{"id": "1"}]},
         "question_answered": {"task_id": "a", "question": "Which year?", "answer_preview": "2024"},
         "command_answered": {"command": "/status", "reply": "Tasks: 1 pending"},
+        "team_merged": {
+            "task_id": "a",
+            "strategy": "best",
+            "winner": "careful",
+            "reason": "complete",
+            "candidates": [{"agent_type": "careful", "error": None}, {"agent_type": "fast", "error": "boom"}],
+        },
     }
     assert set(samples) == set(EVENT_NAMES)
     lines = {name: console.describe({"event": name, **payload}) for name, payload in samples.items()}
@@ -87,6 +94,7 @@ def test_every_event_has_a_readable_line():
     assert lines["plan_completed"] == "plan completed: completed 2"
     assert lines["plan_reviewed"] == "plan edited (1 task(s))"
     assert lines["question_answered"] == "a asked 'Which year?': 2024"
+    assert lines["team_merged"] == "a team best: kept careful (complete)"
     assert "fallback: model down" in lines["plan_created"]
     assert "agent type 'x' does not exist" in lines["plan_created"]
     assert lines["step_verified"] == "a checked: incomplete (ranks 6-19 missing); queued a_dyn_0"

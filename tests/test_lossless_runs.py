@@ -199,7 +199,8 @@ def test_a_provider_context_overflow_compresses_the_window_and_the_step_goes_on(
 def test_an_overflow_that_compression_cannot_cure_fails_the_step():
     refusals: list[int] = []
     model = provider_with_limit(60, faithful("read all 30 products"), refusals)
-    config = AgentConfig(context_window=20_000, reserved_output=1_000, max_replans=0)
+    # No single-agent fallback: it would meet the same catalog and be refused once more.
+    config = AgentConfig(context_window=20_000, reserved_output=1_000, max_replans=0, single_agent_fallback=False)
     state, _ = run(build_graph(model, tools=[catalog(30)], config=config))
     task = state["tasks"]["1"]
     assert task["status"] == "failed" and "context window too small" in task["error"]

@@ -12,6 +12,8 @@ from replangraph.queue import ordered
 from replangraph.testing import ScriptedChatModel, tool_call
 
 FAST = {"retry_backoff_s": 0.0}
+ALONE_OFF = {"single_agent_fallback": False}
+"""For tests of the report itself: no single-agent fallback runs before it (see test_single_agent_fallback.py)."""
 
 
 def task(task_id, content, depends_on=()):
@@ -98,7 +100,7 @@ def test_empty_replan_means_cannot_continue_and_ends_with_the_report():
     def work(request):
         return "no way [REPLAN] the data does not exist"
 
-    state, events = run(build_graph(make_model(fetch_then_report_plan(), work)))
+    state, events = run(build_graph(make_model(fetch_then_report_plan(), work), config=AgentConfig(**ALONE_OFF)))
     assert statuses(state) == {"a": "failed", "b": "skipped"}
     assert events_named(events, "replanning")[0]["outcome"] == "gave_up"
     answer = state["final_answer"]
@@ -132,7 +134,8 @@ def test_model_that_always_raises_ends_with_a_report_not_an_exception():
         raise ConnectionError("connection refused")
 
     model = ScriptedChatModel(respond=respond)
-    out = build_graph(model, config=AgentConfig(**FAST)).invoke({"messages": [("user", "find cheap flights")]})
+    config = AgentConfig(**FAST, **ALONE_OFF)
+    out = build_graph(model, config=config).invoke({"messages": [("user", "find cheap flights")]})
     [only] = out["tasks"].values()
     assert only["status"] == "failed" and "connection refused" in only["error"]
     assert only["model_calls"] == 3  # one call and two transient retries
@@ -146,7 +149,8 @@ def test_replanner_garbage_is_retried_then_treated_as_empty():
         asked.append(request.prompt.count("could not be used"))
         return "I refuse to make a plan"
 
-    state, events = run(build_graph(make_model(fetch_then_report_plan(), lambda r: "[REPLAN] stuck", replan=replan)))
+    model = make_model(fetch_then_report_plan(), lambda r: "[REPLAN] stuck", replan=replan)
+    state, events = run(build_graph(model, config=AgentConfig(**ALONE_OFF)))
     assert asked == [0, 1, 1]
     assert events_named(events, "replanning")[0]["outcome"] == "gave_up"
     assert statuses(state) == {"a": "failed", "b": "skipped"}
@@ -173,7 +177,7 @@ def test_failed_branch_does_not_stop_an_independent_branch():
         return f"value of {subtask_of(request)}"
 
     plan = plan_of(task("a", "flaky"), task("b", "needs a", ["a"]), task("c", "solid"), task("d", "needs c", ["c"]))
-    config = AgentConfig(max_replans=0, **FAST)
+    config = AgentConfig(max_replans=0, **FAST, **ALONE_OFF)
     state, _ = run(build_graph(make_model(plan, work), config=config))
     assert statuses(state) == {"a": "failed", "b": "skipped", "c": "completed", "d": "completed"}
     assert "value of solid" in state["final_answer"] and "value of needs c" in state["final_answer"]

@@ -88,7 +88,8 @@ def test_replanner_failure_skips_only_the_flagged_task_s_dependents():
         task("c", "fetch specs"),
         task("d", "compare specs", ["c"]),
     )
-    state, events = run(build_graph(make_model(plan, work, replan=replan), config=AgentConfig(**FAST)))
+    config = AgentConfig(**FAST, single_agent_fallback=False)  # about the report: no fallback before it
+    state, events = run(build_graph(make_model(plan, work, replan=replan), config=config))
     assert statuses(state) == {"a": "failed", "b": "skipped", "c": "completed", "d": "completed"}
     [record] = state["replans"]
     assert record["outcome"] == "gave_up" and record["skipped_task_ids"] == ["b"]
@@ -134,7 +135,8 @@ def test_content_blocks_everywhere():
 def test_a_crash_inside_a_step_fails_that_subtask_not_the_run():
     agents = {"broken": AgentProfile(prompt=None, description="misconfigured")}  # crashes the executor
     plan = plan_of(task("a", "use the broken agent", agent_type="broken"), task("b", "plain work"))
-    graph = build_graph(make_model(plan, lambda r: "done"), agents=agents, config=AgentConfig(max_replans=0))
+    config = AgentConfig(max_replans=0, single_agent_fallback=False)  # the crash's record, not a fallback's answer
+    graph = build_graph(make_model(plan, lambda r: "done"), agents=agents, config=config)
     state, _ = run(graph)
     assert statuses(state) == {"a": "failed", "b": "completed"}
     assert state["tasks"]["a"]["error"].startswith("executor crashed: TypeError")

@@ -33,7 +33,7 @@ from replangraph.prompts import (
     SPLIT_TASKS_DESCRIPTION,
     SPLIT_TOOL_DESCRIPTION,
 )
-from replangraph.queue import QueueError, Task, ordered, preview, task_line
+from replangraph.queue import QueueError, Task, is_member, ordered, preview, task_line
 
 REVIEW_TOOL = "replan_review_context"
 SPLIT_TOOL = "replan_split_and_handoff"
@@ -82,7 +82,8 @@ class ReplanSession:
         """The update completing this subtask with ``summary`` as its result and queueing the follow-ups.
 
         ``tasks`` may be a JSON string, a JSON array, fenced JSON, a list of strings or
-        one task per line; an unknown agent type runs as this subtask's type. Input
+        one task per line; an unknown agent type runs as this subtask's type. A team member's
+        follow-ups wait for its team's merge and run only if its result wins. Input
         that cannot be read is refused with a `ToolException` and changes nothing; a
         split over a limit is refused with an update recording the limit on the task.
         """
@@ -124,6 +125,8 @@ class ReplanSession:
         update["tasks"].update(created)
         listing = ", ".join(created)
         text = f"Handed off. Your partial result is saved and {len(created)} task(s) were queued: {listing}."
+        if is_member(task):  # held until the team's merge
+            text = f"Handed off. Your partial result is saved; {listing} run only if the team keeps your result."
         if notes:
             text += " Note: " + "; ".join(notes) + "."
         return reply(call_id, SPLIT_TOOL, text + " Stop now.", update)

@@ -26,6 +26,7 @@ from replangraph.events import (
     STEP_FAILED,
     STEP_STARTED,
     STEP_VERIFIED,
+    TEAM_MERGED,
 )
 from replangraph.queue import plan_summary, preview, spent_model_calls, status_counts
 
@@ -103,7 +104,8 @@ def describe(event: Mapping[str, Any]) -> str:
     if name == REPLANNING:
         new = f", new tasks {', '.join(event['new_task_ids'])}" if event["new_task_ids"] else ""
         why = f"{event['trigger']}: {preview(event['reason'], 60)}"
-        return f"replanning after {event['task_id']} ({why}): {event['outcome']}{new}"
+        alone = f"; single-agent fallback {event['fallback_task_id']} queued" if event.get("fallback_task_id") else ""
+        return f"replanning after {event['task_id']} ({why}): {event['outcome']}{new}{alone}"
     if name == CONTEXT_COMPRESSED:
         return f"{event['task_id']} context compressed: {event['tokens_before']} -> {event['tokens_after']} tokens"
     if name == PLAN_COMPLETED:
@@ -115,6 +117,11 @@ def describe(event: Mapping[str, Any]) -> str:
         return f"{event['task_id']} asked {preview(event['question'], 60)!r}: {preview(event['answer_preview'], 60)}"
     if name == COMMAND_ANSWERED:
         return f"{event['command']}: {preview(event['reply'], 100)}"
+    if name == TEAM_MERGED:
+        kept = f"kept {event['winner']}" if event.get("winner") else "fused"
+        if not any(c.get("error") is None for c in event.get("candidates") or ()):
+            kept = "every member failed"
+        return f"{event['task_id']} team {event['strategy']}: {kept} ({preview(event.get('reason'), 80)})"
     return f"{name}: {dict(event)}"
 
 

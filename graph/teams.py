@@ -1,0 +1,352 @@
+"""Teams: agent types whose subtasks several agent types run, one result kept. No LangGraph here.
+
+A team subtask starts by queueing one member task per member (``{id}.m1``, ``{id}.m2``...,
+placed right after it); they run like any subtask. Once every member has ended, the merge
+keeps one result: a judge's pick (``best``), the highest total of the members' scores of each
+other (``vote``), or a judge's combination (``fusion``). This module holds the settings and the
+pure parts: member tasks, reading the judges' answers leniently, the merge's queue changes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .lenient import UnreadableInput, as_text, load_json, match_name
+from .plans import LimitReached
+from .queue import TEAM_MEMBER, Task, TeamRecord, is_member, new_task, preview, sort_key
+from .queue_index import index_of
+
+MERGES = ("best", "vote", "fusion")
+ENDED = ("completed", "failed", "skipped")
+MAX_SCORE = 10.0
+CHOICE_KEYS = ("winner", "choice", "best", "candidate", "pick", "selected", "index", "number", "answer")
+REASON_KEYS = ("reason", "why", "explanation", "rationale", "justification")
+WHO_KEYS = ("candidate", "id", "number", "index", "agent_type", "name")
+TEXT_KEYS = ("result", "combined", "combined_result", "answer", "text", "content")
+NUMBERED = re.compile(r"(?:candidate|result|option|answer|number|no\.?|#)\s*#?\s*(\d+)", re.I)
+SCORE_LINE = re.compile(r"^\W*(?:candidate\s*)?#?\s*([\w .-]+?)\s*(?:\([^)]*\))?\s*[:=–-]\s*(\d+(?:\.\d+)?)", re.I)
+
+
+@dataclass(frozen=True)
+class Team:
+    """An agent type whose subtasks each member agent type runs; ``merge`` keeps one result.
+
+    ``merge``: ``best`` (the judge picks one, with a reason), ``vote`` (each member's model
+    scores the others' results; the highest total wins, ties in member order) or ``fusion``
+    (the judge writes one result combining them). ``judge_model``: None for the planner's
+    model; False for no merge call at all (``vote`` included): the first successful result
+    wins. ``description`` tells the planner what the team is for.
+    """
+
+    members: Sequence[str]
+    merge: str = "best"
+    judge_model: Any = field(default=None, compare=False)
+    description: str = ""
+
+
+def check_teams(teams: Mapping[str, Team] | None, agent_types: Sequence[str]) -> dict[str, Team]:
+    """The teams, checked: TypeError or ValueError for a name an agent type has, an unknown
+    merge, or members that are no agent types (teams included)."""
+    checked: dict[str, Team] = {}
+    for name, team in (teams or {}).items():
+        if not isinstance(team, Team):
+            raise TypeError(f"teams[{name!r}] must be a Team, got {type(team).__name__}")
+        if name in agent_types:
+            raise ValueError(f"team {name!r} has the name of an agent type; give one of them another name")
+        if team.merge not in MERGES:
+            raise ValueError(f"team {name!r} has merge={team.merge!r}; use one of {', '.join(MERGES)}")
+        members = [team.members] if isinstance(team.members, str) else list(team.members)
+        if not members:
+            raise ValueError(f"team {name!r} has no members")
+        for member in members:
+            if member in (teams or {}):
+                raise ValueError(f"team {name!r} has team {member!r} as a member; members must be agent types")
+            if member not in agent_types:
+                known = ", ".join(agent_types)
+                raise ValueError(f"team {name!r} has unknown member {member!r} (agent types: {known})")
+        checked[name] = Team(tuple(members), team.merge, team.judge_model, team.description)
+    return checked
+
+
+def team_description(team: Team) -> str:
+    """What the planner is told a team is: its own description, then what it does."""
+    how = {
+        "best": "a judge keeps the best result",
+        "vote": "the members score each other's results and the best scored is kept",
+        "fusion": "a judge combines their results into one",
+    }[team.merge]
+    what = f"team of {', '.join(team.members)}: each runs the subtask, then {how}"
+    return f"{team.description.rstrip('. ')}. ({what}.)" if team.description else what[0].upper() + what[1:] + "."
+
+
+# --------------------------------------------------------------------------- start
+
+
+def member_id(task_id: str, number: int) -> str:
+    """The task id of a team subtask's ``number``-th member (from 1)."""
+    return f"{task_id}.m{number}"
+
+
+def start_changes(task: Task, name: str, team: Team, queue_size: int, max_tasks: int) -> dict[str, Any]:
+    """The queue changes that start a team subtask: its member tasks, and the subtask in progress
+    with its record. `LimitReached` when the members would pass ``max_tasks``."""
+    if queue_size + len(team.members) > max_tasks:
+        raise LimitReached(
+            f"team {name!r} needs room for {len(team.members)} member tasks; the queue holds {queue_size} "
+            f"of at most max_tasks={max_tasks}",
+            limit="max_tasks",
+            value=max_tasks,
+            needed=queue_size + len(team.members),
+        )
+    members: dict[str, Any] = {}
+    for number, agent_type in enumerate(team.members, 1):
+        member = new_task(
+            member_id(task["id"], number),
+            task["content"],
+            position=[*task["position"], number - 1],
+            agent_type=agent_type,
+            depends_on=task["depends_on"],  # completed: a member is ready at once, with the same inputs
+            parent_id=task["id"],
+            metadata=task.get("metadata"),
+            depth=task.get("depth", 0),
+            origin=TEAM_MEMBER,
+            plan_id=task.get("plan_id") or "1",
+        )
+        if "required_tools" in task:  # what the planner said the subtask needs
+            member["required_tools"] = task["required_tools"]
+        members[member["id"]] = member
+    record = TeamRecord(
+        name=name,
+        strategy=team.merge,
+        members=list(members),
+        candidates=[],
+        winner=None,
+        winner_id=None,
+        reason="",
+        scores={},
+        model_calls=0,
+    )
+    return {task["id"]: {"status": "in_progress", "team": record}, **members}
+
+
+def settled(tasks: Mapping[str, Task], task: Task) -> bool:
+    """Whether every member of a running team subtask has ended (or left the queue)."""
+    members = (task.get("team") or {}).get("members") or []
+    return all(m not in tasks or tasks[m]["status"] in ENDED for m in members)
+
+
+# --------------------------------------------------------------------------- candidates
+
+
+@dataclass
+class Candidate:
+    """One member's run as the merge sees it: ``text`` is its whole result when it completed."""
+
+    id: str
+    agent_type: str
+    text: str | None
+    error: str | None
+    result_key: str | None = None
+    handoff: list[str] = field(default_factory=list)
+    model_calls: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.text is not None
+
+    def record(self) -> dict[str, Any]:
+        """Its `TeamCandidate` entry."""
+        return {
+            "id": self.id,
+            "agent_type": self.agent_type,
+            "result_preview": preview(self.text, 200) if self.text is not None else None,
+            "error": self.error,
+            "result_key": self.result_key,
+            "handoff": list(self.handoff),
+        }
+
+
+def candidates(
+    tasks: Mapping[str, Task], task: Task, team: Team, full_result: Callable[[Task], str | None]
+) -> list[Candidate]:
+    """The members' runs in member order; a member that left the queue (a replan) is a failed candidate."""
+    found: list[Candidate] = []
+    index = index_of(tasks)
+    member_ids = (task.get("team") or {}).get("members") or []
+    for member_task_id, agent_type in zip(member_ids, team.members, strict=False):
+        member = tasks.get(member_task_id)
+        if member is None:
+            found.append(Candidate(member_task_id, agent_type, None, "it left the queue before it ran (a replan)"))
+            continue
+        held = sorted((tasks[c] for c in index.children.get(member_task_id, ()) if c in tasks), key=sort_key)
+        done = member["status"] == "completed"
+        found.append(
+            Candidate(
+                member_task_id,
+                member["agent_type"],
+                (full_result(member) or "") if done else None,
+                None if done else member.get("error") or f"it was {member['status']}",
+                (member.get("result_ref") or {}).get("key"),
+                [t["content"] for t in held],
+                member.get("model_calls", 0),
+            )
+        )
+    return found
+
+
+# --------------------------------------------------------------------------- reading the judges
+
+
+def _number(value: Any, count: int) -> int | None:
+    """A 0-based candidate index from ``2``, ``"2"``, ``"#2"``, ``"candidate 2"``; None if no number."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float) and float(value).is_integer():
+        number = int(value)
+    else:
+        text = as_text(value).strip()
+        found = re.fullmatch(r"(?:candidate|result|option|no\.?)?\s*#?\s*(\d+)\.?", text, re.I) or NUMBERED.search(text)
+        if not found:
+            return None
+        number = int(found.group(1))
+    if not 1 <= number <= count:
+        raise UnreadableInput(f"candidate {number} does not exist (1-{count})")
+    return number - 1
+
+
+def _pick(value: Any, names: Sequence[str]) -> int:
+    """The 0-based index ``value`` names: a candidate number or a member's agent type."""
+    number = _number(value, len(names))
+    if number is not None:
+        return number
+    name = match_name(as_text(value).strip().strip("`'\"*"), list(names))
+    if name is None:
+        raise UnreadableInput(f"{preview(as_text(value), 60)!r} names no candidate")
+    return list(names).index(name)
+
+
+def read_choice(answer: str, names: Sequence[str]) -> tuple[int, str]:
+    """``(0-based index, reason)`` from a judge's pick among candidates named ``names`` (numbered
+    from 1): JSON (fenced or in prose) with a winner, a bare number or name, or prose naming
+    one. UnreadableInput when it names none, or a number out of range."""
+    text = answer.strip()
+    if not text:
+        raise UnreadableInput("the answer is empty")
+    try:
+        value = load_json(text)
+    except UnreadableInput:
+        value = None
+    if isinstance(value, Mapping):
+        choice = next((value[k] for k in CHOICE_KEYS if value.get(k) not in (None, "")), None)
+        reason = next((as_text(value[k]).strip() for k in REASON_KEYS if value.get(k)), "")
+        if choice is not None:
+            return _pick(choice, names), reason
+    elif isinstance(value, int | float | str):
+        return _pick(value, names), ""
+    found = NUMBERED.search(text) or re.match(r"\s*\**(\d+)\b", text)
+    if found:
+        return _pick(found.group(1), names), preview(text, 300)
+    mentioned = {n for n in names if re.search(rf"\b{re.escape(n)}\b", text, re.I)}
+    if len(mentioned) == 1:
+        return list(names).index(mentioned.pop()), preview(text, 300)
+    raise UnreadableInput("it names no candidate by number or agent type")
+
+
+def read_scores(answer: str, names: Sequence[str]) -> dict[int, float]:
+    """Scores (0-10, by 0-based index) of candidates named ``names`` (numbered from 1), from JSON
+    (``{"scores": {"1": 7}}``, ``{"2": 4}``, ``[{"candidate": 1, "score": 7}]``, ``[7, 4]``) or
+    ``1: 7`` lines. Unreadable entries are left out; UnreadableInput when none is readable."""
+    try:
+        value = load_json(answer)
+    except UnreadableInput:
+        value = None
+    pairs: list[tuple[Any, Any]] = []
+    if isinstance(value, Mapping):
+        value = value.get("scores", value.get("votes", value))
+    if isinstance(value, Mapping):
+        pairs = list(value.items())
+    elif isinstance(value, list):
+        for position, item in enumerate(value, 1):
+            if isinstance(item, Mapping):
+                who = next((item[k] for k in WHO_KEYS if k in item), None)
+                pairs.append((who, item.get("score", item.get("points"))))
+            else:
+                pairs.append((position, item))
+    else:
+        pairs = [m.groups() for line in answer.splitlines() if (m := SCORE_LINE.match(line))]
+    scores: dict[int, float] = {}
+    for who, score in pairs:
+        try:
+            index = _pick(who, names)
+            points = float(str(score).split("/")[0].strip())
+        except (UnreadableInput, ValueError):
+            continue
+        scores.setdefault(index, min(max(points, 0.0), MAX_SCORE))
+    if not scores:
+        raise UnreadableInput("it gives no score to a candidate by number")
+    return scores
+
+
+def read_fusion(answer: str) -> str:
+    """The combined result a judge wrote: its text, or the text field of a JSON object."""
+    text = answer.strip()
+    if text[:1] in ("{", "`"):
+        try:
+            value = load_json(text)
+        except UnreadableInput:
+            value = None
+        if isinstance(value, Mapping):
+            text = next((as_text(value[k]).strip() for k in TEXT_KEYS if as_text(value.get(k)).strip()), text)
+    if not text:
+        raise UnreadableInput("the answer is empty")
+    return text
+
+
+def vote_winner(totals: Mapping[str, float], order: Sequence[str]) -> str:
+    """The id with the highest total; ties go to the earliest in ``order``."""
+    return max(order, key=lambda i: (totals.get(i, 0.0), -order.index(i)))
+
+
+# --------------------------------------------------------------------------- the merge's queue changes
+
+
+def adopted(tasks: Mapping[str, Task], task: Task, winner_id: str | None) -> dict[str, Task]:
+    """The winner's held follow-ups (handed off, or found missing by the completion check) as
+    dynamic tasks of the team subtask: ``{id}_dyn_0``..., depending on it, placed right after it."""
+    if winner_id is None:
+        return {}
+    held = sorted((tasks[c] for c in index_of(tasks).children.get(winner_id, ()) if c in tasks), key=sort_key)
+    created: dict[str, Task] = {}
+    number = 0
+    for follow_up in held:
+        while f"{task['id']}_dyn_{number}" in tasks:
+            number += 1
+        task_id = f"{task['id']}_dyn_{number}"
+        created[task_id] = new_task(
+            task_id,
+            follow_up["content"],
+            position=[*task["position"], number],
+            agent_type=follow_up["agent_type"],
+            depends_on=[task["id"]],
+            parent_id=task["id"],
+            metadata=task.get("metadata"),
+            depth=task.get("depth", 0) + 1,
+            origin="dynamic",
+            plan_id=task.get("plan_id") or "1",
+        )
+        number += 1
+    return created
+
+
+def removals(tasks: Mapping[str, Task], task: Task) -> dict[str, None]:
+    """Removal of a team subtask's member tasks and the work they held."""
+    index = index_of(tasks)
+    gone: dict[str, None] = {}
+    for member in (task.get("team") or {}).get("members") or []:
+        if is_member(tasks.get(member)):
+            gone[member] = None
+            gone.update((t, None) for t in index.subtree(member))
+    return gone
