@@ -25,7 +25,7 @@ from .messages import message_text
 from .oneshot import RETRY_ERROR_CHARS
 from .prompts import PLAN_RETRY
 from .queue import DEFAULT_AGENT, QueueError, preview
-from .retry import invoke_with_retries, is_context_overflow
+from .retry import invoke_with_retries, is_context_overflow, is_transient
 
 PLAN_TOOL = "Plan"
 
@@ -129,6 +129,8 @@ class PlanAnswer:
     """Repairs made to the accepted plan (unknown agent types, dependency spellings)."""
     overflow: bool = False
     """Whether the provider refused the request as longer than its context window."""
+    unanswered: bool = False
+    """Whether the model did not answer: a transient error (down, timing out, rate limited) outlived the retries."""
 
 
 def request_plan(
@@ -153,7 +155,7 @@ def request_plan(
             if usable is not None:
                 return kept_plan(usable, calls)
             error = f"model call failed: {type(exc).__name__}: {exc}"
-            return PlanAnswer(None, calls, error, overflow=is_context_overflow(exc))
+            return PlanAnswer(None, calls, error, overflow=is_context_overflow(exc), unanswered=is_transient(exc))
         calls += spent
         try:
             specs, notes = check(read_plan(answer))

@@ -13,10 +13,10 @@ from typing import Any, Literal
 
 from typing_extensions import NotRequired, TypedDict
 
-from .queue_index import RESET, TEAM_MEMBER, TaskQueue, apply_writes, index_of, is_member, sort_key
+from .queue_index import RESET, TEAM_MEMBER, TaskQueue, apply_writes, in_team_run, index_of, is_member, sort_key
 
 # re-exported: the queue's reducer and its index, and what marks a team member's task
-__all__ = ["RESET", "TEAM_MEMBER", "TaskQueue", "apply_writes", "index_of", "is_member"]
+__all__ = ["RESET", "TEAM_MEMBER", "TaskQueue", "apply_writes", "in_team_run", "index_of", "is_member"]
 
 TaskStatus = Literal["pending", "in_progress", "completed", "failed", "skipped"]
 TaskOrigin = Literal["planner", "dynamic", "replanner", "team_member", "fallback"]
@@ -66,6 +66,8 @@ class TeamCandidate(TypedDict):
     error: str | None
     result_key: str | None
     """Where the member's whole result is kept in the workspace."""
+    output_id: str | None
+    """The id ``read_output`` reads its whole (or partial) result by after the merge: ``1/candidate-m2``."""
     handoff: list[str]
     """Follow-ups it handed off or its completion check asked for (queued only when it wins)."""
 

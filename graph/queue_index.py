@@ -34,6 +34,15 @@ def is_member(task: Mapping[str, Any] | None) -> bool:
     return bool(task) and task.get("origin") == TEAM_MEMBER
 
 
+def in_team_run(tasks: Mapping[str, Mapping[str, Any]], task: Mapping[str, Any] | None) -> bool:
+    """Whether ``task`` is a team member or work a member handed off (held until the merge)."""
+    while task:
+        if is_member(task):
+            return True
+        task = tasks.get(task.get("parent_id") or "")
+    return False
+
+
 def asks_replan(task: Mapping[str, Any]) -> bool:
     """Whether ``task`` waits for the replanner: it has a replan request and is no team member."""
     return bool(task.get("replan_request")) and not is_member(task)

@@ -152,6 +152,10 @@ class Candidate:
     result_key: str | None = None
     handoff: list[str] = field(default_factory=list)
     model_calls: int = 0
+    kept: str | None = None
+    """Its whole result, or the partial result a failed member kept: saved on the team subtask."""
+    output_id: str | None = None
+    """Where ``kept`` can be read with ``read_output`` after the merge (``{team task}/candidate-m2``)."""
 
     @property
     def ok(self) -> bool:
@@ -165,6 +169,7 @@ class Candidate:
             "result_preview": preview(self.text, 200) if self.text is not None else None,
             "error": self.error,
             "result_key": self.result_key,
+            "output_id": self.output_id,
             "handoff": list(self.handoff),
         }
 
@@ -183,18 +188,26 @@ def candidates(
             continue
         held = sorted((tasks[c] for c in index.children.get(member_task_id, ()) if c in tasks), key=sort_key)
         done = member["status"] == "completed"
+        kept = full_result(member) if done or member.get("result") else None
         found.append(
             Candidate(
                 member_task_id,
                 member["agent_type"],
-                (full_result(member) or "") if done else None,
+                (kept or "") if done else None,
                 None if done else member.get("error") or f"it was {member['status']}",
                 (member.get("result_ref") or {}).get("key"),
                 [t["content"] for t in held],
                 member.get("model_calls", 0),
+                kept,
+                f"{task['id']}/{candidate_key(task['id'], member_task_id)}" if kept is not None else None,
             )
         )
     return found
+
+
+def candidate_key(task_id: str, member_task_id: str) -> str:
+    """The key a member's result is saved under on its team subtask: ``candidate-m2``."""
+    return "candidate-" + member_task_id.removeprefix(f"{task_id}.")
 
 
 # --------------------------------------------------------------------------- reading the judges

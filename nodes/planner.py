@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -36,6 +36,32 @@ from replangraph.workspace import collect_writes
 GOAL_PREVIEW_CHARS = 300
 BUILT_IN_TOOLS = (*TOOLKIT_NAMES, READ_OUTPUT, ASK_USER)
 """Tools every executing agent gets; naming one in ``required_tools`` asks for nothing."""
+
+
+def check_required_tools(
+    specs: list[dict], notes: list[str], tools_by_agent: Mapping[str, Sequence[str]], validate: Callable[[list], Any]
+) -> tuple[list[dict], list[str]]:
+    """Specs with their required tools fitted (`fit_required_tools`), then ``validate``d: ``(specs, notes)``.
+
+    A QueueError names the tool problems too (the retry fixes everything at once); with only tool
+    problems, `UsablePlan` (asked about again, used as it is when no better plan comes)."""
+    specs, tool_notes, problems = fit_required_tools(specs, tools_by_agent, built_in=BUILT_IN_TOOLS)
+    try:
+        validate(specs)
+    except QueueError as exc:
+        raise QueueError("; ".join([str(exc), *problems])) from None
+    if problems:
+        raise UsablePlan(problems, specs, notes + tool_notes)
+    return specs, notes + tool_notes
+
+
+def tools_prompt(prompt: str, profiles: Mapping[str, AgentProfile], tools_by_agent: Mapping[str, Sequence[str]]) -> str:
+    """``prompt`` with its agent types listed; with tools offered (several agent types), each type's
+    tools and the rule to name the ones a subtask needs."""
+    descriptions = {name: p.description for name, p in profiles.items()}
+    tools = tools_by_agent if offered_tool_names(tools_by_agent) else None
+    text = prompt.format(agent_types=agent_types_text(descriptions, tools))
+    return text + "\n" + PLANNER_TOOLS_RULE if tools else text
 
 
 def fallback_specs(goal: str, agent_types: list[str], max_tasks: int) -> list[dict]:
@@ -84,22 +110,16 @@ class Planner(Configured):
         `UsablePlan` when only required tools do not fit their agent types."""
         specs, notes = normalize_plan(specs)
         specs, agent_notes = coerce_agent_types(specs, list(self.profiles), DEFAULT_AGENT)
-        specs, tool_notes, problems = fit_required_tools(specs, self.tools_by_agent, built_in=BUILT_IN_TOOLS)
-        try:
-            validate_plan(specs, agent_types=self.profiles, max_tasks=self.config.max_tasks)
-        except QueueError as exc:  # the retry fixes everything at once
-            raise QueueError("; ".join([str(exc), *problems])) from None
-        notes = notes + agent_notes + tool_notes
-        if problems:
-            raise UsablePlan(problems, specs, notes)
-        return specs, notes
+        return check_required_tools(
+            specs,
+            notes + agent_notes,
+            self.tools_by_agent,
+            lambda fitted: validate_plan(fitted, agent_types=self.profiles, max_tasks=self.config.max_tasks),
+        )
 
     def plan(self, goal: str, plan_id: str = "1") -> tuple[dict[str, Task], int, str, list[str]]:
         """``(tasks, model calls, why the fallback was used or "", notes on repairs)``."""
-        descriptions = {name: p.description for name, p in self.profiles.items()}
-        tools = self.tools_by_agent if self.tool_names else None
-        prompt = PLANNER_PROMPT.format(agent_types=agent_types_text(descriptions, tools))
-        system = SystemMessage(prompt + "\n" + PLANNER_TOOLS_RULE if tools else prompt)
+        system = SystemMessage(tools_prompt(PLANNER_PROMPT, self.profiles, self.tools_by_agent))
         calls = 0
         for share in (1.0, OVERFLOW_SHRINK):  # a provider that refuses the request as too long: once more, smaller
             answer = self.ask(goal, system, share)

@@ -6,7 +6,8 @@ the record, with any partial result it kept. An empty or unusable plan means
 replanned: either way only the flagged subtasks' dependents are skipped and
 independent work goes on. Then, with ``single_agent_fallback``, one more subtask
 is queued after that work: one agent that tries to finish the goal alone (see
-``replangraph.fallback``). Its own failure or replan request ends the run with the report.
+``replangraph.fallback``), unless the replanner's own call found the model not answering (it
+would fail the same way). Its own failure or replan request ends the run with the report.
 """
 
 from __future__ import annotations
@@ -22,16 +23,26 @@ from replangraph.context import OVERFLOW_SHRINK, ContextMonitor
 from replangraph.events import REPLANNING, emit
 from replangraph.fallback import fallback_of, fallback_task, is_fallback
 from replangraph.fitting import GOAL_ID, Fitted, excerpt, fit_parts, result_id
+from replangraph.nodes.planner import check_required_tools, tools_prompt
 from replangraph.observations import full_result
 from replangraph.oneshot import retry_room, schema_tools
 from replangraph.planning import PlanAnswer, plan_schema, request_plan, structured_planner
-from replangraph.plans import coerce_agent_types, next_top_position, normalize_plan, tasks_from_plan, validate_plan
-from replangraph.prompts import REPLAN_TEMPLATE, REPLANNER_PROMPT, agent_types_text
+from replangraph.plans import (
+    coerce_agent_types,
+    next_top_position,
+    normalize_plan,
+    offered_tool_names,
+    tasks_from_plan,
+    tool_names,
+    validate_plan,
+)
+from replangraph.prompts import REPLAN_TEMPLATE, REPLANNER_PROMPT
 from replangraph.queue import (
     DEFAULT_AGENT,
     QueueError,
     Task,
     apply_writes,
+    in_team_run,
     next_plan_id,
     ordered,
     preview,
@@ -176,8 +187,10 @@ class Replanner(Configured):
         monitor: ContextMonitor | None = None,
     ):
         self.monitor = (monitor or ContextMonitor(config)).for_model(model)
-        self.structured = structured_planner(model, list(profiles))
-        self.tools = schema_tools(plan_schema(list(profiles)))
+        self.tools_by_agent = tool_names(profiles)
+        offered = offered_tool_names(self.tools_by_agent)
+        self.structured = structured_planner(model, list(profiles), offered)
+        self.tools = schema_tools(plan_schema(list(profiles), offered))
         self.profiles = profiles
         self.base_config = config
 
@@ -195,12 +208,17 @@ class Replanner(Configured):
         if rounds >= self.config.max_replans or spent_model_calls(state) >= self.config.max_steps:
             updates = self.settle(tasks, flagged, "no replans left (max_replans or max_steps)")
             record = self.record(flagged, "limit", skipped=[k for k, u in updates.items() if u["status"] == "skipped"])
+            unanswered = False
         else:
-            updates, record = self.replan(state, tasks, flagged, suffix=f"_r{rounds + 1}")
+            updates, record, unanswered = self.replan(state, tasks, flagged, suffix=f"_r{rounds + 1}")
         for task in flagged:
             updates.setdefault(task["id"], {})["replan_request"] = None
         updates.update(closed)
-        fallback = self.fallback(state, tasks, updates, [*records, record])
+        fallback = None
+        if unanswered:  # the model is down: one more agent would only fail the same way
+            record["notes"] = [*record.get("notes", []), "no single-agent fallback: the model did not answer"]
+        else:
+            fallback = self.fallback(state, tasks, updates, [*records, record])
         if fallback is not None:
             updates[fallback["id"]] = fallback
         emit(
@@ -269,16 +287,21 @@ class Replanner(Configured):
 
     def replan(
         self, state: Mapping[str, Any], tasks: Mapping[str, Task], flagged: Sequence[Task], suffix: str
-    ) -> tuple[dict, ReplanRecord]:
-        """Ask the model for the remaining subtasks; an empty or unusable answer gives up on the
-        flagged subtasks (their dependents are skipped, independent work goes on)."""
-        descriptions = {name: p.description for name, p in self.profiles.items()}
+    ) -> tuple[dict, ReplanRecord, bool]:
+        """Ask the model for the remaining subtasks: ``(updates, record, whether the model did not
+        answer)``. An empty or unusable answer gives up on the flagged subtasks (their dependents
+        are skipped, independent work goes on)."""
         goal = state.get("goal", "")
-        system = SystemMessage(REPLANNER_PROMPT.format(agent_types=agent_types_text(descriptions)))
-        # A pending single-agent fallback stays (it waits for the new plan too) and is not shown.
-        pending = [t["id"] for t in ordered(tasks) if t["status"] == "pending" and not is_fallback(t)]
+        system = SystemMessage(tools_prompt(REPLANNER_PROMPT, self.profiles, self.tools_by_agent))
+        # A pending single-agent fallback stays (it waits for the new plan too) and is not shown; so do a
+        # running team's members and their held handoffs (the team subtask, in progress, stands for them).
+        pending = [
+            t["id"]
+            for t in ordered(tasks)
+            if t["status"] == "pending" and not is_fallback(t) and not in_team_run(tasks, t)
+        ]
         kept = {k: t for k, t in tasks.items() if k not in pending}
-        shown = {k: t for k, t in tasks.items() if not is_fallback(t)}
+        shown = {k: t for k, t in tasks.items() if not is_fallback(t) and not in_team_run(tasks, t)}
         can_wait_on = {k: t for k, t in kept.items() if t["status"] in ("completed", "in_progress")}
 
         def check(specs: list[dict]) -> tuple[list[dict], list[str]]:
@@ -287,12 +310,15 @@ class Replanner(Configured):
             specs, notes = normalize_plan(specs, existing=can_wait_on)
             renamed = rename_colliding(specs, set(tasks), suffix)
             renamed, agent_notes = coerce_agent_types(renamed, list(self.profiles), DEFAULT_AGENT)
-            validate_plan(renamed, agent_types=self.profiles, existing=can_wait_on, max_tasks=None)
-            if len(kept) + len(renamed) > self.config.max_tasks:
-                raise QueueError(
-                    f"the queue would hold {len(kept) + len(renamed)} tasks; the limit is {self.config.max_tasks}"
-                )
-            return renamed, notes + agent_notes
+
+            def validate(fitted: list[dict]) -> None:
+                validate_plan(fitted, agent_types=self.profiles, existing=can_wait_on, max_tasks=None)
+                if len(kept) + len(fitted) > self.config.max_tasks:
+                    raise QueueError(
+                        f"the queue would hold {len(kept) + len(fitted)} tasks; the limit is {self.config.max_tasks}"
+                    )
+
+            return check_required_tools(renamed, notes + agent_notes, self.tools_by_agent, validate)
 
         calls = 0
         for share in (1.0, OVERFLOW_SHRINK):  # a provider that refuses the request as too long: once more, smaller
@@ -307,7 +333,7 @@ class Replanner(Configured):
             skipped = [k for k, u in updates.items() if u["status"] == "skipped"]
             for task_id in skipped:
                 updates[task_id]["error"] = f"not run: the replanner gave up ({reason})"
-            return updates, self.record(flagged, "gave_up", skipped=skipped, calls=answer.calls)
+            return updates, self.record(flagged, "gave_up", skipped=skipped, calls=answer.calls), answer.unanswered
         created = tasks_from_plan(
             answer.specs,
             first_position=next_top_position(tasks),
@@ -318,7 +344,7 @@ class Replanner(Configured):
         updates.update(created)
         record = self.record(flagged, "replanned", new=list(created), replaced=pending, calls=answer.calls)
         record["notes"] = answer.notes
-        return updates, record
+        return updates, record, False
 
     def ask(
         self,

@@ -33,6 +33,7 @@ from replangraph.teams import (
     Candidate,
     Team,
     adopted,
+    candidate_key,
     candidates,
     read_choice,
     read_fusion,
@@ -41,7 +42,7 @@ from replangraph.teams import (
     settled,
     vote_winner,
 )
-from replangraph.workspace import collect_writes
+from replangraph.workspace import collect_writes, current_workspace, output_slot
 
 
 class MergeFailed(Exception):
@@ -66,8 +67,8 @@ class Decision:
 class TeamMerge(Configured):
     """Merges every team subtask whose members have ended: records the candidates and the decision
     on it (``team``), completes it with the kept result (or fails it when every member failed),
-    queues the winner's handed-off work as its dynamic tasks, and removes the member tasks (their
-    results stay in the workspace)."""
+    queues the winner's handed-off work as its dynamic tasks, and removes the member tasks (each
+    member's result, or partial result, is saved on the team subtask: ``read_output("1/candidate-m2")``)."""
 
     def __init__(
         self,
@@ -232,6 +233,11 @@ class TeamMerge(Configured):
             "model_calls": decision.calls,
         }
         calls = task.get("model_calls", 0) + sum(c.model_calls for c in found) + decision.calls
+        workspace = current_workspace()
+        for candidate in found:  # the members leave the queue: their results stay readable on the team subtask
+            if candidate.kept is not None:
+                slot = output_slot(task, candidate_key(task["id"], candidate.id))
+                workspace.put(slot, candidate.kept, kind="candidate", task_id=task["id"], member=candidate.id)
         emit(
             TEAM_MERGED,
             task_id=task["id"],
@@ -241,7 +247,9 @@ class TeamMerge(Configured):
             winner_id=decision.winner_id,
             reason=decision.reason,
             scores=decision.scores,
-            candidates=[{k: c.record()[k] for k in ("id", "agent_type", "result_preview", "error")} for c in found],
+            candidates=[
+                {k: c.record()[k] for k in ("id", "agent_type", "result_preview", "error", "output_id")} for c in found
+            ],
         )
         if decision.result is None:
             errors = "; ".join(f"{c.agent_type}: {preview(c.error, 200)}" for c in found)
@@ -252,6 +260,9 @@ class TeamMerge(Configured):
                 emit(DYNAMIC_TASKS_ADDED, parent_id=task["id"], task_ids=list(created), source="team", notes=[])
             update = completed(task, decision.result, calls, **({"handed_off": list(created)} if created else {}))
             update["tasks"][task["id"]]["team"] = record
+            verdict = (tasks.get(decision.winner_id or "") or {}).get("verdict")
+            if verdict:  # the completion check judged the winner's result: it stands for the team's
+                update["tasks"][task["id"]]["verdict"] = verdict
             request = (tasks.get(decision.winner_id or "") or {}).get("replan_request")
             if request:  # the winner's remaining work could not be queued: the replanner takes it
                 update["tasks"][task["id"]]["replan_request"] = request

@@ -269,7 +269,7 @@ def test_bench_runs_the_checkouts_benchmarks_with_their_arguments(monkeypatch, t
     assert cli.main(["bench", "engine", "--help"], out=out) == 0
     assert "usage: python -m benchmarks engine" in out.getvalue() and "--quick" in out.getvalue()
     assert cli.main(["bench", "nope"], out=io.StringIO()) == 2
-    assert "usage: python -m benchmarks {personas,context,engine}" in capfd.readouterr().err
+    assert "usage: python -m benchmarks {personas,context,engine,teams}" in capfd.readouterr().err
 
     assert cli.main(["bench"], out=io.StringIO()) == 2
     assert capfd.readouterr().err == (
@@ -314,3 +314,51 @@ def test_a_database_that_cannot_be_opened_is_one_sentence(tmp_path, capsys):
         f"Cannot open the database {folder}: {folder} is a folder: name a SQLite file in it, e.g. "
         f"{folder / 'runs.sqlite'}."
     )
+
+
+TEAM_MODULE = (
+    "from replangraph import AgentProfile, Team\n"
+    "AGENTS = {\n"
+    "    'careful': AgentProfile(description='checks twice'),\n"
+    "    'fast': AgentProfile(description='answers at once'),\n"
+    "    'panel': Team(members=['careful', 'fast'], merge='vote'),\n"
+    "}\n"
+    "WRONG_MEMBER = {'careful': AgentProfile(), 'panel': Team(members=['careful', 'nobody'])}\n"
+    "NOT_A_PROFILE = {'careful': 'be careful'}\n"
+    "LIST = [AgentProfile()]\n"
+)
+
+
+@pytest.fixture
+def team_module(monkeypatch, tmp_path):
+    (tmp_path / "clipanel.py").write_text(TEAM_MODULE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+
+def test_agents_and_teams_come_from_one_dict_in_the_cli_and_in_studio(team_module, monkeypatch, capsys):
+    out = io.StringIO()
+    assert cli.main(["graph", "--agents", "clipanel:AGENTS"], out=out) == 0
+    assert "\tteam(team)" in out.getvalue() and "\tteam_merge(team_merge)" in out.getvalue()
+    monkeypatch.setenv("REPLANGRAPH_AGENTS", "clipanel:AGENTS")
+    graph = studio.make_graph({})
+    assert set(graph.builder.nodes["executor"].runnable.func.profiles) == {"default", "careful", "fast"}
+    merge = graph.builder.nodes["team_merge"].runnable.func
+    assert merge.teams["panel"].members == ("careful", "fast") and merge.teams["panel"].merge == "vote"
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("clipanel:WRONG_MEMBER", "team 'panel' has unknown member 'nobody' (agent types: careful, default)"),
+        ("clipanel:NOT_A_PROFILE", "['careful'] is str, not an agent type: name a dict of agent type to AgentProfile"),
+        ("clipanel:LIST", "--agents 'clipanel:LIST' names a list, not a dict: name a dict of agent type to"),
+        ("clipanel:MISSING", "--agents 'clipanel:MISSING' cannot be loaded"),
+    ],
+)
+def test_a_bad_agents_spec_is_a_one_sentence_usage_error(team_module, capsys, spec, message):
+    assert cli.main(["graph", "--agents", spec], out=io.StringIO()) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err

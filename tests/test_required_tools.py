@@ -378,3 +378,55 @@ def test_a_feedback_for_several_tools_names_the_types_that_have_them_all():
         "task '1' needs read_file and web_search, which agent type 'writer' lacks; give it an agent type that has "
         "all of read_file and web_search: scout"
     ]
+
+
+# --------------------------------------------------------------------------- the replanner
+
+
+def flagged_queue():
+    """``a`` failed asking for a replan; ``b`` (pending) waits on it."""
+    from replangraph.queue import new_task
+
+    a = new_task("a", "read the report", position=[0], agent_type="reader")
+    a.update(status="failed", error="file moved", replan_request={"trigger": "failure", "reason": "file moved"})
+    b = new_task("b", "write it up", position=[1], depends_on=["a"], agent_type="writer")
+    return {"goal": GOAL, "tasks": {"a": a, "b": b}, "replans": []}
+
+
+def replanner_for(respond, **config):
+    from replangraph.nodes.replanner import Replanner
+
+    settings = {**FAST, "single_agent_fallback": False, **config}
+    return Replanner(ScriptedChatModel(respond=respond), resolve_profiles(AGENTS, ()), AgentConfig(**settings))
+
+
+def test_the_replanner_lists_tools_and_checks_the_new_tasks_required_tools():
+    seen = []
+
+    def respond(request):
+        seen.append(request)
+        if retries_in(request) == 0:
+            return plan_call(task("a2", "search for the report", agent_type="writer", tools=["Web-Search"]))
+        return plan_call(task("a2", "search for the report", agent_type="scout", tools=["web_search"]))
+
+    update = replanner_for(respond)(flagged_queue())
+    assert "(tools: web_search, read_file)" in seen[0].system and "required_tools" in seen[0].system
+    assert "which agent type 'writer' lacks" in seen[1].prompt and "scout" in seen[1].prompt
+    new = update["tasks"]["a2"]
+    assert new["agent_type"] == "scout" and new["required_tools"] == ["web_search"]
+    assert update["replans"][-1]["outcome"] == "replanned" and update["replans"][-1]["model_calls"] == 2
+
+
+def test_the_replanner_reassigns_a_default_task_and_keeps_a_mismatch_with_a_note():
+    only_writer = replanner_for(lambda r: plan_call(task("a2", "save it", tools=["write_file", "ask_user"])))
+    update = only_writer(flagged_queue())
+    assert update["tasks"]["a2"]["agent_type"] == "writer" and update["tasks"]["a2"]["required_tools"] == ["write_file"]
+    stubborn = replanner_for(
+        lambda r: plan_call(task("a2", "look it up", agent_type="reader", tools=["web_search", "teleport"])),
+        replanner_retries=1,
+    )
+    update = stubborn(flagged_queue())
+    record = update["replans"][-1]
+    assert update["tasks"]["a2"]["agent_type"] == "reader" and record["model_calls"] == 2
+    assert any("unknown tool 'teleport' dropped" in n for n in record["notes"])
+    assert any("kept as planned" in n for n in record["notes"])

@@ -355,3 +355,25 @@ def test_the_brief_fallback_ids_and_the_console_line():
         }
     )
     assert line == "replanning after a (failure: boom): limit; single-agent fallback fallback queued"
+
+
+class Unreachable(ConnectionError):
+    """The model server does not answer (what ChatOpenAI's APIConnectionError stands for)."""
+
+
+@pytest.mark.parametrize(
+    ("error", "queued"), [(Unreachable("connection refused"), False), (ValueError("bad request"), True)]
+)
+def test_no_fallback_when_the_replanner_found_the_model_not_answering(error, queued):
+    def respond(request):
+        raise error
+
+    from replangraph.config import resolve_profiles
+
+    settings = AgentConfig(retry_backoff_s=0, max_replans=3)
+    replanner = Replanner(ScriptedChatModel(respond=respond), resolve_profiles(None, []), settings)
+    update = replanner(flagged_state())
+    [record] = update["replans"]
+    assert record["outcome"] == "gave_up" and update["tasks"]["b"]["status"] == "skipped"
+    assert ("fallback" in update["tasks"]) is queued
+    assert ("no single-agent fallback: the model did not answer" in record.get("notes", [])) is not queued

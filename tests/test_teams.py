@@ -450,3 +450,100 @@ def test_judges_answers_are_read_leniently():
     assert read_scores("[3, 8]", names[:2]) == {0: 3, 1: 8}
     with pytest.raises(UnreadableInput):
         read_scores("They are both good.", names[:2])
+
+
+# --------------------------------------------------------------------------- replanning during a team
+
+
+def test_a_replan_during_a_team_keeps_its_members_and_does_not_show_them():
+    from replangraph.config import resolve_profiles
+    from replangraph.nodes.replanner import Replanner
+
+    seen = []
+    calls = Calls()
+    team_task = new_task("1", "find the answer", position=[0], agent_type="panel")
+    changes = start_changes(team_task, "panel", Team(list(MEMBERS)), 1, 50)
+    tasks = apply_writes({"1": team_task}, [changes])
+    tasks = apply_writes(tasks, [{"1.m1": {"status": "in_progress"}, "1.m2": {"status": "completed", "result": "x"}}])
+    held = new_task("1.m2.1", "more work", position=[0, 1, 0], parent_id="1.m2", origin="handoff")
+    flagged = new_task("2", "check prices", position=[1])
+    flagged.update(status="failed", error="site down", replan_request={"trigger": "failure", "reason": "site down"})
+    later = new_task("3", "write it up", position=[2], depends_on=["2"])
+    state = {"goal": "g", "tasks": {**tasks, "1.m2.1": held, "2": flagged, "3": later}, "replans": []}
+
+    def respond(request):
+        seen.append(request.prompt)
+        return plan_of({"id": "2b", "content": "check prices elsewhere", "depends_on": []})
+
+    profiles = {**resolve_profiles(members(calls), ()), "panel": AgentProfile(description="team")}
+    update = Replanner(ScriptedChatModel(respond=respond), profiles, AgentConfig(single_agent_fallback=False))(state)
+    assert update["replans"][-1]["replaced_task_ids"] == ["3"]  # only the plan's own pending work
+    assert all(k not in update["tasks"] for k in ("1.m1", "1.m3", "1.m2.1"))
+    assert "1.m3" not in seen[0] and "1.m2.1" not in seen[0] and "[>] 1: find the answer" in seen[0]
+
+
+@pytest.mark.parametrize("store", [False, True], ids=["workspace channel", "store"])
+def test_every_candidate_s_result_stays_readable_by_id_after_the_merge(store):
+    from langgraph.store.memory import InMemoryStore
+    from scripting import subtask_of
+
+    calls, read = Calls(), {}
+    long_answer = "fast's long answer " + "detail " * 600  # longer than the queue keeps whole
+
+    def work(name, request):
+        if name == "thorough":
+            return "thorough's partial notes [REPLAN] no source for the rest"
+        return long_answer if name == "fast" else f"answer from {name}"
+
+    def respond(request):
+        if "Plan" in request.tool_names:
+            return ONE_TEAM_TASK
+        if "You judge the results" in request.system:
+            return '{"winner": 1, "reason": "careful"}'
+        if subtask_of(request) == "write it up":
+            asked = [m for m in request.messages if getattr(m, "name", None) == "read_output"]
+            if len(asked) < 2:
+                ident = ("1/candidate-m2", "1/candidate-m3")[len(asked)]
+                return tool_call("read_output", {"output_id": ident}, call_id=f"r{len(asked)}")
+            read.update(m2=asked[0].content, m3=asked[1].content)
+            return "written up"
+        return "FINAL:\n" + request.prompt
+
+    graph = build_graph(
+        ScriptedChatModel(respond=respond),
+        agents=members(calls, work),
+        teams={"panel": Team(members=list(MEMBERS))},
+        config=AgentConfig(retry_backoff_s=0),
+        checkpointer=InMemorySaver(),
+        store=InMemoryStore() if store else None,
+    )
+    out, events = run(graph)
+    event = merged(events)
+    assert [c["output_id"] for c in event["candidates"]] == ["1/candidate-m1", "1/candidate-m2", "1/candidate-m3"]
+    assert "1.m2" not in out["tasks"] and out["tasks"]["2"]["status"] == "completed"
+    assert read["m2"].count("detail") >= 500  # paged whole, not the queue's excerpt
+    assert "thorough's partial notes" in read["m3"]
+
+
+def test_the_winner_s_completion_check_stands_for_the_team_subtask():
+    calls = Calls()
+
+    def respond(request):
+        if "Verdict" in request.tool_names:
+            who = re.search(r"answer from (\w+)", request.prompt).group(1)
+            return tool_call("Verdict", {"complete": True, "remaining_tasks": [], "reason": f"{who} is complete"})
+        if "Plan" in request.tool_names:
+            return ONE_TEAM_TASK
+        if "You judge the results" in request.system:
+            return '{"winner": 2, "reason": "fast"}'
+        return "written up" if request.tool_names else "FINAL:\n" + request.prompt
+
+    graph = build_graph(
+        ScriptedChatModel(respond=respond),
+        agents=members(calls),
+        teams={"panel": Team(members=list(MEMBERS))},
+        config=AgentConfig(retry_backoff_s=0, verify_results=True),
+    )
+    out, events = run(graph)
+    assert out["tasks"]["1"]["verdict"]["reason"] == "fast is complete"
+    assert len([e for e in events if e["event"] == "step_verified"]) == 4  # three members and task 2

@@ -11,11 +11,9 @@ import sys
 import uuid
 from contextlib import ExitStack
 from pathlib import Path
-from types import ModuleType
 from typing import Any, TextIO
 
 from replangraph.commands import RESUME
-from replangraph.queue import preview
 
 from .console import (
     EXIT_CONNECTION,
@@ -30,6 +28,7 @@ from .console import (
     run_finished,
     say,
 )
+from .loading import UsageError, load_agents, load_tools
 from .parser import ArgumentsRefused, make_parser
 from .server import NoModel, ServerDown, check_server
 from .session import (
@@ -49,10 +48,6 @@ MISSING_MODEL = (
     "OpenAI-compatible server such as vLLM, Ollama or llama.cpp). Try `replangraph demo` to run offline."
 )
 LIVE_HINT = "(pip install 'replangraph[cli]' for a live view of the queue; plain lines follow)"
-
-
-class UsageError(Exception):
-    """Ends the command with its message on stderr and exit code 2."""
 
 
 def choose_output(args: argparse.Namespace, out: TextIO) -> Output:
@@ -93,69 +88,24 @@ def run_demo(output: Output) -> int:
     return code
 
 
-TOOLS_FIX = "name a @tool, a function with a docstring, or a list of them"
-
-
-def load_tools(specs: list[str]) -> list:
-    """The tools ``--tools`` names (``module:attr``: a tool, a function, or a list of them), as LangChain tools;
-    a spec that cannot be loaded or is no tool is a UsageError naming it."""
-    from replangraph.app.studio import load_attr
-
-    tools: list = []
-    for spec in specs:
-        module, _, attr = spec.strip().partition(":")
-        if not module or not attr:
-            raise UsageError(f"--tools expects MODULE:ATTR (a module and one of its names), got {spec!r}.")
-        try:
-            found = load_attr(spec, "--tools")
-        except ValueError as exc:  # the error it stands for (the import's, say) is the reason
-            cause = exc.__cause__ or exc.__context__
-            reason = " ".join((f"{type(cause).__name__}: {cause}" if cause else str(exc)).split())
-            raise UsageError(
-                f"--tools {spec!r} cannot be loaded ({reason}): check that the module imports from the current "
-                "folder (or is installed) and defines that name."
-            ) from None
-        tools += [to_tool(spec, item) for item in (found if isinstance(found, list | tuple) else [found])]
-    return tools
-
-
-def to_tool(spec: str, item: Any) -> Any:
-    """``item``, found at ``spec``, as a LangChain tool."""
-    from langchain_core.tools import BaseTool
-
-    from replangraph.config import to_tools
-
-    if isinstance(item, BaseTool):
-        return item
-    if isinstance(item, ModuleType):
-        raise UsageError(f"--tools {spec!r} names the module {item.__name__}, not a tool: {TOOLS_FIX}.")
-    if isinstance(item, type) or not callable(item):
-        raise UsageError(
-            f"--tools {spec!r} names {type(item).__name__} {preview(repr(item), 40)}, not a tool: {TOOLS_FIX}."
-        )
-    try:
-        (converted,) = to_tools([item])
-    except (ValueError, TypeError) as exc:
-        reason = " ".join(str(exc).split()).rstrip(".")
-        raise UsageError(f"--tools {spec!r} cannot be a tool ({reason}): {TOOLS_FIX}.") from None
-    return converted
-
-
 def build(settings: dict[str, Any], checkpointer: Any, store: Any, model: Any = None, tools: list | None = None) -> Any:
     """The graph `run` builds from ``settings`` (``model``: a stand-in for the one they name; ``tools``: those
     ``settings`` name, loaded already)."""
     from replangraph.app.studio import chat_model_from_env
     from replangraph.builder import build_graph
 
+    agents, teams = load_agents(settings["agents"])
     try:
         return build_graph(
             model or chat_model_from_env(settings["model"], settings["base_url"]),
             tools=load_tools(list(settings["tools"])) if tools is None else tools,
+            agents=agents,
+            teams=teams,
             config=agent_config(settings),
             checkpointer=checkpointer,
             store=store,
         )
-    except ValueError as exc:  # several tools of one name, say
+    except (ValueError, TypeError) as exc:  # several tools of one name, a team member that is no agent type
         raise UsageError(f"Cannot build the graph from these flags: {sentence(str(exc))}") from None
 
 
@@ -212,6 +162,7 @@ def run_goal(goal: str, args: argparse.Namespace, output: Output) -> int:
     if not goal.strip():
         raise UsageError('replangraph run needs a goal: say what the agent should do, e.g. replangraph run "..."')
     tools = load_tools(list(settings["tools"]))  # a bad spec ends the command before the server is asked
+    load_agents(settings["agents"])
     check_model(settings, "run")
     thread = args.thread or uuid.uuid4().hex[:8]
     command = goal.strip() if slash_text(goal) or is_cancel_word(goal) else None  # e.g. `--thread ID /status`

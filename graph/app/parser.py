@@ -152,6 +152,13 @@ def add_run_flags(parser: argparse.ArgumentParser, resume: bool, model: bool = T
         f"(default: {default('none')})",
     )
     parser.add_argument(
+        "--agents",
+        default=value(None),
+        metavar="MODULE:ATTR",
+        help="agent types to plan with: a dict of name to AgentProfile, and to Team for several agent types "
+        f"that each run a subtask and keep one result (default: {default('one general-purpose agent')})",
+    )
+    parser.add_argument(
         "--max-steps",
         type=positive_int,
         default=value(config.max_steps),
@@ -252,13 +259,13 @@ def make_parser() -> Parser:
         help="run a benchmark of a source checkout: python -m benchmarks NAME [options]",
         description="Run `python -m benchmarks NAME [options]` from the replangraph source checkout (the "
         "current folder, else the one the package was installed from in editable mode), passing the arguments "
-        "through. Benchmarks: personas, context, engine; `replangraph bench NAME --help` lists a benchmark's "
+        "through. Benchmarks: personas, context, engine, teams; `replangraph bench NAME --help` lists a benchmark's "
         "options, and --quick runs context and engine in seconds.",
     )
     bench.add_argument(
         "args",
         nargs=argparse.REMAINDER,
         metavar="NAME [options]",
-        help="the benchmark (personas, context or engine) and its options, passed to python -m benchmarks",
+        help="the benchmark (personas, context, engine or teams) and its options, passed to python -m benchmarks",
     )
     return parser

@@ -20,6 +20,7 @@ DEFAULTS: dict[str, Any] = {
     "model": None,
     "base_url": None,
     "tools": [],
+    "agents": None,
     "max_steps": AgentConfig().max_steps,
     "concurrency": AgentConfig().max_concurrency,
     "verify": False,

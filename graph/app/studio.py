@@ -9,7 +9,7 @@ a server that lists several or none, or does not answer yet, gets gpt-4o-mini
 while a model once found is remembered as long as the process runs.
 Your tools and agent types come from REPLANGRAPH_TOOLS (``module:attr``, comma
 separated: a tool, a function or a list of them) and REPLANGRAPH_AGENTS
-(``module:attr``: a dict of agent type to AgentProfile). ``make_demo_graph`` is
+(``module:attr``: a dict of agent type to AgentProfile, or to Team for a team). ``make_demo_graph`` is
 the offline demo scenario (scripted model), so Studio shows a full run without a key.
 Limits are set per assistant or per run through the context form (the
 graph's context schema is AgentConfig); ``configurable`` keys named like its
@@ -116,10 +116,13 @@ def tools_from_env() -> list:
     return load_tools(specs, "REPLANGRAPH_TOOLS")
 
 
-def agents_from_env() -> dict | None:
-    """The agent types named in $REPLANGRAPH_AGENTS (``module:attr``, a dict of AgentProfile), if set."""
+def agents_from_env() -> tuple[dict | None, dict | None]:
+    """``(agent types, teams)`` named in $REPLANGRAPH_AGENTS (``module:attr``: a dict of agent type to
+    AgentProfile or Team), or ``(None, None)`` when it is not set."""
+    from replangraph.app.loading import split_agents
+
     spec = os.environ.get("REPLANGRAPH_AGENTS", "").strip()
-    return load_attr(spec, "REPLANGRAPH_AGENTS") if spec else None
+    return split_agents(load_attr(spec, "REPLANGRAPH_AGENTS"), "REPLANGRAPH_AGENTS") if spec else (None, None)
 
 
 def graph_from_env(config: RunnableConfig):
@@ -127,8 +130,9 @@ def graph_from_env(config: RunnableConfig):
     ``model`` and AgentConfig's fields from ``configurable``; compiled without a checkpointer."""
     configurable = dict((config or {}).get("configurable") or {})
     model = chat_model_from_env(configurable.get("model"))
+    agents, teams = agents_from_env()
     return build_graph(
-        model, tools=tools_from_env(), agents=agents_from_env(), config=config_from_configurable(configurable)
+        model, tools=tools_from_env(), agents=agents, teams=teams, config=config_from_configurable(configurable)
     )
 
 

@@ -1,0 +1,96 @@
+"""Loading what ``--tools`` and ``--agents`` (and Studio's REPLANGRAPH_TOOLS / REPLANGRAPH_AGENTS) name:
+``module:attr`` specs, read into tools, agent types and teams, with a sentence for each mistake."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import ModuleType
+from typing import Any
+
+from replangraph.config import AgentProfile
+from replangraph.queue import preview
+from replangraph.teams import Team
+
+TOOLS_FIX = "name a @tool, a function with a docstring, or a list of them"
+AGENTS_FIX = "name a dict of agent type to AgentProfile(...) or Team(...)"
+
+
+class UsageError(Exception):
+    """Ends the command with its message on stderr and exit code 2."""
+
+
+def load_spec(spec: str, flag: str) -> Any:
+    """The object ``module:attr`` names; a UsageError saying why it cannot be loaded."""
+    from replangraph.app.studio import load_attr
+
+    module, _, attr = spec.strip().partition(":")
+    if not module or not attr:
+        raise UsageError(f"{flag} expects MODULE:ATTR (a module and one of its names), got {spec!r}.")
+    try:
+        return load_attr(spec, flag)
+    except ValueError as exc:  # the error it stands for (the import's, say) is the reason
+        cause = exc.__cause__ or exc.__context__
+        reason = " ".join((f"{type(cause).__name__}: {cause}" if cause else str(exc)).split())
+        raise UsageError(
+            f"{flag} {spec!r} cannot be loaded ({reason}): check that the module imports from the current "
+            "folder (or is installed) and defines that name."
+        ) from None
+
+
+def load_tools(specs: list[str]) -> list:
+    """The tools ``--tools`` names (``module:attr``: a tool, a function, or a list of them), as LangChain tools;
+    a spec that cannot be loaded or is no tool is a UsageError naming it."""
+    tools: list = []
+    for spec in specs:
+        found = load_spec(spec, "--tools")
+        tools += [to_tool(spec, item) for item in (found if isinstance(found, list | tuple) else [found])]
+    return tools
+
+
+def to_tool(spec: str, item: Any) -> Any:
+    """``item``, found at ``spec``, as a LangChain tool."""
+    from langchain_core.tools import BaseTool
+
+    from replangraph.config import to_tools
+
+    if isinstance(item, BaseTool):
+        return item
+    if isinstance(item, ModuleType):
+        raise UsageError(f"--tools {spec!r} names the module {item.__name__}, not a tool: {TOOLS_FIX}.")
+    if isinstance(item, type) or not callable(item):
+        raise UsageError(
+            f"--tools {spec!r} names {type(item).__name__} {preview(repr(item), 40)}, not a tool: {TOOLS_FIX}."
+        )
+    try:
+        (converted,) = to_tools([item])
+    except (ValueError, TypeError) as exc:
+        reason = " ".join(str(exc).split()).rstrip(".")
+        raise UsageError(f"--tools {spec!r} cannot be a tool ({reason}): {TOOLS_FIX}.") from None
+    return converted
+
+
+def split_agents(found: Any, what: str) -> tuple[dict[str, AgentProfile], dict[str, Team]]:
+    """``(agent types, teams)`` from one dict holding both (a team is an agent type too);
+    ValueError naming the first entry that is neither."""
+    if not isinstance(found, Mapping):
+        raise ValueError(f"{what} names a {type(found).__name__}, not a dict: {AGENTS_FIX}")
+    profiles: dict[str, AgentProfile] = {}
+    teams: dict[str, Team] = {}
+    for name, value in found.items():
+        if isinstance(value, Team):
+            teams[str(name)] = value
+        elif isinstance(value, AgentProfile):
+            profiles[str(name)] = value
+        else:
+            raise ValueError(f"{what}[{name!r}] is {type(value).__name__}, not an agent type: {AGENTS_FIX}")
+    return profiles, teams
+
+
+def load_agents(spec: str | None) -> tuple[dict[str, AgentProfile] | None, dict[str, Team] | None]:
+    """``(agent types, teams)`` that ``--agents MODULE:ATTR`` names; ``(None, None)`` without one."""
+    if not spec:
+        return None, None
+    try:
+        return split_agents(load_spec(spec, "--agents"), f"--agents {spec!r}")
+    except ValueError as exc:
+        raise UsageError(f"{exc}.") from None
