@@ -8,6 +8,7 @@ BENCHMARKS = {
     "personas": "benchmarks.persona_table",
     "context": "benchmarks.context_table",
     "engine": "benchmarks.engine",
+    "teams": "benchmarks.team_table",
 }
 
 
