@@ -185,7 +185,7 @@ def build_graph(
 
     # AgentConfig is the context schema: a run's context overrides the fields it sets (Studio shows a form).
     builder = StateGraph(ReplanState, context_schema=AgentConfig, input_schema=InputState, output_schema=OutputState)
-    builder.add_node(PLANNER, Planner(planner_model or model, planning, config, monitor))
+    builder.add_node(PLANNER, Planner(planner_model or model, planning, config, monitor, teams=list(teams)))
     # Error handlers turn an unexpected crash in a subtask's step into a failed subtask, not a crashed run.
     builder.add_node(
         EXECUTOR,
@@ -194,7 +194,7 @@ def build_graph(
     )
     builder.add_node(
         TOOLS,
-        ToolRunner(profiles, config),
+        ToolRunner(profiles, config, teams=list(teams)),
         error_handler=fail_running_tool_calls(goto=HANDLER_TARGETS[TOOLS]),
     )
     builder.add_node(
@@ -207,7 +207,7 @@ def build_graph(
         Verifier(verifier_model or planner_model or model, profiles, config, monitor),
         error_handler=let_results_stand(goto=HANDLER_TARGETS[VERIFIER]),
     )
-    builder.add_node(REPLANNER, Replanner(planner_model or model, planning, config, monitor))
+    builder.add_node(REPLANNER, Replanner(planner_model or model, planning, config, monitor, teams=list(teams)))
     builder.add_node(FINALIZE, Finalizer(model, config, monitor))
     # Human in the loop: each of these pauses with interrupt() as its first step.
     builder.add_node(ASK, AskUser(config))

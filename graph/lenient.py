@@ -188,25 +188,57 @@ def id_list(value: Any) -> list[str]:
     return [as_text(value).strip()]
 
 
+_TOOL_NAME_KEYS = ("name", "tool_name", "toolName", "tool", "function")
+
+
 def name_list(value: Any) -> list[str]:
-    """Names from a list, a single name, or a comma-separated (or bulleted) string, each once; quotes,
-    backticks, a trailing ``()`` and objects with a ``name`` (``{"name": "read_file"}``) are read as the name.
-    Never raises: what is no name is left out."""
+    """Names, each once, from a list (each item one name), an object, or one string split on commas,
+    lines and ``and`` between spaces (``search-and-replace`` stays one name). Quotes, backticks, a
+    trailing ``()``, a ``functions.`` prefix and objects naming a tool (``{"name": ...}``, ``{"tool": ...}``,
+    ``{"type": "function", "function": {"name": ...}}``) are read as the name; an object of names
+    (``{"read_file": true}``) gives its names. Never raises: what is no name is left out."""
     if isinstance(value, str) and value.strip().startswith("["):
         try:
             value = load_json(value)
         except UnreadableInput:
             value = value.strip().strip("[]")
-    items = value if isinstance(value, list | tuple) else [value]
+    if isinstance(value, str):
+        parts = re.split(r"[,;\n]|\s+and\s+", value)
+    elif isinstance(value, Mapping):
+        parts = [_tool_name(value)] if any(k in value for k in _TOOL_NAME_KEYS) else _names_in(value)
+    else:
+        parts = [_tool_name(item) for item in (value if isinstance(value, list | tuple) else [value])]
     names: list[str] = []
-    for item in items:
-        if isinstance(item, Mapping):
-            item = item.get("name")
-        for name in re.split(r"[,;\n]|\band\b", as_text(item)):
-            name = BULLET.sub("", name).strip().strip("`'\"").strip()
-            name = name[:-2].strip() if name.endswith("()") else name
-            if name and name.lower() not in ("none", "null", "[]") and name not in names:
-                names.append(name)
+    for part in parts:
+        name = BULLET.sub("", part).strip().strip("`'\"").strip()
+        name = name.removeprefix("functions.").removesuffix("()").strip()
+        if name and name.lower() not in ("none", "null", "[]") and name not in names:
+            names.append(name)
+    return names
+
+
+def _tool_name(item: Any) -> str:
+    """The tool name an item gives: its text, or the name an object holds under a `_TOOL_NAME_KEYS` key."""
+    if not isinstance(item, Mapping):
+        return as_text(item)
+    for key in _TOOL_NAME_KEYS:
+        inner = item.get(key)
+        if isinstance(inner, Mapping):
+            return _tool_name(inner)
+        if isinstance(inner, str) and inner.strip():
+            return inner
+    return ""
+
+
+def _names_in(mapping: Mapping[str, Any]) -> list[str]:
+    """The names an object of names gives: its keys whose value is not a no (``{"read_file": true}``),
+    and the names in its list values (``{"required": ["read_file"]}``)."""
+    names: list[str] = []
+    for key, value in mapping.items():
+        if isinstance(value, list | tuple):
+            names.extend(name_list(value))
+        elif truthy(value) is not False and value is not None:
+            names.append(str(key))
     return names
 
 

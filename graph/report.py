@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .fallback import FALLBACK_LABEL, fallback_of, is_fallback
+from .fallback import FALLBACK_LABEL, fallback_of, is_fallback, plan_tasks
 from .observations import full_result
-from .queue import Task, ordered, preview
+from .queue import Task, preview
 
 
 def fallback_report(goal: str, tasks: Mapping[str, Task], reason: str) -> str:
@@ -17,7 +17,7 @@ def fallback_report(goal: str, tasks: Mapping[str, Task], reason: str) -> str:
     """
     solo = fallback_of(tasks)
     answered = solo is not None and solo["status"] == "completed"
-    queue = [t for t in ordered(tasks) if not is_fallback(t)]
+    queue = plan_tasks(tasks)  # a team's members and the work they hold: its task stands for them
     done = [t for t in queue if t["status"] == "completed"]
     open_ = [t for t in queue if t["status"] != "completed"]
     lines = [f"The run for this goal stopped before it was finished: {reason}"]

@@ -35,7 +35,7 @@ from .observations import full_result
 from .queue import Task, active_tasks, dependency_results, plan_summary, ready_tasks, spent_model_calls
 from .queue_index import index_of
 from .state import DependencyResult, SubtaskInput
-from .teams import settled
+from .teams import mergeable, settled
 from .workspace import WORKSPACE, open_workspace, step_key
 
 
@@ -101,7 +101,7 @@ def make_router(
         if index_of(tasks).replan:
             return REPLANNER
         if spent_model_calls(state) >= settings.max_steps:  # a team whose members ended merges first, at no cost
-            due = any(t["agent_type"] in teams and settled(tasks, t) for t in active)
+            due = any(t["agent_type"] in teams and mergeable(tasks, t, budget_spent=True) for t in active)
             return TEAM_MERGE if due else FINALIZE
         # Questions pause the run alone: a sibling's finished step in the same superstep would be
         # dropped if the thread then got new input (a slash command) instead of an answer.
@@ -129,9 +129,11 @@ def make_router(
                 payload["plan"] = plan_summary(tasks)
             sends.append(Send(COMPRESSOR if over else EXECUTOR, payload))
         room = max(settings.max_concurrency - running, 0)
+        queue_size = len(tasks)  # each team started here counts its members against max_tasks for the next
         for task in ready_tasks(tasks, room):
             if task["agent_type"] in teams:  # the team node queues its members: no inputs to read
-                sends.append(Send(TEAM, {"task_id": task["id"], "task": task, "queue_size": len(tasks)}))
+                sends.append(Send(TEAM, {"task_id": task["id"], "task": task, "queue_size": queue_size}))
+                queue_size += len(teams[task["agent_type"]].members)
             else:
                 sends.append(Send(EXECUTOR, subtask_input(state, task)))
         if len(sends) == 1 and isinstance(sends[0], Send) and sends[0].node == EXECUTOR:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -39,13 +39,17 @@ BUILT_IN_TOOLS = (*TOOLKIT_NAMES, READ_OUTPUT, ASK_USER)
 
 
 def check_required_tools(
-    specs: list[dict], notes: list[str], tools_by_agent: Mapping[str, Sequence[str]], validate: Callable[[list], Any]
+    specs: list[dict],
+    notes: list[str],
+    tools_by_agent: Mapping[str, Sequence[str]],
+    validate: Callable[[list], Any],
+    teams: Collection[str] = (),
 ) -> tuple[list[dict], list[str]]:
     """Specs with their required tools fitted (`fit_required_tools`), then ``validate``d: ``(specs, notes)``.
 
     A QueueError names the tool problems too (the retry fixes everything at once); with only tool
     problems, `UsablePlan` (asked about again, used as it is when no better plan comes)."""
-    specs, tool_notes, problems = fit_required_tools(specs, tools_by_agent, built_in=BUILT_IN_TOOLS)
+    specs, tool_notes, problems = fit_required_tools(specs, tools_by_agent, built_in=BUILT_IN_TOOLS, teams=teams)
     try:
         validate(specs)
     except QueueError as exc:
@@ -96,8 +100,11 @@ class Planner(Configured):
         profiles: Mapping[str, AgentProfile],
         config: AgentConfig,
         monitor: ContextMonitor | None = None,
+        teams: Collection[str] = (),
     ):
         self.monitor = (monitor or ContextMonitor(config)).for_model(model)
+        self.teams = tuple(teams)
+        """Which of ``profiles`` are teams."""
         self.tools_by_agent = tool_names(profiles)
         self.tool_names = offered_tool_names(self.tools_by_agent)
         self.structured = structured_planner(model, list(profiles), self.tool_names)
@@ -115,6 +122,7 @@ class Planner(Configured):
             notes + agent_notes,
             self.tools_by_agent,
             lambda fitted: validate_plan(fitted, agent_types=self.profiles, max_tasks=self.config.max_tasks),
+            self.teams,
         )
 
     def plan(self, goal: str, plan_id: str = "1") -> tuple[dict[str, Task], int, str, list[str]]:

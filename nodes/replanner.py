@@ -12,7 +12,7 @@ would fail the same way). Its own failure or replan request ends the run with th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -121,6 +121,15 @@ def flagged_text(flagged: Sequence[Task], partials: Mapping[str, str]) -> str:
     )
 
 
+def closed_fallback(task: Task) -> dict[str, Any]:
+    """The single-agent fallback's replan request, closed: a result it said is unfinished (a hand-off
+    refused again, say) stays as a partial result of a failed task, with the reason as its error."""
+    if task["status"] != "completed":
+        return {"replan_request": None}
+    reason = task["replan_request"]["reason"]
+    return {"replan_request": None, "status": "failed", "error": f"it did not finish the goal: {reason}"}
+
+
 def preview_steps(preview_chars: int) -> list[int]:
     """Preview lengths to try, longest first: halves down to 20 characters, then none."""
     steps = [preview_chars]
@@ -185,8 +194,11 @@ class Replanner(Configured):
         profiles: Mapping[str, AgentProfile],
         config: AgentConfig,
         monitor: ContextMonitor | None = None,
+        teams: Collection[str] = (),
     ):
         self.monitor = (monitor or ContextMonitor(config)).for_model(model)
+        self.teams = tuple(teams)
+        """Which of ``profiles`` are teams."""
         self.tools_by_agent = tool_names(profiles)
         offered = offered_tool_names(self.tools_by_agent)
         self.structured = structured_planner(model, list(profiles), offered)
@@ -200,7 +212,7 @@ class Replanner(Configured):
         records: list[ReplanRecord] = list(state.get("replans") or [])
         requested = replan_requested(tasks)
         # The single-agent fallback was the last try: its failure or replan request goes to the report.
-        closed = {t["id"]: {"replan_request": None} for t in requested if is_fallback(t)}
+        closed = {t["id"]: closed_fallback(t) for t in requested if is_fallback(t)}
         flagged = [t for t in requested if not is_fallback(t)]
         if not flagged:
             return {"tasks": closed} if closed else {}
@@ -318,7 +330,7 @@ class Replanner(Configured):
                         f"the queue would hold {len(kept) + len(fitted)} tasks; the limit is {self.config.max_tasks}"
                     )
 
-            return check_required_tools(renamed, notes + agent_notes, self.tools_by_agent, validate)
+            return check_required_tools(renamed, notes + agent_notes, self.tools_by_agent, validate, self.teams)
 
         calls = 0
         for share in (1.0, OVERFLOW_SHRINK):  # a provider that refuses the request as too long: once more, smaller

@@ -13,7 +13,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langgraph.errors import GraphBubbleUp
 
@@ -25,7 +25,15 @@ from replangraph.lenient import UnreadableInput
 from replangraph.messages import message_text
 from replangraph.observations import full_result
 from replangraph.outcomes import completed, failed, merge_updates
-from replangraph.prompts import TEAM_BEST_PROMPT, TEAM_CANDIDATE, TEAM_FUSION_PROMPT, TEAM_TEMPLATE, TEAM_VOTE_PROMPT
+from replangraph.prompts import (
+    TEAM_BEST_PROMPT,
+    TEAM_CANDIDATE,
+    TEAM_CANDIDATE_PARTIAL,
+    TEAM_FUSION_PROMPT,
+    TEAM_RETRY,
+    TEAM_TEMPLATE,
+    TEAM_VOTE_PROMPT,
+)
 from replangraph.queue import Task, active_tasks, preview, spent_model_calls
 from replangraph.retry import invoke_with_retries
 from replangraph.state import StateUpdate
@@ -35,11 +43,11 @@ from replangraph.teams import (
     adopted,
     candidate_key,
     candidates,
+    mergeable,
     read_choice,
     read_fusion,
     read_scores,
     removals,
-    settled,
     vote_winner,
 )
 from replangraph.workspace import collect_writes, current_workspace, output_slot
@@ -62,6 +70,13 @@ class Decision:
     reason: str
     scores: dict[str, float] = field(default_factory=dict)
     calls: int = 0
+
+
+def partial_note(candidate: Candidate) -> str:
+    """What a judge is told of a candidate that handed off part of its work ("" for none)."""
+    if not candidate.handoff:
+        return ""
+    return TEAM_CANDIDATE_PARTIAL.format(work="; ".join(preview(w, 120) for w in candidate.handoff))
 
 
 class TeamMerge(Configured):
@@ -89,11 +104,11 @@ class TeamMerge(Configured):
     @collect_writes
     def __call__(self, state: Mapping[str, Any]) -> StateUpdate:
         tasks: Mapping[str, Task] = state.get("tasks") or {}
-        due = [t for t in active_tasks(tasks) if t["agent_type"] in self.teams and settled(tasks, t)]
+        steps_left = self.config.max_steps - spent_model_calls(state)
+        due = [t for t in active_tasks(tasks) if t["agent_type"] in self.teams and mergeable(tasks, t, steps_left <= 0)]
         if not due:
             return {}
         found = {t["id"]: candidates(tasks, t, self.teams[t["agent_type"]], full_result) for t in due}
-        steps_left = self.config.max_steps - spent_model_calls(state)
         goal = state.get("goal", "")
         if len(due) == 1:
             decisions = [self.decide(goal, due[0], found[due[0]["id"]], steps_left)]
@@ -134,11 +149,22 @@ class TeamMerge(Configured):
 
     def pick(self, goal: str, task: Task, ok: Sequence[Candidate]) -> Decision:
         """``best``: the judge's pick."""
-        text, calls = self.ask(self.judges[task["agent_type"]], TEAM_BEST_PROMPT, goal, task, ok, "the judge")
+        judge, names = self.judges[task["agent_type"]], [c.agent_type for c in ok]
+        text, calls = self.ask(judge, TEAM_BEST_PROMPT, goal, task, ok, "the judge")
         try:
-            index, reason = read_choice(text, [c.agent_type for c in ok])
-        except UnreadableInput as exc:
-            raise MergeFailed(f"the judge's answer could not be read ({exc}): {preview(text, 120)!r}", calls) from None
+            index, reason = read_choice(text, names)
+        except UnreadableInput as exc:  # asked once more, with what was wrong
+            error = str(exc)
+            try:
+                text, more = self.ask(judge, TEAM_BEST_PROMPT, goal, task, ok, "the judge", again=(text, error))
+            except MergeFailed as failed:
+                raise MergeFailed(failed.reason, calls + failed.calls) from None
+            calls += more
+            try:
+                index, reason = read_choice(text, names)
+            except UnreadableInput as exc:
+                why = f"the judge's answer could not be read, twice ({exc}): {preview(text, 120)!r}"
+                raise MergeFailed(why, calls) from None
         return Decision(ok[index].id, ok[index].text, reason or "the judge's pick", calls=calls)
 
     def fuse(self, goal: str, task: Task, ok: Sequence[Candidate]) -> Decision:
@@ -185,23 +211,32 @@ class TeamMerge(Configured):
         return Decision(winner, text, reason, totals, calls)
 
     def ask(
-        self, model: Any, system: str, goal: str, task: Task, shown: Sequence[Candidate], who: str
+        self,
+        model: Any,
+        system: str,
+        goal: str,
+        task: Task,
+        shown: Sequence[Candidate],
+        who: str,
+        again: tuple[str, str] | None = None,
     ) -> tuple[str, int]:
         """``(answer text, calls)`` of one judging request over ``shown`` (numbered from 1), fitted to the
-        model's window (long results as excerpts); `MergeFailed` when it does not fit or the call fails."""
+        model's window (long results as excerpts); `MergeFailed` when it does not fit or the call fails.
+        ``again``: the previous answer and why it could not be read, for a second ask."""
+        retry = [AIMessage(again[0]), HumanMessage(TEAM_RETRY.format(error=preview(again[1], 300)))] if again else []
         monitor = self.monitor.for_model(model)
         parts = {GOAL_ID: goal, **{str(n): c.text or "" for n, c in enumerate(shown, 1)}}
         outputs = {GOAL_ID: GOAL_ID, **{str(n): result_id(c.id) for n, c in enumerate(shown, 1)}}
 
         def build(texts: Mapping[str, str]) -> list[AnyMessage]:
             listed = "\n\n".join(
-                TEAM_CANDIDATE.format(number=n, agent_type=c.agent_type, result=texts[str(n)])
+                TEAM_CANDIDATE.format(number=n, agent_type=c.agent_type, result=texts[str(n)]) + partial_note(c)
                 for n, c in enumerate(shown, 1)
             )
             body = TEAM_TEMPLATE.format(
                 goal=texts[GOAL_ID], task_id=task["id"], content=task["content"], candidates=listed
             )
-            return [SystemMessage(system), HumanMessage(body)]
+            return [SystemMessage(system), HumanMessage(body), *retry]
 
         fitted = fit_parts(parts, build, lambda request: monitor.fits(request), outputs, readable=False)
         if not fitted.fits:
@@ -253,9 +288,14 @@ class TeamMerge(Configured):
         )
         if decision.result is None:
             errors = "; ".join(f"{c.agent_type}: {preview(c.error, 200)}" for c in found)
-            update = failed(task, f"every member of team {task['agent_type']!r} failed ({errors})", calls, team=record)
+            partials = [c for c in found if c.kept]  # kept as the team subtask's partial result, for the replanner
+            kept = "\n\n".join(f"Partial result of {c.agent_type} ({c.id}):\n{c.kept}" for c in partials)
+            error = f"every member of team {task['agent_type']!r} failed ({errors})"
+            update = failed(task, error, calls, team=record, **({"result": kept} if kept else {}))
         else:
-            created = adopted(tasks, task, decision.winner_id)
+            # A fusion combined every successful result: the work any of them left is still to do.
+            sources = [decision.winner_id] if decision.winner_id else [c.id for c in found if c.ok]
+            created = adopted(tasks, task, sources)
             if created:
                 emit(DYNAMIC_TASKS_ADDED, parent_id=task["id"], task_ids=list(created), source="team", notes=[])
             update = completed(task, decision.result, calls, **({"handed_off": list(created)} if created else {}))
@@ -263,9 +303,12 @@ class TeamMerge(Configured):
             verdict = (tasks.get(decision.winner_id or "") or {}).get("verdict")
             if verdict:  # the completion check judged the winner's result: it stands for the team's
                 update["tasks"][task["id"]]["verdict"] = verdict
-            request = (tasks.get(decision.winner_id or "") or {}).get("replan_request")
-            if request:  # the winner's remaining work could not be queued: the replanner takes it
+            requests = [(tasks.get(i) or {}).get("replan_request") for i in sources]
+            request = next((r for r in requests if r), None)
+            if request:  # remaining work the winner (or a fused member) could not queue: the replanner takes it
                 update["tasks"][task["id"]]["replan_request"] = request
             update["tasks"].update(created)
-        update["tasks"].update(removals(tasks, task))
+        gone = removals(tasks, task)
+        update["tasks"].update(gone)
+        update.setdefault("windows", {}).update(dict.fromkeys(gone))  # a member the budget cut short had one
         return update

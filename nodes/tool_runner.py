@@ -133,8 +133,10 @@ def is_repeated_refusal(window: Sequence[AnyMessage], reply: ToolMessage) -> boo
 class ToolRunner(Configured):
     """Executes tool calls with the subtask's tools plus its own replan toolkit."""
 
-    def __init__(self, profiles: Mapping[str, AgentProfile], config: AgentConfig):
+    def __init__(self, profiles: Mapping[str, AgentProfile], config: AgentConfig, teams: Sequence[str] = ()):
         self.profiles = profiles
+        self.agent_types = [*profiles, *teams]
+        """What a hand-off may assign: the agent types and the teams."""
         self.base_config = config
 
     def run_subtask_tools(
@@ -172,7 +174,7 @@ class ToolRunner(Configured):
     ) -> StateUpdate:
         """The state update after running one subtask's pending tool calls (their replies go to ``replies``)."""
         task = tasks[task_id]
-        session = ReplanSession(task_id, tasks, list(self.profiles), self.config, goal=goal)
+        session = ReplanSession(task_id, tasks, self.agent_types, self.config, goal=goal)
         reader = read_output_tool(
             lambda ident: read_saved(ident, tasks, goal, task_id),
             lambda: saved_keys(tasks, task_id),

@@ -214,7 +214,7 @@ def test_the_fallback_cannot_hand_off_work():
     assert "did it all myself" in state["final_answer"]
 
 
-def test_a_check_that_finds_the_fallback_incomplete_queues_nothing_and_its_answer_stands():
+def test_a_check_that_finds_the_fallback_incomplete_queues_nothing_and_keeps_its_answer_as_partial():
     def respond(request: ScriptedRequest):
         if "Verdict" in request.tool_names:
             complete = not is_fallback_turn(request) and "Subtask (fallback)" not in request.prompt
@@ -228,10 +228,11 @@ def test_a_check_that_finds_the_fallback_incomplete_queues_nothing_and_its_answe
     config = AgentConfig(verify_results=True, **FAST)
     state, _ = run(build_graph(ScriptedChatModel(respond=respond), config=config))
     solo = state["tasks"]["fallback"]
-    assert solo["status"] == "completed" and solo["replan_request"] is None
+    assert solo["status"] == "failed" and solo["replan_request"] is None
+    assert solo["error"].startswith("it did not finish the goal: the completion check found the result incomplete")
     assert "cannot hand off work" in solo["verdict"]["error"] and solo["verdict"]["follow_up_ids"] == []
     assert len(state["tasks"]) == 4 and len(state["replans"]) == 1
-    assert ANSWER in state["final_answer"]
+    assert f"Partial result: {ANSWER}" in state["final_answer"]
 
 
 @pytest.mark.parametrize("where", ["config", "context"])
@@ -377,3 +378,45 @@ def test_no_fallback_when_the_replanner_found_the_model_not_answering(error, que
     assert record["outcome"] == "gave_up" and update["tasks"]["b"]["status"] == "skipped"
     assert ("fallback" in update["tasks"]) is queued
     assert ("no single-agent fallback: the model did not answer" in record.get("notes", [])) is not queued
+
+
+def test_past_twenty_completed_results_the_brief_names_them_instead_of_attaching_them():
+    tasks = {}
+    for n in range(30):
+        done = new_task(f"t{n}", f"part {n}", position=[n])
+        done.update(status="completed", result=f"value {n}")
+        tasks[done["id"]] = done
+    waiting = new_task("w", "last part", position=[30])
+    tasks["w"] = waiting
+    solo = fallback_task(tasks, "why", 5)
+    assert solo["depends_on"] == ["w"]  # the open work only: the results would crowd the opening request
+    assert "The 30 completed subtasks' results are not attached" in solo["content"]
+    assert 'read_output(output_id="plan")' in solo["content"] and "t0, t1, t2" in solo["content"]
+    few = fallback_task({k: tasks[k] for k in ("t0", "t1", "w")}, "why", 5)
+    assert few["depends_on"] == ["w", "t0", "t1"] and "not attached" not in few["content"]
+
+
+def test_the_fallback_waits_for_a_running_team_not_for_the_work_its_members_hold():
+    from replangraph import Team
+    from replangraph.queue import apply_writes
+    from replangraph.teams import start_changes
+
+    team = new_task("1", "find it", position=[0], agent_type="panel")
+    tasks = apply_writes({"1": team}, [start_changes(team, "panel", Team(["a", "b"]), 1, 50)])
+    held = new_task("1.m1_dyn_0", "more", position=[0, 0, 0], parent_id="1.m1", origin="dynamic")
+    tasks = apply_writes(tasks, [{"1.m1": {"status": "completed", "result": "r"}, held["id"]: held}])
+    assert fallback_task(tasks, "why", 5)["depends_on"] == ["1"]
+
+
+def test_a_fallback_that_completed_but_asked_for_more_is_reported_as_unfinished():
+    state = flagged_state()
+    state["tasks"]["a"]["replan_request"] = None
+    solo = fallback_task(state["tasks"], "why", 5)
+    reason = "the agent repeated a refused replan_split_and_handoff call"
+    solo.update(status="completed", result="only half done", replan_request={"trigger": "toolkit", "reason": reason})
+    state["tasks"]["fallback"] = solo
+    closed = limit_replanner()(state)["tasks"]["fallback"]
+    assert closed == {"replan_request": None, "status": "failed", "error": f"it did not finish the goal: {reason}"}
+    report = fallback_report("the goal", {**state["tasks"], "fallback": {**solo, **closed}}, "stopped")
+    assert "## Answer of the single-agent fallback" not in report
+    assert "Partial result: only half done" in report and "it did not finish the goal" in report

@@ -256,6 +256,18 @@ def test_a_team_whose_members_used_up_the_budget_still_keeps_a_result():
     assert out["tasks"]["2"]["status"] == "skipped" and "max_steps=3" in out["final_answer"]
 
 
+def test_a_budget_spent_before_every_member_ran_merges_what_completed():
+    calls = Calls()
+    out, _ = run(team_graph(calls, judge=lambda r: '{"winner": 2}', max_steps=2, max_concurrency=1))
+    team_task = out["tasks"]["1"]
+    assert team_task["status"] == "completed" and team_task["result"] == "answer from careful"
+    assert calls.counts == {"work:careful": 1, "work:fast": 1}
+    [never] = [c for c in team_task["team"]["candidates"] if c["agent_type"] == "thorough"]
+    assert never["error"] == "it never ran: the step budget was used up first"
+    assert sorted(out["tasks"]) == ["1", "2"] and "1.m3" not in out["final_answer"]
+    assert "answer from careful" in out["final_answer"] and out["windows"] == {}
+
+
 def test_a_queue_too_full_for_the_members_fails_the_team_naming_the_limit():
     calls = Calls()
     out, _ = run(team_graph(calls, judge=lambda r: "1", max_tasks=4))
@@ -377,6 +389,24 @@ def test_a_losers_handoff_is_dropped():
     assert ran == []
 
 
+def test_a_fusion_keeps_the_work_every_fused_member_left_each_once():
+    calls, ran, seen = Calls(), [], {}
+
+    def work(name, request):
+        if name == "thorough":
+            return handing_off("thorough", ran)(name, request)
+        return handing_off(name, ran)(name, request) if name == "careful" or "part two" in request.prompt else "ans"
+
+    out, _ = run(
+        team_graph(calls, judge=lambda r: "careful and thorough, combined", merge="fusion", work=work, seen=seen)
+    )
+    tasks = out["tasks"]
+    assert tasks["1"]["result"] == "careful and thorough, combined"
+    assert sorted(tasks) == ["1", "1_dyn_0", "2"]  # both handed off "do part two": queued once
+    assert ran == [("1_dyn_0", "careful")]  # as the first fused member's agent type
+    assert seen["judge"].count("[Partial: its agent left this work for follow-up subtasks: do part two]") == 2
+
+
 def test_a_members_handed_off_work_waits_for_the_merge():
     team_task = new_task("1", "find", position=[0], agent_type="panel")
     queue = apply_writes({}, [{"1": team_task}])
@@ -426,6 +456,7 @@ def test_a_plan_edit_may_assign_a_team():
         ({"panel": Team(members=["fast"]), "duo": Team(members=["panel"])}, "members must be agent types"),
         ({"panel": Team(members=["fast"], merge="average")}, "merge='average'"),
         ({"panel": Team(members=[])}, "no members"),
+        ({"panel": Team(["fast"], merge="vote", judge_model=ScriptedChatModel(respond=str))}, "no judge is asked"),
     ],
 )
 def test_bad_teams_are_refused_at_build_time(teams, error):
@@ -547,3 +578,95 @@ def test_the_winner_s_completion_check_stands_for_the_team_subtask():
     out, events = run(graph)
     assert out["tasks"]["1"]["verdict"]["reason"] == "fast is complete"
     assert len([e for e in events if e["event"] == "step_verified"]) == 4  # three members and task 2
+
+
+def test_when_every_member_fails_their_partial_results_become_the_team_s():
+    calls, seen = Calls(), []
+
+    def work(name, request):
+        return f"PARTIAL-{name} [REPLAN] no source" if name != "fast" else "[REPLAN] nothing found"
+
+    def replan(request):
+        seen.append(request.prompt)
+        return plan_of()
+
+    graph = build_graph(
+        ScriptedChatModel(respond=lambda r: replan(r) if "replanner" in r.system else main_model(calls).respond(r)),
+        agents=members(calls, work),
+        teams={"panel": Team(members=list(MEMBERS))},
+        config=AgentConfig(retry_backoff_s=0, single_agent_fallback=False),
+    )
+    out, _ = run(graph)
+    team = out["tasks"]["1"]
+    assert team["status"] == "failed" and "every member of team 'panel' failed" in team["error"]
+    assert (
+        "Partial result of careful (1.m1):\nPARTIAL-careful" in team["result"] and "PARTIAL-thorough" in team["result"]
+    )
+    assert "PARTIAL-careful" in seen[0] and "PARTIAL-thorough" in seen[0]  # the replanner builds on them
+    assert "PARTIAL-careful" in out["final_answer"]
+
+
+def test_teams_started_together_never_pass_max_tasks():
+    calls = Calls()
+    plan = plan_of(
+        {"id": "a", "content": "find a", "agent_type": "panel", "depends_on": []},
+        {"id": "b", "content": "find b", "agent_type": "panel", "depends_on": []},
+    )
+    graph = build_graph(
+        main_model(calls, judge=lambda r: '{"winner": 1}', plan=plan),
+        agents=members(calls),
+        teams={"panel": Team(members=list(MEMBERS))},
+        config=AgentConfig(retry_backoff_s=0, max_tasks=6, single_agent_fallback=False),
+    )
+    largest = 0
+    for state in graph.stream({"messages": [("user", "go")]}, stream_mode="values"):
+        largest = max(largest, len(state.get("tasks") or {}))
+    tasks = state["tasks"]
+    assert largest <= 6
+    assert {tasks["a"]["status"], tasks["b"]["status"]} == {"completed", "failed"}  # one had no room for members
+    [refused] = [t for t in ("a", "b") if tasks[t]["status"] == "failed"]
+    assert "max_tasks=6" in tasks[refused]["error"]
+
+
+def test_a_subtask_may_hand_work_off_to_a_team():
+    from scripting import subtask_of
+
+    calls = Calls()
+    plan = plan_of({"id": "1", "content": "draft the answer", "depends_on": []})
+
+    def respond(request):
+        if "Plan" in request.tool_names:
+            return plan
+        if "You judge the results" in request.system:
+            return '{"winner": 3, "reason": "thorough"}'
+        if subtask_of(request) == "draft the answer":
+            if request.called("replan_split_and_handoff"):
+                return "handed off"
+            handoff = {"summary": "draft done", "tasks": [{"content": "check the draft", "agent_type": "Panel"}]}
+            return tool_call("replan_split_and_handoff", handoff)
+        return "FINAL:\n" + request.prompt
+
+    graph = build_graph(
+        ScriptedChatModel(respond=respond),
+        agents=members(calls),
+        teams={"panel": Team(members=list(MEMBERS))},
+        config=AgentConfig(retry_backoff_s=0),
+    )
+    out, events = run(graph)
+    [checked] = [t for t in out["tasks"].values() if t["content"] == "check the draft"]
+    assert checked["agent_type"] == "panel" and checked["status"] == "completed"
+    assert checked["result"] == "answer from thorough" and merged(events)["task_id"] == checked["id"]
+
+
+def test_an_unreadable_pick_is_asked_about_once_more_with_what_was_wrong():
+    calls, asked = Calls(), []
+
+    def judge(request):
+        asked.append(request.prompt)
+        unsure = "Candidate 1 and candidate 3 both look fine"
+        return '{"winner": 3}' if "could not be read" in request.prompt else unsure
+
+    out, events = run(team_graph(calls, judge=judge))
+    assert out["tasks"]["1"]["result"] == "answer from thorough" and calls.counts["judge"] == 2
+    assert "names candidates 1 and 3 without saying which wins" in asked[1]
+    assert out["tasks"]["1"]["team"]["model_calls"] == 2
