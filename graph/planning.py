@@ -10,7 +10,7 @@ is retried too, and used as it is, with notes, when the retries run out.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,11 +21,14 @@ from pydantic import BaseModel, Field, create_model
 
 from .config import AgentConfig
 from .lenient import UnreadableInput, first_tool_args, load_json, plan_specs
-from .messages import message_text
+from .messages import ASK_USER, message_text
+from .observations import READ_OUTPUT
 from .oneshot import RETRY_ERROR_CHARS
-from .prompts import PLAN_RETRY
+from .plans import fit_required_tools, offered_tool_names
+from .prompts import PLAN_RETRY, PLANNER_TOOLS_RULE, agent_types_text
 from .queue import DEFAULT_AGENT, QueueError, preview
 from .retry import invoke_with_retries, is_context_overflow, is_transient
+from .tools.replan_toolkit import TOOLKIT_NAMES
 
 PLAN_TOOL = "Plan"
 
@@ -175,3 +178,39 @@ def kept_plan(usable: UsablePlan, calls: int) -> PlanAnswer:
     """The answer for a `UsablePlan` kept when no better plan came."""
     kept = [f"{problem} (kept as planned: no better plan came)" for problem in usable.problems]
     return PlanAnswer(usable.specs, calls, "", [*usable.notes, *kept])
+
+
+# --------------------------------------------------------------------------- required tools
+
+BUILT_IN_TOOLS = (*TOOLKIT_NAMES, READ_OUTPUT, ASK_USER)
+"""Tools every executing agent gets; naming one in ``required_tools`` asks for nothing."""
+
+
+def check_required_tools(
+    specs: list[dict],
+    notes: list[str],
+    tools_by_agent: Mapping[str, Sequence[str]],
+    validate: Callable[[list], Any],
+    teams: Collection[str] = (),
+) -> tuple[list[dict], list[str]]:
+    """Specs with their required tools fitted (`fit_required_tools`), then ``validate``d: ``(specs, notes)``.
+
+    A QueueError names the tool problems too (the retry fixes everything at once); with only tool
+    problems, `UsablePlan` (asked about again, used as it is when no better plan comes)."""
+    specs, tool_notes, problems = fit_required_tools(specs, tools_by_agent, built_in=BUILT_IN_TOOLS, teams=teams)
+    try:
+        validate(specs)
+    except QueueError as exc:
+        raise QueueError("; ".join([str(exc), *problems])) from None
+    if problems:
+        raise UsablePlan(problems, specs, notes + tool_notes)
+    return specs, notes + tool_notes
+
+
+def tools_prompt(prompt: str, profiles: Mapping[str, Any], tools_by_agent: Mapping[str, Sequence[str]]) -> str:
+    """``prompt`` with its agent types listed; with tools offered (several agent types), each type's
+    tools and the rule to name the ones a subtask needs."""
+    descriptions = {name: p.description for name, p in profiles.items()}
+    tools = tools_by_agent if offered_tool_names(tools_by_agent) else None
+    text = prompt.format(agent_types=agent_types_text(descriptions, tools))
+    return text + "\n" + PLANNER_TOOLS_RULE if tools else text

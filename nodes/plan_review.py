@@ -16,7 +16,7 @@ from replangraph.config import AgentConfig, AgentProfile, Configured
 from replangraph.events import PLAN_REVIEWED, emit
 from replangraph.interrupts import is_cancel, pause_for_user, slash_command, unwrapped
 from replangraph.lenient import UnreadableInput, as_text, match_name, plan_specs
-from replangraph.nodes.planner import BUILT_IN_TOOLS
+from replangraph.planning import BUILT_IN_TOOLS
 from replangraph.plans import (
     fit_required_tools,
     normalize_plan,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -12,13 +12,18 @@ from replangraph.config import AgentConfig, AgentProfile, Configured
 from replangraph.context import OVERFLOW_SHRINK, ContextMonitor
 from replangraph.events import PLAN_CREATED, emit
 from replangraph.fitting import GOAL_ID
-from replangraph.messages import ASK_USER, resolve_goal
-from replangraph.observations import READ_OUTPUT
+from replangraph.messages import resolve_goal
 from replangraph.oneshot import fit_request, retry_room, schema_tools
-from replangraph.planning import PlanAnswer, UsablePlan, plan_schema, request_plan, structured_planner
+from replangraph.planning import (
+    PlanAnswer,
+    check_required_tools,
+    plan_schema,
+    request_plan,
+    structured_planner,
+    tools_prompt,
+)
 from replangraph.plans import (
     coerce_agent_types,
-    fit_required_tools,
     normalize_plan,
     offered_tool_names,
     plan_listing,
@@ -26,46 +31,13 @@ from replangraph.plans import (
     tool_names,
     validate_plan,
 )
-from replangraph.prompts import PLANNER_PROMPT, PLANNER_TOOLS_RULE, agent_types_text
+from replangraph.prompts import PLANNER_PROMPT
 from replangraph.queue import DEFAULT_AGENT, RESET, QueueError, Task, next_plan_id, preview
 from replangraph.rule_plan import rule_based_plan
 from replangraph.state import StateUpdate
-from replangraph.tools.replan_toolkit import TOOLKIT_NAMES
 from replangraph.workspace import collect_writes
 
 GOAL_PREVIEW_CHARS = 300
-BUILT_IN_TOOLS = (*TOOLKIT_NAMES, READ_OUTPUT, ASK_USER)
-"""Tools every executing agent gets; naming one in ``required_tools`` asks for nothing."""
-
-
-def check_required_tools(
-    specs: list[dict],
-    notes: list[str],
-    tools_by_agent: Mapping[str, Sequence[str]],
-    validate: Callable[[list], Any],
-    teams: Collection[str] = (),
-) -> tuple[list[dict], list[str]]:
-    """Specs with their required tools fitted (`fit_required_tools`), then ``validate``d: ``(specs, notes)``.
-
-    A QueueError names the tool problems too (the retry fixes everything at once); with only tool
-    problems, `UsablePlan` (asked about again, used as it is when no better plan comes)."""
-    specs, tool_notes, problems = fit_required_tools(specs, tools_by_agent, built_in=BUILT_IN_TOOLS, teams=teams)
-    try:
-        validate(specs)
-    except QueueError as exc:
-        raise QueueError("; ".join([str(exc), *problems])) from None
-    if problems:
-        raise UsablePlan(problems, specs, notes + tool_notes)
-    return specs, notes + tool_notes
-
-
-def tools_prompt(prompt: str, profiles: Mapping[str, AgentProfile], tools_by_agent: Mapping[str, Sequence[str]]) -> str:
-    """``prompt`` with its agent types listed; with tools offered (several agent types), each type's
-    tools and the rule to name the ones a subtask needs."""
-    descriptions = {name: p.description for name, p in profiles.items()}
-    tools = tools_by_agent if offered_tool_names(tools_by_agent) else None
-    text = prompt.format(agent_types=agent_types_text(descriptions, tools))
-    return text + "\n" + PLANNER_TOOLS_RULE if tools else text
 
 
 def fallback_specs(goal: str, agent_types: list[str], max_tasks: int) -> list[dict]:

@@ -23,10 +23,16 @@ from replangraph.context import OVERFLOW_SHRINK, ContextMonitor
 from replangraph.events import REPLANNING, emit
 from replangraph.fallback import fallback_of, fallback_task, is_fallback
 from replangraph.fitting import GOAL_ID, Fitted, excerpt, fit_parts, result_id
-from replangraph.nodes.planner import check_required_tools, tools_prompt
 from replangraph.observations import full_result
 from replangraph.oneshot import retry_room, schema_tools
-from replangraph.planning import PlanAnswer, plan_schema, request_plan, structured_planner
+from replangraph.planning import (
+    PlanAnswer,
+    check_required_tools,
+    plan_schema,
+    request_plan,
+    structured_planner,
+    tools_prompt,
+)
 from replangraph.plans import (
     coerce_agent_types,
     next_top_position,
