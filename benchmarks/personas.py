@@ -29,9 +29,9 @@ import httpx
 from langchain_core.messages import AIMessage
 from langchain_openai.chat_models.base import OpenAIConnectionError, OpenAIRateLimitError, OpenAITimeoutError
 
-from replangraph.retry import is_transient
+from replangraph.llm.calls import is_transient
 from replangraph.testing import ScriptedChatModel, ScriptedRequest, as_message, tool_call
-from replangraph.tools.replan_toolkit import REVIEW_TOOL, SPLIT_TOOL
+from replangraph.tools.replan_toolkit.toolkit import REVIEW_TOOL, SPLIT_TOOL
 
 from .worlds import World
 

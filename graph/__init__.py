@@ -1,11 +1,11 @@
 """replangraph: a LangGraph planning agent whose running subtasks can change their own queue."""
 
-from .builder import build_graph
-from .config import AgentConfig, AgentProfile
-from .events import EVENT_NAMES
-from .queue import Task, TaskStatus, plan_summary
-from .state import InputState, OutputState, ReplanState
-from .teams import Team
+from replangraph.builder import build_graph
+from replangraph.config import AgentConfig, AgentProfile
+from replangraph.events import EVENT_NAMES
+from replangraph.nodes.teams.teams import Team
+from replangraph.queue.tasks import Task, TaskStatus, plan_summary
+from replangraph.state import InputState, OutputState, ReplanState
 
 __all__ = [
     "AgentConfig",

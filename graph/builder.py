@@ -11,11 +11,10 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from .commands import CommandHandler, registered_commands
-from .config import AgentConfig, AgentProfile, ToolLike, recursion_limit, resolve_profiles
-from .context import ContextMonitor, TokenCounter
-from .messages import ASK_USER
-from .names import (
+from replangraph.config import AgentConfig, AgentProfile, ToolLike, recursion_limit, resolve_profiles
+from replangraph.context.monitor import ContextMonitor, TokenCounter
+from replangraph.llm.messages import ASK_USER
+from replangraph.names import (
     ASK,
     COMMANDS,
     COMPRESSOR,
@@ -30,9 +29,10 @@ from .names import (
     TOOLS,
     VERIFIER,
 )
-from .routing import make_command_router, make_entry_router, make_router, make_turn_router
-from .state import InputState, OutputState, ReplanState
-from .teams import Team, check_teams, team_description
+from replangraph.nodes.human.slash import CommandHandler, registered_commands
+from replangraph.nodes.teams.teams import Team, check_teams, team_description
+from replangraph.routing import make_command_router, make_entry_router, make_router, make_turn_router
+from replangraph.state import InputState, OutputState, ReplanState
 
 HANDLER_TARGETS = {EXECUTOR: TOOLS, TOOLS: REPLANNER, COMPRESSOR: TOOLS, VERIFIER: TOOLS}
 """Where each node's error handler sends the run after turning a crash into a failed subtask."""
@@ -123,23 +123,23 @@ def build_graph(
     returns ``final_answer``, ``tasks`` and ``messages``. Questions (``ask_user``) and
     ``approve_plan`` pause the run: they need a ``checkpointer``.
     """
-    from replangraph.nodes.ask import AskUser
-    from replangraph.nodes.commands import CommandRunner
-    from replangraph.nodes.compressor import Compressor
-    from replangraph.nodes.executor import Executor
-    from replangraph.nodes.finalizer import Finalizer
-    from replangraph.nodes.plan_review import PlanReview
-    from replangraph.nodes.planner import Planner
-    from replangraph.nodes.replanner import Replanner
-    from replangraph.nodes.safety_net import fail_running_tool_calls, fail_the_subtask, let_results_stand
-    from replangraph.nodes.team import TeamStart
-    from replangraph.nodes.team_merge import TeamMerge
-    from replangraph.nodes.tool_runner import ToolRunner
-    from replangraph.nodes.verifier import Verifier
-    from replangraph.observations import READ_OUTPUT
-    from replangraph.tools.ask_user import ask_user_tool
+    from replangraph.context.kept import READ_OUTPUT
+    from replangraph.nodes.compression.compressor import Compressor
+    from replangraph.nodes.execution.executor import Executor
+    from replangraph.nodes.execution.tool_runner import ToolRunner
+    from replangraph.nodes.finalize.finalizer import Finalizer
+    from replangraph.nodes.human.ask import AskUser
+    from replangraph.nodes.human.ask_user import ask_user_tool
+    from replangraph.nodes.human.commands import CommandRunner
+    from replangraph.nodes.human.plan_review import PlanReview
+    from replangraph.nodes.planning.planner import Planner
+    from replangraph.nodes.planning.replanner import Replanner
+    from replangraph.nodes.teams.merge import TeamMerge
+    from replangraph.nodes.teams.start import TeamStart
+    from replangraph.nodes.verification.verifier import Verifier
+    from replangraph.safety_net import fail_running_tool_calls, fail_the_subtask, let_results_stand
     from replangraph.tools.read_output import read_output_tool
-    from replangraph.tools.replan_toolkit import TOOLKIT_NAMES, replan_toolkit
+    from replangraph.tools.replan_toolkit.toolkit import TOOLKIT_NAMES, replan_toolkit
 
     config = config or AgentConfig()
     if not isinstance(config, AgentConfig):

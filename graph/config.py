@@ -14,8 +14,8 @@ from langchain_core.tools import tool as as_tool
 from langgraph.config import get_config
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .prompts import DEFAULT_AGENT_PROMPT
-from .queue import DEFAULT_AGENT
+from replangraph.prompts import DEFAULT_AGENT_PROMPT
+from replangraph.queue.tasks import DEFAULT_AGENT
 
 
 class AgentConfig(BaseModel):

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .compression import transcript
-from .events import STEP_COMPLETED, STEP_FAILED, emit
-from .fitting import output_id, unique_key
-from .observations import is_taken, keep_outputs, result_fields, window_outputs
-from .plans import LimitReached
-from .queue import preview
-from .state import StateUpdate
+from replangraph.context.compression import transcript
+from replangraph.context.fitting import output_id, unique_key
+from replangraph.context.kept import is_taken, keep_outputs, result_fields, window_outputs
+from replangraph.events import STEP_COMPLETED, STEP_FAILED, emit
+from replangraph.queue.plans import LimitReached
+from replangraph.queue.tasks import preview
+from replangraph.state import StateUpdate
 
 
 def failed(task: Mapping[str, Any], error: str, model_calls: int, **extra: Any) -> StateUpdate:

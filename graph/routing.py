@@ -13,11 +13,12 @@ from langchain_core.messages import AIMessage
 from langgraph.graph import END
 from langgraph.types import Send
 
-from .commands import RESUME, last_command, paused, pending_command, unfinished
-from .config import FINALIZE_MARGIN, AgentConfig, run_settings
-from .context import ContextMonitor
-from .messages import calls_to_run, ends_with_answer, waiting_questions
-from .names import (
+from replangraph.config import FINALIZE_MARGIN, AgentConfig, run_settings
+from replangraph.context.kept import full_result
+from replangraph.context.monitor import ContextMonitor
+from replangraph.context.workspace import WORKSPACE, open_workspace, step_key
+from replangraph.llm.messages import calls_to_run, ends_with_answer, waiting_questions
+from replangraph.names import (
     ASK,
     COMMANDS,
     COMPRESSOR,
@@ -31,12 +32,11 @@ from .names import (
     TOOLS,
     VERIFIER,
 )
-from .observations import full_result
-from .queue import Task, active_tasks, dependency_results, plan_summary, ready_tasks, spent_model_calls
-from .queue_index import index_of
-from .state import DependencyResult, SubtaskInput
-from .teams import mergeable, settled
-from .workspace import WORKSPACE, open_workspace, step_key
+from replangraph.nodes.human.slash import RESUME, last_command, paused, pending_command, unfinished
+from replangraph.nodes.teams.teams import mergeable, settled
+from replangraph.queue.index import index_of
+from replangraph.queue.tasks import Task, active_tasks, dependency_results, plan_summary, ready_tasks, spent_model_calls
+from replangraph.state import DependencyResult, SubtaskInput
 
 
 def subtask_input(state: Mapping[str, Any], task: Task) -> SubtaskInput:

@@ -11,8 +11,8 @@ from langgraph.graph.message import add_messages
 from langgraph.managed import RemainingSteps
 from typing_extensions import NotRequired, TypedDict
 
-from .queue import RESET, Task, apply_writes
-from .workspace import merge_workspace
+from replangraph.context.workspace import merge_workspace
+from replangraph.queue.tasks import RESET, Task, apply_writes
 
 TASKS_SNAPSHOT_EVERY = 1_000_000
 """The queue is checkpointed as its writes (each write once); a full copy is stored only every
@@ -22,7 +22,7 @@ this many writes, or at LangGraph's own bound (``LANGGRAPH_DELTA_MAX_SUPERSTEPS_
 WorkspaceChannel = Annotated[
     dict[str, dict[str, dict[str, Any]]], DeltaChannel(merge_workspace, snapshot_frequency=TASKS_SNAPSHOT_EVERY)
 ]
-"""Results and kept text of a run without a store, by step (see `replangraph.workspace`)."""
+"""Results and kept text of a run without a store, by step (see `replangraph.context.workspace`)."""
 
 
 def replace_by_key(current: Mapping | None, update: Mapping | None) -> dict:

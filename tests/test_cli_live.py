@@ -17,7 +17,7 @@ from test_openai_compat import FakeOpenAI, fake_openai  # noqa: F401  (the fixtu
 
 from replangraph.app import cli, console
 from replangraph.app.live import LiveOutput, QueueView
-from replangraph.queue import new_task
+from replangraph.queue.tasks import new_task
 
 
 def view_text(view: QueueView) -> str:

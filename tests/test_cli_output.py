@@ -194,7 +194,7 @@ def test_an_unreachable_server_ends_the_command_at_once_naming_its_url(monkeypat
 
 
 def test_a_server_lost_mid_run_is_named_and_exits_4(serve, monkeypatch, tmp_path):
-    monkeypatch.setattr("replangraph.retry.wait", lambda seconds: None)  # no backoff between the tries
+    monkeypatch.setattr("replangraph.llm.calls.wait", lambda seconds: None)  # no backoff between the tries
     url = serve(DroppingServer)
     out = io.StringIO()
     code = cli.main(["run", DEMO_GOAL, *TOOLS, "--model", "m", "--db", str(tmp_path / "runs.sqlite")], out=out)

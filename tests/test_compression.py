@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.messages.utils import count_tokens_approximately
 
 from replangraph import AgentConfig
-from replangraph.compression import (
+from replangraph.context.compression import (
     compress_window,
     cut_points,
     is_summary,
@@ -18,13 +18,13 @@ from replangraph.compression import (
     tool_pairs_ok,
     transcript,
 )
-from replangraph.context import ContextMonitor
-from replangraph.fitting import NOTE_RE, excerpt, kept_id, mark_kept, pointers, recut, split_text
-from replangraph.messages import message_text
-from replangraph.nodes.compressor import Compressor
-from replangraph.observations import drop_old_observations, is_dropped
+from replangraph.context.fitting import NOTE_RE, excerpt, kept_id, mark_kept, pointers, recut, split_text
+from replangraph.context.kept import drop_old_observations, is_dropped
+from replangraph.context.monitor import ContextMonitor
+from replangraph.context.summarizing import summarize_in_chunks
+from replangraph.llm.messages import message_text
+from replangraph.nodes.compression.compressor import Compressor
 from replangraph.prompts import SUMMARY_HEADER
-from replangraph.summarizing import summarize_in_chunks
 from replangraph.testing import ScriptedChatModel, tool_call
 
 HEAD = [SystemMessage("You are an agent."), HumanMessage("Your subtask (a): read everything")]

@@ -12,8 +12,8 @@ from scripting import make_model, plan_of, subtask_of
 
 from replangraph import AgentConfig, build_graph
 from replangraph.app.demo import DEMO_GOAL, build_demo_graph, expected_products
+from replangraph.context.workspace import result_key
 from replangraph.durable import default_db_path, is_postgres_url, open_saver
-from replangraph.workspace import result_key
 
 PARTS = ("a", "b", "c")
 LONG = {part: f"FIRST-{part} " + "detail " * 1_000 + f"LAST-{part}" for part in PARTS}

@@ -10,7 +10,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from replangraph import AgentConfig, build_graph
-from replangraph.interrupts import CheckpointerRequired
+from replangraph.nodes.human.interrupts import CheckpointerRequired
 from replangraph.testing import tool_call
 from tests.scripting import make_model, plan_of, subtask_of
 
@@ -478,7 +478,7 @@ def test_an_agent_that_keeps_asking_a_refused_question_is_stopped():
 
 
 def test_the_compressor_keeps_the_answers_in_its_summary():
-    from replangraph.questions import answers_note
+    from replangraph.nodes.human.questions import answers_note
 
     note = answers_note({"clarifications": [{"question": "Colour?", "answer": "red"}]})
     assert note == "\nThe user's answers to your questions:\n- Colour? -> red"

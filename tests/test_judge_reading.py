@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from replangraph.lenient import UnreadableInput, name_list
-from replangraph.teams import read_choice, read_fusion, read_scores
+from replangraph.llm.lenient import UnreadableInput, name_list
+from replangraph.nodes.teams.teams import read_choice, read_fusion, read_scores
 
 NAMES = ["careful", "fast", "thorough"]
 SAME = ["default", "default", "default"]

@@ -21,8 +21,8 @@ import pytest
 from durable_worker import CONFIG, ITEMS, QUESTION, build, marker, result_path, run_config, task_id
 from scripting import result_text
 
+from replangraph.context.workspace import result_key
 from replangraph.durable import open_saver
-from replangraph.workspace import result_key
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = Path(__file__).resolve().parent / "durable_worker.py"

@@ -53,7 +53,7 @@ from openai_loopback import MODELS_PATH, OpenAILoopback
 from replangraph import events
 from replangraph.app.demo import DEMO_GOAL, expected_products
 from replangraph.config import AgentConfig
-from replangraph.messages import ASK_USER
+from replangraph.llm.messages import ASK_USER
 from replangraph.names import EXECUTOR, FINALIZE, PLANNER, TOOLS
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage
 
-from replangraph.lenient import (
+from replangraph.llm.lenient import (
     UnreadableInput,
     as_text,
     first_tool_args,
@@ -19,7 +19,7 @@ from replangraph.lenient import (
     task_specs,
     truthy,
 )
-from replangraph.plans import coerce_agent_types, normalize_plan
+from replangraph.queue.plans import coerce_agent_types, normalize_plan
 
 
 def test_strip_fences_prefers_the_block_that_holds_json():

@@ -15,8 +15,8 @@ from langgraph.store.memory import InMemoryStore
 from scripting import kept, plan_of, run, subtask_of
 
 from replangraph import AgentConfig, build_graph
-from replangraph.fitting import NOTE_RE
-from replangraph.messages import message_text
+from replangraph.context.fitting import NOTE_RE
+from replangraph.llm.messages import message_text
 from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
 
 CODE = re.compile(r"P-\d+")
@@ -233,8 +233,8 @@ def test_a_tool_timeout_keeps_the_replies_of_the_calls_that_finished():
     from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
     from replangraph.config import resolve_profiles
-    from replangraph.nodes.tool_runner import ToolRunner
-    from replangraph.queue import new_task
+    from replangraph.nodes.execution.tool_runner import ToolRunner
+    from replangraph.queue.tasks import new_task
 
     def fast() -> str:
         """Fast."""

@@ -1,4 +1,4 @@
-"""replangraph.pictures: the layouts, and the drawings checked through the artists they make (Agg, no display)."""
+"""replangraph.app.pictures: the layouts, and the drawings checked through the artists they make (Agg, no display)."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from matplotlib.patches import FancyArrowPatch, Rectangle  # noqa: E402
 from typing_extensions import TypedDict  # noqa: E402
 
 from replangraph.app.demo import build_demo_graph  # noqa: E402
-from replangraph.layouts import graph_layers, graph_layout, task_tree_layout  # noqa: E402
-from replangraph.pictures import (  # noqa: E402
+from replangraph.app.layouts import graph_layers, graph_layout, task_tree_layout  # noqa: E402
+from replangraph.app.pictures import (  # noqa: E402
     STATUS_COLOURS,
     benchmark_chart,
     draw_graph,
@@ -29,7 +29,7 @@ from replangraph.pictures import (  # noqa: E402
     draw_task_trees,
     plot_window_tokens,
 )
-from replangraph.queue import STATUSES, new_task  # noqa: E402
+from replangraph.queue.tasks import STATUSES, new_task  # noqa: E402
 
 
 class State(TypedDict):
@@ -68,7 +68,7 @@ def rendered(fig):
 
 
 def test_importing_the_package_or_the_module_does_not_import_matplotlib():
-    code = "import sys, replangraph, replangraph.pictures; assert 'matplotlib' not in sys.modules, 'imported'"
+    code = "import sys, replangraph, replangraph.app.pictures; assert 'matplotlib' not in sys.modules, 'imported'"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
 

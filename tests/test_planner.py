@@ -7,11 +7,11 @@ from langchain_core.messages import AIMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_openai.chat_models.base import OpenAIRateLimitError
 
-from replangraph import retry
 from replangraph.config import AgentConfig, AgentProfile, resolve_profiles
-from replangraph.nodes.planner import Planner
-from replangraph.planning import plan_schema
-from replangraph.queue import RESET
+from replangraph.llm import calls as retry
+from replangraph.nodes.planning.asking import plan_schema
+from replangraph.nodes.planning.planner import Planner
+from replangraph.queue.tasks import RESET
 from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
 
 GOAL = "Compare the three cheapest flights to Oslo"
@@ -101,7 +101,7 @@ def test_unknown_agent_type_runs_as_default_with_a_note_and_no_retry():
 def test_plan_event_carries_the_notes():
     events = []
     planner = planner_for(lambda r: plan_call(task("a", agent_type="researcher")))
-    import replangraph.nodes.planner as planner_module
+    import replangraph.nodes.planning.planner as planner_module
 
     original = planner_module.emit
     planner_module.emit = lambda name, **payload: events.append((name, payload))

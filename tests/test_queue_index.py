@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from replangraph.queue import RESET, effective_dependencies, new_task, ready_tasks, skip_dependents
-from replangraph.queue_index import QueueIndex, TaskQueue, apply_writes, index_of, sort_key
+from replangraph.queue.index import QueueIndex, TaskQueue, apply_writes, index_of, sort_key
+from replangraph.queue.tasks import RESET, effective_dependencies, new_task, ready_tasks, skip_dependents
 
 STATUSES = ["pending", "in_progress", "completed", "failed", "skipped"]
 

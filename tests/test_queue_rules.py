@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replangraph.plans import find_cycle, split_task, tasks_from_plan, validate_plan
-from replangraph.queue import (
+from replangraph.queue.plans import find_cycle, split_task, tasks_from_plan, validate_plan
+from replangraph.queue.tasks import (
     RESET,
     QueueError,
     dependency_results,

@@ -8,13 +8,13 @@ from scripting import workspace_of
 
 from replangraph import AgentConfig
 from replangraph.config import resolve_profiles
-from replangraph.fitting import NOTE_RE, PAGE_RE, excerpt, recut
-from replangraph.nodes.tool_runner import ToolRunner
-from replangraph.observations import read_saved
-from replangraph.queue import new_task
+from replangraph.context.fitting import NOTE_RE, PAGE_RE, excerpt, recut
+from replangraph.context.kept import read_saved
+from replangraph.context.workspace import open_workspace
+from replangraph.nodes.execution.tool_runner import ToolRunner
+from replangraph.queue.tasks import new_task
 from replangraph.testing import tool_call
 from replangraph.tools.read_output import page, read_output_tool
-from replangraph.workspace import open_workspace
 
 TEXT = "".join(f"{n:05d}\n" for n in range(20_000))  # 120,000 characters, every offset recognisable
 

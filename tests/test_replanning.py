@@ -8,7 +8,7 @@ from scripting import is_replan, make_model, plan_of, run, subtask_of
 
 from replangraph import AgentConfig, build_graph
 from replangraph.builder import recursion_limit
-from replangraph.queue import ordered
+from replangraph.queue.tasks import ordered
 from replangraph.testing import ScriptedChatModel, tool_call
 
 FAST = {"retry_backoff_s": 0.0}

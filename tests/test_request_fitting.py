@@ -12,11 +12,11 @@ from scripting import is_replan, plan_of, result_text, run, subtask_of
 
 from replangraph import AgentConfig, build_graph
 from replangraph.config import resolve_profiles
-from replangraph.context import ContextMonitor
-from replangraph.fitting import pack, split_text
-from replangraph.nodes.replanner import Replanner, fit_replan_prompt
+from replangraph.context.fitting import pack, split_text
+from replangraph.context.monitor import ContextMonitor
+from replangraph.nodes.planning.replanner import Replanner, fit_replan_prompt
 from replangraph.prompts import FINALIZER_PROMPT, VERIFY_EXCERPT_NOTE
-from replangraph.queue import new_task
+from replangraph.queue.tasks import new_task
 from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
 
 SMALL = AgentConfig(context_window=8_000, reserved_output=1_000, retry_backoff_s=0.0)

@@ -11,10 +11,10 @@ from scripting import make_model, plan_of, run, subtask_of
 
 from replangraph import AgentConfig, AgentProfile, build_graph
 from replangraph.config import resolve_profiles
-from replangraph.lenient import name_list, plan_specs
-from replangraph.nodes.planner import Planner
-from replangraph.planning import plan_schema
-from replangraph.plans import fit_required_tools
+from replangraph.llm.lenient import name_list, plan_specs
+from replangraph.nodes.planning.asking import plan_schema
+from replangraph.nodes.planning.planner import Planner
+from replangraph.queue.plans import fit_required_tools
 from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
 
 GOAL = "Read the report and write a summary"
@@ -68,7 +68,7 @@ def retries_in(request: ScriptedRequest) -> int:
 
 def planned_events(planner: Planner, monkeypatch) -> list[tuple[str, dict]]:
     events = []
-    import replangraph.nodes.planner as planner_module
+    import replangraph.nodes.planning.planner as planner_module
 
     monkeypatch.setattr(planner_module, "emit", lambda name, **payload: events.append((name, payload)))
     planner({"messages": [("user", GOAL)]})
@@ -385,7 +385,7 @@ def test_a_feedback_for_several_tools_names_the_types_that_have_them_all():
 
 def flagged_queue():
     """``a`` failed asking for a replan; ``b`` (pending) waits on it."""
-    from replangraph.queue import new_task
+    from replangraph.queue.tasks import new_task
 
     a = new_task("a", "read the report", position=[0], agent_type="reader")
     a.update(status="failed", error="file moved", replan_request={"trigger": "failure", "reason": "file moved"})
@@ -394,7 +394,7 @@ def flagged_queue():
 
 
 def replanner_for(respond, **config):
-    from replangraph.nodes.replanner import Replanner
+    from replangraph.nodes.planning.replanner import Replanner
 
     settings = {**FAST, "single_agent_fallback": False, **config}
     return Replanner(ScriptedChatModel(respond=respond), resolve_profiles(AGENTS, ()), AgentConfig(**settings))

@@ -18,8 +18,8 @@ from langchain_openai.chat_models.base import (
     OpenAITimeoutError,
 )
 
-from replangraph import retry
-from replangraph.retry import (
+from replangraph.llm import calls as retry
+from replangraph.llm.calls import (
     StepTimeout,
     backoff_delays,
     call_with_retries,

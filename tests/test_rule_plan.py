@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from replangraph.plans import validate_plan
-from replangraph.rule_plan import clause_kind, rule_based_plan, split_clauses
+from replangraph.nodes.planning.rule_plan import clause_kind, rule_based_plan, split_clauses
+from replangraph.queue.plans import validate_plan
 
 
 def shape(goal):

@@ -13,7 +13,7 @@ from scripting import make_model, plan_of, subtask_of
 
 from replangraph import AgentConfig, build_graph
 from replangraph.config import recursion_limit, run_settings
-from replangraph.nodes.tool_runner import ToolRunner
+from replangraph.nodes.execution.tool_runner import ToolRunner
 from replangraph.testing import tool_call
 
 PLAN = plan_of(*({"content": f"item {i}"} for i in range(1, 7)))

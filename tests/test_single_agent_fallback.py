@@ -8,10 +8,10 @@ from scripting import is_replan, make_model, plan_of, run, subtask_of
 
 from replangraph import AgentConfig, build_graph
 from replangraph.app import console
-from replangraph.fallback import FALLBACK_LABEL, fallback_task, is_fallback
-from replangraph.nodes.replanner import Replanner
-from replangraph.queue import new_task, ordered
-from replangraph.report import fallback_report
+from replangraph.nodes.fallback.fallback import FALLBACK_LABEL, fallback_task, is_fallback
+from replangraph.nodes.finalize.report import fallback_report
+from replangraph.nodes.planning.replanner import Replanner
+from replangraph.queue.tasks import new_task, ordered
 from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
 
 FAST = {"retry_backoff_s": 0.0}
@@ -398,8 +398,8 @@ def test_past_twenty_completed_results_the_brief_names_them_instead_of_attaching
 
 def test_the_fallback_waits_for_a_running_team_not_for_the_work_its_members_hold():
     from replangraph import Team
-    from replangraph.queue import apply_writes
-    from replangraph.teams import start_changes
+    from replangraph.nodes.teams.teams import start_changes
+    from replangraph.queue.tasks import apply_writes
 
     team = new_task("1", "find it", position=[0], agent_type="panel")
     tasks = apply_writes({"1": team}, [start_changes(team, "panel", Team(["a", "b"]), 1, 50)])

@@ -12,9 +12,9 @@ from langgraph.types import Command
 from scripting import plan_of, run
 
 from replangraph import AgentConfig, AgentProfile, Team, build_graph
-from replangraph.lenient import UnreadableInput
-from replangraph.queue import apply_writes, new_task, ready_tasks
-from replangraph.teams import candidates, read_choice, read_scores, settled, start_changes
+from replangraph.llm.lenient import UnreadableInput
+from replangraph.nodes.teams.teams import candidates, read_choice, read_scores, settled, start_changes
+from replangraph.queue.tasks import apply_writes, new_task, ready_tasks
 from replangraph.testing import ScriptedChatModel, tool_call
 
 MEMBERS = ("careful", "fast", "thorough")
@@ -488,7 +488,7 @@ def test_judges_answers_are_read_leniently():
 
 def test_a_replan_during_a_team_keeps_its_members_and_does_not_show_them():
     from replangraph.config import resolve_profiles
-    from replangraph.nodes.replanner import Replanner
+    from replangraph.nodes.planning.replanner import Replanner
 
     seen = []
     calls = Calls()

@@ -11,7 +11,7 @@ from langchain_openai.chat_models.base import OpenAIConnectionError, OpenAITimeo
 from scripting import is_replan, kept, make_model, plan_of, run, subtask_of
 
 from replangraph import AgentConfig, AgentProfile, build_graph
-from replangraph.queue import ordered
+from replangraph.queue.tasks import ordered
 from replangraph.testing import ScriptedChatModel, tool_call
 
 FAST = {"retry_backoff_s": 0.0}

@@ -14,8 +14,8 @@ from scripting import kept
 
 from replangraph import AgentConfig
 from replangraph.config import AgentProfile, resolve_profiles
-from replangraph.nodes.tool_runner import ToolRunner
-from replangraph.queue import merge_tasks, new_task, ordered
+from replangraph.nodes.execution.tool_runner import ToolRunner
+from replangraph.queue.tasks import merge_tasks, new_task, ordered
 from replangraph.testing import tool_call
 from replangraph.tools import REQUEST_REPLAN_TOOL, REVIEW_TOOL, SPLIT_TOOL, ReplanSession, replan_toolkit
 
@@ -309,7 +309,7 @@ def test_a_crash_keeps_the_outputs_the_step_had_already_read(monkeypatch):
 
 
 def test_a_crash_after_a_handoff_fails_that_subtask_only_and_its_events_never_go_out(monkeypatch):
-    import replangraph.nodes.tool_runner as tool_runner
+    import replangraph.nodes.execution.tool_runner as tool_runner
 
     real = tool_runner.drop_old_observations
 

@@ -9,7 +9,7 @@ from langchain_core.messages import AIMessage
 from scripting import plan_of, run, subtask_of
 
 from replangraph import AgentConfig, build_graph
-from replangraph.queue import ordered
+from replangraph.queue.tasks import ordered
 from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
 
 FAST = {"retry_backoff_s": 0.0, "verify_results": True}
@@ -189,7 +189,7 @@ def test_when_nothing_can_take_the_missing_work_the_report_says_so():
     ],
 )
 def test_verdict_shapes(args, remaining):
-    from replangraph.nodes.verifier import read_verdict
+    from replangraph.nodes.verification.verifier import read_verdict
 
     complete, _, rest, _ = read_verdict({"raw": AIMessage("", tool_calls=[tool_call("Verdict", args)])})
     assert rest == remaining and complete is (args.get("complete") is True)

@@ -11,10 +11,10 @@ from langgraph.store.sqlite import SqliteStore
 from scripting import make_model, plan_of, result_text, subtask_of
 
 from replangraph import AgentConfig, build_graph
-from replangraph.observations import RESULT_PREVIEW_CHARS, full_result, result_fields
-from replangraph.queue import new_task
+from replangraph.context.kept import RESULT_PREVIEW_CHARS, full_result, result_fields
+from replangraph.context.workspace import Workspace, open_workspace, output_slot, result_key
+from replangraph.queue.tasks import new_task
 from replangraph.testing import tool_call
-from replangraph.workspace import Workspace, open_workspace, output_slot, result_key
 
 LONG = "FIRST-LINE " + "detail " * 1_000 + "MIDDLE-LINE " + "detail " * 1_000 + "LAST-LINE"
 PLAN = plan_of({"id": "1", "content": "collect"}, {"id": "2", "content": "use it", "depends_on": ["1"]})

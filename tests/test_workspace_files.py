@@ -15,13 +15,15 @@ from scripting import make_model, plan_of, run, subtask_of
 from replangraph import AgentConfig, build_graph
 from replangraph.builder import with_workspace
 from replangraph.config import AgentProfile, resolve_profiles
-from replangraph.queue import new_task
+from replangraph.queue.tasks import new_task
 from replangraph.testing import tool_call
 from replangraph.tools import REVIEW_TOOL, ReplanSession, replan_toolkit
-from replangraph.tools import workspace_files as workspace_module
-from replangraph.tools.workspace_files import resolve_inside, workspace_tools
+from replangraph.tools.files import workspace_files as workspace_module
+from replangraph.tools.files.workspace_files import resolve_inside, workspace_tools
 
-toolkit_module = importlib.import_module("replangraph.tools.replan_toolkit")  # the package's attribute: a function
+toolkit_module = importlib.import_module(
+    "replangraph.tools.replan_toolkit.toolkit"
+)  # the package's attribute: a function
 
 
 def tools(root, **limits):

@@ -14,9 +14,9 @@ from typing import Annotated, Any
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import AliasChoices, BaseModel, BeforeValidator, Field, WithJsonSchema
 
-from replangraph.fitting import PAGE, note
-from replangraph.lenient import as_text
-from replangraph.observations import READ_OUTPUT
+from replangraph.context.fitting import PAGE, note
+from replangraph.context.kept import READ_OUTPUT
+from replangraph.llm.lenient import as_text
 from replangraph.prompts import (
     READ_OUTPUT_DESCRIPTION,
     READ_OUTPUT_ID_DESCRIPTION,

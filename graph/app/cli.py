@@ -13,9 +13,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TextIO
 
-from replangraph.commands import RESUME
-
-from .console import (
+from replangraph.app.console import (
     EXIT_CONNECTION,
     EXIT_INTERRUPTED,
     EXIT_PIPE,
@@ -28,10 +26,10 @@ from .console import (
     run_finished,
     say,
 )
-from .loading import UsageError, load_agents, load_tools
-from .parser import ArgumentsRefused, make_parser
-from .server import NoModel, ServerDown, check_server
-from .session import (
+from replangraph.app.loading import UsageError, load_agents, load_tools
+from replangraph.app.parser import ArgumentsRefused, make_parser
+from replangraph.app.server import NoModel, ServerDown, check_server
+from replangraph.app.session import (
     NO_INPUT,
     Session,
     db_label,
@@ -39,7 +37,8 @@ from .session import (
     slash_text,
     work_left,
 )
-from .settings import agent_config, chosen_settings, model_missing, recorded_settings
+from replangraph.app.settings import agent_config, chosen_settings, model_missing, recorded_settings
+from replangraph.nodes.human.slash import RESUME
 
 __all__ = ["MISSING_MODEL", "UsageError", "main", "make_parser"]
 
@@ -56,7 +55,7 @@ def choose_output(args: argparse.Namespace, out: TextIO) -> Output:
         return JsonOutput(out)
     if args.command in ("demo", "run", "resume") and is_tty(out) and os.environ.get("TERM") != "dumb":
         try:
-            from .live import LiveOutput
+            from replangraph.app.live import LiveOutput
         except ImportError:  # rich is optional: the `cli` extra
             print(LIVE_HINT, file=sys.stderr, flush=True)
             return PlainOutput(out)
@@ -175,7 +174,7 @@ def run_goal(goal: str, args: argparse.Namespace, output: Output) -> int:
 
 def resume_thread(args: argparse.Namespace, output: Output) -> int:
     """Go on with the run on ``--thread``: answer what it waits for, run the work it has left, or show how it ended."""
-    from replangraph.commands import unfinished
+    from replangraph.nodes.human.slash import unfinished
 
     db = chosen_db(args.db)
     with ExitStack() as stack:

@@ -6,9 +6,8 @@ import argparse
 import sys
 from typing import Any, NoReturn
 
+from replangraph.app.session import CANCEL_WORD
 from replangraph.config import AgentConfig
-
-from .session import CANCEL_WORD
 
 DESCRIPTION = (
     "Plan a goal into a queue of subtasks and run it. Commands: demo (offline, scripted), run GOAL (a real model, "

@@ -14,12 +14,7 @@ from typing import Any
 
 from langgraph.types import Command
 
-from replangraph.config import AgentConfig
-from replangraph.durable import is_postgres_url, masked_url
-from replangraph.events import COMMAND_ANSWERED, PLAN_COMPLETED
-from replangraph.queue import preview
-
-from .console import (
+from replangraph.app.console import (
     EXIT_CONNECTION,
     EXIT_CRASHED,
     EXIT_DONE,
@@ -30,8 +25,12 @@ from .console import (
     is_tty,
     run_finished,
 )
-from .server import lost_server, lost_server_message
-from .settings import SETTINGS_KEY
+from replangraph.app.server import lost_server, lost_server_message
+from replangraph.app.settings import SETTINGS_KEY
+from replangraph.config import AgentConfig
+from replangraph.durable import is_postgres_url, masked_url
+from replangraph.events import COMMAND_ANSWERED, PLAN_COMPLETED
+from replangraph.queue.tasks import preview
 
 CANCEL_WORD = AgentConfig().cancel_word
 NO_INPUT = object()
@@ -98,7 +97,7 @@ def is_cancel_word(answer: str) -> bool:
 
 def slash_text(answer: str) -> str | None:
     """The answer when it is a slash command other than the cancel word (those go in as new input)."""
-    from replangraph.interrupts import slash_command
+    from replangraph.nodes.human.interrupts import slash_command
 
     command = slash_command(answer)
     return None if command is None or is_cancel_word(command) else command
@@ -135,7 +134,7 @@ def work_left(snapshot: Any) -> bool:
 
 def succeeded(values: Mapping[str, Any]) -> bool:
     """Whether the run ended with the model's answer: not cancelled, every subtask completed (or replanned)."""
-    from replangraph.nodes.finalizer import unresolved
+    from replangraph.nodes.finalize.finalizer import unresolved
 
     tasks = values.get("tasks") or {}
     if values.get("cancelled") or not tasks or not values.get("final_answer"):
@@ -236,7 +235,7 @@ class Session:
 
     def answered(self, values: Mapping[str, Any]) -> int:
         """After a command that neither paused nor ended a run (``/status`` on a stopped thread, say)."""
-        from replangraph.commands import unfinished
+        from replangraph.nodes.human.slash import unfinished
 
         ended = not unfinished(values)
         if not ended:

@@ -9,9 +9,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from replangraph.app.server import KEY_ENV, base_url
 from replangraph.config import AgentConfig
-
-from .server import KEY_ENV, base_url
 
 SETTINGS_KEY = "replangraph_cli"
 """Checkpoint metadata key holding the CLI settings of the run (JSON), so ``resume`` rebuilds the same graph."""

@@ -1,0 +1,168 @@
+"""Saved outputs: what was cut from a subtask's window, kept under an output id the agent can read back.
+
+Text is kept in the results workspace (`replangraph.context.workspace`). Output ids are
+``goal``, ``{task_id}/result`` (a subtask's whole result) and ``{task_id}/{key}`` (a tool call id for tool
+outputs, ``history-N`` for folded messages, ``summary-N``/``message-…`` for cut messages,
+``window-at-failure``), and ``plan`` (the current plan).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import AnyMessage, ToolMessage
+
+from replangraph.context.fitting import (
+    GOAL_ID,
+    PAGE_RE,
+    PLAN_ID,
+    RESULT_KEY,
+    excerpt,
+    kept_id,
+    mark_kept,
+    message_key,
+    output_id,
+    result_id,
+    unique_key,
+)
+from replangraph.context.workspace import current_workspace, output_slot, result_slot
+from replangraph.llm.messages import ASK_USER, message_text
+from replangraph.queue.tasks import plan_summary
+
+READ_OUTPUT = "read_output"
+DROPPED = '[output "{id}" removed from context (only the last {keep} tool outputs are kept); {how}]'
+DROPPED_START = "[output "
+DROPPED_MARK = "removed from context"
+
+
+def keep_outputs(task: Mapping[str, Any], outputs: Mapping[str, str]) -> None:
+    """Keep texts cut from a subtask's window (by key) in the workspace. A key is written once
+    (callers pick free keys with `unique_key`), since a note in the window may point at it."""
+    workspace = current_workspace()
+    for key, text in outputs.items():
+        if not workspace.has(output_slot(task, key)):
+            workspace.put(output_slot(task, key), text, kind="output")
+
+
+def saved_text(task: Mapping[str, Any], key: str) -> str | None:
+    """Text kept for ``task`` under ``key``."""
+    return current_workspace().get(output_slot(task, key))
+
+
+RESULT_PREVIEW_CHARS = 2_000
+"""Results up to this long stay whole in the queue; longer ones as an excerpt pointing at the workspace."""
+
+
+def result_fields(task: Mapping[str, Any], text: str) -> dict[str, Any]:
+    """Keep a subtask's result in the workspace (a new version each time) and return the task fields
+    that point at it: ``result`` (whole when short, else an excerpt), ``result_ref``."""
+    workspace = current_workspace()
+    version = int((task.get("result_ref") or {}).get("version", 0)) + 1
+    while workspace.has(result_slot(task, version)):  # a replayed or forked run: never overwrite a version
+        version += 1
+    meta = {"kind": "result", "task_id": task["id"], "version": version}
+    workspace.put(result_slot(task, version), text, **meta)
+    workspace.put(result_slot(task), text, **meta)
+    shown = text if len(text) <= RESULT_PREVIEW_CHARS else excerpt(text, RESULT_PREVIEW_CHARS, result_id(task["id"]))
+    ref = {"key": "".join(result_slot(task, version)), "version": version, "chars": len(text)}
+    return {"result": shown, "result_ref": ref}
+
+
+def full_result(task: Mapping[str, Any]) -> str | None:
+    """A subtask's whole result: from the workspace when the queue holds a preview, else the queue's."""
+    ref = task.get("result_ref")
+    if ref:
+        found = current_workspace().get(result_slot(task, ref.get("version")))
+        if found is not None:
+            return found
+    return task.get("result")
+
+
+def read_saved(ident: str, tasks: Mapping[str, Mapping[str, Any]], goal: str, current: str) -> str | None:
+    """The full text behind an output id; ids without a task part are looked up in ``current``'s outputs."""
+    ident = ident.strip().strip("'\"` ")
+    if ident == GOAL_ID:
+        return goal
+    if ident == PLAN_ID:
+        return plan_summary(tasks)
+    for index in reversed([i for i, c in enumerate(ident) if c == "/"]):  # task ids may hold a slash too
+        task_id, key = ident[:index], ident[index + 1 :]
+        if task_id in tasks:
+            found = full_result(tasks[task_id]) if key == RESULT_KEY else saved_text(tasks[task_id], key)
+            if found is not None:
+                return found
+    return saved_text(tasks[current], ident) if current in tasks else None
+
+
+def saved_keys(tasks: Mapping[str, Mapping[str, Any]], task_id: str, limit: int = 20) -> list[str]:
+    """Output ids a subtask can read: its own kept outputs, then ``goal``."""
+    keys = current_workspace().keys(tasks[task_id], limit) if task_id in tasks else []
+    return [output_id(task_id, key) for key in keys] + [GOAL_ID]
+
+
+def cut_observation(
+    message: ToolMessage, max_chars: int, task_id: str, taken: Callable[[str], bool] = lambda key: False
+) -> tuple[ToolMessage, str, str | None]:
+    """``(message for the window, key, full text to save under it if it was cut)``: head, tail and a note."""
+    text = message_text(message) if not isinstance(message.content, str) else message.content
+    if len(text) <= max_chars or kept_id(message):
+        return message, "", None
+    key = unique_key(message_key(message), taken)
+    ident = output_id(task_id, key)
+    return mark_kept(message, excerpt(text, max_chars, ident), ident), key, text
+
+
+def is_dropped(message: AnyMessage) -> bool:
+    """Whether a tool output was removed from the window by `drop_old_observations`."""
+    text = message_text(message)
+    return bool(kept_id(message)) and text.startswith(DROPPED_START) and DROPPED_MARK in text[:300]
+
+
+def drop_old_observations(
+    window: Sequence[AnyMessage], keep: int, task_id: str, taken: Callable[[str], bool] = lambda key: False
+) -> tuple[list[AnyMessage], dict[str, str]]:
+    """``(window, texts to save by key)``: tool outputs beyond the last ``keep`` leave the window.
+
+    Each keeps its message (every tool call keeps its answer) with a note saying how
+    to read it back. Texts that are kept already (an excerpt's original, a
+    ``read_output`` page) are not saved again.
+    """
+    result = list(window)
+    indices = [i for i, m in enumerate(result) if isinstance(m, ToolMessage)]
+    saved: dict[str, str] = {}
+    for index in indices[: max(len(indices) - keep, 0)]:
+        message = result[index]
+        if is_dropped(message) or message.name == ASK_USER:  # the user's answers stay in view
+            continue
+        text = message_text(message)
+        ident = kept_id(message)
+        page = PAGE_RE.match(text) if ident else None
+        if page:
+            how = f'read it again with read_output(output_id="{ident}", offset={page.group(2)})'
+        elif ident:
+            how = f'read it with read_output(output_id="{ident}")'
+        elif message.name == READ_OUTPUT and message.status == "error":
+            result[index] = mark_kept(message, f"[{READ_OUTPUT} error removed from context]", READ_OUTPUT)
+            continue
+        else:
+            key = unique_key(message_key(message), lambda k: taken(k) or k in saved)
+            ident, saved[key] = output_id(task_id, key), text
+            how = f'read it with read_output(output_id="{ident}")'
+        result[index] = mark_kept(message, DROPPED.format(id=ident, keep=keep, how=how), ident)
+    return result, saved
+
+
+def window_outputs(window: Sequence[AnyMessage], taken: Callable[[str], bool] = lambda key: False) -> dict[str, str]:
+    """Text of every tool output in a window that is not kept already, by a key not ``taken``."""
+    outputs: dict[str, str] = {}
+    for m in window:
+        if isinstance(m, ToolMessage) and not kept_id(m) and (text := message_text(m)):
+            outputs[unique_key(message_key(m), lambda k: taken(k) or k in outputs)] = text
+    return outputs
+
+
+def is_taken(task: Mapping[str, Any]) -> Callable[[str], bool]:
+    """Whether a key already holds kept text of ``task``."""
+    workspace = current_workspace()
+    return lambda key: workspace.has(output_slot(task, key))

@@ -1,0 +1,87 @@
+"""Summarizing text that may not fit the summary model's window: map, then reduce. No LangGraph here.
+
+Nothing is truncated on the way in. Entries (one per message) are packed into
+chunks that fit; an entry too big for any chunk is split into pieces. Each chunk
+is summarized on its own (map), then the summaries are merged in groups that fit
+until one is left (reduce). When merging stops making the text smaller (a
+summarizer that keeps every fact cannot shrink it), the summaries are joined.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from replangraph.context.fitting import pack, split_text
+
+Fold = Callable[[str | None, str], str]
+"""``fold(previous summary or None, text) -> summary``: one summary model call."""
+Merge = Callable[[Sequence[str]], str]
+"""``merge(summaries) -> summary``: one summary model call."""
+FitsFold = Callable[[str | None, str], bool]
+FitsMerge = Callable[[Sequence[str]], bool]
+
+MAX_REDUCE_ROUNDS = 8
+
+
+def pieces_that_fit(entries: Sequence[str], fits: Callable[[str], bool]) -> list[str]:
+    """``entries``, each one that does not fit alone split into consecutive pieces that do."""
+    pieces: list[str] = []
+    for entry in entries:
+        if fits(entry):
+            pieces.append(entry)
+            continue
+        size = max(len(entry) // 2, 1)
+        while size > 200 and not all(fits(p) for p in split_text(entry, size)):
+            size //= 2
+        pieces.extend(split_text(entry, size))
+    return pieces
+
+
+def reduce_summaries(summaries: Sequence[str], merge: Merge, fits: FitsMerge) -> str:
+    """One summary from several, merging groups that fit until one is left."""
+    texts = [s for s in summaries if s.strip()]
+    for _ in range(MAX_REDUCE_ROUNDS):
+        if len(texts) <= 1:
+            break
+        if fits(texts):
+            return merge(texts)
+        groups = pack(texts, fits)
+        if len(groups) == len(texts):
+            break  # no two summaries fit one request
+        merged = [merge(g) if len(g) > 1 else g[0] for g in groups]
+        if sum(map(len, merged)) >= 0.95 * sum(map(len, texts)):
+            texts = merged
+            break  # merging no longer shrinks the text: keep it all
+        texts = merged
+    return "\n\n".join(texts)
+
+
+def summarize_in_chunks(
+    previous: str | None,
+    entries: Sequence[str],
+    fold: Fold,
+    merge: Merge,
+    fits_fold: FitsFold,
+    fits_merge: FitsMerge,
+) -> tuple[str, int]:
+    """``(summary of previous + entries, model calls)``, every character of the input seen by some call."""
+    calls = 0
+
+    def counted_fold(prior: str | None, text: str) -> str:
+        nonlocal calls
+        calls += 1
+        return fold(prior, text)
+
+    def counted_merge(texts: Sequence[str]) -> str:
+        nonlocal calls
+        calls += 1
+        return merge(texts)
+
+    text = "\n".join(entries)
+    if fits_fold(previous, text):
+        return counted_fold(previous, text), calls
+    pieces = pieces_that_fit(entries, lambda t: fits_fold(None, t))
+    chunks = pack(pieces, lambda group: fits_fold(None, "\n".join(group)))
+    partial = [counted_fold(None, "\n".join(chunk)) for chunk in chunks]
+    summaries = [previous, *partial] if previous else partial
+    return reduce_summaries(summaries, counted_merge, fits_merge), calls

@@ -1,0 +1,303 @@
+"""The queue's derived lookups (ready set, dependency and split indexes), kept up to date write by write.
+
+The router asks "which tasks are ready, in queue order?" at every superstep.
+Recomputing that from the whole queue costs O(N) or worse per step; instead the
+``tasks`` reducer returns a `TaskQueue` (a plain dict of tasks) carrying a
+`QueueIndex` that each write patches for the tasks it touched. A queue read back
+from a checkpoint is a plain dict: `index_of` builds its index once.
+
+Nothing here imports LangGraph. Indexes are never changed in place (a write makes
+patched copies), so an older queue value keeps a correct index.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+RESET = "__reset__"
+"""Key that makes the queue reducers drop the old value before applying an update."""
+
+NEW_TASK_FIELDS = ("id", "status", "position", "depends_on")
+"""A write creates a task only with these; a partial write to an unknown id is ignored."""
+SortKey = tuple[tuple[int, ...], str]
+STRUCTURE_FIELDS = ("depends_on", "parent_id", "position")
+"""Task fields the dependency and split indexes are built from."""
+TEAM_MEMBER = "team_member"
+"""Origin of a team member's task: one member's run of its team's subtask (see `replangraph.nodes.teams.teams`)."""
+
+
+def is_member(task: Mapping[str, Any] | None) -> bool:
+    """Whether ``task`` is a team member's run: its failure or replan request is only a failed candidate."""
+    return bool(task) and task.get("origin") == TEAM_MEMBER
+
+
+def in_team_run(tasks: Mapping[str, Mapping[str, Any]], task: Mapping[str, Any] | None) -> bool:
+    """Whether ``task`` is a team member or work a member handed off (held until the merge)."""
+    while task:
+        if is_member(task):
+            return True
+        task = tasks.get(task.get("parent_id") or "")
+    return False
+
+
+def asks_replan(task: Mapping[str, Any]) -> bool:
+    """Whether ``task`` waits for the replanner: it has a replan request and is no team member."""
+    return bool(task.get("replan_request")) and not is_member(task)
+
+
+def sort_key(task: Mapping[str, Any]) -> SortKey:
+    """Queue order: by position path, then id."""
+    return tuple(task["position"]), task["id"]
+
+
+@dataclass(slots=True, eq=False)
+class QueueIndex:
+    """Lookups derived from one queue value.
+
+    ``children``: split parent → direct dynamic children; ``dependents``: task id →
+    tasks that list it in ``depends_on`` (ids not in the queue included);
+    ``ready``: sort keys of ready tasks, in queue order; ``active``: in-progress
+    tasks; ``replan``: tasks with a replan request (no team members); ``model_calls``: their sum.
+    """
+
+    children: dict[str, tuple[str, ...]]
+    dependents: dict[str, frozenset[str]]
+    ready: list[SortKey]
+    active: dict[str, SortKey]
+    replan: frozenset[str]
+    model_calls: int
+
+    @classmethod
+    def build(cls, tasks: Mapping[str, Mapping[str, Any]]) -> QueueIndex:
+        """The index of ``tasks``, computed from scratch."""
+        children: dict[str, list[str]] = {}
+        dependents: dict[str, set[str]] = {}
+        for task in tasks.values():
+            if task.get("parent_id"):
+                children.setdefault(task["parent_id"], []).append(task["id"])
+            for dep in task.get("depends_on") or ():
+                dependents.setdefault(dep, set()).add(task["id"])
+        index = cls(
+            {k: tuple(v) for k, v in children.items()},
+            {k: frozenset(v) for k, v in dependents.items()},
+            [],
+            {},
+            frozenset(),
+            0,
+        )
+        index.ready = sorted(sort_key(t) for t in tasks.values() if index.is_ready(tasks, t))
+        index.active = {t["id"]: sort_key(t) for t in tasks.values() if t["status"] == "in_progress"}
+        index.replan = frozenset(t["id"] for t in tasks.values() if asks_replan(t))
+        index.model_calls = sum(t.get("model_calls", 0) for t in tasks.values())
+        return index
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QueueIndex):
+            return NotImplemented
+        mine = {k: v for k, v in self.children.items() if v}
+        theirs = {k: v for k, v in other.children.items() if v}
+        return (
+            {k: sorted(v) for k, v in mine.items()} == {k: sorted(v) for k, v in theirs.items()}
+            and {k: v for k, v in self.dependents.items() if v} == {k: v for k, v in other.dependents.items() if v}
+            and self.ready == other.ready
+            and self.active == other.active
+            and self.replan == other.replan
+            and self.model_calls == other.model_calls
+        )
+
+    # ------------------------------------------------------------------ dependency semantics
+
+    def ancestors(self, tasks: Mapping[str, Mapping[str, Any]], task_id: str) -> list[str]:
+        """Parent chain of a dynamic task, nearest first."""
+        chain, seen = [], {task_id}
+        parent = tasks[task_id].get("parent_id") if task_id in tasks else None
+        while parent and parent in tasks and parent not in seen:
+            chain.append(parent)
+            seen.add(parent)
+            parent = tasks[parent].get("parent_id")
+        return chain
+
+    def subtree(self, task_id: str) -> list[str]:
+        """Dynamic tasks split off ``task_id``, directly or through other splits (any order)."""
+        found: list[str] = []
+        seen = {task_id}
+        frontier = [task_id]
+        while frontier:
+            for child in self.children.get(frontier.pop(), ()):
+                if child not in seen:
+                    seen.add(child)
+                    found.append(child)
+                    frontier.append(child)
+        return found
+
+    def handed_off(self, tasks: Mapping[str, Mapping[str, Any]], task: Mapping[str, Any]) -> list[str]:
+        """Work that ``task``'s dependencies split off (it waits for that too), less its own splits
+        and siblings and its direct dependencies."""
+        own_ancestors = set(self.ancestors(tasks, task["id"]))
+        direct = set(task["depends_on"])
+        found: dict[str, None] = {}
+        for dep in task["depends_on"]:
+            if dep not in own_ancestors:
+                found.update((d, None) for d in self.subtree(dep) if d != task["id"] and d not in direct)
+        return list(found)
+
+    def waits_for(self, tasks: Mapping[str, Mapping[str, Any]], task: Mapping[str, Any]) -> list[str]:
+        """What ``task`` waits for: its dependencies, then the work they handed off."""
+        return [*dict.fromkeys(task["depends_on"]), *self.handed_off(tasks, task)]
+
+    def is_ready(self, tasks: Mapping[str, Mapping[str, Any]], task: Mapping[str, Any]) -> bool:
+        """Pending, and everything it waits for is completed (direct dependencies checked first).
+        Work a team member handed off is held until the team's merge (never ready)."""
+        if task["status"] != "pending" or is_member(tasks.get(task.get("parent_id") or "")):
+            return False
+        if not all(dep in tasks and tasks[dep]["status"] == "completed" for dep in task["depends_on"]):
+            return False
+        return all(tasks[dep]["status"] == "completed" for dep in self.handed_off(tasks, task))
+
+    # ------------------------------------------------------------------ incremental update
+
+    def affected(self, tasks: Mapping[str, Mapping[str, Any]], touched: Iterable[str]) -> set[str]:
+        """Tasks whose readiness may change when ``touched`` tasks change: themselves, the tasks that depend
+        on them, and the tasks that depend on the work they were split from."""
+        found: set[str] = set()
+        for task_id in touched:
+            found.add(task_id)
+            found.update(self.dependents.get(task_id, ()))
+            for ancestor in split_chain(tasks, task_id):
+                found.update(self.dependents.get(ancestor, ()))
+        return found
+
+    def patched(
+        self,
+        old: Mapping[str, Mapping[str, Any]],
+        new: Mapping[str, Mapping[str, Any]],
+        touched: Sequence[str],
+    ) -> QueueIndex:
+        """The index of ``new``, which differs from ``old`` (this index's queue) only in ``touched`` tasks."""
+        children, dependents = self.children, self.dependents
+        structural = [
+            t
+            for t in touched
+            if (t in old) != (t in new) or (t in new and any(old[t].get(f) != new[t].get(f) for f in STRUCTURE_FIELDS))
+        ]
+        if structural:
+            children, dependents = dict(children), dict(dependents)
+            for task_id in structural:
+                before, after = old.get(task_id), new.get(task_id)
+                for dep in set((before or {}).get("depends_on") or ()) - set((after or {}).get("depends_on") or ()):
+                    dependents[dep] = dependents.get(dep, frozenset()) - {task_id}
+                for dep in set((after or {}).get("depends_on") or ()) - set((before or {}).get("depends_on") or ()):
+                    dependents[dep] = dependents.get(dep, frozenset()) | {task_id}
+                old_parent, new_parent = (before or {}).get("parent_id"), (after or {}).get("parent_id")
+                if old_parent and (old_parent != new_parent or after is None):
+                    children[old_parent] = tuple(c for c in children.get(old_parent, ()) if c != task_id)
+                if new_parent and (new_parent != old_parent or before is None):
+                    children[new_parent] = (*children.get(new_parent, ()), task_id)
+        index = QueueIndex(children, dependents, self.ready, dict(self.active), self.replan, self.model_calls)
+        ready = None  # copied on first change
+        replan = set(self.replan)
+        for task_id in touched:
+            before, after = old.get(task_id), new.get(task_id)
+            index.model_calls += (after or {}).get("model_calls", 0) - (before or {}).get("model_calls", 0)
+            index.active.pop(task_id, None)
+            replan.discard(task_id)
+            if after is not None:
+                if after["status"] == "in_progress":
+                    index.active[task_id] = sort_key(after)
+                if asks_replan(after):
+                    replan.add(task_id)
+        index.replan = frozenset(replan)
+        # Readiness before the change is looked up under the old sort key (a position may have changed).
+        keys_before = {t: sort_key(old[t]) for t in touched if t in old}
+        for task_id in index.affected(old, touched) | index.affected(new, touched):
+            key_before = keys_before.get(task_id) or (sort_key(old[task_id]) if task_id in old else None)
+            was = key_before is not None and _contains(self.ready, key_before)
+            now = task_id in new and index.is_ready(new, new[task_id])
+            key_after = sort_key(new[task_id]) if task_id in new else None
+            if was == now and key_before == key_after:
+                continue
+            if ready is None:
+                ready = list(self.ready)
+            if was:
+                del ready[bisect.bisect_left(ready, key_before)]
+            if now:
+                bisect.insort(ready, key_after)
+        if ready is not None:
+            index.ready = ready
+        return index
+
+
+def split_chain(tasks: Mapping[str, Mapping[str, Any]], task_id: str) -> list[str]:
+    """Parent ids above a task, nearest first, ending at a parent that is not in the queue (if any)."""
+    chain, seen = [], {task_id}
+    parent = tasks[task_id].get("parent_id") if task_id in tasks else None
+    while parent and parent not in seen:
+        chain.append(parent)
+        seen.add(parent)
+        parent = tasks[parent].get("parent_id") if parent in tasks else None
+    return chain
+
+
+def _contains(keys: Sequence[SortKey], key: SortKey) -> bool:
+    at = bisect.bisect_left(keys, key)
+    return at < len(keys) and keys[at] == key
+
+
+class TaskQueue(dict):
+    """The queue as the graph stores it: ``{task_id: Task}``, plus the index of the value it holds."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, tasks: Mapping[str, Any] = (), index: QueueIndex | None = None):
+        super().__init__(tasks)
+        self.index = index if index is not None else QueueIndex.build(self)
+
+    def __copy__(self) -> TaskQueue:
+        return TaskQueue(self, self.index)
+
+    def __reduce__(self):  # pickles as the plain dict it is; the index is rebuilt on demand
+        return (dict, (dict(self),))
+
+
+def index_of(tasks: Mapping[str, Mapping[str, Any]]) -> QueueIndex:
+    """The index of a queue: carried by a `TaskQueue`, else built (once per call)."""
+    index = getattr(tasks, "index", None)
+    return index if isinstance(index, QueueIndex) else QueueIndex.build(tasks)
+
+
+def apply_writes(current: Mapping[str, Any] | None, writes: Sequence[Mapping[str, Any] | None]) -> TaskQueue:
+    """Reducer of the ``tasks`` channel over a batch of writes, applied in order.
+
+    ``{id: {...fields}}`` creates or updates a task field by field, ``{id: None}``
+    removes it, and ``{RESET: True, ...}`` starts from an empty queue. Applying two
+    batches one after the other gives the same queue as applying them as one
+    (LangGraph's ``DeltaChannel`` replays checkpointed writes in any grouping).
+    """
+    queue = current if isinstance(current, TaskQueue) else TaskQueue(current or {})
+    for update in writes:
+        if not update:
+            continue
+        base: Mapping[str, Any] = {} if update.get(RESET) else queue
+        merged = dict(base)
+        touched = []
+        for key, value in update.items():
+            if key == RESET:
+                continue
+            if value is None:
+                if merged.pop(key, None) is not None:
+                    touched.append(key)
+            elif key in merged:
+                merged[key] = {**merged[key], **value}
+                touched.append(key)
+            elif all(field in value for field in NEW_TASK_FIELDS):
+                merged[key] = value
+                touched.append(key)
+            # else: fields for a task that is not in the queue (removed in the same step): nothing to update
+        if update.get(RESET):
+            queue = TaskQueue(merged)
+        else:
+            queue = TaskQueue(merged, queue.index.patched(queue, merged, list(dict.fromkeys(touched))))
+    return queue

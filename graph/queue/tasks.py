@@ -1,0 +1,347 @@
+"""The subtask queue: pure functions over ``{task_id: Task}`` dicts.
+
+Nothing here imports LangGraph. The graph stores the queue as a dict keyed by
+task id (so concurrent writers merge by id); queue order comes from each
+task's ``position`` path, which lets dynamic subtasks slot in right after their
+parent without renumbering anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+from typing_extensions import NotRequired, TypedDict
+
+from replangraph.queue.index import (
+    RESET,
+    TEAM_MEMBER,
+    TaskQueue,
+    apply_writes,
+    in_team_run,
+    index_of,
+    is_member,
+    sort_key,
+)
+
+# re-exported: the queue's reducer and its index, and what marks a team member's task
+__all__ = ["RESET", "TEAM_MEMBER", "TaskQueue", "apply_writes", "in_team_run", "index_of", "is_member"]
+
+TaskStatus = Literal["pending", "in_progress", "completed", "failed", "skipped"]
+TaskOrigin = Literal["planner", "dynamic", "replanner", "team_member", "fallback"]
+ReplanTrigger = Literal["marker", "tool", "failure", "check"]
+
+STATUSES: tuple[TaskStatus, ...] = ("pending", "in_progress", "completed", "failed", "skipped")
+DEFAULT_AGENT = "default"
+
+STATUS_MARKS = {"completed": "X", "in_progress": ">", "pending": " ", "failed": "!", "skipped": "-"}
+
+
+class ReplanRequest(TypedDict):
+    """Why a subtask wants the rest of the plan reconsidered."""
+
+    trigger: ReplanTrigger
+    reason: str
+
+
+class TaskVerdict(TypedDict):
+    """What the completion check said of a result."""
+
+    complete: bool
+    reason: str
+    remaining_tasks: list[str]
+    """Work the check found missing (queued as follow-ups when there was room)."""
+    follow_up_ids: list[str]
+    error: str | None
+    """Why the check could not judge (the result then stands), or why follow-ups were not queued."""
+
+
+def verdict_record(
+    complete: bool, reason: str = "", remaining: list[str] | None = None, error: str | None = None
+) -> TaskVerdict:
+    """A `TaskVerdict` with every field filled in (no follow-ups yet)."""
+    return TaskVerdict(
+        complete=complete, reason=reason, remaining_tasks=list(remaining or []), follow_up_ids=[], error=error
+    )
+
+
+class TeamCandidate(TypedDict):
+    """One member's run of a team subtask, as the team's record keeps it."""
+
+    id: str
+    """The member's task id (``{team task}.m1``...; the task leaves the queue at the merge)."""
+    agent_type: str
+    result_preview: str | None
+    error: str | None
+    result_key: str | None
+    """Where the member's whole result is kept in the workspace."""
+    output_id: str | None
+    """The id ``read_output`` reads its whole (or partial) result by after the merge: ``1/candidate-m2``."""
+    handoff: list[str]
+    """Follow-ups it handed off or its completion check asked for (queued only when it wins)."""
+
+
+class TeamRecord(TypedDict):
+    """A team subtask's members and merge decision (``Task.team``)."""
+
+    name: str
+    strategy: str
+    """``best``, ``vote`` or ``fusion``."""
+    members: list[str]
+    """The member task ids, in member order."""
+    candidates: list[TeamCandidate]
+    """Filled at the merge."""
+    winner: str | None
+    """The winning member's agent type (None: fused, or every member failed)."""
+    winner_id: str | None
+    reason: str
+    scores: dict[str, float]
+    """``vote``: total score per member id."""
+    model_calls: int
+    """Calls spent on the merge (the members' own are added to the task's ``model_calls``)."""
+
+
+class Clarification(TypedDict):
+    """One question a subtask asked the user, and the answer."""
+
+    question: str
+    answer: str
+
+
+class Task(TypedDict):
+    """One subtask. Stored in state as ``tasks[id]``."""
+
+    id: str
+    plan_id: NotRequired[str]
+    """The plan that queued it: ``1`` for the planner's, ``2``... for each replan (splits keep their parent's)."""
+    content: str
+    agent_type: str
+    depends_on: list[str]
+    required_tools: NotRequired[list[str]]
+    """Names of the tools the planner said this subtask needs (known ones only); absent when none."""
+    status: TaskStatus
+    result: str | None
+    error: str | None
+    parent_id: str | None
+    metadata: dict[str, Any]
+    position: list[int]
+    """Queue order: tasks sort by this path (a child extends its parent's path)."""
+    depth: int
+    """Split depth: 0 for planned tasks, parent depth + 1 for dynamic ones."""
+    origin: TaskOrigin
+    model_calls: int
+    """Model calls spent on this subtask (counts against ``max_steps``)."""
+    started_at: float | None
+    """Wall-clock time (epoch seconds) of the subtask's first turn (information; see ``elapsed_s``)."""
+    elapsed_s: NotRequired[float]
+    """Seconds spent in this subtask's own model and tool calls (what ``step_timeout_s`` limits)."""
+    replan_request: ReplanRequest | None
+    """Set when this subtask asks for, or needs, a replan; cleared once handled."""
+    result_ref: NotRequired[dict[str, Any] | None]
+    """Where the whole result is kept in the workspace: ``key``, ``version`` (one per run of the
+    subtask), ``chars``. ``result`` holds it whole up to 2,000 characters, else an excerpt."""
+    context_overflow: NotRequired[dict[str, Any] | None]
+    """Set when the provider refused the window as too long: ``tokens`` (our count), ``compressed``,
+    ``error``; cleared by the next answered call."""
+    limits_hit: NotRequired[dict[str, int]]
+    """Limits that refused a split of this subtask, with the value that would have let it through."""
+    clarifications: NotRequired[list[Clarification]]
+    """The questions this subtask asked the user (``ask_user``) and their answers, in order."""
+    verdict: NotRequired[TaskVerdict]
+    """The completion check's judgement of this subtask's result (``verify_results``)."""
+    team: NotRequired[TeamRecord]
+    """A team subtask's members, candidates and merge decision."""
+
+
+class QueueError(ValueError):
+    """A queue change that would break the queue's rules; the queue is left as it was."""
+
+
+def new_task(
+    task_id: str,
+    content: str,
+    *,
+    position: Sequence[int],
+    agent_type: str = DEFAULT_AGENT,
+    depends_on: Iterable[str] = (),
+    parent_id: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    depth: int = 0,
+    origin: TaskOrigin = "planner",
+    plan_id: str = "1",
+) -> Task:
+    """A pending task with every field filled in."""
+    return Task(
+        plan_id=plan_id,
+        id=task_id,
+        content=content,
+        agent_type=agent_type,
+        depends_on=list(depends_on),
+        status="pending",
+        result=None,
+        error=None,
+        parent_id=parent_id,
+        metadata=dict(metadata or {}),
+        position=list(position),
+        depth=depth,
+        origin=origin,
+        model_calls=0,
+        started_at=None,
+        replan_request=None,
+    )
+
+
+# --------------------------------------------------------------------------- reducers
+
+
+def merge_tasks(current: Mapping[str, Task] | None, update: Mapping[str, Any] | None) -> TaskQueue:
+    """One write applied to the queue (see `apply_writes`, the ``tasks`` channel's reducer).
+
+    ``{id: {...fields}}`` creates or updates a task, ``{id: None}`` removes it, and
+    ``{RESET: True, ...}`` starts from an empty queue. Writers that touch different
+    tasks (parallel branches) never conflict.
+    """
+    return apply_writes(current, [update])
+
+
+# --------------------------------------------------------------------------- order and lookup
+
+
+def ordered(tasks: Mapping[str, Task]) -> list[Task]:
+    """All tasks in queue order."""
+    return sorted(tasks.values(), key=sort_key)
+
+
+def ancestors(tasks: Mapping[str, Task], task_id: str) -> list[str]:
+    """Parent chain of a dynamic task, nearest first."""
+    return index_of(tasks).ancestors(tasks, task_id)
+
+
+def descendants(tasks: Mapping[str, Task], task_id: str) -> list[str]:
+    """Dynamic tasks split off ``task_id``, directly or through other splits, in queue order."""
+    return sorted(index_of(tasks).subtree(task_id), key=lambda t: sort_key(tasks[t]))
+
+
+def effective_dependencies(tasks: Mapping[str, Task], task: Task) -> list[str]:
+    """What ``task`` waits for: its dependencies plus the work they handed off.
+
+    A task that depends on ``1`` also waits for ``1_dyn_0``... because ``1`` handed
+    part of its job to them. A dynamic task does not wait for its own siblings.
+    """
+    handed_off = index_of(tasks).handed_off(tasks, task)
+    return [*dict.fromkeys(task["depends_on"]), *sorted(handed_off, key=lambda t: sort_key(tasks[t]))]
+
+
+def is_ready(tasks: Mapping[str, Task], task: Task) -> bool:
+    """Pending, and everything it waits for is completed."""
+    return index_of(tasks).is_ready(tasks, task)
+
+
+def ready_tasks(tasks: Mapping[str, Task], limit: int | None = None) -> list[Task]:
+    """Ready tasks in queue order (the first ``limit`` of them)."""
+    keys = index_of(tasks).ready
+    return [tasks[task_id] for _, task_id in (keys if limit is None else keys[:limit])]
+
+
+def active_tasks(tasks: Mapping[str, Task]) -> list[Task]:
+    """Tasks in progress, in queue order."""
+    return [tasks[task_id] for task_id in sorted(index_of(tasks).active, key=lambda t: sort_key(tasks[t]))]
+
+
+def replan_requested(tasks: Mapping[str, Task]) -> list[Task]:
+    """Tasks that ask for a replan, in queue order."""
+    return sorted((tasks[task_id] for task_id in index_of(tasks).replan), key=sort_key)
+
+
+def next_ready(tasks: Mapping[str, Task]) -> Task | None:
+    """The first ready task in queue order, or None."""
+    ready = ready_tasks(tasks, 1)
+    return ready[0] if ready else None
+
+
+def dependency_results(tasks: Mapping[str, Task], task: Task) -> list[Task]:
+    """Completed tasks this one waits for, in queue order (their results feed its prompt)."""
+    waits = index_of(tasks).waits_for(tasks, task)
+    return sorted((tasks[t] for t in waits if t in tasks and tasks[t]["status"] == "completed"), key=sort_key)
+
+
+def status_counts(tasks: Mapping[str, Task]) -> dict[str, int]:
+    """Number of tasks in each status."""
+    counts = dict.fromkeys(STATUSES, 0)
+    for task in tasks.values():
+        counts[task["status"]] += 1
+    return counts
+
+
+def total_model_calls(tasks: Mapping[str, Task]) -> int:
+    """Model calls spent by all subtasks."""
+    return index_of(tasks).model_calls
+
+
+def next_plan_id(tasks: Mapping[str, Task]) -> str:
+    """The id of the next plan on this thread: one more than any plan of the queue (``1`` for a new one).
+
+    A new goal on the same thread starts a fresh queue but keeps the workspace, so its
+    plan ids go on counting and its keys never meet the earlier goal's.
+    """
+    numbers = [int(p) for t in tasks.values() if str(p := t.get("plan_id") or "1").isdigit()]
+    return str(max(numbers, default=0) + 1)
+
+
+def spent_model_calls(state: Mapping[str, Any]) -> int:
+    """Executor, verifier and replanner model calls of a run so far (what ``max_steps`` limits)."""
+    replans = state.get("replans") or []
+    return total_model_calls(state.get("tasks") or {}) + sum(r.get("model_calls", 0) for r in replans)
+
+
+# --------------------------------------------------------------------------- failure
+
+
+def skip_dependents(tasks: Mapping[str, Task], failed_id: str) -> dict[str, dict]:
+    """Updates that mark every pending task waiting on ``failed_id`` as skipped, transitively."""
+    index = index_of(tasks)
+    reach, frontier = set(), [failed_id]
+    while frontier:  # everything that may wait on the failed task, through dependencies and splits
+        for task_id in index.affected(tasks, [frontier.pop()]) - reach:
+            reach.add(task_id)
+            frontier.append(task_id)
+    candidates = sorted((tasks[t] for t in reach if t in tasks), key=sort_key)
+    blocked = {failed_id}
+    updates: dict[str, dict] = {}
+    changed = True
+    while changed:
+        changed = False
+        for task in candidates:
+            if task["status"] != "pending" or task["id"] in updates:
+                continue
+            hit = blocked.intersection(effective_dependencies(tasks, task))
+            if hit:
+                cause = sorted(hit)[0]
+                updates[task["id"]] = {"status": "skipped", "error": f"dependency {cause} did not complete"}
+                blocked.add(task["id"])
+                changed = True
+    return updates
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def preview(text: str | None, limit: int = 80) -> str:
+    """One-line preview of ``text``, cut to ``limit`` characters with an ellipsis."""
+    flat = " ".join(str(text or "").split())
+    return flat if len(flat) <= limit else flat[: max(limit - 1, 0)] + "…"
+
+
+def task_line(task: Task, preview_chars: int = 80) -> str:
+    """``[X] id: content (Result: …)`` for one task."""
+    line = f"[{STATUS_MARKS[task['status']]}] {task['id']}: {preview(task['content'], 200)}"
+    if task["status"] == "completed" and task.get("result"):
+        line += f" (Result: {preview(task['result'], preview_chars)})"
+    elif task["status"] in ("failed", "skipped") and task.get("error"):
+        line += f" (Error: {preview(task['error'], preview_chars)})"
+    return line
+
+
+def plan_summary(tasks: Mapping[str, Task], preview_chars: int = 80) -> str:
+    """The plan, one line per task in queue order."""
+    return "\n".join(task_line(t, preview_chars) for t in ordered(tasks))

@@ -1,0 +1,169 @@
+"""compressor node: folds the older part of a subtask's window into a summary so the next request fits.
+
+The summary carries the current plan and the subtask's instructions, so the
+agent never loses them, and says where the folded messages are kept in full.
+Cuts never separate tool calls from their results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
+from langgraph.errors import GraphBubbleUp
+
+from replangraph.config import AgentConfig, AgentProfile, Configured
+from replangraph.context.compression import Compression, compress_window, split_window, transcript_entries
+from replangraph.context.fitting import PLAN_ID, excerpt, output_id
+from replangraph.context.kept import is_taken, keep_outputs
+from replangraph.context.monitor import OVERFLOW_SHRINK, ContextMonitor
+from replangraph.context.opening import opening_window
+from replangraph.context.summarizing import summarize_in_chunks
+from replangraph.context.workspace import collect_writes
+from replangraph.events import CONTEXT_COMPRESSED, emit
+from replangraph.llm.calls import StepClock, invoke_with_retries
+from replangraph.llm.messages import message_text
+from replangraph.nodes.human.questions import answers_note
+from replangraph.outcomes import failed_with_window
+from replangraph.prompts import MERGE_REQUEST, SUMMARIZER_PROMPT, SUMMARY_REQUEST
+from replangraph.state import StateUpdate
+
+PLAN_SHARE = 0.2
+"""Most of the budget the plan re-injected with a summary may take; a longer one is shown as an excerpt."""
+
+
+def fold_request(previous: str | None, text: str) -> list[AnyMessage]:
+    """The summary model's request to fold ``text`` into ``previous``."""
+    return [
+        SystemMessage(SUMMARIZER_PROMPT),
+        HumanMessage(SUMMARY_REQUEST.format(previous=previous or "(none)", messages=text)),
+    ]
+
+
+def merge_request(summaries: Sequence[str]) -> list[AnyMessage]:
+    """The summary model's request to merge partial summaries (of consecutive parts, in order)."""
+    parts = "\n\n".join(f"Part {n}:\n{text}" for n, text in enumerate(summaries, 1))
+    return [SystemMessage(SUMMARIZER_PROMPT), HumanMessage(MERGE_REQUEST.format(parts=parts))]
+
+
+class Compressor(Configured):
+    """Summarizes with ``summary_model`` (in chunks when the folded text exceeds its window);
+    if that fails, the summary says so and the folded messages stay readable with ``read_output``."""
+
+    def __init__(
+        self,
+        summary_model: BaseChatModel,
+        profiles: Mapping[str, AgentProfile],
+        tool_schemas: Mapping[str, Sequence],
+        config: AgentConfig,
+        monitor: ContextMonitor,
+    ):
+        self.summary_model = summary_model
+        self.profiles = profiles
+        self.tools = tool_schemas
+        self.base_config = config
+        self.monitor = monitor
+        self.summary_monitor = monitor.for_model(summary_model)
+
+    def ask(self, request: list[AnyMessage]) -> str:
+        reply, _ = invoke_with_retries(self.summary_model, request, self.config)
+        text = message_text(reply).strip()
+        if not text:
+            raise ValueError("the summary model returned nothing")
+        return text
+
+    def summarize(self, previous: str | None, messages: Sequence[AnyMessage]) -> str:
+        """A summary of ``previous`` plus ``messages``, every character of them shown to the summary model."""
+        fits = self.summary_monitor.fits
+        try:
+            summary, _ = summarize_in_chunks(
+                previous,
+                transcript_entries(messages),
+                fold=lambda prior, text: self.ask(fold_request(prior, text)),
+                merge=lambda texts: self.ask(merge_request(texts)),
+                fits_fold=lambda prior, text: fits(fold_request(prior, text)),
+                fits_merge=lambda texts: fits(merge_request(texts)),
+            )
+            return summary
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:  # compression must not crash the run; the folded messages are kept
+            note = (
+                f"(The summary model failed: {type(exc).__name__}: {exc}. {len(messages)} earlier messages "
+                "were folded without a summary; read them in full as said below.)"
+            )
+            return f"{previous}\n{note}" if previous else note
+
+    def compress(self, payload: Mapping[str, Any], budget: int) -> Compression:
+        """The compressed window; a window that is only the opening is built again to fit."""
+        task = payload["task"]
+        tools = self.tools[task["agent_type"]]
+        window = list(payload["window"])
+        _, summary, body = split_window(window)
+        if not body and summary is None:
+            profile = self.profiles[task["agent_type"]]
+            opening = opening_window(
+                profile, payload, self.config.batch_size, lambda w: self.monitor.tokens(w, tools), budget
+            )
+            return Compression(opening.request, 0, {}, opening.fits)
+        plan = payload.get("plan", "")
+        plan_tokens = self.monitor.tokens([HumanMessage(plan)])
+        if plan_tokens > budget * PLAN_SHARE:  # a long plan is re-injected as an excerpt (read_output reads it)
+            plan = excerpt(plan, max(int(len(plan) * budget * PLAN_SHARE / plan_tokens), 300), PLAN_ID)
+        return compress_window(
+            window,
+            keep_last=self.config.keep_last_messages,
+            fits=lambda w: self.monitor.fits(w, tools, budget),
+            summarize=self.summarize,
+            plan=plan,
+            instructions=f"({task['id']}) {task['content']}" + answers_note(task),
+            task_id=task["id"],
+            taken=is_taken(task),
+            tokens=lambda w: self.monitor.tokens(w, tools),
+        )
+
+    @collect_writes
+    def __call__(self, payload: Mapping[str, Any]) -> StateUpdate:
+        """``payload`` is a `SubtaskInput` sent by the router (typed loosely so it adds no state keys)."""
+        task = payload["task"]
+        clock = StepClock(task.get("elapsed_s") or 0.0, self.config.step_timeout_s)
+        update = self.shrink(payload)
+        update.setdefault("tasks", {}).setdefault(task["id"], {})["elapsed_s"] = round(clock.elapsed(), 6)
+        return update  # summarizing counts as the step's own time
+
+    def shrink(self, payload: Mapping[str, Any]) -> StateUpdate:
+        """The update with the subtask's window compressed (or the subtask failed when it cannot fit)."""
+        task = payload["task"]
+        tools = self.tools[task["agent_type"]]
+        window = list(payload["window"])
+        overflow = task.get("context_overflow") or {}
+        budget = self.monitor.budget
+        if overflow and not overflow.get("compressed"):
+            # The provider counted more than we did: halve what can shrink (all but the system prompt and tools).
+            fixed = self.monitor.tokens(window[:1], tools)
+            refused = overflow.get("tokens", budget)
+            budget = min(budget, int(fixed + max(refused - fixed, 0) * OVERFLOW_SHRINK))
+        before = self.monitor.tokens(window, tools)
+        result = self.compress(payload, budget)
+        after = self.monitor.tokens(result.window, tools)
+        if not result.fits:
+            error = f"context window too small: {after} tokens needed after compression, budget {budget}"
+            return failed_with_window(task, window, error, task.get("model_calls", 0))
+        emit(
+            CONTEXT_COMPRESSED,
+            task_id=task["id"],
+            tokens_before=before,
+            tokens_after=after,
+            folded=result.folded,
+            saved=[output_id(task["id"], key) for key in result.saved],
+        )
+        keep_outputs(task, result.saved)
+        change: dict[str, Any] = {}
+        if overflow:
+            change["context_overflow"] = {**overflow, "compressed": True}
+        update: dict[str, Any] = {"windows": {task["id"]: result.window}}
+        if change:
+            update["tasks"] = {task["id"]: change}
+        return update

@@ -1,0 +1,210 @@
+"""executor node: one model turn of one subtask, in the subtask's own message window."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.tools import BaseTool
+from langgraph.errors import GraphBubbleUp
+
+from replangraph.config import AgentConfig, AgentProfile, Configured
+from replangraph.context.monitor import ContextMonitor
+from replangraph.context.opening import mentions_read_output, opening_window
+from replangraph.context.workspace import collect_writes
+from replangraph.events import STEP_STARTED, emit
+from replangraph.llm.calls import StepClock, StepTimeout, call_with_timeout, is_context_overflow, retrying
+from replangraph.llm.messages import all_tool_calls, message_text, repair_tool_calls
+from replangraph.nodes.human.ask_user import ask_user_tool
+from replangraph.outcomes import completed, failed, failed_with_window
+from replangraph.prompts import REPLAN_MARKER
+from replangraph.state import StateUpdate
+from replangraph.tools.read_output import read_output_tool
+from replangraph.tools.replan_toolkit.toolkit import replan_toolkit
+
+
+def split_replan_marker(text: str) -> tuple[str, str] | None:
+    """``(partial result, reason)`` if the text carries the replan marker, else None."""
+    if REPLAN_MARKER not in text:
+        return None
+    before, _, after = text.partition(REPLAN_MARKER)
+    return before.strip(), after.strip() or "no reason given"
+
+
+class Executor(Configured):
+    """Runs one model turn of the subtask in the payload.
+
+    A reply with tool calls goes to the tools node; a reply without them is the
+    subtask's result (or a replan request when it carries ``[REPLAN]``). The agent
+    gets ``read_output`` once its window points at kept text. A provider's
+    ``ContextOverflowError`` sends the window to the compressor, and the call is
+    tried once more.
+    """
+
+    def __init__(
+        self,
+        model: BaseChatModel,
+        profiles: Mapping[str, AgentProfile],
+        config: AgentConfig,
+        monitor: ContextMonitor | None = None,
+    ):
+        self.profiles = profiles
+        self.base_config = config
+        self.monitor = monitor or ContextMonitor(config, model)
+        self.model = model
+        self.reader = read_output_tool(lambda _: None, list, config.max_observation_chars)
+        self.asker = ask_user_tool()
+        self.toolkit = replan_toolkit(None)
+        self.tool_lists: dict[tuple[str, bool, bool], list[BaseTool]] = {}
+        self.bound: dict[tuple[str, bool, bool], Any] = {}
+
+    def tools_for(self, agent_type: str, reader: bool, asker: bool) -> list[BaseTool]:
+        """The agent type's tools and the toolkit, with ``read_output`` and ``ask_user`` when offered
+        (built once per combination: building tool schemas costs a millisecond)."""
+        key = (agent_type, reader, asker)
+        if key not in self.tool_lists:
+            extra = [self.reader] * reader + [self.asker] * asker
+            self.tool_lists[key] = [*self.profiles[agent_type].tools, *self.toolkit, *extra]
+        return self.tool_lists[key]
+
+    def model_for(self, agent_type: str, reader: bool, asker: bool) -> Any:
+        """The agent type's model bound to `tools_for` (bound once per combination)."""
+        key = (agent_type, reader, asker)
+        if key not in self.bound:
+            model = self.profiles[agent_type].model or self.model
+            self.bound[key] = model.bind_tools(self.tools_for(*key))
+        return self.bound[key]
+
+    @collect_writes
+    def __call__(self, payload: Mapping[str, Any]) -> StateUpdate:
+        """``payload`` is a `SubtaskInput` sent by the router (typed loosely so it adds no state keys)."""
+        task = payload["task"]
+        clock = StepClock(task.get("elapsed_s") or 0.0, self.config.step_timeout_s)
+        update = self.turn(payload, clock)
+        if task["id"] in (update.get("tasks") or {}):
+            update["tasks"][task["id"]]["elapsed_s"] = round(clock.elapsed(), 6)
+        if payload.get("alone") and (update.get("windows") or {}).get(task["id"], []) is None:
+            update["ended_alone"] = True  # nothing to join: the router decides at once
+        return update
+
+    def turn(self, payload: Mapping[str, Any], clock: StepClock) -> StateUpdate:
+        """The state update of one model turn."""
+        task = payload["task"]
+        task_id = task["id"]
+        window = list(payload.get("window") or [])
+        spent = task.get("model_calls", 0)
+        # The fullest tool list fits the window to the budget; the model gets what this turn offers.
+        tools = self.tools_for(task["agent_type"], True, True)
+        if not window:
+            # A required tool the agent type lacks (a plan kept after retries, an edit): a warning, not a stop.
+            have = {t.name for t in tools}
+            missing = [name for name in task.get("required_tools") or () if name not in have]
+            warning = {"missing_tools": missing} if missing else {}
+            emit(STEP_STARTED, task_id=task_id, content=task["content"], agent_type=task["agent_type"], **warning)
+            opening = opening_window(
+                self.profiles[task["agent_type"]],
+                payload,
+                self.config.batch_size,
+                lambda w: self.monitor.tokens(w, tools),
+                self.monitor.budget,
+            )
+            if not opening.fits:
+                needed = self.monitor.tokens(opening.request, tools)
+                return failed(
+                    task,
+                    f"context window too small for this subtask: its prompt, instructions and tool schemas "
+                    f"need {needed} tokens with the goal and every input shown as an excerpt, "
+                    f"budget {self.monitor.budget}",
+                    spent,
+                )
+            window = opening.request
+        started = task.get("started_at") or time.time()
+        timed_out = f"step exceeded step_timeout_s={clock.limit_s}"
+        if clock.limit_s is not None and clock.left() <= 0:
+            return self.fail(task, window, timed_out, spent)
+        asking = self.config.max_clarifications > len(task.get("clarifications") or [])
+        model = self.model_for(task["agent_type"], mentions_read_output(window), asking)
+        try:
+            # Each try gets only what is left of the step's time, waits between tries included.
+            reply, attempts = retrying(
+                lambda: call_with_timeout(lambda: model.invoke(window), clock.left()),
+                self.config,
+                deadline=clock.deadline(),
+            )
+        except GraphBubbleUp:
+            raise
+        except StepTimeout as exc:
+            return self.fail(task, window, timed_out, spent + getattr(exc, "attempts", 1))
+        except RecursionError as exc:  # the client could not even read the reply
+            calls = spent + getattr(exc, "attempts", 1)
+            return self.fail(task, window, "model call failed: its reply nests too deeply to be read", calls)
+        except Exception as exc:  # a failed step is a failed task, not a crashed run
+            calls = spent + getattr(exc, "attempts", 1)
+            if is_context_overflow(exc):
+                return self.overflowed(task, window, started, calls, exc)
+            return self.fail(task, window, f"model call failed: {type(exc).__name__}: {exc}", calls)
+        calls = spent + attempts
+        cleared = {"context_overflow": None} if task.get("context_overflow") else {}
+        if not isinstance(reply, AIMessage):
+            reply = AIMessage(content=message_text(reply))
+        reply = repair_tool_calls(reply, [t.name for t in tools])
+        if all_tool_calls(reply):
+            if calls >= self.config.max_step_iterations:
+                return self.fail(
+                    task,
+                    window,
+                    f"no final answer after max_step_iterations={self.config.max_step_iterations} model turns",
+                    calls,
+                )
+            change = {"status": "in_progress", "model_calls": calls, "started_at": started, **cleared}
+            return {"tasks": {task_id: change}, "windows": {task_id: [*window, reply]}}
+        text = message_text(reply).strip()
+        if not text:
+            return self.fail(task, window, "the model ended the subtask with an empty answer", calls)
+        marker = split_replan_marker(text)
+        if marker:
+            partial, reason = marker
+            return self.fail(
+                task,
+                window,
+                f"replan requested: {reason}",
+                calls,
+                result=partial or None,
+                replan_request={"trigger": "marker", "reason": reason},
+            )
+        if self.config.verify_results:
+            # The answer waits in the window for the verifier node, which completes the subtask.
+            change = {"status": "in_progress", "model_calls": calls, "started_at": started, **cleared}
+            return {"tasks": {task_id: change}, "windows": {task_id: [*window, reply]}}
+        update = completed(task, text, calls)
+        update["tasks"][task_id].update(cleared)
+        return update
+
+    def fail(self, task: Mapping[str, Any], window: list, error: str, calls: int, **extra: Any) -> StateUpdate:
+        """A failed subtask whose window goes: what it had read and written is kept."""
+        return failed_with_window(task, window, error, calls, **extra)
+
+    def overflowed(
+        self, task: Mapping[str, Any], window: list, started: float, calls: int, exc: Exception
+    ) -> StateUpdate:
+        """The provider refused the request as too long: compress and try once more, else fail the step."""
+        if (task.get("context_overflow") or {}).get("compressed"):
+            return self.fail(
+                task,
+                window,
+                f"the request exceeds the model's context window even after compression: {exc}",
+                calls,
+            )
+        tools = self.tools_for(task["agent_type"], True, True)
+        # Usage figures may come from a server that counts differently: take the larger count.
+        tokens = max(self.monitor.tokens(window, tools), self.monitor.counter(window, tools))
+        change = {
+            "status": "in_progress",
+            "model_calls": calls,
+            "started_at": started,
+            "context_overflow": {"tokens": tokens, "compressed": False, "error": str(exc)[:300]},
+        }
+        return {"tasks": {task["id"]: change}, "windows": {task["id"]: window}}

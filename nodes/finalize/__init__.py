@@ -1,0 +1,1 @@
+"""Finalize: the final answer from every result, written in stages when needed, or the fallback report."""

@@ -1,0 +1,216 @@
+"""finalize node: writes the final answer from the results (partial ones included), in queue order.
+
+When the results do not fit one request, the answer is written in stages
+(see ``staging.py``) and keeps every result.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AnyMessage
+from langgraph.errors import GraphBubbleUp
+
+from replangraph.config import FINALIZE_MARGIN, AgentConfig, Configured, recursion_limit
+from replangraph.context.kept import result_fields
+from replangraph.context.monitor import OVERFLOW_SHRINK, ContextMonitor
+from replangraph.context.workspace import collect_writes
+from replangraph.events import PLAN_COMPLETED, emit
+from replangraph.llm.calls import invoke_with_retries, is_context_overflow
+from replangraph.llm.messages import ends_with_answer, message_text
+from replangraph.nodes.fallback.fallback import fallback_of, is_fallback
+from replangraph.nodes.finalize.report import fallback_report
+from replangraph.nodes.finalize.staging import ResultsTooBig, Synthesis, joined, result_entries, synthesize
+from replangraph.outcomes import keep_window
+from replangraph.queue.index import index_of
+from replangraph.queue.tasks import RESET, Task, ordered, spent_model_calls, status_counts
+from replangraph.state import StateUpdate
+
+
+def stop_unfinished(
+    tasks: Mapping[str, Task], reason: str, windows: Mapping[str, list] | None = None, cancelled: bool = False
+) -> dict:
+    """Updates that close every task still pending or in progress when the run stops
+    (``cancelled``: a running one is ``skipped`` too, not ``failed``).
+
+    Nothing a stopped subtask saw or wrote is dropped: an answer still waiting for the
+    completion check becomes its partial result, and its window is kept (`keep_window`).
+    """
+    updates: dict[str, dict] = {}
+    windows = windows or {}
+    for task in tasks.values():
+        if task["status"] == "in_progress":
+            window = windows.get(task["id"]) or []
+            status = "skipped" if cancelled else "failed"
+            change = {"status": status, "error": f"stopped before it finished: {reason}"}
+            if ends_with_answer(window):
+                change.update(result_fields(task, message_text(window[-1]).strip()))
+            change["error"] += keep_window(task, window)
+            updates[task["id"]] = change
+        elif task["status"] == "pending":
+            updates[task["id"]] = {"status": "skipped", "error": task.get("error") or f"not run: {reason}"}
+    return updates
+
+
+CANCELLED = "the user cancelled the run"
+
+
+def replanned_ids(replans: Sequence[Mapping]) -> set[str]:
+    """Failed subtasks whose work a new plan took over."""
+    return {tid for r in replans if r.get("outcome") == "replanned" for tid in r.get("task_ids", [])}
+
+
+def unresolved(tasks: Mapping[str, Task], replans: Sequence[Mapping]) -> list[Task]:
+    """Subtasks that leave the goal unfinished: not run, stopped, or failed without a replacement plan."""
+    covered = replanned_ids(replans)
+    return [
+        t
+        for t in ordered(tasks)
+        if t["status"] in ("pending", "in_progress", "skipped") or (t["status"] == "failed" and t["id"] not in covered)
+    ]
+
+
+def steps_needed(tasks: Mapping[str, Task], model_calls: int) -> int:
+    """A lower bound of the ``max_steps`` the queued work needs: the calls spent plus, for every
+    unfinished subtask, the average calls of a finished one (later splits may need more)."""
+    done = [t for t in tasks.values() if t["status"] == "completed"]
+    per_task = math.ceil(sum(t.get("model_calls", 0) for t in done) / len(done)) if done else 2
+    left = [t for t in tasks.values() if t["status"] in ("pending", "in_progress")]
+    return model_calls + max(per_task * len(left), 1)
+
+
+def limit_notes(tasks: Mapping[str, Task], replans: Sequence[Mapping], config: AgentConfig) -> list[str]:
+    """``max_tasks=50 refused follow-up tasks; max_tasks=205 would have let them in``, for each limit that did."""
+    needed: dict[str, int] = {}
+    for task in tasks.values():
+        for limit, value in (task.get("limits_hit") or {}).items():
+            needed[limit] = max(needed.get(limit, 0), value)
+    notes = [
+        f"{limit}={getattr(config, limit)} refused follow-up tasks; {limit}={value} would have let them in"
+        for limit, value in sorted(needed.items())
+    ]
+    if any(r.get("outcome") == "limit" for r in replans) and config.max_replans < len(replans):
+        notes.append(
+            f"max_replans={config.max_replans} stopped further replanning; "
+            f"max_replans={len(replans)} would have allowed every request"
+        )
+    return notes
+
+
+def stop_reason(
+    tasks: Mapping[str, Task],
+    replans: Sequence[Mapping],
+    model_calls: int,
+    config: AgentConfig,
+    steps_left: int | None = None,
+) -> str:
+    """Why the run ends unfinished, naming any limit that stopped it and the value that would have let it finish.
+
+    ``steps_left``: the supersteps LangGraph's ``recursion_limit`` still allowed when finalize started;
+    the limit is named when it stopped work that could still run.
+    """
+    covered = replanned_ids(replans)
+    failed = [
+        t["id"] for t in ordered(tasks) if t["status"] == "failed" and t["id"] not in covered and not is_fallback(t)
+    ]
+    if model_calls >= config.max_steps:
+        reason = (
+            f"the step budget max_steps={config.max_steps} was used up "
+            f"(the work queued so far needs at least max_steps={steps_needed(tasks, model_calls)})"
+        )
+    elif any(r.get("outcome") == "gave_up" for r in replans):
+        reason = "the replanner found no way to continue"
+    elif failed:
+        reason = f"subtask {', '.join(failed)} failed" if len(failed) == 1 else f"subtasks {', '.join(failed)} failed"
+    else:
+        reason = "no remaining subtask could run"
+    if model_calls < config.max_steps and steps_left is not None and steps_left < FINALIZE_MARGIN:
+        waiting = index_of(tasks).active or any(t["status"] == "pending" for t in tasks.values())
+        if waiting:
+            cut = (
+                f"LangGraph's recursion_limit was nearly reached; these settings need "
+                f"recursion_limit={recursion_limit(config)} in the run config"
+            )
+            reason = cut if reason == "no remaining subtask could run" else f"{reason}; {cut}"
+    solo = fallback_of(tasks)
+    alone = []
+    if solo is not None and solo["status"] != "completed":
+        alone.append(f"the single-agent fallback ({solo['id']}) did not finish it either")
+    return "; ".join([reason, *alone, *limit_notes(tasks, replans, config)])
+
+
+def results_text(tasks: Mapping[str, Task]) -> str:
+    """Completed results and the partial results of subtasks that stopped, in queue order, for the final prompt."""
+    return joined(result_entries(tasks))
+
+
+class Finalizer(Configured):
+    """The model's synthesis of the results: one call when they fit, else in stages; the fallback
+    report when that is not possible. No request passes the monitor's budget."""
+
+    def __init__(self, model: BaseChatModel, config: AgentConfig, monitor: ContextMonitor | None = None):
+        self.monitor = (monitor or ContextMonitor(config)).for_model(model)
+        self.model = model
+        self.base_config = config
+
+    @collect_writes
+    def __call__(self, state: Mapping) -> StateUpdate:
+        tasks: Mapping[str, Task] = state.get("tasks") or {}
+        goal = state.get("goal", "")
+        replans = state.get("replans") or []
+        cancelled = bool(state.get("cancelled"))
+        unfinished = bool(unresolved(tasks, replans))
+        calls, left = spent_model_calls(state), state.get("remaining_steps")
+        reason = stop_reason(tasks, replans, calls, self.config, left) if unfinished else ""
+        reason = CANCELLED if cancelled else reason
+        closing = stop_unfinished(tasks, reason, state.get("windows"), cancelled) if reason else {}
+        closed = {tid: {**t, **closing.get(tid, {})} for tid, t in tasks.items()}
+        answer = self.answer(goal, closed, reason)
+        emit(PLAN_COMPLETED, final_answer=answer, counts=status_counts(closed), stop_reason=reason or None)
+        update: StateUpdate = {
+            "final_answer": answer,
+            "messages": [AIMessage(answer, name="replangraph")],
+            "windows": {RESET: True},
+        }
+        if closing:
+            update["tasks"] = closing
+        return update
+
+    def ask(self, request: list[AnyMessage]) -> str:
+        reply, _ = invoke_with_retries(self.model, request, self.config)
+        return message_text(reply).strip()
+
+    def synthesize(self, goal: str, tasks: Mapping[str, Task], share: float = 1.0) -> Synthesis:
+        """The model's answer over every result, each request within ``share`` of the budget and output room."""
+        return synthesize(
+            goal,
+            result_entries(tasks),
+            ask=self.ask,
+            tokens=self.monitor.tokens,
+            budget=max(int(self.monitor.budget * share), 1),
+            room=max(int(self.monitor.reserved_output * share), 1),
+        )
+
+    def answer(self, goal: str, tasks: Mapping[str, Task], reason: str) -> str:
+        """The final answer: the model's synthesis when everything completed, else the report.
+
+        A provider that refuses a request as too long gets one more try with half the budget.
+        """
+        if reason or not tasks:
+            return fallback_report(goal, tasks, reason or "no subtasks were planned")
+        try:
+            try:
+                text = self.synthesize(goal, tasks).text
+            except Exception as exc:
+                if not is_context_overflow(exc):
+                    raise
+                text = self.synthesize(goal, tasks, OVERFLOW_SHRINK).text
+        except GraphBubbleUp:
+            raise
+        except ResultsTooBig as exc:
+            return fallback_report(goal, tasks, f"the results do not fit the model's context window ({exc})")
+        except Exception as exc:  # the model is down: the queue still holds every result
+            return fallback_report(goal, tasks, f"the final model call failed ({type(exc).__name__}: {exc})")
+        return text or fallback_report(goal, tasks, "the model returned an empty final answer")

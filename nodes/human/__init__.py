@@ -1,0 +1,1 @@
+"""Human in the loop: ask_user questions, plan review, slash commands."""

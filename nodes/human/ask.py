@@ -1,0 +1,63 @@
+"""ask node: pauses the run with one subtask's question; the user's answer becomes the reply to its ask_user call.
+
+Its first step is ``interrupt()``: a resumed node re-runs from its start, and nothing
+before the interrupt may run twice (the model turn and the other tool calls ran in
+earlier nodes). The router sends one ask branch per waiting subtask, so questions
+asked at once pause together, each with its own interrupt id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.messages import HumanMessage, ToolMessage
+
+from replangraph.config import AgentConfig, Configured
+from replangraph.events import QUESTION_ANSWERED, emit
+from replangraph.llm.messages import ASK_USER, waiting_questions
+from replangraph.nodes.human.interrupts import is_cancel, pause_for_user, slash_command, unwrapped
+from replangraph.nodes.human.questions import answer_text, question_of
+from replangraph.queue.tasks import preview
+from replangraph.state import StateUpdate
+
+
+def question_request(payload: Mapping[str, Any], call: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    """The interrupt's value: what the user sees, and where it comes from."""
+    task = payload["task"]
+    return {
+        "kind": "question",
+        "question": prefix + question_of(call),
+        "task_id": task["id"],
+        "task": task["content"],
+        "agent_type": task["agent_type"],
+        "tool_call_id": call.get("id") or "",
+    }
+
+
+class AskUser(Configured):
+    """Asks the first waiting question of the subtask in the payload (a `SubtaskInput`).
+
+    The answer goes to the agent as the call's result and onto the task's
+    ``clarifications``. The cancel word cancels the run; a slash command is answered
+    by the commands node, after which the question is asked again.
+    """
+
+    def __init__(self, config: AgentConfig):
+        self.base_config = config
+
+    def __call__(self, payload: Mapping[str, Any]) -> StateUpdate:
+        window = list(payload.get("window") or [])
+        call = waiting_questions(window)[0]
+        answer = unwrapped(pause_for_user(question_request(payload, call, self.config.question_prefix), ASK_USER))
+        if is_cancel(answer, self.config):
+            return {"cancelled": True}
+        command = slash_command(answer)
+        if command is not None:
+            return {"messages": [HumanMessage(command)]}
+        task = payload["task"]
+        question, text = question_of(call), answer_text(answer)
+        emit(QUESTION_ANSWERED, task_id=task["id"], question=question, answer_preview=preview(text, 200))
+        asked = [*(task.get("clarifications") or []), {"question": question, "answer": text}]
+        reply = ToolMessage(text, tool_call_id=call.get("id") or "", name=ASK_USER)
+        return {"tasks": {task["id"]: {"clarifications": asked}}, "windows": {task["id"]: [*window, reply]}}

@@ -1,0 +1,60 @@
+"""commands node: answers a slash command sent as input (``/plan``, ``/status``, ``/cancel``, ``/resume``, yours).
+
+After it, a run paused for the user is paused again (its question or plan is shown
+anew), ``/cancel`` sends the run to the finalizer, and ``/resume`` continues a run that
+stopped between steps; other commands change nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.messages import AIMessage
+
+from replangraph.config import AgentConfig, Configured
+from replangraph.events import COMMAND_ANSWERED, emit
+from replangraph.nodes.human.interrupts import is_cancel
+from replangraph.nodes.human.slash import (
+    CANCEL,
+    RESUME,
+    CommandHandler,
+    answer_command,
+    parse_command,
+    paused,
+    pending_command,
+    unfinished,
+    waiting_for,
+)
+from replangraph.state import StateUpdate
+
+
+class CommandRunner(Configured):
+    """Replies to the thread's last message, a slash command, with an AI message."""
+
+    def __init__(self, handlers: Mapping[str, CommandHandler], config: AgentConfig):
+        self.handlers = dict(handlers)
+        self.base_config = config
+
+    def __call__(self, state: Mapping[str, Any]) -> StateUpdate:
+        text = pending_command(state, self.config.cancel_word) or ""
+        name = (parse_command(text) or ("", ""))[0]
+        update: StateUpdate = {}
+        if name == CANCEL or is_cancel(text, self.config):
+            if unfinished(state) and not state.get("cancelled"):
+                reply = "Cancelled: the run stops here, and its final answer lists what was completed."
+                update["cancelled"] = True
+            else:
+                reply = "Nothing to cancel: no run is in progress on this thread."
+        elif name == RESUME:
+            if not unfinished(state):
+                reply = "Nothing to resume: no run is in progress on this thread."
+            elif paused(state):
+                reply = "The run is waiting for you: " + "; ".join(waiting_for(state)) + "."
+            else:
+                reply = "Resuming the run where it stopped."
+        else:
+            reply = answer_command(text, state, self.handlers, self.config)
+        emit(COMMAND_ANSWERED, command=name, reply=reply)
+        update["messages"] = [AIMessage(reply, name="replangraph")]
+        return update

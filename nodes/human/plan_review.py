@@ -1,0 +1,115 @@
+"""plan_review node (``approve_plan``): pauses after planning until the user approves, edits or cancels the plan.
+
+Its first step is ``interrupt()``, so a resume runs no planner call again. An edited
+plan that does not validate is answered with a new interrupt carrying the error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import HumanMessage
+from langgraph.types import interrupt
+
+from replangraph.config import AgentConfig, AgentProfile, Configured
+from replangraph.events import PLAN_REVIEWED, emit
+from replangraph.llm.lenient import UnreadableInput, as_text, match_name, plan_specs
+from replangraph.nodes.human.interrupts import is_cancel, pause_for_user, slash_command, unwrapped
+from replangraph.nodes.planning.asking import BUILT_IN_TOOLS
+from replangraph.queue.plans import (
+    fit_required_tools,
+    normalize_plan,
+    plan_listing,
+    tasks_from_plan,
+    tool_names,
+    validate_plan,
+)
+from replangraph.queue.tasks import DEFAULT_AGENT, RESET, QueueError, Task
+from replangraph.state import StateUpdate
+
+APPROVALS = frozenset({"approve", "approved", "yes", "y", "ok", "okay", "go", "lgtm", "accept", "true"})
+
+
+def decision_of(answer: Any) -> str | None:
+    """``approve`` for True, "approve", "yes", "ok"... or ``{"action": "approve"}``; ``cancel`` for
+    ``{"action": "cancel"}``; ``reject`` for ``False`` or ``{"approve": false}``; else None (an edit)."""
+    if isinstance(answer, Mapping):
+        answer = next((answer[k] for k in ("action", "decision", "approve", "approved") if k in answer), None)
+        if answer is None:
+            return None
+    if answer is True or (isinstance(answer, str) and answer.strip().strip(".!").casefold() in APPROVALS):
+        return "approve"
+    if answer is False:
+        return "reject"
+    if isinstance(answer, str) and answer.strip().casefold() in ("cancel", "cancelled"):
+        return "cancel"
+    return None
+
+
+def edited_plan(
+    answer: Any,
+    agent_types: Sequence[str],
+    max_tasks: int,
+    tools_by_agent: Mapping[str, Collection[str]] | None = None,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The edited plan in an answer (a task list, ``{"tasks": [...]}``, JSON text), validated like any
+    plan, and notes on what was repaired (dependency spellings, an agent type's case, unknown tools).
+
+    With ``tools_by_agent``, ``required_tools`` are read as the planner reads them, but the user's
+    agent types stand: a type that lacks a required tool is a note (and ``missing_tools`` in
+    ``step_started``), never a change."""
+    specs, notes = normalize_plan(plan_specs(answer))
+    for spec in specs:
+        written = spec.get("agent_type") or DEFAULT_AGENT
+        spec["agent_type"] = match_name(written, agent_types) or written
+        if spec["agent_type"] != written:
+            notes.append(f"task {spec['id']!r}: agent type {written!r} read as {spec['agent_type']!r}")
+    validate_plan(specs, agent_types=agent_types, max_tasks=max_tasks)
+    if tools_by_agent is not None:
+        specs, tool_notes, problems = fit_required_tools(specs, tools_by_agent, built_in=BUILT_IN_TOOLS, reassign=False)
+        notes += tool_notes + problems
+    return specs, notes
+
+
+class PlanReview(Configured):
+    """Shows the plan (``{"kind": "plan", "tasks": [...]}``) and applies the user's decision.
+    Only the planner's plan is reviewed; a replan runs without a pause."""
+
+    def __init__(self, agent_types: Iterable[str] | Mapping[str, AgentProfile], config: AgentConfig):
+        self.agent_types = list(agent_types)
+        self.tools_by_agent = tool_names(agent_types) if isinstance(agent_types, Mapping) else None
+        """Each agent type's tool names, when the node was given the profiles (edits' tools are then checked)."""
+        self.base_config = config
+
+    def __call__(self, state: Mapping[str, Any]) -> StateUpdate:
+        tasks: Mapping[str, Task] = state.get("tasks") or {}
+        request = {"kind": "plan", "goal": state.get("goal", ""), "tasks": plan_listing(tasks)}
+        answer = pause_for_user(request, "approve_plan")
+        while True:  # each invalid edit asks again; a resume replays the earlier answers in order
+            answer = unwrapped(answer)
+            decision = decision_of(answer)
+            if is_cancel(answer, self.config) or decision == "cancel":
+                emit(PLAN_REVIEWED, decision="cancelled", tasks=request["tasks"], notes=[])
+                return {"cancelled": True, "plan_review": "cancelled"}
+            command = slash_command(answer)
+            if command is not None:  # answered by the commands node; the plan is shown again after it
+                return {"messages": [HumanMessage(command)]}
+            if decision == "approve":
+                emit(PLAN_REVIEWED, decision="approved", tasks=request["tasks"], notes=[])
+                return {"plan_review": "approved"}
+            how = f"Answer 'approve', {self.config.cancel_word!r}, or the task list edited (the same shape as `tasks`)."
+            try:
+                if decision == "reject":
+                    raise UnreadableInput("the plan was not approved, and no edited plan was sent")
+                specs, notes = edited_plan(answer, self.agent_types, self.config.max_tasks, self.tools_by_agent)
+            except (UnreadableInput, QueueError) as exc:
+                error = f"The edited plan was not used: {exc}. {how}"
+                if isinstance(answer, str) and answer.strip()[:1] not in ("[", "{", "`"):
+                    error = f"{as_text(answer)[:80]!r} is not a decision. {how}"
+                answer = interrupt({**request, "error": error})
+                continue
+            plan_id = next(iter(tasks.values()), {}).get("plan_id", "1")
+            new_tasks = tasks_from_plan(specs, plan_id=plan_id)
+            emit(PLAN_REVIEWED, decision="edited", tasks=plan_listing(new_tasks), notes=notes)
+            return {"tasks": {RESET: True, **new_tasks}, "plan_review": "edited"}

@@ -1,0 +1,1 @@
+"""Planning: the planner and replanner nodes, the Plan schema and the rule-based fallback plan."""

@@ -1,0 +1,216 @@
+"""Asking a model for a plan, shared by the planner and the replanner.
+
+The `Plan` schema lists the known agent types; the answer is read leniently
+(tool-call arguments, JSON in the text, fences, numeric ids), repaired where the
+intent is clear, validated, and retried with the error fed back. A plan that works
+but is worth another ask (`UsablePlan`: a task's agent type lacks a tool it needs)
+is retried too, and used as it is, with notes, when the retries run out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langgraph.errors import GraphBubbleUp
+from pydantic import BaseModel, Field, create_model
+
+from replangraph.config import AgentConfig
+from replangraph.context.kept import READ_OUTPUT
+from replangraph.context.requests import RETRY_ERROR_CHARS
+from replangraph.llm.calls import invoke_with_retries, is_context_overflow, is_transient
+from replangraph.llm.lenient import UnreadableInput, first_tool_args, load_json, plan_specs
+from replangraph.llm.messages import ASK_USER, message_text
+from replangraph.prompts import PLAN_RETRY, PLANNER_TOOLS_RULE, agent_types_text
+from replangraph.queue.plans import fit_required_tools, offered_tool_names
+from replangraph.queue.tasks import DEFAULT_AGENT, QueueError, preview
+from replangraph.tools.replan_toolkit.toolkit import TOOLKIT_NAMES
+
+PLAN_TOOL = "Plan"
+
+Check = Callable[[list[dict]], tuple[list[dict], list[str]]]
+"""Repairs and validates specs; returns them with notes, or raises QueueError / UnreadableInput
+(`UsablePlan` for a plan to ask again about, but to use if no better one comes)."""
+
+
+class UsablePlan(QueueError):
+    """A plan that can run but has problems worth another ask: ``problems`` go back to the model;
+    when the retries run out, ``specs`` are used and the problems join ``notes``."""
+
+    def __init__(self, problems: Sequence[str], specs: list[dict], notes: Sequence[str] = ()):
+        super().__init__("; ".join(problems))
+        self.problems, self.specs, self.notes = list(problems), specs, list(notes)
+
+
+REQUIRED_TOOLS_DESCRIPTION = (
+    "Names of the tools this subtask needs, from the agent types' tool lists; its agent type must have them. "
+    "Empty when it needs none."
+)
+
+
+def plan_schema(agent_types: Sequence[str], tool_names: Sequence[str] = ()) -> type[BaseModel]:
+    """The `Plan` tool schema. ``agent_type`` is an enum of the known types, left out when only
+    ``default`` exists; ``required_tools`` (items an enum of ``tool_names``) is there when there
+    are several agent types and tools to choose them by. Validation is loose on purpose: the
+    answer is read by `read_plan`."""
+    fields: dict[str, Any] = {
+        "id": (str, Field(description="Short unique id, e.g. '1', '2'.")),
+        "content": (str, Field(description="Self-contained instruction for the agent.")),
+    }
+    if len(agent_types) > 1:
+        fields["agent_type"] = (
+            str,
+            Field(
+                DEFAULT_AGENT, description="Which agent type runs it.", json_schema_extra={"enum": list(agent_types)}
+            ),
+        )
+        if tool_names:
+            items = {"type": "string", "enum": sorted(set(tool_names))}
+            fields["required_tools"] = (
+                list[str],
+                Field(default_factory=list, description=REQUIRED_TOOLS_DESCRIPTION, json_schema_extra={"items": items}),
+            )
+    fields["depends_on"] = (
+        list[str],
+        Field(default_factory=list, description="Ids of the subtasks whose results this one needs."),
+    )
+    task = create_model("PlannedTask", __doc__="One subtask of a plan.", **fields)
+    return create_model(
+        PLAN_TOOL,
+        __doc__="A plan: the subtasks that together reach the goal.",
+        tasks=(list[task], Field(description="The subtasks, in the order they should run.")),
+    )
+
+
+def structured_planner(model: BaseChatModel, agent_types: Sequence[str], tool_names: Sequence[str] = ()) -> Any:
+    """``model`` answering with a `Plan` through tool calling, raw reply included."""
+    schema = plan_schema(agent_types, tool_names)
+    return model.with_structured_output(schema, method="function_calling", include_raw=True)
+
+
+def read_plan(answer: Any) -> list[dict]:
+    """Plan specs from a structured answer: the raw reply's tool call or JSON text, else ``parsed``."""
+    raw = answer.get("raw") if isinstance(answer, Mapping) else answer
+    if isinstance(raw, BaseMessage):
+        value = first_tool_args(raw)
+        if isinstance(value, str) and value.strip():
+            return plan_specs(load_json(value))  # a plan written as JSON text (often fenced) instead of a call
+        if value not in (None, ""):
+            return plan_specs(value)
+    parsed = answer.get("parsed") if isinstance(answer, Mapping) else None
+    if isinstance(parsed, BaseModel):
+        return plan_specs(parsed.model_dump())
+    if isinstance(parsed, Mapping | list):
+        return plan_specs(parsed)
+    raise UnreadableInput("the answer holds no plan: call the Plan tool with a list of tasks")
+
+
+def raw_answer(answer: Any) -> str:
+    """What the model actually said, for the retry prompt."""
+    raw = answer.get("raw") if isinstance(answer, Mapping) else answer
+    if isinstance(raw, AIMessage) and raw.tool_calls:
+        return json.dumps(raw.tool_calls[0].get("args"), default=str)[:2_000]
+    if isinstance(raw, BaseMessage):
+        return message_text(raw)[:2_000] or "(empty)"
+    return "(none)"
+
+
+@dataclass
+class PlanAnswer:
+    """The outcome of asking for a plan."""
+
+    specs: list[dict] | None
+    """Validated specs, or None when no usable plan came."""
+    calls: int
+    error: str = ""
+    """Why the last answer was not usable."""
+    notes: list[str] = field(default_factory=list)
+    """Repairs made to the accepted plan (unknown agent types, dependency spellings)."""
+    overflow: bool = False
+    """Whether the provider refused the request as longer than its context window."""
+    unanswered: bool = False
+    """Whether the model did not answer: a transient error (down, timing out, rate limited) outlived the retries."""
+
+
+def request_plan(
+    structured: Any, messages: list[BaseMessage], *, retries: int, config: AgentConfig, check: Check
+) -> PlanAnswer:
+    """Ask until ``check`` accepts a plan, at most ``retries + 1`` answers.
+
+    Transient model errors are retried with backoff inside each ask; a model that
+    still fails ends the asking at once (more answers would not come either). A
+    `UsablePlan` is asked about again like an invalid one, but the latest one is
+    used when no accepted plan comes (its problems become notes).
+    """
+    prompt, calls, error = list(messages), 0, ""
+    usable: UsablePlan | None = None
+    for _ in range(retries + 1):
+        try:
+            answer, spent = invoke_with_retries(structured, prompt, config)
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:  # the model is down or refuses: the caller falls back
+            calls += getattr(exc, "attempts", 1)
+            if usable is not None:
+                return kept_plan(usable, calls)
+            error = f"model call failed: {type(exc).__name__}: {exc}"
+            return PlanAnswer(None, calls, error, overflow=is_context_overflow(exc), unanswered=is_transient(exc))
+        calls += spent
+        try:
+            specs, notes = check(read_plan(answer))
+            return PlanAnswer(specs, calls, "", notes)
+        except UsablePlan as exc:
+            usable = exc
+            error = preview(str(exc), RETRY_ERROR_CHARS)
+        except (UnreadableInput, QueueError) as exc:
+            error = preview(str(exc), RETRY_ERROR_CHARS)  # the retry request must fit the window too
+        prompt = [*messages, HumanMessage(PLAN_RETRY.format(error=error, previous=raw_answer(answer)))]
+    if usable is not None:
+        return kept_plan(usable, calls)
+    return PlanAnswer(None, calls, error)
+
+
+def kept_plan(usable: UsablePlan, calls: int) -> PlanAnswer:
+    """The answer for a `UsablePlan` kept when no better plan came."""
+    kept = [f"{problem} (kept as planned: no better plan came)" for problem in usable.problems]
+    return PlanAnswer(usable.specs, calls, "", [*usable.notes, *kept])
+
+
+# --------------------------------------------------------------------------- required tools
+
+BUILT_IN_TOOLS = (*TOOLKIT_NAMES, READ_OUTPUT, ASK_USER)
+"""Tools every executing agent gets; naming one in ``required_tools`` asks for nothing."""
+
+
+def check_required_tools(
+    specs: list[dict],
+    notes: list[str],
+    tools_by_agent: Mapping[str, Sequence[str]],
+    validate: Callable[[list], Any],
+    teams: Collection[str] = (),
+) -> tuple[list[dict], list[str]]:
+    """Specs with their required tools fitted (`fit_required_tools`), then ``validate``d: ``(specs, notes)``.
+
+    A QueueError names the tool problems too (the retry fixes everything at once); with only tool
+    problems, `UsablePlan` (asked about again, used as it is when no better plan comes)."""
+    specs, tool_notes, problems = fit_required_tools(specs, tools_by_agent, built_in=BUILT_IN_TOOLS, teams=teams)
+    try:
+        validate(specs)
+    except QueueError as exc:
+        raise QueueError("; ".join([str(exc), *problems])) from None
+    if problems:
+        raise UsablePlan(problems, specs, notes + tool_notes)
+    return specs, notes + tool_notes
+
+
+def tools_prompt(prompt: str, profiles: Mapping[str, Any], tools_by_agent: Mapping[str, Sequence[str]]) -> str:
+    """``prompt`` with its agent types listed; with tools offered (several agent types), each type's
+    tools and the rule to name the ones a subtask needs."""
+    descriptions = {name: p.description for name, p in profiles.items()}
+    tools = tools_by_agent if offered_tool_names(tools_by_agent) else None
+    text = prompt.format(agent_types=agent_types_text(descriptions, tools))
+    return text + "\n" + PLANNER_TOOLS_RULE if tools else text

@@ -1,0 +1,1 @@
+"""Teams: agent types whose subtasks several members run, one result kept (best, vote, fusion)."""

@@ -1,0 +1,314 @@
+"""team_merge node: keeps one result for each team subtask whose members have all ended.
+
+``best``: the judge picks a candidate; ``vote``: each member's model scores the others' results
+and the highest total wins (ties in member order); ``fusion``: the judge combines them. With no
+judge (``judge_model=False``), a judge that fails after retries or an answer that cannot be read,
+the first successful result wins and the record says why. Every member failing fails the subtask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
+from langchain_core.runnables.config import ContextThreadPoolExecutor
+from langgraph.errors import GraphBubbleUp
+
+from replangraph.config import AgentConfig, Configured
+from replangraph.context.fitting import GOAL_ID, fit_parts, result_id
+from replangraph.context.kept import full_result
+from replangraph.context.monitor import ContextMonitor
+from replangraph.context.workspace import collect_writes, current_workspace, output_slot
+from replangraph.events import DYNAMIC_TASKS_ADDED, TEAM_MERGED, emit
+from replangraph.llm.calls import invoke_with_retries
+from replangraph.llm.lenient import UnreadableInput
+from replangraph.llm.messages import message_text
+from replangraph.nodes.teams.teams import (
+    Candidate,
+    Team,
+    adopted,
+    candidate_key,
+    candidates,
+    mergeable,
+    read_choice,
+    read_fusion,
+    read_scores,
+    removals,
+    vote_winner,
+)
+from replangraph.outcomes import completed, failed, merge_updates
+from replangraph.prompts import (
+    TEAM_BEST_PROMPT,
+    TEAM_CANDIDATE,
+    TEAM_CANDIDATE_PARTIAL,
+    TEAM_FUSION_PROMPT,
+    TEAM_RETRY,
+    TEAM_TEMPLATE,
+    TEAM_VOTE_PROMPT,
+)
+from replangraph.queue.tasks import Task, active_tasks, preview, spent_model_calls
+from replangraph.state import StateUpdate
+
+
+class MergeFailed(Exception):
+    """The merge could not decide (the judge failed, its answer was unreadable); ``calls`` were spent."""
+
+    def __init__(self, reason: str, calls: int = 0):
+        super().__init__(reason)
+        self.reason, self.calls = reason, calls
+
+
+@dataclass
+class Decision:
+    """What the merge kept: the winner's id (None when fused or none succeeded) and the result."""
+
+    winner_id: str | None
+    result: str | None
+    reason: str
+    scores: dict[str, float] = field(default_factory=dict)
+    calls: int = 0
+
+
+def partial_note(candidate: Candidate) -> str:
+    """What a judge is told of a candidate that handed off part of its work ("" for none)."""
+    if not candidate.handoff:
+        return ""
+    return TEAM_CANDIDATE_PARTIAL.format(work="; ".join(preview(w, 120) for w in candidate.handoff))
+
+
+class TeamMerge(Configured):
+    """Merges every team subtask whose members have ended: records the candidates and the decision
+    on it (``team``), completes it with the kept result (or fails it when every member failed),
+    queues the winner's handed-off work as its dynamic tasks, and removes the member tasks (each
+    member's result, or partial result, is saved on the team subtask: ``read_output("1/candidate-m2")``)."""
+
+    def __init__(
+        self,
+        teams: Mapping[str, Team],
+        judges: Mapping[str, Any],
+        voters: Mapping[str, Any],
+        config: AgentConfig,
+        monitor: ContextMonitor,
+    ):
+        self.teams = teams
+        self.judges = judges
+        """Judge model by team name (False: none)."""
+        self.voters = voters
+        """Model by agent type (the members' models, for ``vote``)."""
+        self.base_config = config
+        self.monitor = monitor
+
+    @collect_writes
+    def __call__(self, state: Mapping[str, Any]) -> StateUpdate:
+        tasks: Mapping[str, Task] = state.get("tasks") or {}
+        steps_left = self.config.max_steps - spent_model_calls(state)
+        due = [t for t in active_tasks(tasks) if t["agent_type"] in self.teams and mergeable(tasks, t, steps_left <= 0)]
+        if not due:
+            return {}
+        found = {t["id"]: candidates(tasks, t, self.teams[t["agent_type"]], full_result) for t in due}
+        goal = state.get("goal", "")
+        if len(due) == 1:
+            decisions = [self.decide(goal, due[0], found[due[0]["id"]], steps_left)]
+        else:
+            with ContextThreadPoolExecutor(max_workers=min(len(due), self.config.max_concurrency)) as pool:
+                futures: list[Future] = [pool.submit(self.decide, goal, t, found[t["id"]], steps_left) for t in due]
+                decisions = [f.result() for f in futures]
+        return merge_updates([self.settle(tasks, t, found[t["id"]], d) for t, d in zip(due, decisions, strict=True)])
+
+    # ------------------------------------------------------------------ deciding
+
+    def decide(self, goal: str, task: Task, found: Sequence[Candidate], steps_left: int) -> Decision:
+        """The merge decision for one team subtask."""
+        team = self.teams[task["agent_type"]]
+        ok = [c for c in found if c.ok]
+        if not ok:
+            return Decision(None, None, "every member failed")
+        first = ok[0]
+        why = ""
+        if len(ok) == 1:
+            return Decision(first.id, first.text, "the only successful result")
+        if self.judges.get(task["agent_type"]) is False:
+            why = "no judge (judge_model=False)"
+        elif steps_left <= 0:
+            why = f"the step budget max_steps={self.config.max_steps} is used up"
+        else:
+            try:
+                if team.merge == "vote":
+                    return self.vote(goal, task, found, ok)
+                if team.merge == "fusion":
+                    return self.fuse(goal, task, ok)
+                return self.pick(goal, task, ok)
+            except MergeFailed as exc:
+                return Decision(
+                    first.id, first.text, f"{exc.reason}; the first successful result wins", calls=exc.calls
+                )
+        return Decision(first.id, first.text, f"{why}: the first successful result wins")
+
+    def pick(self, goal: str, task: Task, ok: Sequence[Candidate]) -> Decision:
+        """``best``: the judge's pick."""
+        judge, names = self.judges[task["agent_type"]], [c.agent_type for c in ok]
+        text, calls = self.ask(judge, TEAM_BEST_PROMPT, goal, task, ok, "the judge")
+        try:
+            index, reason = read_choice(text, names)
+        except UnreadableInput as exc:  # asked once more, with what was wrong
+            error = str(exc)
+            try:
+                text, more = self.ask(judge, TEAM_BEST_PROMPT, goal, task, ok, "the judge", again=(text, error))
+            except MergeFailed as failed:
+                raise MergeFailed(failed.reason, calls + failed.calls) from None
+            calls += more
+            try:
+                index, reason = read_choice(text, names)
+            except UnreadableInput as exc:
+                why = f"the judge's answer could not be read, twice ({exc}): {preview(text, 120)!r}"
+                raise MergeFailed(why, calls) from None
+        return Decision(ok[index].id, ok[index].text, reason or "the judge's pick", calls=calls)
+
+    def fuse(self, goal: str, task: Task, ok: Sequence[Candidate]) -> Decision:
+        """``fusion``: the judge's combination."""
+        text, calls = self.ask(self.judges[task["agent_type"]], TEAM_FUSION_PROMPT, goal, task, ok, "the judge")
+        try:
+            fused = read_fusion(text)
+        except UnreadableInput as exc:
+            raise MergeFailed(f"the judge's answer could not be used ({exc})", calls) from None
+        names = ", ".join(c.agent_type for c in ok)
+        return Decision(None, fused, f"the judge combined the results of {names}", calls=calls)
+
+    def vote(self, goal: str, task: Task, found: Sequence[Candidate], ok: Sequence[Candidate]) -> Decision:
+        """``vote``: each member's model scores the other members' successful results."""
+        ballots = [(voter, [c for c in ok if c.id != voter.id]) for voter in found]
+        ballots = [(voter, others) for voter, others in ballots if others]
+
+        def cast(voter: Candidate, others: Sequence[Candidate]) -> tuple[dict[str, float] | str, int]:
+            model = self.voters[voter.agent_type]
+            try:
+                text, calls = self.ask(model, TEAM_VOTE_PROMPT, goal, task, others, f"{voter.agent_type}'s vote")
+            except MergeFailed as exc:
+                return exc.reason, exc.calls
+            try:
+                scores = read_scores(text, [c.agent_type for c in others])
+            except UnreadableInput as exc:
+                return f"{voter.agent_type}'s vote could not be read ({exc})", calls
+            return {others[i].id: score for i, score in scores.items()}, calls
+
+        with ContextThreadPoolExecutor(max_workers=max(min(len(ballots), self.config.max_concurrency), 1)) as pool:
+            futures: list[Future] = [pool.submit(cast, voter, others) for voter, others in ballots]
+            votes = [f.result() for f in futures]
+        calls = sum(spent for _, spent in votes)
+        readable = [v for v, _ in votes if isinstance(v, dict)]
+        trouble = [v for v, _ in votes if isinstance(v, str)]
+        if not readable:
+            raise MergeFailed("no vote could be used (" + "; ".join(trouble) + ")", calls)
+        totals = {c.id: sum(v.get(c.id, 0.0) for v in readable) for c in ok}
+        winner = vote_winner(totals, [c.id for c in ok])
+        reason = f"the highest total score ({totals[winner]:g} from {len(readable)} vote(s))"
+        if trouble:
+            reason += "; " + "; ".join(trouble)
+        text = next(c.text for c in ok if c.id == winner)
+        return Decision(winner, text, reason, totals, calls)
+
+    def ask(
+        self,
+        model: Any,
+        system: str,
+        goal: str,
+        task: Task,
+        shown: Sequence[Candidate],
+        who: str,
+        again: tuple[str, str] | None = None,
+    ) -> tuple[str, int]:
+        """``(answer text, calls)`` of one judging request over ``shown`` (numbered from 1), fitted to the
+        model's window (long results as excerpts); `MergeFailed` when it does not fit or the call fails.
+        ``again``: the previous answer and why it could not be read, for a second ask."""
+        retry = [AIMessage(again[0]), HumanMessage(TEAM_RETRY.format(error=preview(again[1], 300)))] if again else []
+        monitor = self.monitor.for_model(model)
+        parts = {GOAL_ID: goal, **{str(n): c.text or "" for n, c in enumerate(shown, 1)}}
+        outputs = {GOAL_ID: GOAL_ID, **{str(n): result_id(c.id) for n, c in enumerate(shown, 1)}}
+
+        def build(texts: Mapping[str, str]) -> list[AnyMessage]:
+            listed = "\n\n".join(
+                TEAM_CANDIDATE.format(number=n, agent_type=c.agent_type, result=texts[str(n)]) + partial_note(c)
+                for n, c in enumerate(shown, 1)
+            )
+            body = TEAM_TEMPLATE.format(
+                goal=texts[GOAL_ID], task_id=task["id"], content=task["content"], candidates=listed
+            )
+            return [SystemMessage(system), HumanMessage(body), *retry]
+
+        fitted = fit_parts(parts, build, lambda request: monitor.fits(request), outputs, readable=False)
+        if not fitted.fits:
+            raise MergeFailed(f"the candidates do not fit {who}'s context window")
+        try:
+            reply, calls = invoke_with_retries(model, fitted.request, self.config)
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:  # a judge that is down: the first successful result wins
+            raise MergeFailed(
+                f"{who} failed: {type(exc).__name__}: {preview(str(exc), 200)}", getattr(exc, "attempts", 1)
+            ) from None
+        return message_text(reply), calls
+
+    # ------------------------------------------------------------------ the state update
+
+    def settle(
+        self, tasks: Mapping[str, Task], task: Task, found: Sequence[Candidate], decision: Decision
+    ) -> StateUpdate:
+        """The update for one merged team subtask (events included)."""
+        winner = next((c for c in found if c.id == decision.winner_id), None)
+        record = {
+            **(task.get("team") or {}),
+            "candidates": [c.record() for c in found],
+            "winner": winner.agent_type if winner else None,
+            "winner_id": decision.winner_id,
+            "reason": decision.reason,
+            "scores": decision.scores,
+            "model_calls": decision.calls,
+        }
+        calls = task.get("model_calls", 0) + sum(c.model_calls for c in found) + decision.calls
+        workspace = current_workspace()
+        for candidate in found:  # the members leave the queue: their results stay readable on the team subtask
+            if candidate.kept is not None:
+                slot = output_slot(task, candidate_key(task["id"], candidate.id))
+                workspace.put(slot, candidate.kept, kind="candidate", task_id=task["id"], member=candidate.id)
+        emit(
+            TEAM_MERGED,
+            task_id=task["id"],
+            team=task["agent_type"],
+            strategy=record.get("strategy"),
+            winner=record["winner"],
+            winner_id=decision.winner_id,
+            reason=decision.reason,
+            scores=decision.scores,
+            candidates=[
+                {k: c.record()[k] for k in ("id", "agent_type", "result_preview", "error", "output_id")} for c in found
+            ],
+        )
+        if decision.result is None:
+            errors = "; ".join(f"{c.agent_type}: {preview(c.error, 200)}" for c in found)
+            partials = [c for c in found if c.kept]  # kept as the team subtask's partial result, for the replanner
+            kept = "\n\n".join(f"Partial result of {c.agent_type} ({c.id}):\n{c.kept}" for c in partials)
+            error = f"every member of team {task['agent_type']!r} failed ({errors})"
+            update = failed(task, error, calls, team=record, **({"result": kept} if kept else {}))
+        else:
+            # A fusion combined every successful result: the work any of them left is still to do.
+            sources = [decision.winner_id] if decision.winner_id else [c.id for c in found if c.ok]
+            created = adopted(tasks, task, sources)
+            if created:
+                emit(DYNAMIC_TASKS_ADDED, parent_id=task["id"], task_ids=list(created), source="team", notes=[])
+            update = completed(task, decision.result, calls, **({"handed_off": list(created)} if created else {}))
+            update["tasks"][task["id"]]["team"] = record
+            verdict = (tasks.get(decision.winner_id or "") or {}).get("verdict")
+            if verdict:  # the completion check judged the winner's result: it stands for the team's
+                update["tasks"][task["id"]]["verdict"] = verdict
+            requests = [(tasks.get(i) or {}).get("replan_request") for i in sources]
+            request = next((r for r in requests if r), None)
+            if request:  # remaining work the winner (or a fused member) could not queue: the replanner takes it
+                update["tasks"][task["id"]]["replan_request"] = request
+            update["tasks"].update(created)
+        gone = removals(tasks, task)
+        update["tasks"].update(gone)
+        update.setdefault("windows", {}).update(dict.fromkeys(gone))  # a member the budget cut short had one
+        return update

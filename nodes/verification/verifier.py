@@ -1,0 +1,238 @@
+"""verifier node: the completion check (``AgentConfig(verify_results=True)``).
+
+A subtask that ends with a final answer (not a handoff) waits in its window
+until this node judges the answer against the subtask's instructions with one
+structured `Verdict` call. Incomplete: the answer is kept as the partial result
+and the missing work is queued as dynamic tasks of that subtask, exactly like a
+split. A check that fails or answers garbage never fails the subtask: its
+result stands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from concurrent.futures import Future
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables.config import ContextThreadPoolExecutor
+from langgraph.errors import GraphBubbleUp
+from pydantic import BaseModel, Field
+
+from replangraph.config import AgentConfig, AgentProfile, Configured
+from replangraph.context.fitting import GOAL_ID, Fitted, result_id
+from replangraph.context.monitor import OVERFLOW_SHRINK, ContextMonitor
+from replangraph.context.requests import fit_request, schema_tools
+from replangraph.context.workspace import collect_writes
+from replangraph.events import DYNAMIC_TASKS_ADDED, STEP_VERIFIED, emit
+from replangraph.llm.calls import invoke_with_retries, is_context_overflow
+from replangraph.llm.lenient import UnreadableInput, as_text, first_tool_args, load_json, task_specs, truthy
+from replangraph.llm.messages import answers_waiting, message_text
+from replangraph.outcomes import completed, limit_hit, merge_updates
+from replangraph.prompts import VERIFIER_PROMPT, VERIFY_EXCERPT_NOTE, VERIFY_TEMPLATE
+from replangraph.queue.plans import LimitReached, split_task
+from replangraph.queue.tasks import QueueError, Task, TaskVerdict, apply_writes, verdict_record
+from replangraph.state import StateUpdate
+
+VERDICT_TOOL = "Verdict"
+RESULT_PART = "result"
+
+
+class Verdict(BaseModel):
+    """Whether a subtask's result does everything its instructions ask for."""
+
+    complete: bool = Field(description="True only if nothing the instructions ask for is missing.")
+    remaining_tasks: list[str] = Field(
+        default_factory=list, description="Instructions for exactly the missing work; empty when complete."
+    )
+    reason: str = Field(description="What is missing, or why the result is complete.")
+
+
+NOTHING = {"", "none", "null", "n/a", "na", "nothing", "-", "[]", "no remaining tasks"}
+
+
+def verdict_fields(answer: Any) -> Mapping[str, Any]:
+    """The Verdict's arguments: from the raw reply's tool call or JSON text, else ``parsed``; unwraps
+    ``{"verdict": {...}}``."""
+    raw = answer.get("raw") if isinstance(answer, Mapping) else answer
+    value = first_tool_args(raw) if isinstance(raw, BaseMessage) else None
+    if isinstance(value, str):
+        value = load_json(value)
+    if not isinstance(value, Mapping):
+        parsed = answer.get("parsed") if isinstance(answer, Mapping) else None
+        value = parsed.model_dump() if isinstance(parsed, BaseModel) else None
+    if isinstance(value, Mapping) and "complete" not in value and len(value) == 1:
+        inner = next(iter(value.values()))
+        value = inner if isinstance(inner, Mapping) else value
+    if not isinstance(value, Mapping):
+        raise UnreadableInput("the answer holds no Verdict")
+    return value
+
+
+def read_verdict(answer: Any) -> tuple[bool, str, list[str], str | None]:
+    """``(complete, reason, remaining task instructions, note)`` from a structured answer, read leniently.
+
+    An explicit "incomplete" stands even when its remaining tasks cannot be read (the note says so).
+    """
+    value = verdict_fields(answer)
+    reason = as_text(value.get("reason")).strip()
+    complete = truthy(value.get("complete", value.get("is_complete")))
+    remaining = value.get("remaining_tasks", value.get("remaining"))
+    contents, note = [], None
+    if remaining is not None and as_text(remaining).strip().lower() not in NOTHING:
+        try:
+            contents = [s["content"] for s in task_specs(remaining, "remaining_tasks")]
+        except UnreadableInput as exc:
+            if complete is not False:
+                raise
+            note = f"its remaining tasks could not be read ({exc})"
+    if complete is None:
+        if not contents:
+            raise UnreadableInput("the Verdict says neither whether the result is complete nor what is missing")
+        complete = False
+    return complete, reason, [] if complete else contents, note
+
+
+class Verifier(Configured):
+    """Judges every answer awaiting its check, then completes the subtask (and queues what is missing)."""
+
+    def __init__(
+        self,
+        model: BaseChatModel,
+        profiles: Mapping[str, AgentProfile],
+        config: AgentConfig,
+        monitor: ContextMonitor | None = None,
+    ):
+        self.monitor = (monitor or ContextMonitor(config)).for_model(model)
+        self.structured = model.with_structured_output(Verdict, method="function_calling", include_raw=True)
+        self.tools = schema_tools(Verdict)
+        self.profiles = profiles
+        self.base_config = config
+
+    def request(self, goal: str, task: Task, result: str, budget: int | None = None) -> Fitted[list[BaseMessage]]:
+        """The check's request. A goal or result too long for it is shown as an excerpt, and the
+        prompt then says the omitted text is not missing; the instructions are never cut."""
+        system = SystemMessage(VERIFIER_PROMPT.format(batch_size=self.config.batch_size))
+
+        def build(shown: Mapping[str, str]) -> list[BaseMessage]:
+            text = VERIFY_TEMPLATE.format(
+                goal=shown[GOAL_ID], task_id=task["id"], content=task["content"], result=shown[RESULT_PART]
+            )
+            if shown[GOAL_ID] != goal or shown[RESULT_PART] != result:
+                text += VERIFY_EXCERPT_NOTE
+            return [system, HumanMessage(text)]
+
+        parts = {GOAL_ID: goal, RESULT_PART: result}
+        outputs = {GOAL_ID: GOAL_ID, RESULT_PART: result_id(task["id"])}
+        return fit_request(parts, build, outputs, self.monitor, tools=self.tools, budget=budget)
+
+    def judge(self, goal: str, task: Task, result: str) -> tuple[TaskVerdict, int]:
+        """The verdict on ``result`` and the model calls it took; never raises for model trouble.
+
+        A provider that refuses the request as too long gets it once more, fitted to a smaller budget.
+        """
+        verdict, calls, refused = self.judge_within(goal, task, result, self.monitor.budget)
+        if refused:
+            verdict, more, _ = self.judge_within(goal, task, result, int(self.monitor.budget * OVERFLOW_SHRINK))
+            calls += more
+        return verdict, calls
+
+    def judge_within(self, goal: str, task: Task, result: str, budget: int) -> tuple[TaskVerdict, int, bool]:
+        """`judge` with the request fitted to ``budget`` tokens; also whether the provider refused it as too long."""
+        fitted = self.request(goal, task, result, budget)
+        if not fitted.fits:
+            needed = self.monitor.tokens(fitted.request, self.tools)
+            error = f"the check's request does not fit the context window ({needed} tokens); the result stands"
+            return verdict_record(True, error=error), 0, False
+        try:
+            answer, calls = invoke_with_retries(self.structured, fitted.request, self.config)
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:  # a broken check must not fail a subtask that has a result
+            error = f"the check failed ({type(exc).__name__}: {exc}); the result stands"
+            return verdict_record(True, error=error), getattr(exc, "attempts", 1), is_context_overflow(exc)
+        try:
+            complete, reason, remaining, note = read_verdict(answer)
+        except UnreadableInput as exc:
+            error = f"the check's answer could not be read ({exc}); the result stands"
+            return verdict_record(True, error=error), calls, False
+        return verdict_record(complete, reason, remaining, error=note), calls, False
+
+    def queue_follow_ups(self, tasks: Mapping[str, Task], task: Task, remaining: list[str]) -> tuple[dict, dict]:
+        """``(follow-up tasks, task fields)``: the missing work as dynamic tasks of ``task``; when none
+        can be queued, the task's fields ask the replanner to take it over."""
+        specs = [{"content": c, "agent_type": None} for c in remaining]
+        try:
+            return (
+                split_task(
+                    tasks,
+                    task["id"],
+                    specs,
+                    agent_types=self.profiles,
+                    max_tasks=self.config.max_tasks,
+                    max_split_depth=self.config.max_split_depth,
+                ),
+                {},
+            )
+        except LimitReached as exc:
+            return {}, {
+                "why": f"{exc.limit}={exc.value} left no room for them ({exc.needed} needed)",
+                **limit_hit(task, exc),
+            }
+        except QueueError as exc:
+            return {}, {"why": str(exc)}
+
+    def settle(
+        self, tasks: Mapping[str, Task], task: Task, result: str, judged: TaskVerdict, calls: int
+    ) -> StateUpdate:
+        """The state update for one judged subtask: completed, with follow-ups when something is missing.
+
+        Missing work that could not be queued (none named, or a limit refused it) goes to the
+        replanner, with the answer kept as the partial result.
+        """
+        task_id = task["id"]
+        created: dict[str, Task] = {}
+        extra: dict[str, Any] = {}
+        if not judged["complete"]:
+            extra = {"why": "it named no remaining tasks"}
+            if judged["remaining_tasks"]:
+                created, extra = self.queue_follow_ups(tasks, task, judged["remaining_tasks"])
+            why = extra.pop("why", None)
+            if not created:
+                judged = {**judged, "error": "; ".join(e for e in (judged["error"], f"not queued: {why}") if e)}
+                reason = f"the completion check found the result incomplete ({judged['reason'] or 'no reason'}); {why}"
+                extra["replan_request"] = {"trigger": "check", "reason": reason}
+        judged = {**judged, "follow_up_ids": list(created)}
+        emit(STEP_VERIFIED, task_id=task_id, **judged)
+        if created:
+            emit(DYNAMIC_TASKS_ADDED, parent_id=task_id, task_ids=list(created), source="verifier", notes=[])
+        spent = task.get("model_calls", 0) + calls
+        update = completed(task, result, spent, **({"handed_off": list(created)} if created else {}))
+        update["tasks"][task_id].update(verdict=judged, **extra)
+        update["tasks"].update(created)
+        return update
+
+    @collect_writes
+    def __call__(self, state: Mapping[str, Any]) -> StateUpdate:
+        tasks: Mapping[str, Task] = state.get("tasks") or {}
+        windows = state.get("windows") or {}
+        goal = state.get("goal", "")
+        waiting = answers_waiting(tasks, windows)
+        if not waiting:
+            return {}
+        results = {tid: message_text(windows[tid][-1]).strip() for tid in waiting}
+        if len(waiting) == 1:
+            judged = [self.judge(goal, tasks[waiting[0]], results[waiting[0]])]
+        else:
+            with ContextThreadPoolExecutor(max_workers=min(len(waiting), self.config.max_concurrency)) as pool:
+                futures: list[Future] = [pool.submit(self.judge, goal, tasks[t], results[t]) for t in waiting]
+                judged = [f.result() for f in futures]
+        # Follow-ups are queued one subtask at a time, so parallel checks never overshoot max_tasks.
+        view = apply_writes(tasks, [])  # keeps the queue's index
+        updates = []
+        for task_id, (judgement, calls) in zip(waiting, judged, strict=True):
+            update = self.settle(view, tasks[task_id], results[task_id], judgement, calls)
+            view = apply_writes(view, [update["tasks"]])
+            updates.append(update)
+        return merge_updates(updates)

@@ -1,0 +1,1 @@
+"""Workspace file tools: read, write and list files confined to one folder."""

@@ -1,0 +1,313 @@
+"""The replan toolkit: lets the agent running a subtask see the plan and hand off the rest.
+
+A `ReplanSession` is bound to one running subtask and holds a snapshot of the
+queue. A toolkit call that changes the queue returns its own state update, as a
+LangGraph ``Command`` whose ``messages`` hold the reply to the agent (the
+convention of LangGraph's ``ToolNode``); the tools node merges it into the
+subtask's update. Once the session is closed the tools refuse to work.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, ToolException
+from langgraph.types import Command
+from pydantic import BaseModel, ValidationError
+
+from replangraph.config import AgentConfig
+from replangraph.events import DYNAMIC_TASKS_ADDED, emit
+from replangraph.llm.lenient import UnreadableInput, as_text, task_specs, text_field
+from replangraph.outcomes import completed, failed, limit_hit
+from replangraph.prompts import (
+    REPLAN_REASON_DESCRIPTION,
+    REQUEST_REPLAN_DESCRIPTION,
+    REVIEW_TOOL_DESCRIPTION,
+    SPLIT_SUMMARY_DESCRIPTION,
+    SPLIT_TASKS_DESCRIPTION,
+    SPLIT_TOOL_DESCRIPTION,
+)
+from replangraph.queue.plans import LimitReached, coerce_agent_types, split_task
+from replangraph.queue.tasks import QueueError, Task, is_member, ordered, preview, task_line
+
+REVIEW_TOOL = "replan_review_context"
+SPLIT_TOOL = "replan_split_and_handoff"
+REQUEST_REPLAN_TOOL = "request_replan"
+TOOLKIT_NAMES = (REVIEW_TOOL, SPLIT_TOOL, REQUEST_REPLAN_TOOL)
+MAX_WORKSPACE_FILES = 40
+"""Most workspace entries a review names."""
+MAX_REVIEW_WALKED = 1_000
+"""Most workspace entries a review looks at."""
+
+
+@dataclass
+class ReplanSession:
+    """The toolkit's view of one running subtask."""
+
+    task_id: str
+    tasks: Mapping[str, Task]
+    agent_types: Iterable[str]
+    config: AgentConfig = field(default_factory=AgentConfig)
+    goal: str = ""
+    ended: bool = False
+    """Whether a toolkit call ended the subtask (handoff or replan request)."""
+    limits_hit: dict[str, int] = field(default_factory=dict)
+    """The limits that refused a split in this turn, with the value that would have fit."""
+    closed: bool = False
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ToolException(f"the replan toolkit of subtask {self.task_id} is closed: that subtask has ended")
+        if self.ended:
+            raise ToolException("this subtask has already ended; stop working on it")
+
+    def review_context(self) -> str:
+        """The plan around the current subtask, bounded by ``review_context_chars``."""
+        self._check_open()
+        return render_review(
+            self.tasks,
+            self.task_id,
+            goal=self.goal,
+            limit=self.config.review_context_chars,
+            preview_chars=self.config.result_preview_chars,
+            workspace=self.config.workspace_dir,
+        )
+
+    def split_and_handoff(self, summary: Any, tasks: Any, call_id: str = "") -> Command:
+        """The update completing this subtask with ``summary`` as its result and queueing the follow-ups.
+
+        ``tasks`` may be a JSON string, a JSON array, fenced JSON, a list of strings or
+        one task per line; an unknown agent type runs as this subtask's type. A team member's
+        follow-ups wait for its team's merge and run only if its result wins. Input
+        that cannot be read is refused with a `ToolException` and changes nothing; a
+        split over a limit is refused with an update recording the limit on the task.
+        """
+        self._check_open()
+        summary = as_text(summary).strip()
+        if not summary:
+            raise ToolException("`summary` is empty: put the partial result you have so far in it")
+        unchanged = STILL_YOURS
+        try:
+            specs = task_specs(tasks)
+        except UnreadableInput as exc:
+            example = '[{"content": "Extract items 6-10"}, {"content": "Extract items 11-15"}]'
+            raise ToolException(
+                f"`tasks` could not be read: {exc}. Send a list such as {example}. {unchanged}"
+            ) from None
+        specs, notes = coerce_agent_types(specs, list(self.agent_types), self.tasks[self.task_id]["agent_type"])
+        try:
+            created = split_task(
+                self.tasks,
+                self.task_id,
+                specs,
+                agent_types=self.agent_types,
+                max_tasks=self.config.max_tasks,
+                max_split_depth=self.config.max_split_depth,
+            )
+        except LimitReached as exc:
+            task = self.tasks[self.task_id]
+            self.limits_hit = limit_hit({"limits_hit": {**(task.get("limits_hit") or {}), **self.limits_hit}}, exc)[
+                "limits_hit"
+            ]
+            change = {"tasks": {self.task_id: {"limits_hit": self.limits_hit}}}
+            return reply(call_id, SPLIT_TOOL, f"{exc}. {unchanged}", change, status="error")
+        except QueueError as exc:
+            raise ToolException(f"{exc}. {unchanged}") from None
+        self.ended = True
+        task = self.tasks[self.task_id]
+        emit(DYNAMIC_TASKS_ADDED, parent_id=self.task_id, task_ids=list(created), source="toolkit", notes=notes)
+        update = completed(task, summary, handed_off=list(created))
+        update["tasks"].update(created)
+        listing = ", ".join(created)
+        text = f"Handed off. Your partial result is saved and {len(created)} task(s) were queued: {listing}."
+        if is_member(task):  # held until the team's merge
+            text = f"Handed off. Your partial result is saved; {listing} run only if the team keeps your result."
+        if notes:
+            text += " Note: " + "; ".join(notes) + "."
+        return reply(call_id, SPLIT_TOOL, text + " Stop now.", update)
+
+    def request_replan(self, reason: Any, call_id: str = "") -> Command:
+        """The update ending this subtask and asking the replanner for a new plan of the remaining work."""
+        self._check_open()
+        reason = as_text(reason).strip()
+        if not reason:
+            raise ToolException("`reason` is empty: say why the plan cannot go on as it is")
+        self.ended = True
+        task = self.tasks[self.task_id]
+        request = {"trigger": "tool", "reason": reason}
+        update = failed(task, f"replan requested: {reason}", task.get("model_calls", 0), replan_request=request)
+        text = "Replan requested. This subtask ends here; the replanner will revise the remaining plan."
+        return reply(call_id, REQUEST_REPLAN_TOOL, text, update)
+
+    def close(self) -> None:
+        """End the session; the tools refuse any later call."""
+        self.closed = True
+
+
+def reply(call_id: str, name: str, text: str, update: dict, status: str = "success") -> Command:
+    """A toolkit call's result: ``update`` for the state, with the reply to the agent in ``messages``."""
+    message = ToolMessage(text, tool_call_id=call_id, name=name, status=status)
+    return Command(update={**update, "messages": [message]})
+
+
+class _NoArgs(BaseModel):
+    pass
+
+
+STILL_YOURS = "The queue is unchanged; this subtask is still yours."
+"""Ends every refusal; dropped where the refusal is quoted after the subtask ended (the repeat guard)."""
+SUMMARY_NAMES = ("summary", "partial_result", "result", "results", "findings", "data")
+TASKS_NAMES = ("tasks", "follow_up_tasks", "subtasks", "new_tasks", "remaining_tasks")
+
+
+class _ReplanArgs(BaseModel):
+    reason: text_field(REPLAN_REASON_DESCRIPTION, ("reason", "why"))
+    tool_call_id: Annotated[str, InjectedToolCallId]
+
+
+class _SplitArgs(BaseModel):
+    summary: text_field(SPLIT_SUMMARY_DESCRIPTION, SUMMARY_NAMES)
+    tasks: text_field(SPLIT_TASKS_DESCRIPTION, TASKS_NAMES)
+    tool_call_id: Annotated[str, InjectedToolCallId]
+
+
+def sent_summary(args: Any) -> str:
+    """The partial result a split call carried, whatever the field was called; failing a known
+    name, everything it sent but the task list (raw text when its arguments were unreadable)."""
+    if isinstance(args, str):
+        return args.strip()
+    if not isinstance(args, dict):
+        return ""
+    named = next((as_text(args[k]).strip() for k in SUMMARY_NAMES if as_text(args.get(k)).strip()), "")
+    rest = {k: v for k, v in args.items() if k not in (*TASKS_NAMES, *SUMMARY_NAMES) and as_text(v).strip()}
+    return named or (as_text(rest).strip() if rest else "")
+
+
+def bad_arguments(error: ValidationError) -> str:
+    """The agent-facing message for arguments that do not match a toolkit tool's schema."""
+    problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in error.errors())
+    return f"Error: invalid arguments ({problems}). Nothing was changed; call the tool again with valid arguments."
+
+
+def replan_toolkit(session: ReplanSession | None) -> list[BaseTool]:
+    """The toolkit's tools, bound to ``session`` (None: schemas only; calls return an error)."""
+
+    def review() -> str:
+        if session is None:
+            raise ToolException("the replan toolkit is only available while a subtask runs")
+        return session.review_context()
+
+    def split(summary: Any, tasks: Any, tool_call_id: str) -> Command:
+        if session is None:
+            raise ToolException("the replan toolkit is only available while a subtask runs")
+        return session.split_and_handoff(summary, tasks, tool_call_id)
+
+    def replan(reason: Any, tool_call_id: str) -> Command:
+        if session is None:
+            raise ToolException("the replan toolkit is only available while a subtask runs")
+        return session.request_replan(reason, tool_call_id)
+
+    return [
+        StructuredTool.from_function(
+            review,
+            name=REVIEW_TOOL,
+            description=REVIEW_TOOL_DESCRIPTION,
+            args_schema=_NoArgs,
+            handle_tool_error=True,
+            handle_validation_error=bad_arguments,
+        ),
+        StructuredTool.from_function(
+            split,
+            name=SPLIT_TOOL,
+            description=SPLIT_TOOL_DESCRIPTION,
+            args_schema=_SplitArgs,
+            handle_tool_error=True,
+            handle_validation_error=bad_arguments,
+        ),
+        StructuredTool.from_function(
+            replan,
+            name=REQUEST_REPLAN_TOOL,
+            description=REQUEST_REPLAN_DESCRIPTION,
+            args_schema=_ReplanArgs,
+            handle_tool_error=True,
+            handle_validation_error=bad_arguments,
+        ),
+    ]
+
+
+# --------------------------------------------------------------------------- review rendering
+
+
+def workspace_lines(path: str | None, limit: int = MAX_WORKSPACE_FILES, max_chars: int | None = None) -> list[str]:
+    """The review's ``- relative/path (N bytes)`` lines for the files under ``path``: at most ``limit``
+    lines and ``max_chars`` characters, then a line saying how many more list_files would show."""
+    from replangraph.tools.files.workspace_files import workspace_listing  # it imports this module
+
+    if not path or not os.path.isdir(path):
+        return []
+    try:
+        lines, complete = workspace_listing(Path(os.path.realpath(path)), most=MAX_REVIEW_WALKED)
+    except OSError as exc:
+        return [f"(the workspace could not be listed: {exc.strerror or type(exc).__name__})"]
+    shown = lines[:limit]
+    while shown and max_chars is not None and len("\n".join(shown)) > max_chars:
+        shown.pop()
+    if len(shown) < len(lines) or not complete:
+        shown.append(f"(… {len(lines) - len(shown)}{'' if complete else '+'} more not shown; call list_files)")
+    return shown
+
+
+def render_review(
+    tasks: Mapping[str, Task],
+    current_id: str,
+    *,
+    goal: str = "",
+    limit: int = 4_000,
+    preview_chars: int = 160,
+    workspace: str | None = None,
+) -> str:
+    """The review text; drops the oldest completed and the farthest pending lines to fit ``limit``
+    (the workspace files get about a quarter of it)."""
+    queue = ordered(tasks)
+    done = [task_line(t, preview_chars) for t in queue if t["status"] == "completed"]
+    stopped = [task_line(t, preview_chars) for t in queue if t["status"] in ("failed", "skipped")]
+    waiting = [task_line(t, 0) for t in queue if t["status"] in ("pending", "in_progress") and t["id"] != current_id]
+    current = tasks[current_id]
+    head = [f"Goal: {preview(goal, 400)}"] if goal else []
+    head.append(f"Current subtask: {current_id}: {preview(current['content'], 400)}")
+    files = workspace_lines(workspace, max_chars=limit // 4)
+
+    def render(n_done: int, n_waiting: int) -> str:
+        parts = list(head)
+        parts.append(f"Completed ({len(done)}):")
+        if n_done < len(done):
+            parts.append(f"(… {len(done) - n_done} earlier completed subtasks not shown)")
+        parts.extend(done[len(done) - n_done :] or ([] if n_done < len(done) else ["(none)"]))
+        if stopped:
+            parts.append(f"Failed or skipped ({len(stopped)}):")
+            parts.extend(stopped[-5:])
+        parts.append(f"Pending ({len(waiting)}):")
+        parts.extend(waiting[:n_waiting] or ([] if n_waiting < len(waiting) else ["(none)"]))
+        if n_waiting < len(waiting):
+            parts.append(f"(… {len(waiting) - n_waiting} later pending subtasks not shown)")
+        if files:
+            parts.append("Workspace files (paths for read_file/write_file):")
+            parts.extend(files)
+        return "\n".join(parts)
+
+    n_done, n_waiting = len(done), len(waiting)
+    text = render(n_done, n_waiting)
+    while len(text) > limit and (n_done or n_waiting):
+        if n_done >= n_waiting:
+            n_done -= 1
+        else:
+            n_waiting -= 1
+        text = render(n_done, n_waiting)
+    if len(text) > limit:
+        text = text[: limit - 30] + "\n(… review cut to fit)"
+    return text
