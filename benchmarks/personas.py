@@ -31,7 +31,7 @@ from langchain_openai.chat_models.base import OpenAIConnectionError, OpenAIRateL
 
 from replangraph.llm.calls import is_transient
 from replangraph.testing import ScriptedChatModel, ScriptedRequest, as_message, tool_call
-from replangraph.tools.replan_toolkit.toolkit import REVIEW_TOOL, SPLIT_TOOL
+from replangraph.tools import REVIEW_TOOL, SPLIT_TOOL
 
 from .worlds import World
 

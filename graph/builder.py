@@ -13,19 +13,21 @@ from langgraph.graph.state import CompiledStateGraph
 
 from replangraph.config import AgentConfig, AgentProfile, ToolLike, recursion_limit, resolve_profiles
 from replangraph.context.monitor import ContextMonitor, TokenCounter
-from replangraph.llm.messages import ASK_USER
 from replangraph.names import (
     ASK,
+    ASK_USER,
     COMMANDS,
     COMPRESSOR,
     EXECUTOR,
     FINALIZE,
     PLAN_REVIEW,
     PLANNER,
+    READ_OUTPUT,
     REPLANNER,
     ROUTED_TO,
     TEAM,
     TEAM_MERGE,
+    TOOLKIT_NAMES,
     TOOLS,
     VERIFIER,
 )
@@ -123,7 +125,6 @@ def build_graph(
     returns ``final_answer``, ``tasks`` and ``messages``. Questions (``ask_user``) and
     ``approve_plan`` pause the run: they need a ``checkpointer``.
     """
-    from replangraph.context.kept import READ_OUTPUT
     from replangraph.nodes.compression.compressor import Compressor
     from replangraph.nodes.execution.executor import Executor
     from replangraph.nodes.execution.tool_runner import ToolRunner
@@ -139,7 +140,7 @@ def build_graph(
     from replangraph.nodes.verification.verifier import Verifier
     from replangraph.safety_net import fail_running_tool_calls, fail_the_subtask, let_results_stand
     from replangraph.tools.read_output import read_output_tool
-    from replangraph.tools.replan_toolkit.toolkit import TOOLKIT_NAMES, replan_toolkit
+    from replangraph.tools.replan_toolkit.toolkit import replan_toolkit
 
     config = config or AgentConfig()
     if not isinstance(config, AgentConfig):

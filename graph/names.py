@@ -1,4 +1,4 @@
-"""The graph's node names, in one place."""
+"""The graph's node names and the names of the tools every executing agent gets, in one place."""
 
 PLANNER = "planner"
 EXECUTOR = "executor"
@@ -16,3 +16,12 @@ TEAM_MERGE = "team_merge"
 ROUTED_TO = [EXECUTOR, COMPRESSOR, VERIFIER, REPLANNER, ASK, COMMANDS, FINALIZE]
 """Where the router may send the run during a run (after a command it may also go to the plan review;
 with teams, to `TEAM` and `TEAM_MERGE` too)."""
+
+# Tools every executing agent gets (naming one in a plan's ``required_tools`` asks for nothing)
+REVIEW_TOOL = "replan_review_context"
+SPLIT_TOOL = "replan_split_and_handoff"
+REQUEST_REPLAN_TOOL = "request_replan"
+TOOLKIT_NAMES = (REVIEW_TOOL, SPLIT_TOOL, REQUEST_REPLAN_TOOL)
+READ_OUTPUT = "read_output"
+ASK_USER = "ask_user"
+BUILT_IN_TOOLS = (*TOOLKIT_NAMES, READ_OUTPUT, ASK_USER)

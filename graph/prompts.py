@@ -127,10 +127,6 @@ each result with read_output(output_id="plan"). Completed subtasks: {ids}"""
 
 FALLBACK_UNFINISHED_MORE = "- … and {count} more failed or skipped subtasks: {ids}"
 
-FALLBACK_NO_SPLIT = (
-    "the single-agent fallback cannot hand off work (no agent runs after it): its agent does the rest itself"
-)
-
 VERIFIER_PROMPT = """\
 You check whether an agent finished its subtask. Compare the result with the subtask's \
 instructions: every item, range, section or question the instructions ask for must be in \

@@ -14,10 +14,10 @@ import uuid
 from typing import TYPE_CHECKING
 
 from replangraph.config import AgentProfile
-from replangraph.llm.messages import ASK_USER
+from replangraph.names import ASK_USER
 from replangraph.prompts import FINALIZER_PROMPT
 from replangraph.testing import ScriptedRequest, tool_call
-from replangraph.tools.replan_toolkit.toolkit import SPLIT_TOOL
+from replangraph.tools import SPLIT_TOOL
 
 if TYPE_CHECKING:
     from openai_loopback import OpenAILoopback

@@ -53,8 +53,7 @@ from openai_loopback import MODELS_PATH, OpenAILoopback
 from replangraph import events
 from replangraph.app.demo import DEMO_GOAL, expected_products
 from replangraph.config import AgentConfig
-from replangraph.llm.messages import ASK_USER
-from replangraph.names import EXECUTOR, FINALIZE, PLANNER, TOOLS
+from replangraph.names import ASK_USER, EXECUTOR, FINALIZE, PLANNER, TOOLS
 
 ROOT = Path(__file__).resolve().parent.parent
 LANGGRAPH = Path(sys.executable).parent / "langgraph"

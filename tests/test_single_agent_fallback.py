@@ -8,10 +8,10 @@ from scripting import is_replan, make_model, plan_of, run, subtask_of
 
 from replangraph import AgentConfig, build_graph
 from replangraph.app import console
-from replangraph.nodes.fallback.fallback import FALLBACK_LABEL, fallback_task, is_fallback
-from replangraph.nodes.finalize.report import fallback_report
+from replangraph.nodes.fallback.fallback import fallback_task
+from replangraph.nodes.finalize.report import FALLBACK_LABEL, fallback_report
 from replangraph.nodes.planning.replanner import Replanner
-from replangraph.queue.tasks import new_task, ordered
+from replangraph.queue.tasks import is_fallback, new_task, ordered
 from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
 
 FAST = {"retry_backoff_s": 0.0}

@@ -15,8 +15,8 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import AliasChoices, BaseModel, BeforeValidator, Field, WithJsonSchema
 
 from replangraph.context.fitting import PAGE, note
-from replangraph.context.kept import READ_OUTPUT
 from replangraph.llm.lenient import as_text
+from replangraph.names import READ_OUTPUT
 from replangraph.prompts import (
     READ_OUTPUT_DESCRIPTION,
     READ_OUTPUT_ID_DESCRIPTION,

@@ -38,7 +38,7 @@ from replangraph.app.session import (
     work_left,
 )
 from replangraph.app.settings import agent_config, chosen_settings, model_missing, recorded_settings
-from replangraph.nodes.human.slash import RESUME
+from replangraph.nodes.human import RESUME
 
 __all__ = ["MISSING_MODEL", "UsageError", "main", "make_parser"]
 
@@ -90,8 +90,8 @@ def run_demo(output: Output) -> int:
 def build(settings: dict[str, Any], checkpointer: Any, store: Any, model: Any = None, tools: list | None = None) -> Any:
     """The graph `run` builds from ``settings`` (``model``: a stand-in for the one they name; ``tools``: those
     ``settings`` name, loaded already)."""
+    from replangraph import build_graph
     from replangraph.app.studio import chat_model_from_env
-    from replangraph.builder import build_graph
 
     agents, teams = load_agents(settings["agents"])
     try:
@@ -174,7 +174,7 @@ def run_goal(goal: str, args: argparse.Namespace, output: Output) -> int:
 
 def resume_thread(args: argparse.Namespace, output: Output) -> int:
     """Go on with the run on ``--thread``: answer what it waits for, run the work it has left, or show how it ended."""
-    from replangraph.nodes.human.slash import unfinished
+    from replangraph.nodes.human import unfinished
 
     db = chosen_db(args.db)
     with ExitStack() as stack:

@@ -28,7 +28,7 @@ from replangraph.events import (
     STEP_VERIFIED,
     TEAM_MERGED,
 )
-from replangraph.queue.tasks import plan_summary, preview, spent_model_calls, status_counts
+from replangraph.queue import plan_summary, preview, spent_model_calls, status_counts
 
 QUEUE_CHANGES = {PLAN_CREATED, DYNAMIC_TASKS_ADDED, REPLANNING}
 

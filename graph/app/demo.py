@@ -12,10 +12,10 @@ import re
 
 from langchain_core.tools import tool
 
-from replangraph.builder import build_graph
+from replangraph import build_graph
 from replangraph.config import AgentConfig
 from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
-from replangraph.tools.replan_toolkit.toolkit import REVIEW_TOOL, SPLIT_TOOL
+from replangraph.tools import REVIEW_TOOL, SPLIT_TOOL
 
 DEMO_GOAL = "Extract the top 19 products from the store's bestseller ranking, with units sold and rating."
 BATCH = 5

@@ -23,7 +23,7 @@ from rich.tree import Tree
 
 from replangraph.app.console import Output, UsageCounter, describe
 from replangraph.events import PLAN_COMPLETED, PLAN_CREATED
-from replangraph.queue.tasks import RESET, ordered, preview, spent_model_calls
+from replangraph.queue import RESET, ordered, preview, spent_model_calls
 
 STATUS_LOOK = {
     "pending": ("○", "dim", "pending"),

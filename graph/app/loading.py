@@ -7,9 +7,8 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-from replangraph.config import AgentProfile
-from replangraph.nodes.teams.teams import Team
-from replangraph.queue.tasks import preview
+from replangraph import AgentProfile, Team
+from replangraph.queue import preview
 
 TOOLS_FIX = "name a @tool, a function with a docstring, or a list of them"
 AGENTS_FIX = "name a dict of agent type to AgentProfile(...) or Team(...)"

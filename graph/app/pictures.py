@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from replangraph.app.layouts import END, START, graph_layers, graph_layout, ordered_tasks, task_tree_layout
-from replangraph.queue.tasks import STATUSES, preview
+from replangraph.queue import STATUSES, preview
 
 STATUS_COLOURS = {
     "pending": "#b0b0b0",
@@ -241,7 +241,7 @@ def draw_task_trees(
     bottom, rows and split levels the same size in each, one legend under the last. ``titles``:
     one per snapshot (default: ``1.``, ``2.``, ... with each snapshot's count of tasks by status).
     Returns the figure."""
-    from replangraph.queue.tasks import status_counts
+    from replangraph.queue import status_counts
 
     mpl = _matplotlib()
     shots = [ordered_tasks(s) for s in snapshots]

@@ -30,7 +30,7 @@ from replangraph.app.settings import SETTINGS_KEY
 from replangraph.config import AgentConfig
 from replangraph.durable import is_postgres_url, masked_url
 from replangraph.events import COMMAND_ANSWERED, PLAN_COMPLETED
-from replangraph.queue.tasks import preview
+from replangraph.queue import preview
 
 CANCEL_WORD = AgentConfig().cancel_word
 NO_INPUT = object()
@@ -97,7 +97,7 @@ def is_cancel_word(answer: str) -> bool:
 
 def slash_text(answer: str) -> str | None:
     """The answer when it is a slash command other than the cancel word (those go in as new input)."""
-    from replangraph.nodes.human.interrupts import slash_command
+    from replangraph.nodes.human import slash_command
 
     command = slash_command(answer)
     return None if command is None or is_cancel_word(command) else command
@@ -134,7 +134,7 @@ def work_left(snapshot: Any) -> bool:
 
 def succeeded(values: Mapping[str, Any]) -> bool:
     """Whether the run ended with the model's answer: not cancelled, every subtask completed (or replanned)."""
-    from replangraph.nodes.finalize.finalizer import unresolved
+    from replangraph.nodes.finalize import unresolved
 
     tasks = values.get("tasks") or {}
     if values.get("cancelled") or not tasks or not values.get("final_answer"):
@@ -235,7 +235,7 @@ class Session:
 
     def answered(self, values: Mapping[str, Any]) -> int:
         """After a command that neither paused nor ended a run (``/status`` on a stopped thread, say)."""
-        from replangraph.nodes.human.slash import unfinished
+        from replangraph.nodes.human import unfinished
 
         ended = not unfinished(values)
         if not ended:

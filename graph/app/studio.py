@@ -29,8 +29,8 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langchain_openai import ChatOpenAI
 
+from replangraph import build_graph
 from replangraph.app.server import KEY_ENV, MODEL_ENV, NoModel, ServerDown, env_base_url, listed_models
-from replangraph.builder import build_graph
 from replangraph.config import AgentConfig
 
 DEFAULT_MODEL = "gpt-4o-mini"

@@ -8,8 +8,9 @@ tool calls from its tool results.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
@@ -226,3 +227,10 @@ def compress_window(
     while not fits(result) and cut_largest(result, saved, task_id, taken):
         pass
     return Compression(result, folded, saved, fits(result))
+
+
+def answers_note(task: Mapping[str, Any]) -> str:
+    """The user's answers to the subtask's questions, for a summary that folds them away ("" if none)."""
+    asked = task.get("clarifications") or []
+    lines = "".join(f"\n- {c['question']} -> {c['answer']}" for c in asked)
+    return f"\nThe user's answers to your questions:{lines}" if asked else ""

@@ -27,10 +27,10 @@ from replangraph.context.fitting import (
     unique_key,
 )
 from replangraph.context.workspace import current_workspace, output_slot, result_slot
-from replangraph.llm.messages import ASK_USER, message_text
+from replangraph.llm.messages import message_text
+from replangraph.names import ASK_USER, READ_OUTPUT
 from replangraph.queue.tasks import plan_summary
 
-READ_OUTPUT = "read_output"
 DROPPED = '[output "{id}" removed from context (only the last {keep} tool outputs are kept); {how}]'
 DROPPED_START = "[output "
 DROPPED_MARK = "removed from context"

@@ -18,6 +18,7 @@ from langchain_core.messages import (
 )
 
 from replangraph.llm.lenient import UnreadableInput, check_nesting, load_json, match_name, strip_fences
+from replangraph.names import ASK_USER
 
 
 def message_text(message: BaseMessage) -> str:
@@ -72,9 +73,6 @@ def pending_tool_calls(window: Sequence[AnyMessage]) -> list[dict]:
             return []
         answered.add(message.tool_call_id)
     return []
-
-
-ASK_USER = "ask_user"
 
 
 def waiting_questions(window: Sequence[AnyMessage]) -> list[dict]:

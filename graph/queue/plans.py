@@ -7,9 +7,11 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from replangraph.llm.lenient import match_name
-from replangraph.nodes.fallback.fallback import FALLBACK_NO_SPLIT, is_fallback
 from replangraph.queue.index import index_of
-from replangraph.queue.tasks import DEFAULT_AGENT, QueueError, Task, TaskOrigin, new_task, ordered
+from replangraph.queue.tasks import DEFAULT_AGENT, QueueError, Task, TaskOrigin, is_fallback, new_task, ordered
+
+NO_SPLIT = "the single-agent fallback cannot hand off work (no agent runs after it): its agent does the rest itself"
+"""Why a split of the single-agent fallback's subtask is refused."""
 
 
 class LimitReached(QueueError):
@@ -341,7 +343,7 @@ def split_task(
         raise QueueError("no follow-up tasks given")
     parent = tasks[parent_id]
     if is_fallback(parent):
-        raise QueueError(FALLBACK_NO_SPLIT)
+        raise QueueError(NO_SPLIT)
     known_agents = set(agent_types)
     depth = parent.get("depth", 0) + 1
     if depth > max_split_depth:

@@ -31,6 +31,9 @@ TaskStatus = Literal["pending", "in_progress", "completed", "failed", "skipped"]
 TaskOrigin = Literal["planner", "dynamic", "replanner", "team_member", "fallback"]
 ReplanTrigger = Literal["marker", "tool", "failure", "check"]
 
+FALLBACK = "fallback"
+"""Origin of the single-agent fallback's task, and its id when no task of the plan has taken that id."""
+
 STATUSES: tuple[TaskStatus, ...] = ("pending", "in_progress", "completed", "failed", "skipped")
 DEFAULT_AGENT = "default"
 
@@ -292,6 +295,22 @@ def spent_model_calls(state: Mapping[str, Any]) -> int:
     """Executor, verifier and replanner model calls of a run so far (what ``max_steps`` limits)."""
     replans = state.get("replans") or []
     return total_model_calls(state.get("tasks") or {}) + sum(r.get("model_calls", 0) for r in replans)
+
+
+def is_fallback(task: Mapping | None) -> bool:
+    """Whether ``task`` is the single-agent fallback's."""
+    return bool(task) and task.get("origin") == FALLBACK
+
+
+def fallback_of(tasks: Mapping[str, Task]) -> Task | None:
+    """The run's fallback task, if one was queued."""
+    return next((t for t in ordered(tasks) if is_fallback(t)), None)
+
+
+def plan_tasks(tasks: Mapping[str, Task]) -> list[Task]:
+    """The plan's tasks in queue order: not the fallback, nor a team's members or the work they hold
+    (the team's task stands for them, and takes over the winner's held work at the merge)."""
+    return [t for t in ordered(tasks) if not is_fallback(t) and not in_team_run(tasks, t)]
 
 
 # --------------------------------------------------------------------------- failure

@@ -15,7 +15,7 @@ from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
 from langgraph.errors import GraphBubbleUp
 
 from replangraph.config import AgentConfig, AgentProfile, Configured
-from replangraph.context.compression import Compression, compress_window, split_window, transcript_entries
+from replangraph.context.compression import Compression, answers_note, compress_window, split_window, transcript_entries
 from replangraph.context.fitting import PLAN_ID, excerpt, output_id
 from replangraph.context.kept import is_taken, keep_outputs
 from replangraph.context.monitor import OVERFLOW_SHRINK, ContextMonitor
@@ -25,7 +25,6 @@ from replangraph.context.workspace import collect_writes
 from replangraph.events import CONTEXT_COMPRESSED, emit
 from replangraph.llm.calls import StepClock, invoke_with_retries
 from replangraph.llm.messages import message_text
-from replangraph.nodes.human.questions import answers_note
 from replangraph.outcomes import failed_with_window
 from replangraph.prompts import MERGE_REQUEST, SUMMARIZER_PROMPT, SUMMARY_REQUEST
 from replangraph.state import StateUpdate

@@ -31,7 +31,8 @@ from replangraph.context.kept import (
 from replangraph.context.workspace import collect_writes
 from replangraph.events import held_events
 from replangraph.llm.calls import StepClock, StepTimeout, call_pool, call_with_timeout
-from replangraph.llm.messages import ASK_USER, message_text, pending_tool_calls
+from replangraph.llm.messages import message_text, pending_tool_calls
+from replangraph.names import ASK_USER, TOOLKIT_NAMES
 from replangraph.nodes.human.ask_user import ask_user_tool
 from replangraph.nodes.human.questions import screen_question
 from replangraph.outcomes import completed, failed, failed_with_window, merge_updates
@@ -40,7 +41,6 @@ from replangraph.state import StateUpdate
 from replangraph.tools.read_output import read_output_tool
 from replangraph.tools.replan_toolkit.toolkit import (
     STILL_YOURS,
-    TOOLKIT_NAMES,
     ReplanSession,
     replan_toolkit,
     sent_summary,

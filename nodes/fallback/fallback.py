@@ -17,30 +17,12 @@ from replangraph.context.fitting import result_id
 from replangraph.context.kept import full_result
 from replangraph.prompts import (
     FALLBACK_COMPLETED_INDEX,
-    FALLBACK_NO_SPLIT,
     FALLBACK_TASK,
     FALLBACK_UNFINISHED_MORE,
     REPLAN_MARKER,
 )
-from replangraph.queue.index import in_team_run
-from replangraph.queue.tasks import Task, new_task, next_plan_id, ordered, preview
+from replangraph.queue.tasks import FALLBACK, Task, is_fallback, new_task, next_plan_id, plan_tasks, preview
 
-__all__ = [
-    "FALLBACK",
-    "FALLBACK_LABEL",
-    "FALLBACK_NO_SPLIT",
-    "fallback_of",
-    "fallback_task",
-    "free_id",
-    "is_fallback",
-    "plan_tasks",
-    "unfinished_text",
-]
-
-FALLBACK = "fallback"
-"""The fallback task's origin, and its id when no task of the plan has taken that id."""
-FALLBACK_LABEL = "one agent's attempt to finish the goal alone (the single-agent fallback)"
-"""How reports name the fallback task (its content is the whole brief the agent got)."""
 LISTED_UNFINISHED = 30
 """Failed or skipped subtasks the brief describes one by one; the rest are named."""
 ATTACHED_RESULTS = 20
@@ -50,16 +32,6 @@ LISTED_COMPLETED = 300
 """Completed subtask ids the brief names past ``ATTACHED_RESULTS``; the plan output lists them all."""
 WHY_CHARS = 300
 PARTIAL_CHARS = 300
-
-
-def is_fallback(task: Mapping | None) -> bool:
-    """Whether ``task`` is the single-agent fallback's."""
-    return bool(task) and task.get("origin") == FALLBACK
-
-
-def fallback_of(tasks: Mapping[str, Task]) -> Task | None:
-    """The run's fallback task, if one was queued."""
-    return next((t for t in ordered(tasks) if is_fallback(t)), None)
 
 
 def unfinished_text(tasks: Mapping[str, Task], listed: int = LISTED_UNFINISHED) -> str:
@@ -77,12 +49,6 @@ def unfinished_text(tasks: Mapping[str, Task], listed: int = LISTED_UNFINISHED) 
     if rest:
         lines.append(FALLBACK_UNFINISHED_MORE.format(count=len(rest), ids=", ".join(t["id"] for t in rest)))
     return "\n".join(lines) or "- (no subtask failed; the plan could not go on)"
-
-
-def plan_tasks(tasks: Mapping[str, Task]) -> list[Task]:
-    """The plan's tasks in queue order: not the fallback, nor a team's members or the work they hold
-    (the team's task stands for them, and takes over the winner's held work at the merge)."""
-    return [t for t in ordered(tasks) if not is_fallback(t) and not in_team_run(tasks, t)]
 
 
 def completed_index(done: list[str], listed: int = LISTED_COMPLETED) -> str:

@@ -20,12 +20,11 @@ from replangraph.context.workspace import collect_writes
 from replangraph.events import PLAN_COMPLETED, emit
 from replangraph.llm.calls import invoke_with_retries, is_context_overflow
 from replangraph.llm.messages import ends_with_answer, message_text
-from replangraph.nodes.fallback.fallback import fallback_of, is_fallback
 from replangraph.nodes.finalize.report import fallback_report
 from replangraph.nodes.finalize.staging import ResultsTooBig, Synthesis, joined, result_entries, synthesize
 from replangraph.outcomes import keep_window
 from replangraph.queue.index import index_of
-from replangraph.queue.tasks import RESET, Task, ordered, spent_model_calls, status_counts
+from replangraph.queue.tasks import RESET, Task, fallback_of, is_fallback, ordered, spent_model_calls, status_counts
 from replangraph.state import StateUpdate
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from replangraph.context.kept import full_result
-from replangraph.nodes.fallback.fallback import FALLBACK_LABEL, fallback_of, is_fallback, plan_tasks
-from replangraph.queue.tasks import Task, preview
+from replangraph.queue.tasks import Task, fallback_of, is_fallback, plan_tasks, preview
+
+FALLBACK_LABEL = "one agent's attempt to finish the goal alone (the single-agent fallback)"
+"""How the report names the fallback task (its content is the whole brief the agent got)."""
 
 
 def fallback_report(goal: str, tasks: Mapping[str, Task], reason: str) -> str:

@@ -15,7 +15,8 @@ from langchain_core.messages import HumanMessage, ToolMessage
 
 from replangraph.config import AgentConfig, Configured
 from replangraph.events import QUESTION_ANSWERED, emit
-from replangraph.llm.messages import ASK_USER, waiting_questions
+from replangraph.llm.messages import waiting_questions
+from replangraph.names import ASK_USER
 from replangraph.nodes.human.interrupts import is_cancel, pause_for_user, slash_command, unwrapped
 from replangraph.nodes.human.questions import answer_text, question_of
 from replangraph.queue.tasks import preview

@@ -11,7 +11,7 @@ from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
-from replangraph.llm.messages import ASK_USER
+from replangraph.names import ASK_USER
 from replangraph.nodes.human.questions import AskArgs
 from replangraph.prompts import ASK_USER_DESCRIPTION
 

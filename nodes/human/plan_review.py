@@ -15,8 +15,8 @@ from langgraph.types import interrupt
 from replangraph.config import AgentConfig, AgentProfile, Configured
 from replangraph.events import PLAN_REVIEWED, emit
 from replangraph.llm.lenient import UnreadableInput, as_text, match_name, plan_specs
+from replangraph.names import BUILT_IN_TOOLS
 from replangraph.nodes.human.interrupts import is_cancel, pause_for_user, slash_command, unwrapped
-from replangraph.nodes.planning.asking import BUILT_IN_TOOLS
 from replangraph.queue.plans import (
     fit_required_tools,
     normalize_plan,

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from replangraph.config import AgentConfig
 from replangraph.llm.lenient import UnreadableInput, as_text, load_json, text_field
-from replangraph.llm.messages import ASK_USER
+from replangraph.names import ASK_USER
 from replangraph.prompts import (
     ASKED_BEFORE,
     NO_ANSWER,
@@ -90,10 +90,3 @@ def answer_text(answer: Any) -> str:
     if isinstance(answer, Mapping) and "answer" in answer:
         answer = answer["answer"]
     return as_text(answer).strip() or NO_ANSWER
-
-
-def answers_note(task: Task) -> str:
-    """The user's answers to the subtask's questions, for a summary that folds them away ("" if none)."""
-    asked = task.get("clarifications") or []
-    lines = "".join(f"\n- {c['question']} -> {c['answer']}" for c in asked)
-    return f"\nThe user's answers to your questions:{lines}" if asked else ""

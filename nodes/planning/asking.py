@@ -20,15 +20,14 @@ from langgraph.errors import GraphBubbleUp
 from pydantic import BaseModel, Field, create_model
 
 from replangraph.config import AgentConfig
-from replangraph.context.kept import READ_OUTPUT
 from replangraph.context.requests import RETRY_ERROR_CHARS
 from replangraph.llm.calls import invoke_with_retries, is_context_overflow, is_transient
 from replangraph.llm.lenient import UnreadableInput, first_tool_args, load_json, plan_specs
-from replangraph.llm.messages import ASK_USER, message_text
+from replangraph.llm.messages import message_text
+from replangraph.names import BUILT_IN_TOOLS
 from replangraph.prompts import PLAN_RETRY, PLANNER_TOOLS_RULE, agent_types_text
 from replangraph.queue.plans import fit_required_tools, offered_tool_names
 from replangraph.queue.tasks import DEFAULT_AGENT, QueueError, preview
-from replangraph.tools.replan_toolkit.toolkit import TOOLKIT_NAMES
 
 PLAN_TOOL = "Plan"
 
@@ -181,9 +180,6 @@ def kept_plan(usable: UsablePlan, calls: int) -> PlanAnswer:
 
 
 # --------------------------------------------------------------------------- required tools
-
-BUILT_IN_TOOLS = (*TOOLKIT_NAMES, READ_OUTPUT, ASK_USER)
-"""Tools every executing agent gets; naming one in ``required_tools`` asks for nothing."""
 
 
 def check_required_tools(

@@ -25,7 +25,7 @@ from replangraph.context.monitor import OVERFLOW_SHRINK, ContextMonitor
 from replangraph.context.requests import retry_room, schema_tools
 from replangraph.context.workspace import collect_writes
 from replangraph.events import REPLANNING, emit
-from replangraph.nodes.fallback.fallback import fallback_of, fallback_task, is_fallback
+from replangraph.nodes.fallback.fallback import fallback_task
 from replangraph.nodes.planning.asking import (
     PlanAnswer,
     check_required_tools,
@@ -49,7 +49,9 @@ from replangraph.queue.tasks import (
     QueueError,
     Task,
     apply_writes,
+    fallback_of,
     in_team_run,
+    is_fallback,
     next_plan_id,
     ordered,
     preview,

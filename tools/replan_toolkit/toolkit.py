@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 from replangraph.config import AgentConfig
 from replangraph.events import DYNAMIC_TASKS_ADDED, emit
 from replangraph.llm.lenient import UnreadableInput, as_text, task_specs, text_field
+from replangraph.names import REQUEST_REPLAN_TOOL, REVIEW_TOOL, SPLIT_TOOL
 from replangraph.outcomes import completed, failed, limit_hit
 from replangraph.prompts import (
     REPLAN_REASON_DESCRIPTION,
@@ -35,10 +36,6 @@ from replangraph.prompts import (
 from replangraph.queue.plans import LimitReached, coerce_agent_types, split_task
 from replangraph.queue.tasks import QueueError, Task, is_member, ordered, preview, task_line
 
-REVIEW_TOOL = "replan_review_context"
-SPLIT_TOOL = "replan_split_and_handoff"
-REQUEST_REPLAN_TOOL = "request_replan"
-TOOLKIT_NAMES = (REVIEW_TOOL, SPLIT_TOOL, REQUEST_REPLAN_TOOL)
 MAX_WORKSPACE_FILES = 40
 """Most workspace entries a review names."""
 MAX_REVIEW_WALKED = 1_000
