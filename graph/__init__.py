@@ -3,7 +3,6 @@
 from replangraph.builder import build_graph
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.events import EVENT_NAMES
-from replangraph.nodes.teams.teams import Team
 from replangraph.queue.tasks import Task, TaskStatus, plan_summary
 from replangraph.state import InputState, OutputState, ReplanState
 
@@ -21,3 +20,12 @@ __all__ = [
     "plan_summary",
 ]
 __version__ = "0.8.0"
+
+
+def __getattr__(name: str):
+    """``Team`` comes from the teams feature (nodes/teams/), imported when first asked for."""
+    if name == "Team":
+        from replangraph.nodes.teams.teams import Team
+
+        return Team
+    raise AttributeError(f"module 'replangraph' has no attribute {name!r}")

@@ -25,15 +25,12 @@ from replangraph.names import (
     READ_OUTPUT,
     REPLANNER,
     ROUTED_TO,
-    TEAM,
-    TEAM_MERGE,
     TOOLKIT_NAMES,
     TOOLS,
     VERIFIER,
 )
 from replangraph.nodes.human.slash import CommandHandler, registered_commands
-from replangraph.nodes.teams.teams import Team, check_teams, team_description
-from replangraph.routing import make_command_router, make_entry_router, make_router, make_turn_router
+from replangraph.routing import default_rules, make_command_router, make_entry_router, make_router, make_turn_router
 from replangraph.state import InputState, OutputState, ReplanState
 
 HANDLER_TARGETS = {EXECUTOR: TOOLS, TOOLS: REPLANNER, COMPRESSOR: TOOLS, VERIFIER: TOOLS}
@@ -86,22 +83,12 @@ def _check_model(model: Any, role: str) -> None:
         raise TypeError(f"{role} must be a LangChain chat model (BaseChatModel), got {type(model).__name__}")
 
 
-def team_profiles(teams: Mapping[str, Team], profiles: Mapping[str, AgentProfile]) -> dict[str, AgentProfile]:
-    """Each team as the planner sees an agent type: its description, and the tools every member has."""
-    shown = {}
-    for name, team in teams.items():
-        names = [{t.name for t in profiles[m].tools} for m in team.members]
-        common = tuple(t for t in profiles[team.members[0]].tools if all(t.name in n for n in names))
-        shown[name] = AgentProfile(tools=common, description=team_description(team))
-    return shown
-
-
 def build_graph(
     model: BaseChatModel,
     tools: Sequence[ToolLike] = (),
     *,
     agents: Mapping[str, AgentProfile] | None = None,
-    teams: Mapping[str, Team] | None = None,
+    teams: Mapping[str, Any] | None = None,
     config: AgentConfig | None = None,
     planner_model: BaseChatModel | None = None,
     summary_model: BaseChatModel | None = None,
@@ -135,8 +122,6 @@ def build_graph(
     from replangraph.nodes.human.plan_review import PlanReview
     from replangraph.nodes.planning.planner import Planner
     from replangraph.nodes.planning.replanner import Replanner
-    from replangraph.nodes.teams.merge import TeamMerge
-    from replangraph.nodes.teams.start import TeamStart
     from replangraph.nodes.verification.verifier import Verifier
     from replangraph.safety_net import fail_running_tool_calls, fail_the_subtask, let_results_stand
     from replangraph.tools.read_output import read_output_tool
@@ -155,12 +140,18 @@ def build_graph(
             _check_model(extra, role)
     handlers = registered_commands(commands)
     profiles = resolve_profiles(agents, tools)
-    teams = check_teams(teams, list(profiles))
-    for team_name, team in teams.items():
-        if team.judge_model is not None and team.judge_model is not False:
-            _check_model(team.judge_model, f"teams[{team_name!r}].judge_model")
-    planning = {**profiles, **team_profiles(teams, profiles)}  # the agent types a plan may name
     config = with_workspace(config, profiles)
+    monitor = ContextMonitor(config, model, token_counter)
+    team_feature = None
+    if teams:  # registration of the teams feature (nodes/teams/): a graph without teams never imports it
+        from replangraph.nodes.teams.feature import teams_feature
+
+        judge = planner_model or model
+        team_feature = teams_feature(
+            teams, profiles, model=model, judge=judge, config=config, monitor=monitor, check_model=_check_model
+        )
+    team_names = list(team_feature.teams) if team_feature else []
+    planning = {**profiles, **(team_feature.planning_types if team_feature else {})}  # the types a plan may name
     warn_stacked_retries(
         {
             "model": model,
@@ -168,7 +159,7 @@ def build_graph(
             "summary_model": summary_model,
             "verifier_model": verifier_model,
             **{f"agents[{name!r}].model": p.model for name, p in profiles.items()},
-            **{f"teams[{name!r}].judge_model": t.judge_model or None for name, t in teams.items()},
+            **(team_feature.models if team_feature else {}),
         },
         config,
     )
@@ -181,12 +172,17 @@ def build_graph(
     reader = read_output_tool(lambda _: None, list, config.max_observation_chars)
     asker = ask_user_tool()
     tool_schemas = {name: [*p.tools, *replan_toolkit(None), reader, asker] for name, p in profiles.items()}
-    monitor = ContextMonitor(config, model, token_counter)
-    route = make_router(config, monitor, tool_schemas, teams)
+    rules = default_rules(
+        monitor,
+        tool_schemas,
+        before_budget=team_feature.rules if team_feature else (),
+        task_rules=team_feature.task_rules if team_feature else (),
+    )
+    route = make_router(config, rules)
 
     # AgentConfig is the context schema: a run's context overrides the fields it sets (Studio shows a form).
     builder = StateGraph(ReplanState, context_schema=AgentConfig, input_schema=InputState, output_schema=OutputState)
-    builder.add_node(PLANNER, Planner(planner_model or model, planning, config, monitor, teams=list(teams)))
+    builder.add_node(PLANNER, Planner(planner_model or model, planning, config, monitor, teams=team_names))
     # Error handlers turn an unexpected crash in a subtask's step into a failed subtask, not a crashed run.
     builder.add_node(
         EXECUTOR,
@@ -195,7 +191,7 @@ def build_graph(
     )
     builder.add_node(
         TOOLS,
-        ToolRunner(profiles, config, teams=list(teams)),
+        ToolRunner(profiles, config, teams=team_names),
         error_handler=fail_running_tool_calls(goto=HANDLER_TARGETS[TOOLS]),
     )
     builder.add_node(
@@ -208,21 +204,17 @@ def build_graph(
         Verifier(verifier_model or planner_model or model, profiles, config, monitor),
         error_handler=let_results_stand(goto=HANDLER_TARGETS[VERIFIER]),
     )
-    builder.add_node(REPLANNER, Replanner(planner_model or model, planning, config, monitor, teams=list(teams)))
+    builder.add_node(REPLANNER, Replanner(planner_model or model, planning, config, monitor, teams=team_names))
     builder.add_node(FINALIZE, Finalizer(model, config, monitor))
     # Human in the loop: each of these pauses with interrupt() as its first step.
     builder.add_node(ASK, AskUser(config))
     builder.add_node(PLAN_REVIEW, PlanReview(planning, config))
     builder.add_node(COMMANDS, CommandRunner(handlers, config))
-    team_nodes = [TEAM, TEAM_MERGE] if teams else []
+    team_nodes = list(team_feature.nodes) if team_feature else []  # a team's start, then its merge
     routed = [*ROUTED_TO, *team_nodes]
-    if teams:  # a team subtask queues its members, then one merge keeps a result
-        judges = {n: (planner_model or model) if t.judge_model is None else t.judge_model for n, t in teams.items()}
-        voters = {n: p.model or model for n, p in profiles.items()}
-        builder.add_node(TEAM, TeamStart(teams, config))
-        builder.add_node(TEAM_MERGE, TeamMerge(teams, judges, voters, config, monitor))
-        builder.add_edge(TEAM, TOOLS)  # joins parallel branches like model turns
-        builder.add_edge(TEAM_MERGE, TOOLS)
+    for node_name, node in (team_feature.nodes if team_feature else {}).items():
+        builder.add_node(node_name, node)
+        builder.add_edge(node_name, TOOLS)  # joins parallel branches like model turns
 
     builder.add_conditional_edges(START, make_entry_router(config), [PLANNER, COMMANDS])
     # A fresh plan has no windows or replan requests; the replanner settles every request.

@@ -1,12 +1,15 @@
 """The router: after the planner, the tools node and the replanner, decides what runs next.
 
-It is a pure function of the state, so it gives the same answer however many
-parallel branches joined before it.
+It is an ordered list of small named rules (`default_rules`), each owned by a feature; the first rule
+that decides wins. The last one, the dispatch step, gives each running subtask its next step and starts
+ready ones through a list of task rules. Every rule is a pure function of the state, so the router gives
+the same answer however many parallel branches joined before it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -27,13 +30,10 @@ from replangraph.names import (
     PLAN_REVIEW,
     PLANNER,
     REPLANNER,
-    TEAM,
-    TEAM_MERGE,
     TOOLS,
     VERIFIER,
 )
 from replangraph.nodes.human.slash import RESUME, last_command, paused, pending_command, unfinished
-from replangraph.nodes.teams.teams import mergeable, settled
 from replangraph.queue.index import index_of
 from replangraph.queue.tasks import Task, active_tasks, dependency_results, plan_summary, ready_tasks, spent_model_calls
 from replangraph.state import DependencyResult, SubtaskInput
@@ -64,83 +64,216 @@ def dependency_input(task: Task) -> DependencyResult:
     return DependencyResult(id=task["id"], content=task["content"], result=full_result(task) or "")
 
 
-def make_router(
-    config: AgentConfig,
-    monitor: ContextMonitor,
-    tool_schemas: Mapping[str, Sequence[Any]],
-    teams: Collection[str] = (),
-) -> Callable[[Mapping[str, Any]], list[Send] | str]:
-    """The routing function, bound to the run's limits, each agent type's tools and the team names.
+Decision = list[Send | str] | str
+"""Where the run goes next: a node name, or the ``Send`` packets (and node names) of the next superstep."""
+HOLD = "__hold__"
+"""A task rule's answer for a running subtask it claims that takes no step in this superstep."""
 
-    A ready team subtask goes to the team node, which queues its members; once they have all
-    ended, the team merge node keeps one result. The members count against ``max_concurrency``,
-    the team subtask itself does not.
-    """
 
-    def route(state: Mapping[str, Any]) -> list[Send | str] | str:
-        with open_workspace(state.get(WORKSPACE)):  # dependency results are read whole from it
-            decision = decide(state)
-        left = state.get("remaining_steps")
-        if left is not None and left <= FINALIZE_MARGIN:  # LangGraph's recursion_limit: end with a report, not a crash
-            return FINALIZE
-        return decision
+@dataclass
+class Route:
+    """What the rules read: the state, the run's settings, and what is derived from them once per decision."""
 
-    def decide(state: Mapping[str, Any]) -> list[Send | str] | str:
-        settings = run_settings(config)
-        tasks: Mapping[str, Task] = state.get("tasks") or {}
-        if state.get("cancelled"):
-            return FINALIZE
-        if pending_command(state, settings.cancel_word):  # a slash command answered instead of a question
-            return COMMANDS
-        if state.get("plan_review") == "waiting":
-            return PLAN_REVIEW
-        windows = state.get("windows") or {}
-        active = active_tasks(tasks)
-        if any(calls_to_run(windows.get(t["id"], [])) for t in active):  # a run resumed by /resume after a crash
-            return TOOLS
-        if index_of(tasks).replan:
-            return REPLANNER
-        if spent_model_calls(state) >= settings.max_steps:  # a team whose members ended merges first, at no cost
-            due = any(t["agent_type"] in teams and mergeable(tasks, t, budget_spent=True) for t in active)
-            return TEAM_MERGE if due else FINALIZE
-        # Questions pause the run alone: a sibling's finished step in the same superstep would be
-        # dropped if the thread then got new input (a slash command) instead of an answer.
-        questions = [Send(ASK, subtask_input(state, t)) for t in active if waiting_questions(windows.get(t["id"], []))]
-        if questions:
-            return questions
-        sends: list[Send | str] = []
-        running = 0
-        for task in active:
-            if task["agent_type"] in teams:  # it waits for its members
-                if TEAM_MERGE not in sends and settled(tasks, task):
-                    sends.append(TEAM_MERGE)  # one merge node merges every team whose members have ended
-                continue
-            running += 1
-            window = windows.get(task["id"], [])
-            if ends_with_answer(window):
-                if VERIFIER not in sends:
-                    sends.append(VERIFIER)  # one verifier node checks every waiting answer
-                continue
-            overflow = task.get("context_overflow") or {}
-            refused = bool(overflow) and not overflow.get("compressed")  # the provider said it is too long
-            over = refused or monitor.over_threshold(window, tool_schemas.get(task["agent_type"], ()))
-            payload = subtask_input(state, task)
-            if over:
-                payload["plan"] = plan_summary(tasks)
-            sends.append(Send(COMPRESSOR if over else EXECUTOR, payload))
-        room = max(settings.max_concurrency - running, 0)
-        queue_size = len(tasks)  # each team started here counts its members against max_tasks for the next
-        for task in ready_tasks(tasks, room):
-            if task["agent_type"] in teams:  # the team node queues its members: no inputs to read
-                sends.append(Send(TEAM, {"task_id": task["id"], "task": task, "queue_size": queue_size}))
-                queue_size += len(teams[task["agent_type"]].members)
-            else:
-                sends.append(Send(EXECUTOR, subtask_input(state, task)))
+    state: Mapping[str, Any]
+    settings: AgentConfig
+    tasks: Mapping[str, Task]
+    windows: Mapping[str, list]
+    active: list[Task]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A routing rule owned by one feature: where the run goes, or None to leave it to the next rule."""
+
+    name: str
+    owner: str
+    decide: Callable[[Route], Decision | None]
+
+
+@dataclass(frozen=True)
+class TaskRule:
+    """A rule of the dispatch step for one subtask: for a running one, the step it takes next (``running``);
+    for a ready one, how it starts (``ready``). None leaves the subtask to the next rule. ``holds_slot``:
+    whether a running subtask it claims counts against ``max_concurrency`` (a team's task does not: its
+    members do)."""
+
+    name: str
+    owner: str
+    running: Callable[[Route, Task], Send | str | None] | None = None
+    ready: Callable[[Route, Task, Dispatch], Send | None] | None = None
+    holds_slot: bool = True
+
+
+@dataclass
+class Dispatch:
+    """What the dispatch step has decided so far in one superstep."""
+
+    sends: list[Send | str] = field(default_factory=list)
+    running: int = 0
+    queue_size: int = 0
+    """The queue's size once what starts in this superstep has been queued (a team's members count)."""
+
+
+def cancelled(route: Route) -> Decision | None:
+    """The user cancelled the run: the finalizer reports what was done."""
+    return FINALIZE if route.state.get("cancelled") else None
+
+
+def slash_command(route: Route) -> Decision | None:
+    """A slash command (or the cancel word) sent as input, or as the answer to a question."""
+    return COMMANDS if pending_command(route.state, route.settings.cancel_word) else None
+
+
+def plan_review(route: Route) -> Decision | None:
+    """The plan waits for the user's approval."""
+    return PLAN_REVIEW if route.state.get("plan_review") == "waiting" else None
+
+
+def unanswered_tool_calls(route: Route) -> Decision | None:
+    """A run resumed (``/resume``) after a crash between a model turn and its tool calls: run them first."""
+    return TOOLS if any(calls_to_run(route.windows.get(t["id"], [])) for t in route.active) else None
+
+
+def replan_requested(route: Route) -> Decision | None:
+    """A subtask failed or asked for a new plan."""
+    return REPLANNER if index_of(route.tasks).replan else None
+
+
+def budget_spent(route: Route) -> Decision | None:
+    """``max_steps`` model calls are spent: the run ends with what it has."""
+    return FINALIZE if spent_model_calls(route.state) >= route.settings.max_steps else None
+
+
+def questions(route: Route) -> Decision | None:
+    """Questions pause the run alone: a sibling's finished step in the same superstep would be dropped
+    if the thread then got new input (a slash command) instead of an answer."""
+    asks = [
+        Send(ASK, subtask_input(route.state, t))
+        for t in route.active
+        if waiting_questions(route.windows.get(t["id"], []))
+    ]
+    return asks or None
+
+
+def answer_waiting(route: Route, task: Task) -> str | None:
+    """A subtask whose window ends with an answer waits for the completion check (one verifier node checks
+    every waiting answer)."""
+    return VERIFIER if ends_with_answer(route.windows.get(task["id"], [])) else None
+
+
+def next_turn(monitor: ContextMonitor, tool_schemas: Mapping[str, Sequence[Any]]) -> Callable[[Route, Task], Send]:
+    """A running subtask's next model turn, or the compressor first when its window is over the threshold
+    (or the provider refused it as too long)."""
+
+    def step(route: Route, task: Task) -> Send:
+        window = route.windows.get(task["id"], [])
+        overflow = task.get("context_overflow") or {}
+        refused = bool(overflow) and not overflow.get("compressed")
+        over = refused or monitor.over_threshold(window, tool_schemas.get(task["agent_type"], ()))
+        payload = subtask_input(route.state, task)
+        if over:
+            payload["plan"] = plan_summary(route.tasks)
+        return Send(COMPRESSOR if over else EXECUTOR, payload)
+
+    return step
+
+
+def first_turn(route: Route, task: Task, dispatch: Dispatch) -> Send:
+    """A ready subtask starts with its first model turn."""
+    return Send(EXECUTOR, subtask_input(route.state, task))
+
+
+def dispatch_rule(task_rules: Sequence[TaskRule]) -> Rule:
+    """The dispatch step: each running subtask takes its next step and ready subtasks start, up to
+    ``max_concurrency``; each subtask goes to the first task rule that claims it. Nothing to do: finalize."""
+
+    def dispatch(route: Route) -> Decision:
+        done = Dispatch(queue_size=len(route.tasks))
+        for task in route.active:
+            for rule in task_rules:
+                decision = rule.running(route, task) if rule.running else None
+                if decision is None:
+                    continue
+                done.running += rule.holds_slot
+                if decision == HOLD:
+                    break
+                if isinstance(decision, Send) or decision not in done.sends:
+                    done.sends.append(decision)
+                break
+        room = max(route.settings.max_concurrency - done.running, 0)
+        for task in ready_tasks(route.tasks, room):
+            started = next((s for r in task_rules if r.ready and (s := r.ready(route, task, done)) is not None), None)
+            if started is not None:
+                done.sends.append(started)
+        sends = done.sends
         if len(sends) == 1 and isinstance(sends[0], Send) and sends[0].node == EXECUTOR:
             sends[0].arg["alone"] = True
         return sends or FINALIZE
 
+    return Rule("dispatch", "execution", dispatch)
+
+
+def make_router(
+    config: AgentConfig,
+    rules: Sequence[Rule],
+) -> Callable[[Mapping[str, Any]], Decision]:
+    """The routing function: the first of ``rules`` (in order) that decides, for the run's settings.
+
+    It is a pure function of the state, so it gives the same answer however many parallel branches
+    joined before it. Near LangGraph's ``recursion_limit`` the run finalizes, with a report, instead of
+    crashing.
+    """
+
+    def route(state: Mapping[str, Any]) -> Decision:
+        with open_workspace(state.get(WORKSPACE)):  # dependency results are read whole from it
+            decision = decide(state)
+        left = state.get("remaining_steps")
+        if left is not None and left <= FINALIZE_MARGIN:
+            return FINALIZE
+        return decision
+
+    def decide(state: Mapping[str, Any]) -> Decision:
+        tasks: Mapping[str, Task] = state.get("tasks") or {}
+        view = Route(state, run_settings(config), tasks, state.get("windows") or {}, active_tasks(tasks))
+        for rule in rules:
+            decision = rule.decide(view)
+            if decision is not None:
+                return decision
+        return FINALIZE
+
     return route
+
+
+def default_rules(
+    monitor: ContextMonitor,
+    tool_schemas: Mapping[str, Sequence[Any]],
+    *,
+    before_budget: Sequence[Rule] = (),
+    task_rules: Sequence[TaskRule] = (),
+) -> list[Rule]:
+    """The router's rules in order, each named after what it decides and owned by a feature.
+
+    ``before_budget``: rules a feature adds ahead of the step budget's (teams merge members that ended at no
+    cost); ``task_rules``: rules a feature adds to the dispatch step, ahead of the completion check's and the
+    executor's (teams send a team's task to its own nodes).
+    """
+    return [
+        Rule("cancelled", "human", cancelled),
+        Rule("slash_command", "human", slash_command),
+        Rule("plan_review", "human", plan_review),
+        Rule("unanswered_tool_calls", "execution", unanswered_tool_calls),
+        Rule("replan_requested", "planning", replan_requested),
+        *before_budget,
+        Rule("budget_spent", "engine", budget_spent),
+        Rule("questions", "human", questions),
+        dispatch_rule(
+            [
+                *task_rules,
+                TaskRule("answer_waiting", "verification", running=answer_waiting, holds_slot=True),
+                TaskRule("next_turn", "execution", running=next_turn(monitor, tool_schemas), ready=first_turn),
+            ]
+        ),
+    ]
 
 
 def make_entry_router(config: AgentConfig) -> Callable[[Mapping[str, Any]], str]:

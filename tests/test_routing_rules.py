@@ -1,0 +1,80 @@
+"""The router is an ordered list of named rules, each owned by a feature; the first that decides wins."""
+
+from __future__ import annotations
+
+from replangraph import AgentConfig
+from replangraph.context.monitor import ContextMonitor
+from replangraph.names import EXECUTOR, FINALIZE, REPLANNER, TEAM, TEAM_MERGE
+from replangraph.nodes.teams.routing import team_rules
+from replangraph.nodes.teams.teams import Team
+from replangraph.queue.tasks import new_task
+from replangraph.routing import HOLD, Route, Rule, default_rules, make_router
+
+CONFIG = AgentConfig()
+
+
+def names(rules) -> list[str]:
+    return [rule.name for rule in rules]
+
+
+def test_rules_run_in_a_documented_order_with_an_owner_each():
+    rules = default_rules(ContextMonitor(CONFIG), {})
+    assert names(rules) == [
+        "cancelled",
+        "slash_command",
+        "plan_review",
+        "unanswered_tool_calls",
+        "replan_requested",
+        "budget_spent",
+        "questions",
+        "dispatch",
+    ]
+    assert {rule.owner for rule in rules} == {"human", "execution", "planning", "engine"}
+
+
+def test_teams_add_their_rules_ahead_of_the_budget_and_the_dispatch_steps():
+    before, task_rules = team_rules({"panel": Team(members=["default", "default"])})
+    rules = default_rules(ContextMonitor(CONFIG), {}, before_budget=before, task_rules=task_rules)
+    assert names(rules).index("merge_on_spent_budget") == names(rules).index("budget_spent") - 1
+    assert [r.owner for r in before + task_rules] == ["teams", "teams"]
+
+
+def test_the_first_rule_that_decides_wins():
+    seen = []
+
+    def never(route: Route):
+        seen.append("never")
+        return None
+
+    def always(route: Route):
+        seen.append("always")
+        return REPLANNER
+
+    route = make_router(CONFIG, [Rule("never", "test", never), Rule("always", "test", always), Rule("x", "t", never)])
+    assert route({"tasks": {}}) == REPLANNER
+    assert seen == ["never", "always"]
+
+
+def test_no_rule_deciding_finalizes():
+    assert make_router(CONFIG, [])({"tasks": {}}) == FINALIZE
+
+
+def queue(*tasks):
+    return {t["id"]: t for t in tasks}
+
+
+def test_a_team_task_holds_no_slot_and_merges_once_its_members_ended():
+    before, task_rules = team_rules({"panel": Team(members=["default", "default"])})
+    rules = default_rules(ContextMonitor(CONFIG), {}, before_budget=before, task_rules=task_rules)
+    route = make_router(CONFIG, rules)
+    team = {**new_task("1", "x", position=[0], agent_type="panel"), "status": "in_progress"}
+    team["team"] = {"members": ["1.m1", "1.m2"]}
+    member = {**new_task("1.m1", "x", position=[0, 0], parent_id="1"), "status": "completed"}
+    running = {**new_task("1.m2", "x", position=[0, 1], parent_id="1"), "status": "in_progress"}
+    waiting = route({"tasks": queue(team, member, running), "windows": {}})
+    assert [s.node for s in waiting] == [EXECUTOR]  # the member's turn; the team's task waits (HOLD)
+    ended = route({"tasks": queue(team, member, {**running, "status": "completed"}), "windows": {}})
+    assert ended == [TEAM_MERGE]
+    ready = route({"tasks": queue({**new_task("2", "y", position=[1], agent_type="panel")}), "windows": {}})
+    assert [s.node for s in ready] == [TEAM] and ready[0].arg["queue_size"] == 1
+    assert HOLD not in ended
