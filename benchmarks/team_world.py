@@ -9,6 +9,9 @@ or a team of all three. Every behaviour below is decided by a stable hash of
 - Members (careful 80 %, fast 55 %, sloppy 40 % by default): a member is right on a
   question when its hash falls under its accuracy; otherwise it names one of the four
   wrong capitals (by hash), so two wrong members agree about a quarter of the time.
+Judges and voters answer through their schema tools (``Pick``, ``Ballot``, ``Fusion``) when bound,
+else in text.
+
 - Judge (``best``; the planner's model): when some candidate is right it recognises the
   true capital with probability J (0.85 by default) and picks the first candidate that
   has it; otherwise (not recognised, or no candidate is right) it picks a candidate
@@ -168,8 +171,10 @@ def member_model(world: QuizWorld, name: str) -> ScriptedChatModel:
     def respond(request: ScriptedRequest) -> str:
         if VOTE in request.system:
             q, answers = candidates_in(request.prompt, world)
-            scores = {str(n): world.vote_score(name, q, a) for n, a in enumerate(answers, 1)}
-            return json.dumps({"scores": scores})
+            scores = {n: world.vote_score(name, q, a) for n, a in enumerate(answers, 1)}
+            if "Ballot" in request.tool_names:
+                return tool_call("Ballot", {"scores": [{"candidate": n, "score": s} for n, s in scores.items()]})
+            return json.dumps({"scores": {str(n): s for n, s in scores.items()}})
         mine = re.search(r"Your subtask \([^)]*\): Q(\d+):", request.prompt)
         questions = [int(mine.group(1))] if mine else sorted({int(n) for n in QUESTION.findall(request.prompt)})
         return "\n".join(f"Answer to Q{q}: {world.answer(q, name)}" for q in questions)
@@ -193,10 +198,12 @@ def main_model(world: QuizWorld, agent_type: str) -> ScriptedChatModel:
         if JUDGE_BEST in request.system:
             q, answers = candidates_in(request.prompt, world)
             n = world.pick(q, answers) + 1
-            return json.dumps({"winner": n, "reason": f"candidate {n} names the capital I trust"})
+            pick = {"winner": n, "reason": f"candidate {n} names the capital I trust"}
+            return tool_call("Pick", pick) if "Pick" in request.tool_names else json.dumps(pick)
         if JUDGE_FUSION in request.system:
             q, answers = candidates_in(request.prompt, world)
-            return f"Answer to Q{q}: {world.fuse(q, answers)}"
+            fused = f"Answer to Q{q}: {world.fuse(q, answers)}"
+            return tool_call("Fusion", {"result": fused}) if "Fusion" in request.tool_names else fused
         if request.tool_names:  # a subtask of the default agent: none is planned
             return "No question here."
         found = world.answers_in(request.prompt)

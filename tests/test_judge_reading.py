@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from replangraph.llm.lenient import UnreadableInput, name_list
-from replangraph.nodes.teams.teams import read_choice, read_fusion, read_scores
+from replangraph.nodes.teams.reading import read_choice, read_fusion, read_scores
 
 NAMES = ["careful", "fast", "thorough"]
 SAME = ["default", "default", "default"]

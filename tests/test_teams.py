@@ -13,7 +13,8 @@ from scripting import plan_of, run
 
 from replangraph import AgentConfig, AgentProfile, Team, build_graph
 from replangraph.llm.lenient import UnreadableInput
-from replangraph.nodes.teams.teams import candidates, read_choice, read_scores, settled, start_changes
+from replangraph.nodes.teams.reading import read_choice, read_scores
+from replangraph.nodes.teams.teams import candidates, settled, start_changes
 from replangraph.queue.tasks import apply_writes, new_task, ready_tasks
 from replangraph.testing import ScriptedChatModel, tool_call
 

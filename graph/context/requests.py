@@ -22,7 +22,7 @@ R = TypeVar("R")
 RETRY_ERROR_CHARS = 2_000
 """Room kept for the error text of a plan retry."""
 RETRY_PREVIOUS_CHARS = 2_000
-"""Room kept for the previous answer of a plan retry (``raw_answer`` caps it at this)."""
+"""Room kept for the previous answer of a plan retry (``replangraph.llm.structured.quoted`` caps it at this)."""
 
 
 def schema_tools(schema: Any) -> list[dict]:

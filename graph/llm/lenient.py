@@ -27,6 +27,9 @@ AGENT_KEYS = ("agent_type", "agentType", "agent", "type")
 LIST_KEYS = ("tasks", "subtasks", "follow_up_tasks", "items", "steps", "plan", "remaining_tasks")
 TOOLS_KEYS = ("required_tools", "requiredTools", "tools", "tools_needed", "needed_tools", "required_tool", "tool")
 FENCED = re.compile(r"```[ \t]*[\w+-]*[ \t]*\n?(.*?)```", re.S)
+THINKING = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.I | re.S)
+THINKING_END = re.compile(r"</(?:think|thinking|reasoning)>", re.I)
+THINKING_START = re.compile(r"\s*<(?:think|thinking|reasoning)>", re.I)
 BULLET = re.compile(r"^\s*(?:(?:[-*•+]|\d+[.)]|\[[ xX]?\])\s+)+")
 
 
@@ -328,3 +331,12 @@ def text_field(description: str, names: tuple[str, ...] = ()) -> Any:
     under any of ``names``; read it with `as_text`."""
     alias = AliasChoices(*names) if names else None
     return Annotated[Any, WithJsonSchema({"type": "string"}), Field(description=description, validation_alias=alias)]
+
+
+def without_thinking(answer: Any) -> str:
+    """The answer without a reasoning model's ``<think>…</think>`` blocks: a block missing its opening
+    tag ends at ``</think>``; one never closed runs to the end."""
+    text = THINKING.sub("", as_text(answer))
+    ends = list(THINKING_END.finditer(text))
+    text = text[ends[-1].end() :] if ends else text
+    return "" if THINKING_START.match(text) else text.strip()

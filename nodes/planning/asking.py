@@ -9,25 +9,22 @@ is retried too, and used as it is, with notes, when the retries run out.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langgraph.errors import GraphBubbleUp
+from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, Field, create_model
 
 from replangraph.config import AgentConfig
 from replangraph.context.requests import RETRY_ERROR_CHARS
-from replangraph.llm.calls import invoke_with_retries, is_context_overflow, is_transient
-from replangraph.llm.lenient import UnreadableInput, first_tool_args, load_json, plan_specs
-from replangraph.llm.messages import message_text
+from replangraph.llm.lenient import UnreadableInput, plan_specs
+from replangraph.llm.structured import Provisional, ask_structured, bind_schema, read_arguments
 from replangraph.names import BUILT_IN_TOOLS
 from replangraph.prompts import PLAN_RETRY, PLANNER_TOOLS_RULE, agent_types_text
 from replangraph.queue.plans import fit_required_tools, offered_tool_names
-from replangraph.queue.tasks import DEFAULT_AGENT, QueueError, preview
+from replangraph.queue.tasks import DEFAULT_AGENT, QueueError
 
 PLAN_TOOL = "Plan"
 
@@ -87,35 +84,32 @@ def plan_schema(agent_types: Sequence[str], tool_names: Sequence[str] = ()) -> t
 
 def structured_planner(model: BaseChatModel, agent_types: Sequence[str], tool_names: Sequence[str] = ()) -> Any:
     """``model`` answering with a `Plan` through tool calling, raw reply included."""
-    schema = plan_schema(agent_types, tool_names)
-    return model.with_structured_output(schema, method="function_calling", include_raw=True)
+    return bind_schema(model, plan_schema(agent_types, tool_names))
 
 
 def read_plan(answer: Any) -> list[dict]:
-    """Plan specs from a structured answer: the raw reply's tool call or JSON text, else ``parsed``."""
-    raw = answer.get("raw") if isinstance(answer, Mapping) else answer
-    if isinstance(raw, BaseMessage):
-        value = first_tool_args(raw)
-        if isinstance(value, str) and value.strip():
-            return plan_specs(load_json(value))  # a plan written as JSON text (often fenced) instead of a call
-        if value not in (None, ""):
-            return plan_specs(value)
-    parsed = answer.get("parsed") if isinstance(answer, Mapping) else None
-    if isinstance(parsed, BaseModel):
-        return plan_specs(parsed.model_dump())
-    if isinstance(parsed, Mapping | list):
-        return plan_specs(parsed)
-    raise UnreadableInput("the answer holds no plan: call the Plan tool with a list of tasks")
+    """Plan specs from a structured answer: its tool call, else JSON in its text (reasoning skipped)."""
+    try:
+        return plan_specs(read_arguments(answer, PLAN_TOOL))
+    except UnreadableInput as exc:
+        if "the answer is empty" in str(exc):
+            raise UnreadableInput("the answer holds no plan: call the Plan tool with a list of tasks") from None
+        raise
 
 
-def raw_answer(answer: Any) -> str:
-    """What the model actually said, for the retry prompt."""
-    raw = answer.get("raw") if isinstance(answer, Mapping) else answer
-    if isinstance(raw, AIMessage) and raw.tool_calls:
-        return json.dumps(raw.tool_calls[0].get("args"), default=str)[:2_000]
-    if isinstance(raw, BaseMessage):
-        return message_text(raw)[:2_000] or "(empty)"
-    return "(none)"
+def plan_reader(check: Check) -> Callable[[Any], tuple[list[dict], list[str]]]:
+    """The `ask_structured` reader of a plan: ``check``ed specs and notes. A QueueError is unreadable
+    (asked again with the error); a `UsablePlan` is `Provisional`, kept with its problems as notes."""
+
+    def read(answer: Any) -> tuple[list[dict], list[str]]:
+        try:
+            return check(read_plan(answer))
+        except UsablePlan as exc:
+            raise Provisional(str(exc), kept_plan(exc)) from None
+        except QueueError as exc:
+            raise UnreadableInput(str(exc)) from None
+
+    return read
 
 
 @dataclass
@@ -138,45 +132,32 @@ class PlanAnswer:
 def request_plan(
     structured: Any, messages: list[BaseMessage], *, retries: int, config: AgentConfig, check: Check
 ) -> PlanAnswer:
-    """Ask until ``check`` accepts a plan, at most ``retries + 1`` answers.
+    """Ask until ``check`` accepts a plan, at most ``retries + 1`` answers (`ask_structured`).
 
     Transient model errors are retried with backoff inside each ask; a model that
     still fails ends the asking at once (more answers would not come either). A
     `UsablePlan` is asked about again like an invalid one, but the latest one is
     used when no accepted plan comes (its problems become notes).
     """
-    prompt, calls, error = list(messages), 0, ""
-    usable: UsablePlan | None = None
-    for _ in range(retries + 1):
-        try:
-            answer, spent = invoke_with_retries(structured, prompt, config)
-        except GraphBubbleUp:
-            raise
-        except Exception as exc:  # the model is down or refuses: the caller falls back
-            calls += getattr(exc, "attempts", 1)
-            if usable is not None:
-                return kept_plan(usable, calls)
-            error = f"model call failed: {type(exc).__name__}: {exc}"
-            return PlanAnswer(None, calls, error, overflow=is_context_overflow(exc), unanswered=is_transient(exc))
-        calls += spent
-        try:
-            specs, notes = check(read_plan(answer))
-            return PlanAnswer(specs, calls, "", notes)
-        except UsablePlan as exc:
-            usable = exc
-            error = preview(str(exc), RETRY_ERROR_CHARS)
-        except (UnreadableInput, QueueError) as exc:
-            error = preview(str(exc), RETRY_ERROR_CHARS)  # the retry request must fit the window too
-        prompt = [*messages, HumanMessage(PLAN_RETRY.format(error=error, previous=raw_answer(answer)))]
-    if usable is not None:
-        return kept_plan(usable, calls)
-    return PlanAnswer(None, calls, error)
+    asked = ask_structured(
+        structured,
+        messages,
+        plan_reader(check),
+        retries=retries,
+        config=config,
+        retry_prompt=PLAN_RETRY,
+        error_chars=RETRY_ERROR_CHARS,
+    )
+    if asked.value is None:
+        return PlanAnswer(None, asked.calls, asked.error, overflow=asked.overflow, unanswered=asked.unanswered)
+    specs, notes = asked.value
+    return PlanAnswer(specs, asked.calls, "", notes)
 
 
-def kept_plan(usable: UsablePlan, calls: int) -> PlanAnswer:
-    """The answer for a `UsablePlan` kept when no better plan came."""
+def kept_plan(usable: UsablePlan) -> tuple[list[dict], list[str]]:
+    """The specs and notes of a `UsablePlan` kept when no better plan came."""
     kept = [f"{problem} (kept as planned: no better plan came)" for problem in usable.problems]
-    return PlanAnswer(usable.specs, calls, "", [*usable.notes, *kept])
+    return usable.specs, [*usable.notes, *kept]
 
 
 # --------------------------------------------------------------------------- required tools

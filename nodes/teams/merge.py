@@ -8,24 +8,24 @@ the first successful result wins and the record says why. Every member failing f
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
 from langchain_core.runnables.config import ContextThreadPoolExecutor
-from langgraph.errors import GraphBubbleUp
+from pydantic import BaseModel
 
 from replangraph.config import AgentConfig, Configured
 from replangraph.context.fitting import GOAL_ID, fit_parts, result_id
 from replangraph.context.kept import full_result
 from replangraph.context.monitor import ContextMonitor
+from replangraph.context.requests import schema_tools
 from replangraph.context.workspace import collect_writes, current_workspace, output_slot
 from replangraph.events import DYNAMIC_TASKS_ADDED, TEAM_MERGED, emit
-from replangraph.llm.calls import invoke_with_retries
-from replangraph.llm.lenient import UnreadableInput
-from replangraph.llm.messages import message_text
+from replangraph.llm.structured import StructuredAnswer, ask_structured, bind_schema, quoted
+from replangraph.nodes.teams.judging import Ballot, Fusion, Pick, read_ballot, read_fused, read_pick
 from replangraph.nodes.teams.teams import (
     Candidate,
     Team,
@@ -33,9 +33,6 @@ from replangraph.nodes.teams.teams import (
     candidate_key,
     candidates,
     mergeable,
-    read_choice,
-    read_fusion,
-    read_scores,
     removals,
     vote_winner,
 )
@@ -51,6 +48,10 @@ from replangraph.prompts import (
 )
 from replangraph.queue.tasks import Task, active_tasks, preview, spent_model_calls
 from replangraph.state import StateUpdate
+
+T = TypeVar("T")
+RETRY_ERROR_CHARS = 300
+"""Longest reason quoted when a judge is asked again."""
 
 
 class MergeFailed(Exception):
@@ -100,6 +101,8 @@ class TeamMerge(Configured):
         """Model by agent type (the members' models, for ``vote``)."""
         self.base_config = config
         self.monitor = monitor
+        self.structured: dict[tuple[int, type], tuple[Any, Any]] = {}
+        """Each model bound to each schema it was asked for, by (model id, schema)."""
 
     @collect_writes
     def __call__(self, state: Mapping[str, Any]) -> StateUpdate:
@@ -148,34 +151,23 @@ class TeamMerge(Configured):
         return Decision(first.id, first.text, f"{why}: the first successful result wins")
 
     def pick(self, goal: str, task: Task, ok: Sequence[Candidate]) -> Decision:
-        """``best``: the judge's pick."""
-        judge, names = self.judges[task["agent_type"]], [c.agent_type for c in ok]
-        text, calls = self.ask(judge, TEAM_BEST_PROMPT, goal, task, ok, "the judge")
-        try:
-            index, reason = read_choice(text, names)
-        except UnreadableInput as exc:  # asked once more, with what was wrong
-            error = str(exc)
-            try:
-                text, more = self.ask(judge, TEAM_BEST_PROMPT, goal, task, ok, "the judge", again=(text, error))
-            except MergeFailed as failed:
-                raise MergeFailed(failed.reason, calls + failed.calls) from None
-            calls += more
-            try:
-                index, reason = read_choice(text, names)
-            except UnreadableInput as exc:
-                why = f"the judge's answer could not be read, twice ({exc}): {preview(text, 120)!r}"
-                raise MergeFailed(why, calls) from None
-        return Decision(ok[index].id, ok[index].text, reason or "the judge's pick", calls=calls)
+        """``best``: the judge's pick; an unreadable one is asked about once more, with what was wrong."""
+        read = read_pick([c.agent_type for c in ok])
+        asked = self.ask(self.judges[task["agent_type"]], Pick, read, TEAM_BEST_PROMPT, goal, task, ok, "the judge", 1)
+        if asked.value is None:
+            why = f"the judge's answer could not be read, twice ({asked.error}): {preview(quoted(asked.answer), 120)!r}"
+            raise MergeFailed(why, asked.calls)
+        index, reason = asked.value
+        return Decision(ok[index].id, ok[index].text, reason or "the judge's pick", calls=asked.calls)
 
     def fuse(self, goal: str, task: Task, ok: Sequence[Candidate]) -> Decision:
         """``fusion``: the judge's combination."""
-        text, calls = self.ask(self.judges[task["agent_type"]], TEAM_FUSION_PROMPT, goal, task, ok, "the judge")
-        try:
-            fused = read_fusion(text)
-        except UnreadableInput as exc:
-            raise MergeFailed(f"the judge's answer could not be used ({exc})", calls) from None
+        judge = self.judges[task["agent_type"]]
+        asked = self.ask(judge, Fusion, read_fused, TEAM_FUSION_PROMPT, goal, task, ok, "the judge")
+        if asked.value is None:
+            raise MergeFailed(f"the judge's answer could not be used ({asked.error})", asked.calls)
         names = ", ".join(c.agent_type for c in ok)
-        return Decision(None, fused, f"the judge combined the results of {names}", calls=calls)
+        return Decision(None, asked.value, f"the judge combined the results of {names}", calls=asked.calls)
 
     def vote(self, goal: str, task: Task, found: Sequence[Candidate], ok: Sequence[Candidate]) -> Decision:
         """``vote``: each member's model scores the other members' successful results."""
@@ -183,16 +175,15 @@ class TeamMerge(Configured):
         ballots = [(voter, others) for voter, others in ballots if others]
 
         def cast(voter: Candidate, others: Sequence[Candidate]) -> tuple[dict[str, float] | str, int]:
-            model = self.voters[voter.agent_type]
+            model, who = self.voters[voter.agent_type], f"{voter.agent_type}'s vote"
+            read = read_ballot([c.agent_type for c in others])
             try:
-                text, calls = self.ask(model, TEAM_VOTE_PROMPT, goal, task, others, f"{voter.agent_type}'s vote")
+                asked = self.ask(model, Ballot, read, TEAM_VOTE_PROMPT, goal, task, others, who)
             except MergeFailed as exc:
                 return exc.reason, exc.calls
-            try:
-                scores = read_scores(text, [c.agent_type for c in others])
-            except UnreadableInput as exc:
-                return f"{voter.agent_type}'s vote could not be read ({exc})", calls
-            return {others[i].id: score for i, score in scores.items()}, calls
+            if asked.value is None:
+                return f"{who} could not be read ({asked.error})", asked.calls
+            return {others[i].id: score for i, score in asked.value.items()}, asked.calls
 
         with ContextThreadPoolExecutor(max_workers=max(min(len(ballots), self.config.max_concurrency), 1)) as pool:
             futures: list[Future] = [pool.submit(cast, voter, others) for voter, others in ballots]
@@ -210,21 +201,34 @@ class TeamMerge(Configured):
         text = next(c.text for c in ok if c.id == winner)
         return Decision(winner, text, reason, totals, calls)
 
+    def bound(self, model: Any, schema: type[BaseModel]) -> Any:
+        """``model`` bound to ``schema`` (`bind_schema`), bound once and reused; the model itself when it
+        cannot bind tools (its text answers are read all the same)."""
+        key = (id(model), schema)
+        if key not in self.structured:
+            try:
+                self.structured[key] = (model, bind_schema(model, schema))  # the model kept: its id stays its own
+            except NotImplementedError:
+                self.structured[key] = (model, model)
+        return self.structured[key][1]
+
     def ask(
         self,
         model: Any,
+        schema: type[BaseModel],
+        read: Callable[[Any], T],
         system: str,
         goal: str,
         task: Task,
         shown: Sequence[Candidate],
         who: str,
-        again: tuple[str, str] | None = None,
-    ) -> tuple[str, int]:
-        """``(answer text, calls)`` of one judging request over ``shown`` (numbered from 1), fitted to the
-        model's window (long results as excerpts); `MergeFailed` when it does not fit or the call fails.
-        ``again``: the previous answer and why it could not be read, for a second ask."""
-        retry = [AIMessage(again[0]), HumanMessage(TEAM_RETRY.format(error=preview(again[1], 300)))] if again else []
+        retries: int = 0,
+    ) -> StructuredAnswer[T]:
+        """One judging request over ``shown`` (numbered from 1) for ``schema``, fitted to the model's window
+        (long results as excerpts), asked through `ask_structured`; `MergeFailed` when it does not fit or
+        the call fails."""
         monitor = self.monitor.for_model(model)
+        tools = schema_tools(schema)
         parts = {GOAL_ID: goal, **{str(n): c.text or "" for n, c in enumerate(shown, 1)}}
         outputs = {GOAL_ID: GOAL_ID, **{str(n): result_id(c.id) for n, c in enumerate(shown, 1)}}
 
@@ -236,20 +240,24 @@ class TeamMerge(Configured):
             body = TEAM_TEMPLATE.format(
                 goal=texts[GOAL_ID], task_id=task["id"], content=task["content"], candidates=listed
             )
-            return [SystemMessage(system), HumanMessage(body), *retry]
+            return [SystemMessage(system), HumanMessage(body)]
 
-        fitted = fit_parts(parts, build, lambda request: monitor.fits(request), outputs, readable=False)
+        fitted = fit_parts(parts, build, lambda request: monitor.fits(request, tools), outputs, readable=False)
         if not fitted.fits:
             raise MergeFailed(f"the candidates do not fit {who}'s context window")
-        try:
-            reply, calls = invoke_with_retries(model, fitted.request, self.config)
-        except GraphBubbleUp:
-            raise
-        except Exception as exc:  # a judge that is down: the first successful result wins
-            raise MergeFailed(
-                f"{who} failed: {type(exc).__name__}: {preview(str(exc), 200)}", getattr(exc, "attempts", 1)
-            ) from None
-        return message_text(reply), calls
+        asked = ask_structured(
+            self.bound(model, schema),
+            fitted.request,
+            read,
+            retries=retries,
+            config=self.config,
+            retry_prompt=TEAM_RETRY.replace("{tool}", schema.__name__),
+            error_chars=RETRY_ERROR_CHARS,
+        )
+        if asked.failure is not None and asked.value is None:  # a judge that is down: the first successful result wins
+            exc = asked.failure
+            raise MergeFailed(f"{who} failed: {type(exc).__name__}: {preview(str(exc), 200)}", asked.calls)
+        return asked
 
     # ------------------------------------------------------------------ the state update
 

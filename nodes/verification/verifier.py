@@ -17,7 +17,6 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables.config import ContextThreadPoolExecutor
-from langgraph.errors import GraphBubbleUp
 from pydantic import BaseModel, Field
 
 from replangraph.config import AgentConfig, AgentProfile, Configured
@@ -26,9 +25,9 @@ from replangraph.context.monitor import OVERFLOW_SHRINK, ContextMonitor
 from replangraph.context.requests import fit_request, schema_tools
 from replangraph.context.workspace import collect_writes
 from replangraph.events import DYNAMIC_TASKS_ADDED, STEP_VERIFIED, emit
-from replangraph.llm.calls import invoke_with_retries, is_context_overflow
-from replangraph.llm.lenient import UnreadableInput, as_text, first_tool_args, load_json, task_specs, truthy
+from replangraph.llm.lenient import UnreadableInput, as_text, task_specs, truthy
 from replangraph.llm.messages import answers_waiting, message_text
+from replangraph.llm.structured import ask_structured, bind_schema, read_arguments
 from replangraph.outcomes import completed, limit_hit, merge_updates
 from replangraph.prompts import VERIFIER_PROMPT, VERIFY_EXCERPT_NOTE, VERIFY_TEMPLATE
 from replangraph.queue.plans import LimitReached, split_task
@@ -53,15 +52,9 @@ NOTHING = {"", "none", "null", "n/a", "na", "nothing", "-", "[]", "no remaining 
 
 
 def verdict_fields(answer: Any) -> Mapping[str, Any]:
-    """The Verdict's arguments: from the raw reply's tool call or JSON text, else ``parsed``; unwraps
-    ``{"verdict": {...}}``."""
-    raw = answer.get("raw") if isinstance(answer, Mapping) else answer
-    value = first_tool_args(raw) if isinstance(raw, BaseMessage) else None
-    if isinstance(value, str):
-        value = load_json(value)
-    if not isinstance(value, Mapping):
-        parsed = answer.get("parsed") if isinstance(answer, Mapping) else None
-        value = parsed.model_dump() if isinstance(parsed, BaseModel) else None
+    """The Verdict's arguments: the tool call's, else JSON in the reply's text (reasoning skipped), else
+    ``parsed``; unwraps ``{"verdict": {...}}``."""
+    value = read_arguments(answer, "Verdict")
     if isinstance(value, Mapping) and "complete" not in value and len(value) == 1:
         inner = next(iter(value.values()))
         value = inner if isinstance(inner, Mapping) else value
@@ -105,7 +98,7 @@ class Verifier(Configured):
         monitor: ContextMonitor | None = None,
     ):
         self.monitor = (monitor or ContextMonitor(config)).for_model(model)
-        self.structured = model.with_structured_output(Verdict, method="function_calling", include_raw=True)
+        self.structured = bind_schema(model, Verdict)
         self.tools = schema_tools(Verdict)
         self.profiles = profiles
         self.base_config = config
@@ -145,19 +138,16 @@ class Verifier(Configured):
             needed = self.monitor.tokens(fitted.request, self.tools)
             error = f"the check's request does not fit the context window ({needed} tokens); the result stands"
             return verdict_record(True, error=error), 0, False
-        try:
-            answer, calls = invoke_with_retries(self.structured, fitted.request, self.config)
-        except GraphBubbleUp:
-            raise
-        except Exception as exc:  # a broken check must not fail a subtask that has a result
+        asked = ask_structured(self.structured, fitted.request, read_verdict, retries=0, config=self.config)
+        if asked.failure is not None:  # a broken check must not fail a subtask that has a result
+            exc = asked.failure
             error = f"the check failed ({type(exc).__name__}: {exc}); the result stands"
-            return verdict_record(True, error=error), getattr(exc, "attempts", 1), is_context_overflow(exc)
-        try:
-            complete, reason, remaining, note = read_verdict(answer)
-        except UnreadableInput as exc:
-            error = f"the check's answer could not be read ({exc}); the result stands"
-            return verdict_record(True, error=error), calls, False
-        return verdict_record(complete, reason, remaining, error=note), calls, False
+            return verdict_record(True, error=error), asked.calls, asked.overflow
+        if asked.value is None:
+            error = f"the check's answer could not be read ({asked.error}); the result stands"
+            return verdict_record(True, error=error), asked.calls, False
+        complete, reason, remaining, note = asked.value
+        return verdict_record(complete, reason, remaining, error=note), asked.calls, False
 
     def queue_follow_ups(self, tasks: Mapping[str, Task], task: Task, remaining: list[str]) -> tuple[dict, dict]:
         """``(follow-up tasks, task fields)``: the missing work as dynamic tasks of ``task``; when none
