@@ -13,8 +13,8 @@ from langgraph.graph.state import CompiledStateGraph
 
 from replangraph.config import AgentConfig, AgentProfile, ToolLike, recursion_limit, resolve_profiles
 from replangraph.context.monitor import ContextMonitor, TokenCounter
+from replangraph.features import Feature, nodes_where, planning_types
 from replangraph.names import (
-    ASK,
     ASK_USER,
     COMMANDS,
     COMPRESSOR,
@@ -24,16 +24,14 @@ from replangraph.names import (
     PLANNER,
     READ_OUTPUT,
     REPLANNER,
-    ROUTED_TO,
     TOOLKIT_NAMES,
     TOOLS,
-    VERIFIER,
 )
 from replangraph.nodes.human.slash import CommandHandler, registered_commands
-from replangraph.routing import default_rules, make_command_router, make_entry_router, make_router, make_turn_router
+from replangraph.routing import default_rules, make_router, make_turn_router
 from replangraph.state import InputState, OutputState, ReplanState
 
-HANDLER_TARGETS = {EXECUTOR: TOOLS, TOOLS: REPLANNER, COMPRESSOR: TOOLS, VERIFIER: TOOLS}
+HANDLER_TARGETS = {EXECUTOR: TOOLS, TOOLS: REPLANNER, COMPRESSOR: TOOLS}
 """Where each node's error handler sends the run after turning a crash into a failed subtask."""
 
 
@@ -115,15 +113,15 @@ def build_graph(
     from replangraph.nodes.compression.compressor import Compressor
     from replangraph.nodes.execution.executor import Executor
     from replangraph.nodes.execution.tool_runner import ToolRunner
+    from replangraph.nodes.fallback.feature import fallback_feature
     from replangraph.nodes.finalize.finalizer import Finalizer
-    from replangraph.nodes.human.ask import AskUser
     from replangraph.nodes.human.ask_user import ask_user_tool
-    from replangraph.nodes.human.commands import CommandRunner
-    from replangraph.nodes.human.plan_review import PlanReview
+    from replangraph.nodes.human.feature import human_feature
+    from replangraph.nodes.human.routing import make_command_router, make_entry_router
     from replangraph.nodes.planning.planner import Planner
     from replangraph.nodes.planning.replanner import Replanner
-    from replangraph.nodes.verification.verifier import Verifier
-    from replangraph.safety_net import fail_running_tool_calls, fail_the_subtask, let_results_stand
+    from replangraph.nodes.verification.feature import verification_feature
+    from replangraph.safety_net import fail_running_tool_calls, fail_the_subtask
     from replangraph.tools.read_output import read_output_tool
     from replangraph.tools.replan_toolkit.toolkit import replan_toolkit
 
@@ -138,20 +136,28 @@ def build_graph(
     ):
         if extra is not None:
             _check_model(extra, role)
-    handlers = registered_commands(commands)
+    handlers = registered_commands(commands)  # refused names and handlers fail before anything is built
     profiles = resolve_profiles(agents, tools)
     config = with_workspace(config, profiles)
     monitor = ContextMonitor(config, model, token_counter)
-    team_feature = None
-    if teams:  # registration of the teams feature (nodes/teams/): a graph without teams never imports it
+    # The features, registered in order (a feature's task rules claim subtasks in this order).
+    features: list[Feature] = []
+    if teams:  # a graph without teams never imports nodes/teams/
         from replangraph.nodes.teams.feature import teams_feature
 
         judge = planner_model or model
-        team_feature = teams_feature(
-            teams, profiles, model=model, judge=judge, config=config, monitor=monitor, check_model=_check_model
+        features.append(
+            teams_feature(
+                teams, profiles, model=model, judge=judge, config=config, monitor=monitor, check_model=_check_model
+            )
         )
-    team_names = list(team_feature.teams) if team_feature else []
-    planning = {**profiles, **(team_feature.planning_types if team_feature else {})}  # the types a plan may name
+    extra_types = planning_types(features)
+    planning = {**profiles, **extra_types}  # the agent types a plan may name
+    judge_model = verifier_model or planner_model or model
+    features.append(verification_feature(judge_model, profiles, config, monitor))
+    features.append(human_feature(planning, config, handlers))
+    features.append(fallback_feature())
+    team_names = list(extra_types)
     warn_stacked_retries(
         {
             "model": model,
@@ -159,7 +165,7 @@ def build_graph(
             "summary_model": summary_model,
             "verifier_model": verifier_model,
             **{f"agents[{name!r}].model": p.model for name, p in profiles.items()},
-            **(team_feature.models if team_feature else {}),
+            **{name: m for feature in features for name, m in feature.models.items()},
         },
         config,
     )
@@ -175,8 +181,8 @@ def build_graph(
     rules = default_rules(
         monitor,
         tool_schemas,
-        before_budget=team_feature.rules if team_feature else (),
-        task_rules=team_feature.task_rules if team_feature else (),
+        rules=[rule for feature in features for rule in feature.rules],
+        task_rules=[rule for feature in features for rule in feature.task_rules],
     )
     route = make_router(config, rules)
 
@@ -199,33 +205,28 @@ def build_graph(
         Compressor(summary_model or model, profiles, tool_schemas, config, monitor),
         error_handler=fail_the_subtask(goto=HANDLER_TARGETS[COMPRESSOR]),
     )
-    builder.add_node(
-        VERIFIER,
-        Verifier(verifier_model or planner_model or model, profiles, config, monitor),
-        error_handler=let_results_stand(goto=HANDLER_TARGETS[VERIFIER]),
-    )
-    builder.add_node(REPLANNER, Replanner(planner_model or model, planning, config, monitor, teams=team_names))
+    hooks = [feature.after_replan for feature in features if feature.after_replan]
+    replanner = Replanner(planner_model or model, planning, config, monitor, teams=team_names, after_round=hooks)
+    builder.add_node(REPLANNER, replanner)
     builder.add_node(FINALIZE, Finalizer(model, config, monitor))
-    # Human in the loop: each of these pauses with interrupt() as its first step.
-    builder.add_node(ASK, AskUser(config))
-    builder.add_node(PLAN_REVIEW, PlanReview(planning, config))
-    builder.add_node(COMMANDS, CommandRunner(handlers, config))
-    team_nodes = list(team_feature.nodes) if team_feature else []  # a team's start, then its merge
-    routed = [*ROUTED_TO, *team_nodes]
-    for node_name, node in (team_feature.nodes if team_feature else {}).items():
-        builder.add_node(node_name, node)
-        builder.add_edge(node_name, TOOLS)  # joins parallel branches like model turns
+    for feature in features:
+        for node_name, spec in feature.nodes.items():
+            builder.add_node(node_name, spec.node, error_handler=spec.error_handler)
+            if spec.joins_tools:
+                builder.add_edge(node_name, TOOLS)  # parallel branches join there, like model turns
+    joining = nodes_where(features, lambda spec: spec.joins_tools)  # verifier, ask, a team's start and merge
+    routed = [EXECUTOR, COMPRESSOR, REPLANNER, FINALIZE, *nodes_where(features, lambda spec: spec.routed)]
+    after_plan = [EXECUTOR, FINALIZE, *nodes_where(features, lambda spec: spec.after_plan)]
 
     builder.add_conditional_edges(START, make_entry_router(config), [PLANNER, COMMANDS])
     # A fresh plan has no windows or replan requests; the replanner settles every request.
-    builder.add_conditional_edges(PLANNER, route, [EXECUTOR, *team_nodes[:1], PLAN_REVIEW, FINALIZE])
-    builder.add_conditional_edges(PLAN_REVIEW, route, [EXECUTOR, *team_nodes[:1], COMMANDS, FINALIZE])
+    builder.add_conditional_edges(PLANNER, route, after_plan)
+    plan_review = [n for n in after_plan if n != PLAN_REVIEW]
+    builder.add_conditional_edges(PLAN_REVIEW, route, [*plan_review, COMMANDS])
     builder.add_conditional_edges(EXECUTOR, make_turn_router(route), [TOOLS, *routed])
     builder.add_edge(COMPRESSOR, TOOLS)
-    builder.add_edge(VERIFIER, TOOLS)
-    builder.add_edge(ASK, TOOLS)  # parallel questions join there, like model turns
     builder.add_conditional_edges(TOOLS, route, routed)
-    builder.add_conditional_edges(REPLANNER, route, [EXECUTOR, COMPRESSOR, VERIFIER, ASK, *team_nodes, FINALIZE])
+    builder.add_conditional_edges(REPLANNER, route, [EXECUTOR, COMPRESSOR, *joining, FINALIZE])
     builder.add_conditional_edges(COMMANDS, make_command_router(route), [*routed, PLAN_REVIEW, TOOLS, END])
     builder.add_edge(FINALIZE, END)
 

@@ -13,10 +13,6 @@ COMMANDS = "commands"
 TEAM = "team"
 TEAM_MERGE = "team_merge"
 
-ROUTED_TO = [EXECUTOR, COMPRESSOR, VERIFIER, REPLANNER, ASK, COMMANDS, FINALIZE]
-"""Where the router may send the run during a run (after a command it may also go to the plan review;
-with teams, to `TEAM` and `TEAM_MERGE` too)."""
-
 # Tools every executing agent gets (naming one in a plan's ``required_tools`` asks for nothing)
 REVIEW_TOOL = "replan_review_context"
 SPLIT_TOOL = "replan_split_and_handoff"

@@ -13,27 +13,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage
-from langgraph.graph import END
 from langgraph.types import Send
 
 from replangraph.config import FINALIZE_MARGIN, AgentConfig, run_settings
 from replangraph.context.kept import full_result
 from replangraph.context.monitor import ContextMonitor
 from replangraph.context.workspace import WORKSPACE, open_workspace, step_key
-from replangraph.llm.messages import calls_to_run, ends_with_answer, waiting_questions
+from replangraph.llm.messages import calls_to_run
 from replangraph.names import (
-    ASK,
-    COMMANDS,
     COMPRESSOR,
     EXECUTOR,
     FINALIZE,
-    PLAN_REVIEW,
-    PLANNER,
     REPLANNER,
     TOOLS,
-    VERIFIER,
 )
-from replangraph.nodes.human.slash import RESUME, last_command, paused, pending_command, unfinished
 from replangraph.queue.index import index_of
 from replangraph.queue.tasks import Task, active_tasks, dependency_results, plan_summary, ready_tasks, spent_model_calls
 from replangraph.state import DependencyResult, SubtaskInput
@@ -81,6 +74,13 @@ class Route:
     active: list[Task]
 
 
+STAGES = ("stop", "user", "recover", "replan", "budget", "pause", "dispatch")
+"""Where rules stand, in order: the run is stopped (cancelled); the user sent something (a command, a plan
+decision); a crash left tool calls unanswered; a subtask asks for a replan; the step budget is spent;
+subtasks pause for the user; each subtask takes its next step. In a stage, a feature's rules come before
+the engine's (the engine's are the stage's default)."""
+
+
 @dataclass(frozen=True)
 class Rule:
     """A routing rule owned by one feature: where the run goes, or None to leave it to the next rule."""
@@ -88,6 +88,7 @@ class Rule:
     name: str
     owner: str
     decide: Callable[[Route], Decision | None]
+    stage: str = "dispatch"
 
 
 @dataclass(frozen=True)
@@ -114,21 +115,6 @@ class Dispatch:
     """The queue's size once what starts in this superstep has been queued (a team's members count)."""
 
 
-def cancelled(route: Route) -> Decision | None:
-    """The user cancelled the run: the finalizer reports what was done."""
-    return FINALIZE if route.state.get("cancelled") else None
-
-
-def slash_command(route: Route) -> Decision | None:
-    """A slash command (or the cancel word) sent as input, or as the answer to a question."""
-    return COMMANDS if pending_command(route.state, route.settings.cancel_word) else None
-
-
-def plan_review(route: Route) -> Decision | None:
-    """The plan waits for the user's approval."""
-    return PLAN_REVIEW if route.state.get("plan_review") == "waiting" else None
-
-
 def unanswered_tool_calls(route: Route) -> Decision | None:
     """A run resumed (``/resume``) after a crash between a model turn and its tool calls: run them first."""
     return TOOLS if any(calls_to_run(route.windows.get(t["id"], [])) for t in route.active) else None
@@ -142,23 +128,6 @@ def replan_requested(route: Route) -> Decision | None:
 def budget_spent(route: Route) -> Decision | None:
     """``max_steps`` model calls are spent: the run ends with what it has."""
     return FINALIZE if spent_model_calls(route.state) >= route.settings.max_steps else None
-
-
-def questions(route: Route) -> Decision | None:
-    """Questions pause the run alone: a sibling's finished step in the same superstep would be dropped
-    if the thread then got new input (a slash command) instead of an answer."""
-    asks = [
-        Send(ASK, subtask_input(route.state, t))
-        for t in route.active
-        if waiting_questions(route.windows.get(t["id"], []))
-    ]
-    return asks or None
-
-
-def answer_waiting(route: Route, task: Task) -> str | None:
-    """A subtask whose window ends with an answer waits for the completion check (one verifier node checks
-    every waiting answer)."""
-    return VERIFIER if ends_with_answer(route.windows.get(task["id"], [])) else None
 
 
 def next_turn(monitor: ContextMonitor, tool_schemas: Mapping[str, Sequence[Any]]) -> Callable[[Route, Task], Send]:
@@ -248,53 +217,27 @@ def default_rules(
     monitor: ContextMonitor,
     tool_schemas: Mapping[str, Sequence[Any]],
     *,
-    before_budget: Sequence[Rule] = (),
+    rules: Sequence[Rule] = (),
     task_rules: Sequence[TaskRule] = (),
 ) -> list[Rule]:
-    """The router's rules in order, each named after what it decides and owned by a feature.
-
-    ``before_budget``: rules a feature adds ahead of the step budget's (teams merge members that ended at no
-    cost); ``task_rules``: rules a feature adds to the dispatch step, ahead of the completion check's and the
-    executor's (teams send a team's task to its own nodes).
-    """
-    return [
-        Rule("cancelled", "human", cancelled),
-        Rule("slash_command", "human", slash_command),
-        Rule("plan_review", "human", plan_review),
-        Rule("unanswered_tool_calls", "execution", unanswered_tool_calls),
-        Rule("replan_requested", "planning", replan_requested),
-        *before_budget,
-        Rule("budget_spent", "engine", budget_spent),
-        Rule("questions", "human", questions),
+    """The router's rules in order: the engine's and the features' (``rules``), placed by stage (a feature's
+    ahead of the engine's in the same stage), ending with the dispatch step, where the features'
+    ``task_rules`` claim subtasks ahead of the executor's."""
+    engine = [
+        Rule("unanswered_tool_calls", "execution", unanswered_tool_calls, "recover"),
+        Rule("replan_requested", "planning", replan_requested, "replan"),
+        Rule("budget_spent", "engine", budget_spent, "budget"),
         dispatch_rule(
             [
                 *task_rules,
-                TaskRule("answer_waiting", "verification", running=answer_waiting, holds_slot=True),
                 TaskRule("next_turn", "execution", running=next_turn(monitor, tool_schemas), ready=first_turn),
             ]
         ),
     ]
-
-
-def make_entry_router(config: AgentConfig) -> Callable[[Mapping[str, Any]], str]:
-    """Where a run starts: the commands node for a slash command (or the cancel word), else the planner."""
-
-    def entry(state: Mapping[str, Any]) -> str:
-        return COMMANDS if pending_command(state, run_settings(config).cancel_word) else PLANNER
-
-    return entry
-
-
-def make_command_router(route: Callable[[Mapping[str, Any]], list[Send | str] | str]) -> Callable[..., Any]:
-    """What follows a command: a run paused for the user pauses again (``route`` asks its question or
-    shows its plan anew; a cancelled one is finalized), ``/resume`` continues a run that stopped
-    between steps, and otherwise the run ends: a command never starts work by itself."""
-
-    def after_command(state: Mapping[str, Any]) -> list[Send | str] | str:
-        resumed = last_command(state) == RESUME and unfinished(state)
-        return route(state) if paused(state) or resumed else END
-
-    return after_command
+    unknown = [rule.name for rule in rules if rule.stage not in STAGES]
+    if unknown:
+        raise ValueError(f"rules {', '.join(unknown)} name no stage of {', '.join(STAGES)}")
+    return sorted([*rules, *engine], key=lambda rule: STAGES.index(rule.stage))
 
 
 def make_turn_router(route: Callable[[Mapping[str, Any]], list[Send | str] | str]) -> Callable[..., Any]:

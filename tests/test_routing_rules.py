@@ -5,6 +5,7 @@ from __future__ import annotations
 from replangraph import AgentConfig
 from replangraph.context.monitor import ContextMonitor
 from replangraph.names import EXECUTOR, FINALIZE, REPLANNER, TEAM, TEAM_MERGE
+from replangraph.nodes.human.routing import human_rules
 from replangraph.nodes.teams.routing import team_rules
 from replangraph.nodes.teams.teams import Team
 from replangraph.queue.tasks import new_task
@@ -17,8 +18,17 @@ def names(rules) -> list[str]:
     return [rule.name for rule in rules]
 
 
-def test_rules_run_in_a_documented_order_with_an_owner_each():
-    rules = default_rules(ContextMonitor(CONFIG), {})
+def test_the_engine_s_rules_alone():
+    assert names(default_rules(ContextMonitor(CONFIG), {})) == [
+        "unanswered_tool_calls",
+        "replan_requested",
+        "budget_spent",
+        "dispatch",
+    ]
+
+
+def test_features_rules_take_their_stages_in_a_documented_order_with_an_owner_each():
+    rules = default_rules(ContextMonitor(CONFIG), {}, rules=human_rules())
     assert names(rules) == [
         "cancelled",
         "slash_command",
@@ -34,7 +44,7 @@ def test_rules_run_in_a_documented_order_with_an_owner_each():
 
 def test_teams_add_their_rules_ahead_of_the_budget_and_the_dispatch_steps():
     before, task_rules = team_rules({"panel": Team(members=["default", "default"])})
-    rules = default_rules(ContextMonitor(CONFIG), {}, before_budget=before, task_rules=task_rules)
+    rules = default_rules(ContextMonitor(CONFIG), {}, rules=[*human_rules(), *before], task_rules=task_rules)
     assert names(rules).index("merge_on_spent_budget") == names(rules).index("budget_spent") - 1
     assert [r.owner for r in before + task_rules] == ["teams", "teams"]
 
@@ -65,7 +75,7 @@ def queue(*tasks):
 
 def test_a_team_task_holds_no_slot_and_merges_once_its_members_ended():
     before, task_rules = team_rules({"panel": Team(members=["default", "default"])})
-    rules = default_rules(ContextMonitor(CONFIG), {}, before_budget=before, task_rules=task_rules)
+    rules = default_rules(ContextMonitor(CONFIG), {}, rules=before, task_rules=task_rules)
     route = make_router(CONFIG, rules)
     team = {**new_task("1", "x", position=[0], agent_type="panel"), "status": "in_progress"}
     team["team"] = {"members": ["1.m1", "1.m2"]}
@@ -78,3 +88,10 @@ def test_a_team_task_holds_no_slot_and_merges_once_its_members_ended():
     ready = route({"tasks": queue({**new_task("2", "y", position=[1], agent_type="panel")}), "windows": {}})
     assert [s.node for s in ready] == [TEAM] and ready[0].arg["queue_size"] == 1
     assert HOLD not in ended
+
+
+def test_a_rule_in_no_known_stage_is_refused():
+    import pytest
+
+    with pytest.raises(ValueError, match="stage"):
+        default_rules(ContextMonitor(CONFIG), {}, rules=[Rule("odd", "test", lambda route: None, "later")])

@@ -9,6 +9,7 @@ from scripting import is_replan, make_model, plan_of, run, subtask_of
 from replangraph import AgentConfig, build_graph
 from replangraph.app import console
 from replangraph.nodes.fallback.fallback import fallback_task
+from replangraph.nodes.fallback.feature import queue_fallback
 from replangraph.nodes.finalize.report import FALLBACK_LABEL, fallback_report
 from replangraph.nodes.planning.replanner import Replanner
 from replangraph.queue.tasks import is_fallback, new_task, ordered
@@ -289,7 +290,7 @@ def flagged_state(**extra):
 
 def limit_replanner(**settings):
     model = ScriptedChatModel(respond=lambda r: plan_of())
-    return Replanner(model, {"default": None}, AgentConfig(max_replans=0, **settings))
+    return Replanner(model, {"default": None}, AgentConfig(max_replans=0, **settings), after_round=[queue_fallback])
 
 
 def test_the_replanner_queues_the_same_fallback_when_run_again_and_none_after_one_ran():
@@ -372,7 +373,9 @@ def test_no_fallback_when_the_replanner_found_the_model_not_answering(error, que
     from replangraph.config import resolve_profiles
 
     settings = AgentConfig(retry_backoff_s=0, max_replans=3)
-    replanner = Replanner(ScriptedChatModel(respond=respond), resolve_profiles(None, []), settings)
+    replanner = Replanner(
+        ScriptedChatModel(respond=respond), resolve_profiles(None, []), settings, after_round=[queue_fallback]
+    )
     update = replanner(flagged_state())
     [record] = update["replans"]
     assert record["outcome"] == "gave_up" and update["tasks"]["b"]["status"] == "skipped"

@@ -25,7 +25,7 @@ from replangraph.context.monitor import OVERFLOW_SHRINK, ContextMonitor
 from replangraph.context.requests import retry_room, schema_tools
 from replangraph.context.workspace import collect_writes
 from replangraph.events import REPLANNING, emit
-from replangraph.nodes.fallback.fallback import fallback_task
+from replangraph.features import AfterReplan
 from replangraph.nodes.planning.asking import (
     PlanAnswer,
     check_required_tools,
@@ -48,8 +48,6 @@ from replangraph.queue.tasks import (
     DEFAULT_AGENT,
     QueueError,
     Task,
-    apply_writes,
-    fallback_of,
     in_team_run,
     is_fallback,
     next_plan_id,
@@ -203,8 +201,11 @@ class Replanner(Configured):
         config: AgentConfig,
         monitor: ContextMonitor | None = None,
         teams: Collection[str] = (),
+        after_round: Sequence[AfterReplan] = (),
     ):
         self.monitor = (monitor or ContextMonitor(config)).for_model(model)
+        self.after_round = tuple(after_round)
+        """What features add after each round (see `replangraph.features.Feature.after_replan`)."""
         self.teams = tuple(teams)
         """Which of ``profiles`` are teams."""
         self.tools_by_agent = tool_names(profiles)
@@ -235,12 +236,13 @@ class Replanner(Configured):
             updates.setdefault(task["id"], {})["replan_request"] = None
         updates.update(closed)
         fallback = None
-        if unanswered:  # the model is down: one more agent would only fail the same way
-            record["notes"] = [*record.get("notes", []), "no single-agent fallback: the model did not answer"]
-        else:
-            fallback = self.fallback(state, tasks, updates, [*records, record])
-        if fallback is not None:
-            updates[fallback["id"]] = fallback
+        for hook in self.after_round:  # what features add after a round (the single-agent fallback's task)
+            queued, notes = hook(state, tasks, updates, [*records, record], unanswered, self.config)
+            if notes:
+                record["notes"] = [*record.get("notes", []), *notes]
+            if queued is not None:
+                updates[queued["id"]] = queued
+                fallback = fallback or queued
         emit(
             REPLANNING,
             task_id=flagged[0]["id"],
@@ -254,39 +256,6 @@ class Replanner(Configured):
             fallback_task_id=fallback["id"] if fallback is not None else None,
         )
         return {"tasks": updates, "replans": [*records, record]}
-
-    def fallback(
-        self,
-        state: Mapping[str, Any],
-        tasks: Mapping[str, Task],
-        updates: Mapping[str, Any],
-        records: Sequence[ReplanRecord],
-    ) -> Task | None:
-        """The single-agent fallback task this round writes, or None.
-
-        Queued when the round left the goal without a way on (``gave_up`` or ``limit``), the run is
-        not cancelled, and there is room: steps left in ``max_steps``, a place in ``max_tasks``. A
-        fallback still pending is written again every round (what finished, failed or was queued
-        since changes what it waits for and is told), under the same id. Once it has started there
-        is never another, so a run resumed from a checkpoint never queues a second one.
-        """
-        before = fallback_of(tasks)
-        if before is not None and before["status"] != "pending":
-            return None
-        if before is None and records[-1]["outcome"] == "replanned":
-            return None
-        settings = self.config
-        left = settings.max_steps - spent_model_calls({**state, "replans": records})
-        if not settings.single_agent_fallback or state.get("cancelled") or left <= 0:
-            return None
-        view = apply_writes(tasks, [updates])
-        if before is None and len(view) >= settings.max_tasks:
-            return None
-        if any(r["outcome"] == "gave_up" for r in records):
-            why = "the replanner found no way to continue"
-        else:
-            why = f"no replans were left: max_replans={settings.max_replans}"
-        return fallback_task(view, why, min(left, settings.max_step_iterations), before)
 
     def settle(self, tasks: Mapping[str, Task], flagged: Sequence[Task], why: str) -> dict[str, dict]:
         """Skip what waits on the flagged subtasks; independent work goes on.

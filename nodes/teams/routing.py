@@ -40,6 +40,6 @@ def team_rules(teams: Mapping[str, Team]) -> tuple[list[Rule], list[TaskRule]]:
         return Send(TEAM, payload)
 
     return (
-        [Rule("merge_on_spent_budget", "teams", merge_on_spent_budget)],
+        [Rule("merge_on_spent_budget", "teams", merge_on_spent_budget, "budget")],
         [TaskRule("team_members", "teams", running=members_ended, ready=start_team, holds_slot=False)],
     )

@@ -1,0 +1,28 @@
+"""The completion check (``verify_results``) as one `Feature`: the verifier node and its task rule.
+
+It is always part of the graph, since ``verify_results`` may be turned on for one run (its context); with
+it off, no answer waits for the check and the rule never claims a subtask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from replangraph.config import AgentConfig, AgentProfile
+from replangraph.context.monitor import ContextMonitor
+from replangraph.features import Feature, FeatureNode
+from replangraph.names import TOOLS, VERIFIER
+from replangraph.nodes.verification.routing import verification_rules
+from replangraph.nodes.verification.verifier import Verifier
+from replangraph.safety_net import let_results_stand
+
+
+def verification_feature(
+    model: Any, profiles: Mapping[str, AgentProfile], config: AgentConfig, monitor: ContextMonitor
+) -> Feature:
+    """The verifier (``model`` judges) and the rule that sends it every answer waiting for its check. A
+    crash in the check lets the answers stand."""
+    verifier = Verifier(model, profiles, config, monitor)
+    node = FeatureNode(verifier, error_handler=let_results_stand(goto=TOOLS))
+    return Feature("verification", nodes={VERIFIER: node}, task_rules=verification_rules())
