@@ -1,10 +1,17 @@
 """The one model-call path: retries of transient errors, time limits, the context-overflow refit,
 and LangGraph's bubble-up exceptions. No LangGraph here but ``GraphBubbleUp``.
 
-Every node calls its model through `call_model` (or `attempt`), which never raises for model
+Nodes call their model through `call_model` (or `attempt`), which never raises for model
 trouble but returns it classified in a `Called`; `refit_on_overflow` asks once more at
 ``OVERFLOW_SHRINK`` of the budget when the provider refused a request as too long; `guarded`
 is the one place an ordinary exception is caught while LangGraph's own pass through.
+
+The executor still calls `retrying` with `call_with_timeout` and catches ``GraphBubbleUp`` itself
+(it is being rebuilt elsewhere). Its turn becomes ``called = call_model(model, window, config,
+deadline=clock.deadline())``, with ``called.attempts`` added to its calls and ``called.error``
+read in its order: `StepTimeout` (timed out), ``RecursionError``, ``called.overflow`` (compress),
+else a failed step. The tools node's tool calls are not model calls: `guarded` replaces its
+catch/re-raise pairs without retries.
 
 Hand-written rather than LangGraph's ``RetryPolicy`` because a policy retries a
 whole node: it cannot honour a provider's ``Retry-After``, it would repeat the
