@@ -6,7 +6,7 @@ from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages.utils import count_tokens_approximately
 from scripting import is_replan, plan_of, run, subtask_of
 
-from replangraph import AgentConfig, build_graph
+from replangraph import AgentConfig, AgentProfile, Team, build_graph
 from replangraph.testing import ScriptedChatModel, ScriptedRequest
 
 CONFIG = AgentConfig(context_window=20_000, reserved_output=1_000, model_retries=0)
@@ -82,3 +82,28 @@ def test_the_replanner_asks_again_with_a_smaller_request():
     assert state["replans"][0]["outcome"] == "replanned"
     [new] = state["replans"][0]["new_task_ids"]
     assert state["tasks"][new]["status"] == "completed"
+
+
+def test_a_team_judge_is_asked_again_with_a_smaller_request():
+    refused: list[int] = []
+    plan = plan_of({"id": "1", "content": "write the long text", "agent_type": "panel", "depends_on": []})
+
+    def respond(request):
+        if "Plan" in request.tool_names:
+            return plan
+        if "You judge the results" in request.system:
+            return '{"winner": 2, "reason": "b is better"}'
+        return "final"
+
+    def member(name: str) -> AgentProfile:
+        text = f"{name}: {HUGE[: len(HUGE) // 2]}"  # ~6k tokens each: both fit our window, not the provider's
+        return AgentProfile(description=f"the {name} agent", model=ScriptedChatModel(respond=lambda r: text))
+
+    model = refusing(9_000, respond, refused, lambda r: "You judge the results" in r.system)
+    graph = build_graph(
+        model, agents={"a": member("a"), "b": member("b")}, teams={"panel": Team(members=["a", "b"])}, config=CONFIG
+    )
+    state, _ = run(graph)
+    assert len(refused) == 1
+    record = state["tasks"]["1"]["team"]
+    assert (record["winner"], record["reason"], record["model_calls"]) == ("b", "b is better", 2)

@@ -13,9 +13,6 @@ from replangraph.config import AgentConfig, Configured
 
 TokenCounter = Callable[[Sequence[AnyMessage], Sequence[Any]], int]
 DEFAULT_CONTEXT_WINDOW = 200_000
-OVERFLOW_SHRINK = 0.5
-"""After a provider refused a request as too long, the next try aims at this share of the budget
-(the compressor: of the part of the window it can shrink)."""
 
 
 def approximate_tokens(messages: Sequence[AnyMessage], tools: Sequence[BaseTool | dict] = ()) -> int:

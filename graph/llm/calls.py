@@ -1,4 +1,17 @@
-"""Retries of transient model errors, and the per-step time limit. No LangGraph here.
+"""The one model-call path: retries of transient errors, time limits, the context-overflow refit,
+and LangGraph's bubble-up exceptions. No LangGraph here but ``GraphBubbleUp``.
+
+Nodes call their model through `call_model` (or `attempt`), which never raises for model
+trouble but returns it classified in a `Called`; `refit_on_overflow` asks once more at
+``OVERFLOW_SHRINK`` of the budget when the provider refused a request as too long; `guarded`
+is the one place an ordinary exception is caught while LangGraph's own pass through.
+
+The executor still calls `retrying` with `call_with_timeout` and catches ``GraphBubbleUp`` itself
+(it is being rebuilt elsewhere). Its turn becomes ``called = call_model(model, window, config,
+deadline=clock.deadline())``, with ``called.attempts`` added to its calls and ``called.error``
+read in its order: `StepTimeout` (timed out), ``RecursionError``, ``called.overflow`` (compress),
+else a failed step. The tools node's tool calls are not model calls: `guarded` replaces its
+catch/re-raise pairs without retries.
 
 Hand-written rather than LangGraph's ``RetryPolicy`` because a policy retries a
 whole node: it cannot honour a provider's ``Retry-After``, it would repeat the
@@ -16,12 +29,21 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from langchain_core.exceptions import ContextOverflowError, ModelError
 from langchain_core.runnables.config import ContextThreadPoolExecutor
+from langgraph.errors import GraphBubbleUp
 
 T = TypeVar("T")
+R = TypeVar("R")
+
+BUBBLE_UP = (GraphBubbleUp,)
+"""LangGraph's control flow (interrupts, commands to a parent graph): never a failure, always re-raised."""
+OVERFLOW_SHRINK = 0.5
+"""After a provider refused a request as too long, the next try aims at this share of the budget
+(the compressor: of the part of the window it can shrink)."""
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 RETRYABLE_NAMES = frozenset(
@@ -54,8 +76,8 @@ def status_code(exc: BaseException) -> int | None:
 
 def is_transient(exc: BaseException) -> bool:
     """Worth another try: langchain-core's ``is_retryable`` model errors, timeouts,
-    connection errors, 408/409/425/429 and 5xx. ``StepTimeout`` is not."""
-    if isinstance(exc, StepTimeout):
+    connection errors, 408/409/425/429 and 5xx. ``StepTimeout`` and LangGraph's bubble-up are not."""
+    if isinstance(exc, StepTimeout | GraphBubbleUp):
         return False
     if isinstance(exc, ModelError) and exc.is_retryable:
         return True
@@ -96,7 +118,7 @@ def is_context_overflow(exc: BaseException) -> bool:
     """
     if isinstance(exc, ContextOverflowError):
         return True
-    if isinstance(exc, StepTimeout | TimeoutError | ConnectionError):
+    if isinstance(exc, StepTimeout | TimeoutError | ConnectionError | GraphBubbleUp):
         return False
     body = getattr(exc, "body", None)
     error = body.get("error", body) if isinstance(body, Mapping) else None
@@ -150,6 +172,11 @@ def wait(seconds: float) -> None:
     time.sleep(seconds)
 
 
+def now() -> float:
+    """The time deadlines are measured against, epoch seconds (a module function, so tests can replace it)."""
+    return time.time()
+
+
 def jitter() -> float:
     """A random factor in [-0.25, 0.25] that spreads retries of parallel branches apart."""
     return random.uniform(-0.25, 0.25)
@@ -182,7 +209,7 @@ def call_with_retries(
                 raise
             delay = retry_delay(exc, delays[attempt - 1], max_backoff_s, jitter())
             if deadline is not None:
-                delay = min(delay, max(deadline - time.time(), 0.0))
+                delay = min(delay, max(deadline - now(), 0.0))
             sleep(delay)
 
 
@@ -197,9 +224,84 @@ def retrying(call: Callable[[], T], config: Any, deadline: float | None = None) 
     )
 
 
-def invoke_with_retries(model: Any, request: Any, config: Any) -> tuple[Any, int]:
-    """``model.invoke(request)`` with the run's retry settings; ``(reply, attempts)``."""
-    return retrying(lambda: model.invoke(request), config)
+@dataclass
+class Called(Generic[T]):
+    """The outcome of one model call through `call_model`: a reply, or the error that ended the tries."""
+
+    reply: T | None
+    attempts: int
+    """Tries spent, transient retries and a try refused for want of time included."""
+    error: Exception | None = None
+    overflow: bool = False
+    """Whether the provider refused the request as longer than its context window."""
+    unanswered: bool = False
+    """Whether a transient error (down, timing out, rate limited) outlived the retries."""
+
+    @classmethod
+    def failed(cls, exc: Exception) -> Called:
+        """The classified outcome of a call that ended in ``exc`` (``exc.attempts``: tries spent)."""
+        attempts = getattr(exc, "attempts", 1)
+        return cls(None, attempts, exc, overflow=is_context_overflow(exc), unanswered=is_transient(exc))
+
+    def result(self) -> T:
+        """The reply, or the error raised again (for callers whose failure handling is an exception)."""
+        if self.error is not None:
+            raise self.error
+        return self.reply  # type: ignore[return-value]
+
+
+def guarded(work: Callable[[], T], fallback: Callable[[Exception], T]) -> T:
+    """``work()``, or ``fallback(exc)`` when it raises an ordinary exception. LangGraph's bubble-up
+    (``GraphBubbleUp``) and ``KeyboardInterrupt``/``SystemExit`` always pass through."""
+    try:
+        return work()
+    except BUBBLE_UP:
+        raise
+    except Exception as exc:
+        return fallback(exc)
+
+
+def attempt(call: Callable[[], T], config: Any, *, deadline: float | None = None) -> Called[T]:
+    """``call()`` with the run's retry settings, never raising for its failure: a `Called`.
+
+    With a ``deadline`` (epoch seconds) each try gets only the time left, waits included, and
+    once it has passed no further try starts (`StepTimeout`)."""
+    timed = call if deadline is None else (lambda: call_with_timeout(call, deadline - now()))
+
+    def tried() -> Called[T]:
+        reply, attempts = retrying(timed, config, deadline)
+        return Called(reply, attempts)
+
+    return guarded(tried, Called.failed)
+
+
+def call_model(model: Any, request: Any, config: Any, *, deadline: float | None = None) -> Called:
+    """``model.invoke(request)`` through `attempt`: retried, timed, classified; never raises but bubble-up."""
+    return attempt(lambda: model.invoke(request), config, deadline=deadline)
+
+
+def overflowed(outcome: Any) -> bool:
+    """Whether an outcome says the provider refused its request as too long (its ``overflow``)."""
+    return bool(getattr(outcome, "overflow", False))
+
+
+def refit_on_overflow(fitted: Callable[[float], R], refused: Callable[[R], bool] = overflowed) -> list[R]:
+    """``[fitted(1.0)]``, plus ``fitted(OVERFLOW_SHRINK)`` once when the provider refused the first
+    request as too long: ``refused(outcome)``, or a context-overflow error it raised. The outcomes
+    in order (sum their calls; the last one stands); other errors, and the second's, propagate."""
+    try:
+        first = fitted(1.0)
+    except Exception as exc:
+        if not is_context_overflow(exc):
+            raise
+        return [fitted(OVERFLOW_SHRINK)]
+    return [first, fitted(OVERFLOW_SHRINK)] if refused(first) else [first]
+
+
+def overflow_budget(budget: int, refused_tokens: int, fixed: int = 0) -> int:
+    """A budget below what the provider refused: ``fixed`` tokens (what cannot shrink) plus
+    ``OVERFLOW_SHRINK`` of the rest, never above ``budget``."""
+    return min(budget, int(fixed + max(refused_tokens - fixed, 0) * OVERFLOW_SHRINK))
 
 
 class StepClock:

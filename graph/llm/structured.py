@@ -1,11 +1,11 @@
 """The one loop every judgement uses: ask for a schema, read the answer leniently, ask again with what was wrong.
 
 A model bound to a schema (`bind_schema`: function calling, raw reply included) is asked
-through `invoke_with_retries` (transient errors are retried there). ``read(answer)`` turns
+through `call_model` (transient errors are retried there, failures come back classified). ``read(answer)`` turns
 the answer into a value or raises `UnreadableInput` with a reason; the next ask repeats the
 request with a message naming the reason and quoting the previous answer. A `Provisional`
-answer is asked about again too, but used when no better one comes. No LangGraph here but
-``GraphBubbleUp``, which is always re-raised.
+answer is asked about again too, but used when no better one comes. No LangGraph here
+(`call_model` lets its bubble-up exceptions through).
 """
 
 from __future__ import annotations
@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langgraph.errors import GraphBubbleUp
 from pydantic import BaseModel
 
-from replangraph.llm.calls import invoke_with_retries, is_context_overflow, is_transient
+from replangraph.llm.calls import Called, call_model
 from replangraph.llm.lenient import UnreadableInput, load_json, without_thinking
 from replangraph.llm.messages import message_text
 
@@ -127,14 +126,14 @@ def retry_request(messages: Sequence[BaseMessage], prompt: str, error: str, answ
     return [*messages, HumanMessage(prompt.format(error=error, previous=quoted(answer)))]
 
 
-def failed(exc: Exception, calls: int, kept: Provisional | None) -> StructuredAnswer:
-    """The outcome when a model call failed: a provisional value kept, else no value, with why."""
+def failed(called: Called, calls: int, kept: Provisional | None) -> StructuredAnswer:
+    """The outcome when a model call failed (``calls`` include its tries): a provisional value kept,
+    else no value, with why."""
+    exc = called.error
     if kept is not None:
         return StructuredAnswer(kept.value, calls, failure=exc)
     error = f"model call failed: {type(exc).__name__}: {exc}"
-    return StructuredAnswer(
-        None, calls, error, overflow=is_context_overflow(exc), unanswered=is_transient(exc), failure=exc
-    )
+    return StructuredAnswer(None, calls, error, overflow=called.overflow, unanswered=called.unanswered, failure=exc)
 
 
 def ask_structured(
@@ -152,18 +151,16 @@ def ask_structured(
     Transient errors are retried inside each ask (``config``'s retry settings); a call that still
     fails ends the asking at once, its attempts counted. `UnreadableInput` from ``read`` asks again
     with ``retry_prompt`` (``{error}``: the reason, cut to ``error_chars``; ``{previous}``: the answer);
-    `Provisional` too, its value used when no accepted answer comes. ``GraphBubbleUp`` is re-raised.
+    `Provisional` too, its value used when no accepted answer comes. LangGraph's bubble-up passes through.
     """
     prompt, calls, error, answer = list(messages), 0, "", None
     kept: Provisional | None = None
     for _ in range(retries + 1):
-        try:
-            answer, spent = invoke_with_retries(structured, prompt, config)
-        except GraphBubbleUp:
-            raise
-        except Exception as exc:  # the model is down or refuses: the caller falls back
-            return failed(exc, calls + getattr(exc, "attempts", 1), kept)
-        calls += spent
+        called = call_model(structured, prompt, config)
+        calls += called.attempts
+        if called.error is not None:  # the model is down or refuses: the caller falls back
+            return failed(called, calls, kept)
+        answer = called.reply
         try:
             return StructuredAnswer(read(answer), calls, answer=answer)
         except Provisional as exc:

@@ -12,18 +12,17 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
-from langgraph.errors import GraphBubbleUp
 
 from replangraph.config import AgentConfig, AgentProfile, Configured
 from replangraph.context.compression import Compression, answers_note, compress_window, split_window, transcript_entries
 from replangraph.context.fitting import PLAN_ID, excerpt, output_id
 from replangraph.context.kept import is_taken, keep_outputs
-from replangraph.context.monitor import OVERFLOW_SHRINK, ContextMonitor
+from replangraph.context.monitor import ContextMonitor
 from replangraph.context.opening import opening_window
 from replangraph.context.summarizing import summarize_in_chunks
 from replangraph.context.workspace import collect_writes
 from replangraph.events import CONTEXT_COMPRESSED, emit
-from replangraph.llm.calls import StepClock, invoke_with_retries
+from replangraph.llm.calls import StepClock, call_model, guarded, overflow_budget
 from replangraph.llm.messages import message_text
 from replangraph.outcomes import failed_with_window
 from replangraph.prompts import MERGE_REQUEST, SUMMARIZER_PROMPT, SUMMARY_REQUEST
@@ -47,6 +46,15 @@ def merge_request(summaries: Sequence[str]) -> list[AnyMessage]:
     return [SystemMessage(SUMMARIZER_PROMPT), HumanMessage(MERGE_REQUEST.format(parts=parts))]
 
 
+def failed_summary(previous: str | None, folded: int, exc: Exception) -> str:
+    """The summary when the summary model failed: ``previous`` and a note on where the folded messages are."""
+    note = (
+        f"(The summary model failed: {type(exc).__name__}: {exc}. {folded} earlier messages "
+        "were folded without a summary; read them in full as said below.)"
+    )
+    return f"{previous}\n{note}" if previous else note
+
+
 class Compressor(Configured):
     """Summarizes with ``summary_model`` (in chunks when the folded text exceeds its window);
     if that fails, the summary says so and the folded messages stay readable with ``read_output``."""
@@ -67,8 +75,8 @@ class Compressor(Configured):
         self.summary_monitor = monitor.for_model(summary_model)
 
     def ask(self, request: list[AnyMessage]) -> str:
-        reply, _ = invoke_with_retries(self.summary_model, request, self.config)
-        text = message_text(reply).strip()
+        """The summary model's text for ``request``; its failure, or an empty answer, raised."""
+        text = message_text(call_model(self.summary_model, request, self.config).result()).strip()
         if not text:
             raise ValueError("the summary model returned nothing")
         return text
@@ -76,8 +84,9 @@ class Compressor(Configured):
     def summarize(self, previous: str | None, messages: Sequence[AnyMessage]) -> str:
         """A summary of ``previous`` plus ``messages``, every character of them shown to the summary model."""
         fits = self.summary_monitor.fits
-        try:
-            summary, _ = summarize_in_chunks(
+
+        def summary() -> str:
+            text, _ = summarize_in_chunks(
                 previous,
                 transcript_entries(messages),
                 fold=lambda prior, text: self.ask(fold_request(prior, text)),
@@ -85,15 +94,10 @@ class Compressor(Configured):
                 fits_fold=lambda prior, text: fits(fold_request(prior, text)),
                 fits_merge=lambda texts: fits(merge_request(texts)),
             )
-            return summary
-        except GraphBubbleUp:
-            raise
-        except Exception as exc:  # compression must not crash the run; the folded messages are kept
-            note = (
-                f"(The summary model failed: {type(exc).__name__}: {exc}. {len(messages)} earlier messages "
-                "were folded without a summary; read them in full as said below.)"
-            )
-            return f"{previous}\n{note}" if previous else note
+            return text
+
+        # Compression must not crash the run; the folded messages are kept.
+        return guarded(summary, lambda exc: failed_summary(previous, len(messages), exc))
 
     def compress(self, payload: Mapping[str, Any], budget: int) -> Compression:
         """The compressed window; a window that is only the opening is built again to fit."""
@@ -142,8 +146,7 @@ class Compressor(Configured):
         if overflow and not overflow.get("compressed"):
             # The provider counted more than we did: halve what can shrink (all but the system prompt and tools).
             fixed = self.monitor.tokens(window[:1], tools)
-            refused = overflow.get("tokens", budget)
-            budget = min(budget, int(fixed + max(refused - fixed, 0) * OVERFLOW_SHRINK))
+            budget = overflow_budget(budget, overflow.get("tokens", budget), fixed)
         before = self.monitor.tokens(window, tools)
         result = self.compress(payload, budget)
         after = self.monitor.tokens(result.window, tools)

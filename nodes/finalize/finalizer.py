@@ -11,14 +11,13 @@ from collections.abc import Mapping, Sequence
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage
-from langgraph.errors import GraphBubbleUp
 
 from replangraph.config import FINALIZE_MARGIN, AgentConfig, Configured, recursion_limit
 from replangraph.context.kept import result_fields
-from replangraph.context.monitor import OVERFLOW_SHRINK, ContextMonitor
+from replangraph.context.monitor import ContextMonitor
 from replangraph.context.workspace import collect_writes
 from replangraph.events import PLAN_COMPLETED, emit
-from replangraph.llm.calls import invoke_with_retries, is_context_overflow
+from replangraph.llm.calls import call_model, guarded, refit_on_overflow
 from replangraph.llm.messages import ends_with_answer, message_text
 from replangraph.nodes.finalize.report import fallback_report
 from replangraph.nodes.finalize.staging import ResultsTooBig, Synthesis, joined, result_entries, synthesize
@@ -54,6 +53,13 @@ def stop_unfinished(
 
 
 CANCELLED = "the user cancelled the run"
+
+
+def failed_answer(goal: str, tasks: Mapping[str, Task], exc: Exception) -> str:
+    """The report when the synthesis failed: the results too big, or the model down (the queue keeps every result)."""
+    if isinstance(exc, ResultsTooBig):
+        return fallback_report(goal, tasks, f"the results do not fit the model's context window ({exc})")
+    return fallback_report(goal, tasks, f"the final model call failed ({type(exc).__name__}: {exc})")
 
 
 def replanned_ids(replans: Sequence[Mapping]) -> set[str]:
@@ -178,8 +184,8 @@ class Finalizer(Configured):
         return update
 
     def ask(self, request: list[AnyMessage]) -> str:
-        reply, _ = invoke_with_retries(self.model, request, self.config)
-        return message_text(reply).strip()
+        """The model's text for ``request``; its failure raised (`synthesize` stops at the first)."""
+        return message_text(call_model(self.model, request, self.config).result()).strip()
 
     def synthesize(self, goal: str, tasks: Mapping[str, Task], share: float = 1.0) -> Synthesis:
         """The model's answer over every result, each request within ``share`` of the budget and output room."""
@@ -199,17 +205,8 @@ class Finalizer(Configured):
         """
         if reason or not tasks:
             return fallback_report(goal, tasks, reason or "no subtasks were planned")
-        try:
-            try:
-                text = self.synthesize(goal, tasks).text
-            except Exception as exc:
-                if not is_context_overflow(exc):
-                    raise
-                text = self.synthesize(goal, tasks, OVERFLOW_SHRINK).text
-        except GraphBubbleUp:
-            raise
-        except ResultsTooBig as exc:
-            return fallback_report(goal, tasks, f"the results do not fit the model's context window ({exc})")
-        except Exception as exc:  # the model is down: the queue still holds every result
-            return fallback_report(goal, tasks, f"the final model call failed ({type(exc).__name__}: {exc})")
+        text = guarded(
+            lambda: refit_on_overflow(lambda share: self.synthesize(goal, tasks, share))[-1].text,
+            lambda exc: failed_answer(goal, tasks, exc),
+        )
         return text or fallback_report(goal, tasks, "the model returned an empty final answer")

@@ -10,10 +10,11 @@ from langchain_core.messages import HumanMessage, SystemMessage
 
 from replangraph.config import AgentConfig, AgentProfile, Configured
 from replangraph.context.fitting import GOAL_ID
-from replangraph.context.monitor import OVERFLOW_SHRINK, ContextMonitor
+from replangraph.context.monitor import ContextMonitor
 from replangraph.context.requests import fit_request, retry_room, schema_tools
 from replangraph.context.workspace import collect_writes
 from replangraph.events import PLAN_CREATED, emit
+from replangraph.llm.calls import refit_on_overflow
 from replangraph.llm.messages import resolve_goal
 from replangraph.nodes.planning.asking import (
     PlanAnswer,
@@ -100,12 +101,9 @@ class Planner(Configured):
     def plan(self, goal: str, plan_id: str = "1") -> tuple[dict[str, Task], int, str, list[str]]:
         """``(tasks, model calls, why the fallback was used or "", notes on repairs)``."""
         system = SystemMessage(tools_prompt(PLANNER_PROMPT, self.profiles, self.tools_by_agent))
-        calls = 0
-        for share in (1.0, OVERFLOW_SHRINK):  # a provider that refuses the request as too long: once more, smaller
-            answer = self.ask(goal, system, share)
-            calls += answer.calls
-            if not answer.overflow:
-                break
+        # A provider that refuses the request as too long: once more, smaller.
+        answers = refit_on_overflow(lambda share: self.ask(goal, system, share))
+        answer, calls = answers[-1], sum(a.calls for a in answers)
         specs = answer.specs or fallback_specs(goal, list(self.profiles), self.config.max_tasks)
         return (
             tasks_from_plan(specs, plan_id=plan_id),

@@ -21,11 +21,12 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from replangraph.config import AgentConfig, AgentProfile, Configured
 from replangraph.context.fitting import GOAL_ID, Fitted, excerpt, fit_parts, result_id
 from replangraph.context.kept import full_result
-from replangraph.context.monitor import OVERFLOW_SHRINK, ContextMonitor
+from replangraph.context.monitor import ContextMonitor
 from replangraph.context.requests import retry_room, schema_tools
 from replangraph.context.workspace import collect_writes
 from replangraph.events import REPLANNING, emit
 from replangraph.features import AfterReplan
+from replangraph.llm.calls import refit_on_overflow
 from replangraph.nodes.planning.asking import (
     PlanAnswer,
     check_required_tools,
@@ -309,13 +310,10 @@ class Replanner(Configured):
 
             return check_required_tools(renamed, notes + agent_notes, self.tools_by_agent, validate, self.teams)
 
-        calls = 0
-        for share in (1.0, OVERFLOW_SHRINK):  # a provider that refuses the request as too long: once more, smaller
-            answer = self.ask(goal, shown, flagged, system, check, share)
-            calls += answer.calls
-            if not answer.overflow:
-                break
-        answer.calls = calls
+        # A provider that refuses the request as too long: once more, smaller.
+        answers = refit_on_overflow(lambda share: self.ask(goal, shown, flagged, system, check, share))
+        answer = answers[-1]
+        answer.calls = sum(a.calls for a in answers)
         if not answer.specs:
             reason = preview(answer.error or "the replanner returned no remaining subtasks", 300)
             updates = self.settle(tasks, flagged, f"the replanner gave up ({reason})")

@@ -24,6 +24,7 @@ from replangraph.context.monitor import ContextMonitor
 from replangraph.context.requests import schema_tools
 from replangraph.context.workspace import collect_writes, current_workspace, output_slot
 from replangraph.events import DYNAMIC_TASKS_ADDED, TEAM_MERGED, emit
+from replangraph.llm.calls import refit_on_overflow
 from replangraph.llm.structured import StructuredAnswer, ask_structured, bind_schema, quoted
 from replangraph.nodes.teams.judging import Ballot, Fusion, Pick, read_ballot, read_fused, read_pick
 from replangraph.nodes.teams.teams import (
@@ -225,10 +226,40 @@ class TeamMerge(Configured):
         retries: int = 0,
     ) -> StructuredAnswer[T]:
         """One judging request over ``shown`` (numbered from 1) for ``schema``, fitted to the model's window
-        (long results as excerpts), asked through `ask_structured`; `MergeFailed` when it does not fit or
-        the call fails."""
+        (long results as excerpts) and asked once more at a smaller budget when the provider refuses it
+        as too long; `MergeFailed` when it does not fit or the call fails."""
+
+        def within(share: float) -> StructuredAnswer[T] | None:
+            return self.ask_within(model, schema, read, system, goal, task, shown, retries, share)
+
+        answers = refit_on_overflow(within, refused=lambda asked: asked is not None and asked.overflow)
+        calls = sum(asked.calls for asked in answers if asked is not None)
+        asked = answers[-1]
+        if asked is None:
+            raise MergeFailed(f"the candidates do not fit {who}'s context window", calls)
+        asked.calls = calls
+        if asked.failure is not None and asked.value is None:  # a judge that is down: the first successful result wins
+            exc = asked.failure
+            raise MergeFailed(f"{who} failed: {type(exc).__name__}: {preview(str(exc), 200)}", asked.calls)
+        return asked
+
+    def ask_within(
+        self,
+        model: Any,
+        schema: type[BaseModel],
+        read: Callable[[Any], T],
+        system: str,
+        goal: str,
+        task: Task,
+        shown: Sequence[Candidate],
+        retries: int,
+        share: float,
+    ) -> StructuredAnswer[T] | None:
+        """`ask` with the request fitted to ``share`` of the model's budget, through `ask_structured`;
+        None when it does not fit."""
         monitor = self.monitor.for_model(model)
         tools = schema_tools(schema)
+        budget = int(monitor.budget * share)
         parts = {GOAL_ID: goal, **{str(n): c.text or "" for n, c in enumerate(shown, 1)}}
         outputs = {GOAL_ID: GOAL_ID, **{str(n): result_id(c.id) for n, c in enumerate(shown, 1)}}
 
@@ -242,10 +273,10 @@ class TeamMerge(Configured):
             )
             return [SystemMessage(system), HumanMessage(body)]
 
-        fitted = fit_parts(parts, build, lambda request: monitor.fits(request, tools), outputs, readable=False)
+        fitted = fit_parts(parts, build, lambda req: monitor.fits(req, tools, budget), outputs, readable=False)
         if not fitted.fits:
-            raise MergeFailed(f"the candidates do not fit {who}'s context window")
-        asked = ask_structured(
+            return None
+        return ask_structured(
             self.bound(model, schema),
             fitted.request,
             read,
@@ -254,10 +285,6 @@ class TeamMerge(Configured):
             retry_prompt=TEAM_RETRY.replace("{tool}", schema.__name__),
             error_chars=RETRY_ERROR_CHARS,
         )
-        if asked.failure is not None and asked.value is None:  # a judge that is down: the first successful result wins
-            exc = asked.failure
-            raise MergeFailed(f"{who} failed: {type(exc).__name__}: {preview(str(exc), 200)}", asked.calls)
-        return asked
 
     # ------------------------------------------------------------------ the state update
 

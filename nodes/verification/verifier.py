@@ -21,10 +21,11 @@ from pydantic import BaseModel, Field
 
 from replangraph.config import AgentConfig, AgentProfile, Configured
 from replangraph.context.fitting import GOAL_ID, Fitted, result_id
-from replangraph.context.monitor import OVERFLOW_SHRINK, ContextMonitor
+from replangraph.context.monitor import ContextMonitor
 from replangraph.context.requests import fit_request, schema_tools
 from replangraph.context.workspace import collect_writes
 from replangraph.events import DYNAMIC_TASKS_ADDED, STEP_VERIFIED, emit
+from replangraph.llm.calls import refit_on_overflow
 from replangraph.llm.lenient import UnreadableInput, as_text, task_specs, truthy
 from replangraph.llm.messages import answers_waiting, message_text
 from replangraph.llm.structured import ask_structured, bind_schema, read_arguments
@@ -125,11 +126,11 @@ class Verifier(Configured):
 
         A provider that refuses the request as too long gets it once more, fitted to a smaller budget.
         """
-        verdict, calls, refused = self.judge_within(goal, task, result, self.monitor.budget)
-        if refused:
-            verdict, more, _ = self.judge_within(goal, task, result, int(self.monitor.budget * OVERFLOW_SHRINK))
-            calls += more
-        return verdict, calls
+        judged = refit_on_overflow(
+            lambda share: self.judge_within(goal, task, result, int(self.monitor.budget * share)),
+            refused=lambda outcome: outcome[2],
+        )
+        return judged[-1][0], sum(calls for _, calls, _ in judged)
 
     def judge_within(self, goal: str, task: Task, result: str, budget: int) -> tuple[TaskVerdict, int, bool]:
         """`judge` with the request fitted to ``budget`` tokens; also whether the provider refused it as too long."""
