@@ -1,4 +1,31 @@
-"""replangraph: a LangGraph planning agent whose running subtasks can change their own queue."""
+"""replangraph: a LangGraph planning agent whose running subtasks can change their own queue.
+
+Words, one noun per concept (the code and the docs use these):
+
+- **goal**: what the user asked for; the last human message, or ``goal`` in the input.
+- **subtask**: one unit of work in the queue (the `Task` typed dict; ``task`` in code). **plan**: the subtasks the
+  planner (or the replanner, or the user at plan review) decided on. **queue**: every subtask of the run, in
+  order (``tasks`` in the state): the plans' subtasks and the ones added while it runs.
+- **agent type**: the tools, prompt and model that run a subtask (`AgentProfile`); a **team** is an agent type
+  whose **members** each run the subtask as a **candidate**, one result kept by the **merge**.
+- **window**: the private message list of one running subtask (``windows`` in the state).
+- **hand-off**: a running agent ends its subtask with a partial result and queues the rest as **follow-up**
+  subtasks (``replan_split_and_handoff``); the completion check queues follow-ups the same way.
+- **replan request**: a subtask that failed, wrote ``[REPLAN]`` or called ``request_replan``; the
+  **replanner** replaces the pending subtasks with a new plan.
+- **kept text**: text cut from a window or a request (a long tool output, folded history) and kept whole
+  under an **output id**, which ``read_output`` reads back. **results workspace**: where results and kept
+  text live (the graph's store, else the ``workspace`` state channel). **workspace folder**: the folder of
+  files the file tools read and write (``workspace_dir``, `replangraph.tools.workspace_tools`) — a different
+  thing.
+- **compression**: folding a window's older messages into a **summary** so the next request fits.
+- **completion check**: the verifier's judgement of a result (``verify_results``), a **verdict**.
+- **single-agent fallback**: one agent's last try at the whole goal when replanning ends. **fallback report**:
+  the final answer the finalizer writes without a model when the run ends unfinished. **rule plan**: the plan
+  built from the goal's verbs when the planner's model gives no usable plan.
+- **feature**: a folder under ``nodes/`` that plugs in through `replangraph.features.Feature`: its nodes,
+  routing **rules**, agent types and hooks.
+"""
 
 from replangraph.builder import build_graph
 from replangraph.config import AgentConfig, AgentProfile

@@ -41,7 +41,7 @@ from replangraph.state import StateUpdate
 GOAL_PREVIEW_CHARS = 300
 
 
-def fallback_specs(goal: str, agent_types: list[str], max_tasks: int) -> list[dict]:
+def rule_plan_or_whole_goal(goal: str, agent_types: list[str], max_tasks: int) -> list[dict]:
     """The rule-based plan from the goal's verbs if it is valid, else one task for the whole goal."""
     specs = rule_based_plan(goal, max_tasks=max_tasks)
     if specs:
@@ -104,7 +104,7 @@ class Planner(Configured):
         # A provider that refuses the request as too long: once more, smaller.
         answers = refit_on_overflow(lambda share: self.ask(goal, system, share))
         answer, calls = answers[-1], sum(a.calls for a in answers)
-        specs = answer.specs or fallback_specs(goal, list(self.profiles), self.config.max_tasks)
+        specs = answer.specs or rule_plan_or_whole_goal(goal, list(self.profiles), self.config.max_tasks)
         return (
             tasks_from_plan(specs, plan_id=plan_id),
             calls,
