@@ -13,6 +13,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from replangraph.config import AgentConfig, AgentProfile, ToolLike, recursion_limit, resolve_profiles
 from replangraph.context.monitor import ContextMonitor, TokenCounter
+from replangraph.middleware import split_middleware
 from replangraph.names import (
     ASK,
     ASK_USER,
@@ -97,6 +98,7 @@ def build_graph(
     store: Any = None,
     token_counter: TokenCounter | None = None,
     commands: Mapping[str, CommandHandler] | None = None,
+    middleware: Sequence[Any] = (),
     name: str = "replangraph",
 ) -> CompiledStateGraph:
     """Compile the replanning agent graph.
@@ -111,13 +113,19 @@ def build_graph(
     ``/cancel`` are built in). The compiled graph takes MessagesState-style input and
     returns ``final_answer``, ``tasks`` and ``messages``. Questions (``ask_user``) and
     ``approve_plan`` pause the run: they need a ``checkpointer``.
+
+    ``middleware`` wraps the executor's model and tool calls of every subtask: LangChain v1
+    ``AgentMiddleware`` (its ``wrap_model_call`` / ``wrap_tool_call``) or any object with those
+    methods, first in the list outermost. Middleware with hooks that make no sense inside one
+    subtask (``before_model``, ``after_model``, ``before_agent``, ``after_agent``, state keys of
+    its own, tools of its own) is refused with a ValueError.
     """
     from replangraph.nodes.compression.compressor import Compressor
     from replangraph.nodes.execution.executor import Executor
     from replangraph.nodes.execution.tool_runner import ToolRunner
     from replangraph.nodes.finalize.finalizer import Finalizer
     from replangraph.nodes.human.ask import AskUser
-    from replangraph.nodes.human.ask_user import ask_user_tool
+    from replangraph.nodes.human.ask_user import OfferAskUser, ScreenQuestions, ask_user_tool
     from replangraph.nodes.human.commands import CommandRunner
     from replangraph.nodes.human.plan_review import PlanReview
     from replangraph.nodes.planning.planner import Planner
@@ -139,6 +147,7 @@ def build_graph(
         if extra is not None:
             _check_model(extra, role)
     handlers = registered_commands(commands)
+    model_middleware, tool_middleware = split_middleware(middleware)
     profiles = resolve_profiles(agents, tools)
     config = with_workspace(config, profiles)
     monitor = ContextMonitor(config, model, token_counter)
@@ -186,12 +195,26 @@ def build_graph(
     # Error handlers turn an unexpected crash in a subtask's step into a failed subtask, not a crashed run.
     builder.add_node(
         EXECUTOR,
-        Executor(model, profiles, config, monitor),
+        Executor(
+            model,
+            profiles,
+            config,
+            monitor,
+            tool_schemas=tool_schemas,
+            features=[OfferAskUser(config, asker)],
+            middleware=model_middleware,
+        ),
         error_handler=fail_the_subtask(goto=HANDLER_TARGETS[EXECUTOR]),
     )
     builder.add_node(
         TOOLS,
-        ToolRunner(profiles, config, teams=team_names),
+        ToolRunner(
+            profiles,
+            config,
+            teams=team_names,
+            features=[ScreenQuestions(config, asker)],
+            middleware=tool_middleware,
+        ),
         error_handler=fail_running_tool_calls(goto=HANDLER_TARGETS[TOOLS]),
     )
     builder.add_node(
