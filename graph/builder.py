@@ -14,6 +14,7 @@ from langgraph.graph.state import CompiledStateGraph
 from replangraph.config import AgentConfig, AgentProfile, ToolLike, recursion_limit, resolve_profiles
 from replangraph.context.monitor import ContextMonitor, TokenCounter
 from replangraph.features import Feature, nodes_where, planning_types
+from replangraph.middleware import split_middleware
 from replangraph.names import (
     ASK_USER,
     COMMANDS,
@@ -95,6 +96,7 @@ def build_graph(
     store: Any = None,
     token_counter: TokenCounter | None = None,
     commands: Mapping[str, CommandHandler] | None = None,
+    middleware: Sequence[Any] = (),
     name: str = "replangraph",
 ) -> CompiledStateGraph:
     """Compile the replanning agent graph.
@@ -109,6 +111,12 @@ def build_graph(
     ``/cancel`` are built in). The compiled graph takes MessagesState-style input and
     returns ``final_answer``, ``tasks`` and ``messages``. Questions (``ask_user``) and
     ``approve_plan`` pause the run: they need a ``checkpointer``.
+
+    ``middleware`` wraps the executor's model and tool calls of every subtask: LangChain v1
+    ``AgentMiddleware`` (its ``wrap_model_call`` / ``wrap_tool_call``) or any object with those
+    methods, first in the list outermost. Middleware with hooks that make no sense inside one
+    subtask (``before_model``, ``after_model``, ``before_agent``, ``after_agent``, state keys of
+    its own, tools of its own) is refused with a ValueError.
     """
     from replangraph.nodes.compression.compressor import Compressor
     from replangraph.nodes.execution.executor import Executor
@@ -137,6 +145,7 @@ def build_graph(
         if extra is not None:
             _check_model(extra, role)
     handlers = registered_commands(commands)  # refused names and handlers fail before anything is built
+    model_middleware, tool_middleware = split_middleware(middleware)
     profiles = resolve_profiles(agents, tools)
     config = with_workspace(config, profiles)
     monitor = ContextMonitor(config, model, token_counter)
@@ -155,7 +164,8 @@ def build_graph(
     planning = {**profiles, **extra_types}  # the agent types a plan may name
     judge_model = verifier_model or planner_model or model
     features.append(verification_feature(judge_model, profiles, config, monitor))
-    features.append(human_feature(planning, config, handlers))
+    asker = ask_user_tool()  # one tool object: its schema for the model, the same object screens its calls
+    features.append(human_feature(planning, config, handlers, asker))
     features.append(fallback_feature())
     team_names = list(extra_types)
     warn_stacked_retries(
@@ -176,7 +186,6 @@ def build_graph(
                 f"agent type {agent_type!r} has a tool named {clash[0]!r}, which replangraph gives every agent"
             )
     reader = read_output_tool(lambda _: None, list, config.max_observation_chars)
-    asker = ask_user_tool()
     tool_schemas = {name: [*p.tools, *replan_toolkit(None), reader, asker] for name, p in profiles.items()}
     rules = default_rules(
         monitor,
@@ -192,12 +201,26 @@ def build_graph(
     # Error handlers turn an unexpected crash in a subtask's step into a failed subtask, not a crashed run.
     builder.add_node(
         EXECUTOR,
-        Executor(model, profiles, config, monitor),
+        Executor(
+            model,
+            profiles,
+            config,
+            monitor,
+            tool_schemas=tool_schemas,
+            features=[w for feature in features for w in feature.model_wrappers],
+            middleware=model_middleware,
+        ),
         error_handler=fail_the_subtask(goto=HANDLER_TARGETS[EXECUTOR]),
     )
     builder.add_node(
         TOOLS,
-        ToolRunner(profiles, config, teams=team_names),
+        ToolRunner(
+            profiles,
+            config,
+            teams=team_names,
+            features=[w for feature in features for w in feature.tool_wrappers],
+            middleware=tool_middleware,
+        ),
         error_handler=fail_running_tool_calls(goto=HANDLER_TARGETS[TOOLS]),
     )
     builder.add_node(

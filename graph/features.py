@@ -2,7 +2,8 @@
 the single-agent fallback use.
 
 A feature folder under ``nodes/`` builds a `Feature`: the nodes it adds, the routing rules it owns, the
-agent types it adds to planning, the models it brings, and what it does after each replanning round. The
+agent types it adds to planning, the models it brings, what it does after each replanning round, and the
+wrappers it adds to the executor's model and tool calls (`replangraph.middleware`). The
 builder (`replangraph.builder`) assembles the features it is given in order; nothing in the engine imports
 a feature folder except the builder's registration lines.
 """
@@ -52,6 +53,10 @@ class Feature:
     """The models it brings, by the name a warning about stacked retries uses."""
     after_replan: AfterReplan | None = None
     """What it adds after each replanning round (the single-agent fallback queues its task)."""
+    model_wrappers: Sequence[Callable[..., Any]] = ()
+    """``wrap_model_call`` hooks for the executor's model calls (human in the loop offers ask_user)."""
+    tool_wrappers: Sequence[Callable[..., Any]] = ()
+    """``wrap_tool_call`` hooks for the executor's tool calls (human in the loop screens questions)."""
 
 
 def nodes_where(features: Sequence[Feature], test: Callable[[FeatureNode], bool]) -> list[str]:

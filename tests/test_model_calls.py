@@ -192,10 +192,6 @@ def test_guarded_falls_back_on_ordinary_errors_only():
 
 POLICY_MODULE = "graph/llm/calls.py"
 KEEPS_BUBBLE_UP = {
-    # The executor and its tools node are being turned into wrapper chains elsewhere; they will call
-    # `attempt`/`call_model` (the executor) and `guarded` (tool calls and user tools, which are not model calls).
-    "nodes/execution/executor.py",
-    "nodes/execution/tool_runner.py",
     # A search provider is a user tool, not a model call: it catches a provider's errors but must let an
     # interrupt (a provider asking the user) through.
     "tools/search/internet_search.py",

@@ -3,26 +3,35 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage
+from langchain_core.messages import SystemMessage
 from langchain_core.tools import BaseTool
-from langgraph.errors import GraphBubbleUp
 
 from replangraph.config import AgentConfig, AgentProfile, Configured
 from replangraph.context.monitor import ContextMonitor
-from replangraph.context.opening import mentions_read_output, opening_window
+from replangraph.context.opening import opening_window
 from replangraph.context.workspace import collect_writes
 from replangraph.events import STEP_STARTED, emit
-from replangraph.llm.calls import StepClock, StepTimeout, call_with_timeout, is_context_overflow, retrying
-from replangraph.llm.messages import all_tool_calls, message_text, repair_tool_calls
-from replangraph.nodes.human.ask_user import ask_user_tool
+from replangraph.llm.calls import StepClock, StepTimeout, guarded
+from replangraph.llm.messages import all_tool_calls, message_text
+from replangraph.middleware import ModelRequest, ModelWrapper, chain_model_calls, reply_of
+from replangraph.nodes.execution.wrappers import (
+    BoundModels,
+    ContextOverflow,
+    IterationCap,
+    RepairToolCalls,
+    Retries,
+    StepDeadline,
+    StepFailed,
+    refit_overflow,
+)
 from replangraph.outcomes import completed, failed, failed_with_window
 from replangraph.prompts import REPLAN_MARKER
 from replangraph.state import StateUpdate
-from replangraph.tools.read_output import read_output_tool
+from replangraph.tools.read_output import offer_read_output, read_output_tool
 from replangraph.tools.replan_toolkit.toolkit import replan_toolkit
 
 
@@ -50,33 +59,53 @@ class Executor(Configured):
         profiles: Mapping[str, AgentProfile],
         config: AgentConfig,
         monitor: ContextMonitor | None = None,
+        *,
+        tool_schemas: Mapping[str, list[BaseTool]] | None = None,
+        features: Sequence[ModelWrapper] = (),
+        middleware: Sequence[ModelWrapper] = (),
     ):
+        """``tool_schemas``: each agent type's fullest tool list, what the window is fitted to;
+        ``features``: the features' wrappers (they offer tools such as ask_user);
+        ``middleware``: the user's ``wrap_model_call`` hooks (see `chain`)."""
         self.profiles = profiles
         self.base_config = config
         self.monitor = monitor or ContextMonitor(config, model)
         self.model = model
-        self.reader = read_output_tool(lambda _: None, list, config.max_observation_chars)
-        self.asker = ask_user_tool()
         self.toolkit = replan_toolkit(None)
-        self.tool_lists: dict[tuple[str, bool, bool], list[BaseTool]] = {}
-        self.bound: dict[tuple[str, bool, bool], Any] = {}
+        reader = read_output_tool(lambda _: None, list, config.max_observation_chars)
+        self.tool_schemas = tool_schemas or {n: [*p.tools, *self.toolkit, reader] for n, p in profiles.items()}
+        self.offers = [offer_read_output(reader), *features]
+        self.middleware = list(middleware)
+        self.call_model = BoundModels()
+        self.base_tools = {name: [*p.tools, *self.toolkit] for name, p in profiles.items()}
 
-    def tools_for(self, agent_type: str, reader: bool, asker: bool) -> list[BaseTool]:
-        """The agent type's tools and the toolkit, with ``read_output`` and ``ask_user`` when offered
-        (built once per combination: building tool schemas costs a millisecond)."""
-        key = (agent_type, reader, asker)
-        if key not in self.tool_lists:
-            extra = [self.reader] * reader + [self.asker] * asker
-            self.tool_lists[key] = [*self.profiles[agent_type].tools, *self.toolkit, *extra]
-        return self.tool_lists[key]
+    def chain(self, clock: StepClock, agent_type: str) -> Callable[[ModelRequest], Any]:
+        """The model call wrapped, outermost first (why this order: `replangraph.nodes.execution.wrappers`):
+        iteration cap, step deadline, overflow refit, offers, user middleware, retries, tool-call repair."""
+        config = self.config
+        known = [t.name for t in self.tool_schemas[agent_type]]
+        wrappers = [
+            IterationCap(config.max_step_iterations),
+            StepDeadline(clock),
+            refit_overflow,
+            *self.offers,
+            *self.middleware,
+            Retries(config, clock),
+            RepairToolCalls(known),
+        ]
+        return chain_model_calls(wrappers, self.call_model)
 
-    def model_for(self, agent_type: str, reader: bool, asker: bool) -> Any:
-        """The agent type's model bound to `tools_for` (bound once per combination)."""
-        key = (agent_type, reader, asker)
-        if key not in self.bound:
-            model = self.profiles[agent_type].model or self.model
-            self.bound[key] = model.bind_tools(self.tools_for(*key))
-        return self.bound[key]
+    def request(self, task: Mapping[str, Any], window: list) -> ModelRequest:
+        """The turn's model request: the agent type's model and tools, the window (its system message apart)."""
+        agent_type = task["agent_type"]
+        system = window[0] if window and isinstance(window[0], SystemMessage) else None
+        return ModelRequest(
+            model=self.profiles[agent_type].model or self.model,
+            messages=window[1:] if system is not None else list(window),
+            system_message=system,
+            tools=list(self.base_tools[agent_type]),
+            state={"messages": window, "task": task, "attempts": 0},
+        )
 
     @collect_writes
     def __call__(self, payload: Mapping[str, Any]) -> StateUpdate:
@@ -97,7 +126,7 @@ class Executor(Configured):
         window = list(payload.get("window") or [])
         spent = task.get("model_calls", 0)
         # The fullest tool list fits the window to the budget; the model gets what this turn offers.
-        tools = self.tools_for(task["agent_type"], True, True)
+        tools = self.tool_schemas[task["agent_type"]]
         if not window:
             # A required tool the agent type lacks (a plan kept after retries, an edit): a warning, not a stop.
             have = {t.name for t in tools}
@@ -122,43 +151,14 @@ class Executor(Configured):
                 )
             window = opening.request
         started = task.get("started_at") or time.time()
-        timed_out = f"step exceeded step_timeout_s={clock.limit_s}"
-        if clock.limit_s is not None and clock.left() <= 0:
-            return self.fail(task, window, timed_out, spent)
-        asking = self.config.max_clarifications > len(task.get("clarifications") or [])
-        model = self.model_for(task["agent_type"], mentions_read_output(window), asking)
-        try:
-            # Each try gets only what is left of the step's time, waits between tries included.
-            reply, attempts = retrying(
-                lambda: call_with_timeout(lambda: model.invoke(window), clock.left()),
-                self.config,
-                deadline=clock.deadline(),
-            )
-        except GraphBubbleUp:
-            raise
-        except StepTimeout as exc:
-            return self.fail(task, window, timed_out, spent + getattr(exc, "attempts", 1))
-        except RecursionError as exc:  # the client could not even read the reply
-            calls = spent + getattr(exc, "attempts", 1)
-            return self.fail(task, window, "model call failed: its reply nests too deeply to be read", calls)
-        except Exception as exc:  # a failed step is a failed task, not a crashed run
-            calls = spent + getattr(exc, "attempts", 1)
-            if is_context_overflow(exc):
-                return self.overflowed(task, window, started, calls, exc)
-            return self.fail(task, window, f"model call failed: {type(exc).__name__}: {exc}", calls)
-        calls = spent + attempts
+        request = self.request(task, window)
+        outcome = guarded(lambda: reply_of(self.chain(clock, task["agent_type"])(request)), lambda exc: exc)
+        if isinstance(outcome, Exception):  # a failed step is a failed task, not a crashed run
+            return self.failure(task, window, started, spent + request.state["attempts"], outcome, clock)
+        reply = outcome
+        calls = spent + request.state["attempts"]
         cleared = {"context_overflow": None} if task.get("context_overflow") else {}
-        if not isinstance(reply, AIMessage):
-            reply = AIMessage(content=message_text(reply))
-        reply = repair_tool_calls(reply, [t.name for t in tools])
         if all_tool_calls(reply):
-            if calls >= self.config.max_step_iterations:
-                return self.fail(
-                    task,
-                    window,
-                    f"no final answer after max_step_iterations={self.config.max_step_iterations} model turns",
-                    calls,
-                )
             change = {"status": "in_progress", "model_calls": calls, "started_at": started, **cleared}
             return {"tasks": {task_id: change}, "windows": {task_id: [*window, reply]}}
         text = message_text(reply).strip()
@@ -183,6 +183,21 @@ class Executor(Configured):
         update["tasks"][task_id].update(cleared)
         return update
 
+    def failure(
+        self, task: Mapping[str, Any], window: list, started: float, calls: int, exc: Exception, clock: StepClock
+    ) -> StateUpdate:
+        """The update for a model turn that raised ``exc`` (``calls``: the model calls spent, tries included)."""
+        if isinstance(exc, StepTimeout):
+            return self.fail(task, window, f"step exceeded step_timeout_s={clock.limit_s}", calls)
+        if isinstance(exc, StepFailed):
+            return self.fail(task, window, str(exc), calls)
+        if isinstance(exc, ContextOverflow):
+            return self.overflowed(task, window, started, calls, exc.__cause__ or exc)
+        calls = max(calls, task.get("model_calls", 0) + 1)  # the call was made, even if it never answered
+        if isinstance(exc, RecursionError):  # the client could not even read the reply
+            return self.fail(task, window, "model call failed: its reply nests too deeply to be read", calls)
+        return self.fail(task, window, f"model call failed: {type(exc).__name__}: {exc}", calls)
+
     def fail(self, task: Mapping[str, Any], window: list, error: str, calls: int, **extra: Any) -> StateUpdate:
         """A failed subtask whose window goes: what it had read and written is kept."""
         return failed_with_window(task, window, error, calls, **extra)
@@ -198,7 +213,7 @@ class Executor(Configured):
                 f"the request exceeds the model's context window even after compression: {exc}",
                 calls,
             )
-        tools = self.tools_for(task["agent_type"], True, True)
+        tools = self.tool_schemas[task["agent_type"]]
         # Usage figures may come from a server that counts differently: take the larger count.
         tokens = max(self.monitor.tokens(window, tools), self.monitor.counter(window, tools))
         change = {

@@ -6,35 +6,36 @@ took a model turn in the last step, this node runs once.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
+from typing import Any
 
 from langchain_core.messages import AnyMessage, ToolMessage
-from langchain_core.tools import BaseTool
-from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 
 from replangraph.config import AgentConfig, AgentProfile, Configured
-from replangraph.context.fitting import PAGE_RE
 from replangraph.context.kept import (
-    READ_OUTPUT,
-    cut_observation,
     drop_old_observations,
     is_taken,
     keep_outputs,
-    mark_kept,
     read_saved,
     saved_keys,
     window_outputs,
 )
 from replangraph.context.workspace import collect_writes
 from replangraph.events import held_events
-from replangraph.llm.calls import StepClock, StepTimeout, call_pool, call_with_timeout
+from replangraph.llm.calls import StepClock, StepTimeout, call_pool, guarded
 from replangraph.llm.messages import message_text, pending_tool_calls
+from replangraph.middleware import ToolCallRequest, ToolWrapper, chain_tool_calls
 from replangraph.names import ASK_USER, TOOLKIT_NAMES
-from replangraph.nodes.human.ask_user import ask_user_tool
-from replangraph.nodes.human.questions import screen_question
+from replangraph.nodes.execution.wrappers import (
+    OutputOffload,
+    RefusalGuard,
+    StepDeadline,
+    ToolkitInline,
+    errors_as_replies,
+    invoke_tool,
+)
 from replangraph.outcomes import completed, failed, failed_with_window, merge_updates
 from replangraph.queue.tasks import Task, preview
 from replangraph.state import StateUpdate
@@ -59,35 +60,6 @@ def not_run(call: dict) -> ToolMessage:
 
 ToolReply = tuple[ToolMessage, dict]
 """A tool call's reply to the agent, and the state update the tool returned (usually {})."""
-
-
-def run_tool_call(toolbox: Mapping[str, BaseTool], call: dict, task_id: str, tasks: Mapping[str, Task]) -> ToolReply:
-    """One tool call; unknown tools, bad arguments and exceptions become error messages."""
-    name, call_id = call.get("name", ""), call.get("id") or ""
-    if call.get("type") == "invalid_tool_call":
-        return ToolMessage(
-            f"Error: the arguments of this call could not be read ({preview(call.get('error'), 200)}). "
-            f"Call {name} again with a JSON object of arguments.",
-            tool_call_id=call_id,
-            name=name,
-            status="error",
-        ), {}
-    tool = toolbox.get(name)
-    if tool is None:
-        known = ", ".join(sorted(toolbox))
-        message = f"Error: no tool named {name!r}. Available: {known}"
-        return ToolMessage(message, tool_call_id=call_id, name=name, status="error"), {}
-    try:
-        reply = tool.invoke({**call, "type": "tool_call"})
-    except GraphBubbleUp:
-        raise
-    except Exception as exc:  # bad arguments or a crashing tool: tell the agent, keep the run
-        return ToolMessage(f"Error: {type(exc).__name__}: {exc}", tool_call_id=call_id, name=name, status="error"), {}
-    if isinstance(reply, Command):
-        return command_reply(reply, call, task_id, tasks)
-    if not isinstance(reply, ToolMessage):
-        reply = ToolMessage(str(reply), tool_call_id=call_id, name=name)
-    return reply, {}
 
 
 def command_reply(command: Command, call: dict, task_id: str, tasks: Mapping[str, Task]) -> ToolReply:
@@ -139,11 +111,31 @@ def is_repeated_refusal(window: Sequence[AnyMessage], reply: ToolMessage) -> boo
 class ToolRunner(Configured):
     """Executes tool calls with the subtask's tools plus its own replan toolkit."""
 
-    def __init__(self, profiles: Mapping[str, AgentProfile], config: AgentConfig, teams: Sequence[str] = ()):
+    def __init__(
+        self,
+        profiles: Mapping[str, AgentProfile],
+        config: AgentConfig,
+        teams: Sequence[str] = (),
+        *,
+        features: Sequence[ToolWrapper] = (),
+        middleware: Sequence[ToolWrapper] = (),
+    ):
+        """``features``: the features' wrappers (ask_user's screening); ``middleware``: the user's
+        ``wrap_tool_call`` hooks (see `chain`)."""
         self.profiles = profiles
         self.agent_types = [*profiles, *teams]
         """What a hand-off may assign: the agent types and the teams."""
         self.base_config = config
+        self.features = list(features)
+        self.middleware = list(middleware)
+
+    def chain(self, clock: StepClock, guard: RefusalGuard, offload: OutputOffload, known: list[str]) -> Any:
+        """The tool call wrapped, outermost first (why this order: `replangraph.nodes.execution.wrappers`):
+        refusal guard, output offload, features, toolkit inline, step deadline, errors as replies, user middleware."""
+        call = invoke_tool(lambda: known)
+        inline = ToolkitInline(chain_tool_calls([errors_as_replies], call))
+        inner = [StepDeadline(clock), errors_as_replies, *self.middleware]
+        return chain_tool_calls([guard, offload, *self.features, inline, *inner], call)
 
     def run_subtask_tools(
         self, task_id: str, window: Sequence[AnyMessage], tasks: Mapping[str, Task], goal: str
@@ -156,14 +148,16 @@ class ToolRunner(Configured):
         task = tasks[task_id]
         clock = StepClock(task.get("elapsed_s") or 0.0, self.config.step_timeout_s)
         replies: list[ToolMessage] = []  # filled as calls return, so a crash keeps what they brought
-        try:
+
+        def run() -> StateUpdate:
             with held_events():
-                update = self.run_calls(task_id, window, tasks, goal, clock, replies)
-        except GraphBubbleUp:
-            raise
-        except Exception as exc:  # a bug in one subtask's step must not take its parallel siblings down
+                return self.run_calls(task_id, window, tasks, goal, clock, replies)
+
+        def crashed(exc: Exception) -> StateUpdate:  # a bug in one subtask's step must not take its siblings down
             error = f"tools crashed: {type(exc).__name__}: {exc}"
-            update = failed_with_window(task, [*window, *replies], error, task.get("model_calls", 0))
+            return failed_with_window(task, [*window, *replies], error, task.get("model_calls", 0))
+
+        update = guarded(run, crashed)
         own = update.setdefault("tasks", {}).setdefault(task_id, {})
         if own is not None:
             own["elapsed_s"] = round(clock.elapsed(), 6)
@@ -186,8 +180,8 @@ class ToolRunner(Configured):
             lambda: saved_keys(tasks, task_id),
             self.config.max_observation_chars,
         )
-        asker = [ask_user_tool()] if self.config.max_clarifications else []  # named in "no tool named" errors
-        tools = [*self.profiles[task["agent_type"]].tools, *replan_toolkit(session), reader, *asker]
+        answered = [t for w in self.features for t in getattr(w, "answered_tools", list)()]
+        tools = [*self.profiles[task["agent_type"]].tools, *replan_toolkit(session), reader, *answered]
         toolbox = {t.name: t for t in tools}
         calls = task.get("model_calls", 0)
         changes: list[dict] = []  # what the tools returned for the state, in call order
@@ -198,44 +192,35 @@ class ToolRunner(Configured):
         def taken(key: str) -> bool:
             return key in cut or saved_before(key)
 
-        repeated: str | None = None
+        guard = RefusalGuard(is_repeated_refusal)
+        offload = OutputOffload(task, self.config.max_observation_chars, taken, cut)
+        run = self.chain(clock, guard, offload, list(toolbox))
         for call in pending_tool_calls(window):
-            if ending is not None or repeated is not None:
+            if ending is not None or guard.refused is not None:
                 replies.append(not_run(call))
                 continue
-            if call.get("name") == ASK_USER:
-                screened = screen_question(call, task, self.config)
-                if screened is None:  # it waits for the user: the ask node answers it
-                    continue
-                reply, change = screened, {}
-            elif call.get("name") in TOOLKIT_NAMES:
-                # Our own microsecond-fast code: run inline, so its update can never land after a timeout.
-                reply, change = run_tool_call(toolbox, call, task_id, tasks)
-            else:
-                try:
-                    run = functools.partial(run_tool_call, toolbox, call, task_id, tasks)
-                    reply, change = call_with_timeout(run, clock.left())
-                except StepTimeout:
-                    session.close()
-                    error = f"step exceeded step_timeout_s={self.config.step_timeout_s:g} in tool {call.get('name')!r}"
-                    keep_outputs(task, window_outputs([*window, *replies], taken))
-                    return merge_updates([*changes, failed(task, error, calls)])
+            state = {"messages": [*window, *replies], "task": task, "tasks": tasks, "goal": goal}
+            try:
+                result = run(ToolCallRequest(call, toolbox.get(call.get("name", "")), state, None))
+            except StepTimeout:
+                session.close()
+                error = f"step exceeded step_timeout_s={self.config.step_timeout_s:g} in tool {call.get('name')!r}"
+                keep_outputs(task, window_outputs([*window, *replies], taken))
+                return merge_updates([*changes, failed(task, error, calls)])
+            if result is None:  # it waits for the user: the ask node answers it
+                continue
+            reply, change = command_reply(result, call, task_id, tasks) if isinstance(result, Command) else (result, {})
             if change and ends_subtask(change, task_id):
                 ending = merge_updates([change, {"windows": {task_id: None}}])
             elif change:
                 changes.append(change)
-            if is_repeated_refusal([*window, *replies], reply):
-                repeated = sent_summary(call.get("args")) if reply.name != ASK_USER else ""
-                refusal = message_text(reply).replace(STILL_YOURS, "").strip()
-                error = f"the agent repeated a refused {reply.name} call: {preview(refusal, 300)}"
-            page = PAGE_RE.match(message_text(reply)) if reply.name == READ_OUTPUT else None
-            if page:  # a page of something kept: never saved again
-                reply = mark_kept(reply, message_text(reply), page.group(1))
-            reply, key, full_text = cut_observation(reply, self.config.max_observation_chars, task_id, taken)
-            if full_text is not None:
-                cut[key] = full_text
-                keep_outputs(task, {key: full_text})  # at once: a later crash in this step must not lose it
             replies.append(reply)
+        repeated: str | None = None
+        if guard.refused is not None:
+            refused_call, refusal_reply = guard.refused
+            repeated = sent_summary(refused_call.get("args")) if refusal_reply.name != ASK_USER else ""
+            refusal = message_text(refusal_reply).replace(STILL_YOURS, "").strip()
+            error = f"the agent repeated a refused {refusal_reply.name} call: {preview(refusal, 300)}"
         session.close()
         new_window, dropped = drop_old_observations([*window, *replies], self.config.max_observations, task_id, taken)
         to_keep = dict(dropped)

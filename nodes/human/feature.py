@@ -1,7 +1,8 @@
 """Human in the loop as one `Feature`: the ask node (one question per waiting subtask), the plan review
 (``approve_plan``) and the commands node (slash commands), and their routing rules.
 
-Each of these nodes pauses with ``interrupt()`` as its first step. The builder wires the plan review and
+Each of these nodes pauses with ``interrupt()`` as its first step. Its wrappers offer ``ask_user`` to the
+executor's model and screen the questions agents ask. The builder wires the plan review and
 the commands node itself (where a run starts, what follows a command): those edges are the graph's
 documented shape.
 """
@@ -10,10 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from langchain_core.tools import BaseTool
+
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.features import Feature, FeatureNode
 from replangraph.names import ASK, COMMANDS, PLAN_REVIEW
 from replangraph.nodes.human.ask import AskUser
+from replangraph.nodes.human.ask_user import OfferAskUser, ScreenQuestions, ask_user_tool
 from replangraph.nodes.human.commands import CommandRunner
 from replangraph.nodes.human.plan_review import PlanReview
 from replangraph.nodes.human.routing import human_rules
@@ -21,9 +25,14 @@ from replangraph.nodes.human.slash import CommandHandler
 
 
 def human_feature(
-    planning: Mapping[str, AgentProfile], config: AgentConfig, handlers: Mapping[str, CommandHandler]
+    planning: Mapping[str, AgentProfile],
+    config: AgentConfig,
+    handlers: Mapping[str, CommandHandler],
+    asker: BaseTool | None = None,
 ) -> Feature:
-    """The nodes and rules; ``planning``: the agent types an edited plan may name; ``handlers``: slash commands."""
+    """The nodes, rules and wrappers; ``planning``: the agent types an edited plan may name; ``handlers``: slash
+    commands; ``asker``: the ask_user tool (one object for its schema and its calls)."""
+    asker = asker or ask_user_tool()
     return Feature(
         "human",
         nodes={
@@ -32,4 +41,6 @@ def human_feature(
             COMMANDS: FeatureNode(CommandRunner(handlers, config), joins_tools=False),
         },
         rules=human_rules(),
+        model_wrappers=[OfferAskUser(config, asker)],  # ask_user is offered while the subtask may still ask
+        tool_wrappers=[ScreenQuestions(config, asker)],  # questions the user need not see are answered at once
     )

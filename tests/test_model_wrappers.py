@@ -1,0 +1,126 @@
+"""The executor's model-call wrappers, each on its own (replangraph.nodes.execution.wrappers)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+from replangraph import AgentConfig
+from replangraph.llm.calls import StepClock, StepTimeout
+from replangraph.middleware import ModelRequest, ModelResponse, chain_model_calls
+from replangraph.nodes.execution.wrappers import (
+    BoundModels,
+    ContextOverflow,
+    IterationCap,
+    RepairToolCalls,
+    Retries,
+    StepDeadline,
+    StepFailed,
+    refit_overflow,
+)
+from replangraph.nodes.human.ask_user import OfferAskUser
+from replangraph.testing import ScriptedChatModel, tool_call
+from replangraph.tools.read_output import offer_read_output, read_output_tool
+
+
+def request(**state) -> ModelRequest:
+    model = ScriptedChatModel(respond=lambda r: "hi")
+    return ModelRequest(model=model, messages=[HumanMessage("h")], state={"task": {}, "attempts": 0, **state})
+
+
+def answer(reply):
+    return lambda req: ModelResponse([reply])
+
+
+def test_override_returns_a_changed_copy():
+    first = request()
+    second = first.override(tools=["t"], system_prompt="s")
+    assert first.tools == [] and second.tools == ["t"] and second.system_prompt == "s"
+
+
+def test_chain_puts_the_first_outermost_and_accepts_bare_messages():
+    order = []
+
+    def note(label):
+        def wrap(req, handler):
+            order.append(label)
+            return handler(req)
+
+        return wrap
+
+    handler = chain_model_calls([note("a"), note("b")], lambda req: AIMessage("x"))
+    assert handler(request()).result[0].content == "x" and order == ["a", "b"]
+
+
+def test_iteration_cap_fails_a_reply_that_still_calls_tools():
+    calls = AIMessage("", tool_calls=[tool_call("look", {})])
+    with pytest.raises(StepFailed, match="max_step_iterations=3"):
+        IterationCap(3)(request(task={"model_calls": 2}, attempts=1), answer(calls))
+    assert IterationCap(3)(request(attempts=1), answer(calls)).result == [calls]
+    assert IterationCap(1)(request(attempts=5), answer(AIMessage("done"))).result[0].content == "done"
+
+
+def test_step_deadline_stops_a_slow_call():
+    clock = StepClock(0.0, 0.2)
+    with pytest.raises(StepTimeout):
+        StepDeadline(clock)(request(), lambda req: time.sleep(2))
+    assert StepDeadline(StepClock(0.0, None))(request(), lambda req: "ok") == "ok"
+
+
+def test_overflow_refit_marks_overflows_only():
+    def overflow(req):
+        raise ContextOverflowError("too long")
+
+    with pytest.raises(ContextOverflow):
+        refit_overflow(request(), overflow)
+    with pytest.raises(KeyError):
+        refit_overflow(request(), lambda req: {}["x"])
+
+
+def test_retries_repeat_transient_errors(monkeypatch):
+    monkeypatch.setattr("replangraph.llm.calls.wait", lambda s: None)
+    tries = []
+
+    def flaky(req):
+        tries.append(1)
+        if len(tries) < 3:
+            raise ConnectionError("again")
+        return ModelResponse([AIMessage("ok")])
+
+    config = AgentConfig(model_retries=3)
+    assert Retries(config, StepClock(0.0, None))(request(), flaky).result[0].content == "ok"
+    assert len(tries) == 3
+
+
+def test_repair_reads_calls_written_as_text():
+    text = AIMessage('{"name": "look", "arguments": {"name": "x"}}')
+    repaired = RepairToolCalls(["look"])(request(), answer(text)).result[0]
+    assert [c["name"] for c in repaired.tool_calls] == ["look"]
+
+
+def test_bound_models_counts_calls_and_binds_once():
+    seen = []
+    model = ScriptedChatModel(respond=lambda r: seen.append(r) or "ok")
+    call = BoundModels()
+    req = ModelRequest(model=model, messages=[HumanMessage("h")], system_message=SystemMessage("s"), state={})
+    assert call(req).result[0].content == "ok" and call(req).result[0].content == "ok"
+    assert req.state["attempts"] == 2 and len(call.bound) == 1
+    assert isinstance(seen[0].messages[0], SystemMessage)
+
+
+def test_ask_user_is_offered_while_questions_are_left():
+    offer = OfferAskUser(AgentConfig(max_clarifications=1))
+    names = lambda req: [t.name for t in req.tools]  # noqa: E731
+    assert offer(request(task={"clarifications": []}), names) == ["ask_user"]
+    assert offer(request(task={"clarifications": [{"question": "q", "answer": "a"}]}), names) == []
+
+
+def test_read_output_is_offered_once_the_window_points_at_kept_text():
+    offer = offer_read_output(read_output_tool(lambda _: None, list, 1000))
+    names = lambda req: [t.name for t in req.tools]  # noqa: E731
+    assert offer(request(messages=[HumanMessage("plain")]), names) == []
+    kept = HumanMessage("[... the rest: read_output(output_id='1/x') ...]")
+    assert offer(request(messages=[kept]), names) == ["read_output"]
