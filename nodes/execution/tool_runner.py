@@ -28,8 +28,8 @@ from replangraph.context.kept import (
     saved_keys,
     window_outputs,
 )
-from replangraph.context.workspace import collect_writes
-from replangraph.events import held_events
+from replangraph.context.workspace import WORKSPACE, collect_writes
+from replangraph.events import EVENTS, held_events
 from replangraph.llm.calls import StepClock, StepTimeout, call_pool, call_with_timeout
 from replangraph.llm.messages import message_text, pending_tool_calls
 from replangraph.names import ASK_USER, TOOLKIT_NAMES
@@ -102,7 +102,7 @@ def command_reply(command: Command, call: dict, task_id: str, tasks: Mapping[str
     messages = update.pop("messages", None) or []
     reply = next((m for m in messages if isinstance(m, ToolMessage)), None)
     windows = update.get("windows") or {}
-    problems = [f"key {k!r}" for k in update if k not in ("tasks", "windows")]
+    problems = [f"key {k!r}" for k in update if k not in ("tasks", "windows", WORKSPACE, EVENTS)]  # effects too
     problems += [f"window {k!r}" for k, v in windows.items() if k != task_id or v is not None]
     removed = [k for k, v in (update.get("tasks") or {}).items() if v is None]
     problems += [
@@ -156,14 +156,16 @@ class ToolRunner(Configured):
         task = tasks[task_id]
         clock = StepClock(task.get("elapsed_s") or 0.0, self.config.step_timeout_s)
         replies: list[ToolMessage] = []  # filled as calls return, so a crash keeps what they brought
+        cut: dict[str, str] = {}  # the same for the whole texts of cut replies
         try:
             with held_events():
-                update = self.run_calls(task_id, window, tasks, goal, clock, replies)
+                update = self.run_calls(task_id, window, tasks, goal, clock, replies, cut)
         except GraphBubbleUp:
             raise
         except Exception as exc:  # a bug in one subtask's step must not take its parallel siblings down
             error = f"tools crashed: {type(exc).__name__}: {exc}"
             update = failed_with_window(task, [*window, *replies], error, task.get("model_calls", 0))
+        update = merge_updates([keep_outputs(task, cut), update])
         own = update.setdefault("tasks", {}).setdefault(task_id, {})
         if own is not None:
             own["elapsed_s"] = round(clock.elapsed(), 6)
@@ -177,8 +179,10 @@ class ToolRunner(Configured):
         goal: str,
         clock: StepClock,
         replies: list[ToolMessage],
+        cut: dict[str, str],
     ) -> StateUpdate:
-        """The state update after running one subtask's pending tool calls (their replies go to ``replies``)."""
+        """The state update after running one subtask's pending tool calls (their replies go to ``replies``,
+        the whole texts of the replies it cuts to ``cut``, by key)."""
         task = tasks[task_id]
         session = ReplanSession(task_id, tasks, self.agent_types, self.config, goal=goal)
         reader = read_output_tool(
@@ -192,7 +196,6 @@ class ToolRunner(Configured):
         calls = task.get("model_calls", 0)
         changes: list[dict] = []  # what the tools returned for the state, in call order
         ending: dict | None = None
-        cut: dict[str, str] = {}
         saved_before = is_taken(task)
 
         def taken(key: str) -> bool:
@@ -218,7 +221,7 @@ class ToolRunner(Configured):
                 except StepTimeout:
                     session.close()
                     error = f"step exceeded step_timeout_s={self.config.step_timeout_s:g} in tool {call.get('name')!r}"
-                    keep_outputs(task, window_outputs([*window, *replies], taken))
+                    changes.append(keep_outputs(task, window_outputs([*window, *replies], taken)))
                     return merge_updates([*changes, failed(task, error, calls)])
             if change and ends_subtask(change, task_id):
                 ending = merge_updates([change, {"windows": {task_id: None}}])
@@ -233,15 +236,14 @@ class ToolRunner(Configured):
                 reply = mark_kept(reply, message_text(reply), page.group(1))
             reply, key, full_text = cut_observation(reply, self.config.max_observation_chars, task_id, taken)
             if full_text is not None:
-                cut[key] = full_text
-                keep_outputs(task, {key: full_text})  # at once: a later crash in this step must not lose it
+                cut[key] = full_text  # kept even if a later call in this step crashes
             replies.append(reply)
         session.close()
         new_window, dropped = drop_old_observations([*window, *replies], self.config.max_observations, task_id, taken)
         to_keep = dict(dropped)
         if ending is not None or repeated is not None:  # the window goes: keep every output it had read
             to_keep.update(window_outputs(new_window, lambda k: taken(k) or k in dropped))
-        keep_outputs(task, to_keep)
+        changes.append(keep_outputs(task, to_keep))
         if repeated is not None:
             # The same refusal twice: the agent will not get past it alone. What it sent as summary is
             # its result (later tasks may build on it); the rest of its work goes to the replanner.
@@ -255,10 +257,9 @@ class ToolRunner(Configured):
             return merge_updates([*changes, ending])
         return merge_updates([*changes, {"windows": {task_id: new_window}}])
 
-    @collect_writes
+    @collect_writes  # the toolkit's events go out with the update that carries them
     def __call__(self, state: Mapping) -> StateUpdate:
-        with held_events():  # the toolkit's events go out with the update that carries them
-            return self.run_all(state)
+        return self.run_all(state)
 
     def run_all(self, state: Mapping) -> StateUpdate:
         """The update after running every subtask's pending tool calls."""
