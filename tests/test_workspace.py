@@ -19,7 +19,6 @@ from replangraph.context.workspace import (
     open_workspace,
     output_slot,
     reading_pending,
-    result_key,
 )
 from replangraph.queue.tasks import new_task
 from replangraph.testing import tool_call
@@ -102,9 +101,8 @@ def test_each_run_of_a_step_is_a_new_version_and_none_is_lost():
     with open_workspace(None) as workspace:
         workspace.store, workspace.namespace = store, ("replangraph", "default")
         assert full_result({**task, **second}) == "second answer"
-    assert store.get(("replangraph", "default"), result_key(task)).value["content"] == "second answer"
-    assert store.get(("replangraph", "default"), result_key(task, 1)).value["content"] == "first answer"
-    assert result_key(task) == "plan:2:step:7:result"
+    assert store.get(("replangraph", "default"), "plan:2:step:7:result").value["content"] == "second answer"
+    assert store.get(("replangraph", "default"), "plan:2:step:7:result:v1").value["content"] == "first answer"
 
 
 def test_without_a_store_writes_stay_in_the_update_and_pending_reads_see_them():

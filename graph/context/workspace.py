@@ -53,16 +53,6 @@ def output_slot(task: Mapping[str, Any], key: str) -> Slot:
     return step_key(task), f":output:{key}"
 
 
-def result_key(task: Mapping[str, Any], version: int | None = None) -> str:
-    """Store key of a subtask's result: ``plan:{plan_id}:step:{step_id}:result[:v{n}]``."""
-    return "".join(result_slot(task, version))
-
-
-def output_key(task: Mapping[str, Any], key: str) -> str:
-    """Store key of text kept for a subtask: ``plan:{plan_id}:step:{step_id}:output:{key}``."""
-    return "".join(output_slot(task, key))
-
-
 def run_namespace() -> tuple[str, ...]:
     """The store namespace of this run: ``("replangraph", thread_id)``."""
     try:

@@ -21,7 +21,7 @@ from replangraph.events import PLAN_COMPLETED, event
 from replangraph.llm.calls import invoke_with_retries, is_context_overflow
 from replangraph.llm.messages import ends_with_answer, message_text
 from replangraph.nodes.finalize.report import fallback_report
-from replangraph.nodes.finalize.staging import ResultsTooBig, Synthesis, joined, result_entries, synthesize
+from replangraph.nodes.finalize.staging import ResultsTooBig, Synthesis, result_entries, synthesize
 from replangraph.outcomes import announced, keep_window, merge_updates
 from replangraph.queue.index import index_of
 from replangraph.queue.tasks import RESET, Task, fallback_of, is_fallback, ordered, spent_model_calls, status_counts
@@ -143,11 +143,6 @@ def stop_reason(
     if solo is not None and solo["status"] != "completed":
         alone.append(f"the single-agent fallback ({solo['id']}) did not finish it either")
     return "; ".join([reason, *alone, *limit_notes(tasks, replans, config)])
-
-
-def results_text(tasks: Mapping[str, Task]) -> str:
-    """Completed results and the partial results of subtasks that stopped, in queue order, for the final prompt."""
-    return joined(result_entries(tasks))
 
 
 class Finalizer(Configured):

@@ -34,7 +34,6 @@ from replangraph.queue.plans import LimitReached, split_task
 from replangraph.queue.tasks import QueueError, Task, TaskVerdict, apply_writes, verdict_record
 from replangraph.state import StateUpdate
 
-VERDICT_TOOL = "Verdict"
 RESULT_PART = "result"
 
 
