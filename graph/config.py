@@ -12,6 +12,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as as_tool
 from langgraph.config import get_config
+from langgraph.runtime import get_runtime
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from replangraph.prompts import DEFAULT_AGENT_PROMPT
@@ -79,8 +80,14 @@ class AgentConfig(BaseModel):
 
 
 SETTING_NAMES = frozenset(AgentConfig.model_fields)
-RUNTIME_KEY = "__pregel_runtime"
-"""Where LangGraph keeps a run's ``Runtime`` in its config (``langgraph.runtime.get_runtime`` reads the same)."""
+
+
+def run_context() -> Any:
+    """The ``context`` of the run in progress (LangGraph's public ``get_runtime()``), or None."""
+    try:
+        return getattr(get_runtime(), "context", None)
+    except (RuntimeError, KeyError):  # no run, or a runnable's config outside a graph (a tool invoked alone)
+        return None
 
 
 def context_settings(context: Any) -> dict[str, Any]:
@@ -108,7 +115,7 @@ def run_settings(base: AgentConfig) -> AgentConfig:
     except RuntimeError:  # not inside a run
         return base
     overrides = {name: configurable[name] for name in SETTING_NAMES.intersection(configurable)}
-    overrides.update(context_settings(getattr(configurable.get(RUNTIME_KEY), "context", None)))
+    overrides.update(context_settings(run_context()))
     if not overrides:
         return base
     items = tuple(sorted(overrides.items()))

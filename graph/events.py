@@ -1,4 +1,8 @@
-"""Custom stream events: dicts with an ``event`` key, read with ``stream_mode="custom"``."""
+"""Custom stream events: dicts with an ``event`` key, read with ``stream_mode="custom"``.
+
+Update builders return their events under an update's ``events`` key (`event`); the
+node's `collect_writes` wrapper emits them when the node returns normally.
+"""
 
 from __future__ import annotations
 
@@ -38,6 +42,15 @@ EVENT_NAMES = (
     COMMAND_ANSWERED,
     TEAM_MERGED,
 )
+
+
+EVENTS = "events"
+"""The update key of the events to emit with it (not a state channel: `collect_writes` takes it out)."""
+
+
+def event(name: str, **payload: Any) -> dict[str, Any]:
+    """One event, as an update carries it: ``{"event": name, **payload}``."""
+    return {"event": name, **payload}
 
 
 _held: contextvars.ContextVar[list[dict] | None] = contextvars.ContextVar("replangraph_held_events", default=None)

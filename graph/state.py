@@ -120,7 +120,11 @@ class ReplanState(TypedDict):
 class StateUpdate(TypedDict, total=False):
     """What a node returns: the keys of `ReplanState` it writes. ``tasks`` holds changes by task id
     (fields to merge, a whole new task, or None to remove one), ``windows`` whole windows (None
-    drops one), ``workspace`` new entries by step."""
+    drops one), ``workspace`` new entries by step.
+
+    Its effects travel in it: ``workspace`` entries go to the store when the graph has one, and
+    ``events`` (not a state key) are emitted; `collect_writes` applies both when the node returns.
+    """
 
     messages: list[AnyMessage]
     goal: str
@@ -133,6 +137,7 @@ class StateUpdate(TypedDict, total=False):
     plan_review: PlanReviewStatus
     cancelled: bool
     ended_alone: bool
+    events: list[dict[str, Any]]
 
 
 class DependencyResult(TypedDict):

@@ -15,17 +15,38 @@ from replangraph.context.compression import (
     cut_points,
     is_summary,
     split_window,
-    tool_pairs_ok,
     transcript,
 )
-from replangraph.context.fitting import NOTE_RE, excerpt, kept_id, mark_kept, pointers, recut, split_text
+from replangraph.context.fitting import NOTE_RE, excerpt, kept_id, mark_kept, recut, split_text
 from replangraph.context.kept import drop_old_observations, is_dropped
 from replangraph.context.monitor import ContextMonitor
 from replangraph.context.summarizing import summarize_in_chunks
-from replangraph.llm.messages import message_text
+from replangraph.llm.messages import all_tool_calls, message_text
 from replangraph.nodes.compression.compressor import Compressor
 from replangraph.prompts import SUMMARY_HEADER
 from replangraph.testing import ScriptedChatModel, tool_call
+
+
+def tool_pairs_ok(messages) -> bool:
+    """The provider rule: each tool result answers an open call; calls are answered before anything else."""
+    open_calls: set[str] = set()
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            if message.tool_call_id not in open_calls:
+                return False
+            open_calls.discard(message.tool_call_id)
+            continue
+        if open_calls:
+            return False
+        if isinstance(message, AIMessage):
+            open_calls = {c["id"] for c in all_tool_calls(message)}
+    return True
+
+
+def pointers(text: str) -> list[str]:
+    """Output ids named by the notes in ``text``."""
+    return [m.group(1) for m in NOTE_RE.finditer(text)]
+
 
 HEAD = [SystemMessage("You are an agent."), HumanMessage("Your subtask (a): read everything")]
 FACT = re.compile(r"F\d+")

@@ -12,7 +12,6 @@ from scripting import make_model, plan_of, subtask_of
 
 from replangraph import AgentConfig, build_graph
 from replangraph.app.demo import DEMO_GOAL, build_demo_graph, expected_products
-from replangraph.context.workspace import result_key
 from replangraph.durable import default_db_path, is_postgres_url, open_saver
 
 PARTS = ("a", "b", "c")
@@ -39,7 +38,7 @@ def whole_results(state: dict, store, thread: str) -> dict[str, str]:
         if not ref:
             results[task_id] = task["result"]
         elif store is not None:
-            results[task_id] = store.get(("replangraph", thread), result_key(task, ref["version"])).value["content"]
+            results[task_id] = store.get(("replangraph", thread), ref["key"]).value["content"]
         else:
             step = state["workspace"][f"plan:{task.get('plan_id') or '1'}:step:{task_id}"]
             results[task_id] = step[f":result:v{ref['version']}"]["content"]

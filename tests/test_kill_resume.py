@@ -21,7 +21,6 @@ import pytest
 from durable_worker import CONFIG, ITEMS, QUESTION, build, marker, result_path, run_config, task_id
 from scripting import result_text
 
-from replangraph.context.workspace import result_key
 from replangraph.durable import open_saver
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -137,7 +136,7 @@ def read_back(db: str, log: Path, thread: str, question: bool = False):
             if not ref:
                 whole[tid] = task.get("result")
             elif store is not None:
-                whole[tid] = store.get(("replangraph", thread), result_key(task, ref["version"])).value["content"]
+                whole[tid] = store.get(("replangraph", thread), ref["key"]).value["content"]
             else:
                 whole[tid] = result_text(values, tid, task.get("plan_id") or "1")
         return values, state.metadata["step"], whole

@@ -5,12 +5,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from langchain_core.messages import AIMessage
 
 from replangraph.llm.lenient import (
     UnreadableInput,
     as_text,
-    first_tool_args,
     id_list,
     load_json,
     match_name,
@@ -99,14 +97,6 @@ def test_plan_specs_never_reads_prose_as_a_plan():
     assert plan_specs({"plan": [{"step": 1, "title": "search"}]}) == [
         {"id": "1", "content": "search", "agent_type": None, "depends_on": []}
     ]
-
-
-def test_first_tool_args_falls_back_to_invalid_calls_and_text():
-    call = {"name": "Plan", "args": {"tasks": []}, "id": "c", "type": "tool_call"}
-    assert first_tool_args(AIMessage("", tool_calls=[call])) == {"tasks": []}
-    broken = {"name": "Plan", "args": '{"tasks": [', "id": "c", "error": "bad json", "type": "invalid_tool_call"}
-    assert first_tool_args(AIMessage("", invalid_tool_calls=[broken])) == '{"tasks": ['
-    assert first_tool_args(AIMessage(content=[{"type": "text", "text": "hi"}])) == "hi"
 
 
 def test_match_name_is_loose_about_case_spaces_and_dashes():

@@ -6,14 +6,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from replangraph.queue.index import apply_writes
 from replangraph.queue.plans import find_cycle, split_task, tasks_from_plan, validate_plan
 from replangraph.queue.tasks import (
     RESET,
     QueueError,
     dependency_results,
-    merge_tasks,
     new_task,
-    next_ready,
     ordered,
     plan_summary,
     ready_tasks,
@@ -41,23 +40,23 @@ def split(tasks, parent, n, **caps):
 # --------------------------------------------------------------------------- readiness
 
 
-def test_next_ready_is_first_pending_with_completed_dependencies_in_queue_order():
+def test_the_first_ready_task_is_the_first_pending_with_completed_dependencies_in_queue_order():
     tasks = queue(("a", [], "completed"), ("b", ["c"], "pending"), ("c", [], "pending"), ("d", ["a"], "pending"))
     assert [t["id"] for t in ready_tasks(tasks)] == ["c", "d"]
-    assert next_ready(tasks)["id"] == "c"
+    assert ready_tasks(tasks, 1)[0]["id"] == "c"
 
 
 def test_queue_order_comes_from_position_not_insertion():
     tasks = queue(("x", [], "pending"), ("y", [], "pending"))
     tasks["x"]["position"] = [5]
     assert [t["id"] for t in ordered(tasks)] == ["y", "x"]
-    assert next_ready(tasks)["id"] == "y"
+    assert ready_tasks(tasks, 1)[0]["id"] == "y"
 
 
 def test_running_finished_and_blocked_tasks_are_not_ready():
     tasks = queue(("a", [], "in_progress"), ("b", [], "failed"), ("c", ["b"], "pending"), ("d", ["zz"], "pending"))
     assert ready_tasks(tasks) == []
-    assert next_ready({}) is None
+    assert ready_tasks({}, 1) == []
 
 
 def test_dependents_of_a_split_task_wait_for_the_handed_off_work():
@@ -207,20 +206,20 @@ def test_plan_summary_format():
     ]
 
 
-def test_merge_tasks_merges_fields_deletes_and_resets_without_mutating():
+def test_a_write_merges_fields_deletes_and_resets_without_mutating():
     current = queue(("a", [], "pending"), ("b", [], "pending"))
     snapshot = {k: dict(v) for k, v in current.items()}
-    merged = merge_tasks(current, {"a": {"status": "completed", "result": "r"}, "b": None})
+    merged = apply_writes(current, [{"a": {"status": "completed", "result": "r"}, "b": None}])
     assert merged["a"]["status"] == "completed" and merged["a"]["content"] == "do a" and "b" not in merged
     assert current == snapshot
-    assert list(merge_tasks(current, {RESET: True, "n": new_task("n", "x", position=[0])})) == ["n"]
-    assert merge_tasks(current, None) == current
+    assert list(apply_writes(current, [{RESET: True, "n": new_task("n", "x", position=[0])}])) == ["n"]
+    assert apply_writes(current, [None]) == current
 
 
 def test_concurrent_updates_for_different_tasks_merge_in_any_order():
     current = queue(("a", [], "in_progress"), ("b", [], "in_progress"))
     left, right = {"a": {"status": "completed"}}, {"b": {"status": "failed"}}
-    assert merge_tasks(merge_tasks(current, left), right) == merge_tasks(merge_tasks(current, right), left)
+    assert apply_writes(current, [left, right]) == apply_writes(current, [right, left])
 
 
 def test_replace_by_key_replaces_whole_values():

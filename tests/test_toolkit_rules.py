@@ -15,7 +15,8 @@ from scripting import kept
 from replangraph import AgentConfig
 from replangraph.config import AgentProfile, resolve_profiles
 from replangraph.nodes.execution.tool_runner import ToolRunner
-from replangraph.queue.tasks import merge_tasks, new_task, ordered
+from replangraph.queue.index import apply_writes
+from replangraph.queue.tasks import new_task, ordered
 from replangraph.testing import tool_call
 from replangraph.tools import REQUEST_REPLAN_TOOL, REVIEW_TOOL, SPLIT_TOOL, ReplanSession, replan_toolkit
 
@@ -73,7 +74,7 @@ def test_split_and_handoff_records_the_result_and_the_new_tasks():
     assert list(new) == ["1_dyn_0", "1_dyn_1"]
     assert all(t["depends_on"] == ["1"] and t["parent_id"] == "1" for t in new.values())
     assert all(t["agent_type"] == "browser" and t["metadata"] == {"site": "shop"} for t in new.values())
-    merged = merge_tasks(running_queue(), new)
+    merged = apply_writes(running_queue(), [new])
     assert [t["id"] for t in ordered(merged)] == ["1", "1_dyn_0", "1_dyn_1", "2"]
     # the subtask has ended: further calls are refused
     again, _ = call(replan_toolkit(s), REVIEW_TOOL)
@@ -222,11 +223,13 @@ def test_handoff_completes_the_parent_adds_tasks_and_closes_the_window():
 def test_splitting_two_levels_deep_through_the_node():
     runner = make_runner()
     tasks = running_queue()
-    tasks = merge_tasks(tasks, runner(runner_state(tool_call(SPLIT_TOOL, split_args("a", "b")), tasks=tasks))["tasks"])
+    tasks = apply_writes(
+        tasks, [runner(runner_state(tool_call(SPLIT_TOOL, split_args("a", "b")), tasks=tasks))["tasks"]]
+    )
     tasks["1_dyn_0"]["status"] = "in_progress"
     state = runner_state(tool_call(SPLIT_TOOL, split_args("a1", "a2")), tasks=tasks)
     state["windows"] = {"1_dyn_0": state["windows"]["1"]}
-    tasks = merge_tasks(tasks, runner(state)["tasks"])
+    tasks = apply_writes(tasks, [runner(state)["tasks"]])
     order = [t["id"] for t in ordered(tasks)]
     assert order == ["1", "1_dyn_0", "1_dyn_0_dyn_0", "1_dyn_0_dyn_1", "1_dyn_1", "2"]
 

@@ -12,7 +12,14 @@ from scripting import make_model, plan_of, result_text, subtask_of
 
 from replangraph import AgentConfig, build_graph
 from replangraph.context.kept import RESULT_PREVIEW_CHARS, full_result, result_fields
-from replangraph.context.workspace import Workspace, open_workspace, output_slot, result_key
+from replangraph.context.workspace import (
+    Workspace,
+    apply_effects,
+    entry_update,
+    open_workspace,
+    output_slot,
+    reading_pending,
+)
 from replangraph.queue.tasks import new_task
 from replangraph.testing import tool_call
 
@@ -84,24 +91,30 @@ def test_results_live_in_a_sqlite_store_when_the_graph_has_one(tmp_path):
 def test_each_run_of_a_step_is_a_new_version_and_none_is_lost():
     task = new_task("7", "x", position=[0], plan_id="2")
     store = InMemoryStore()
+    first, writes = result_fields(task, "first answer")
+    apply_effects(writes, store)
     with open_workspace(None) as workspace:
-        workspace.store, workspace.namespace = store, ("replangraph", "t")
-        first = result_fields(task, "first answer")
-        second = result_fields({**task, **first}, "second answer")
-        assert second["result_ref"]["version"] == 2 and full_result({**task, **second}) == "second answer"
-    assert store.get(("replangraph", "t"), result_key(task)).value["content"] == "second answer"
-    assert store.get(("replangraph", "t"), result_key(task, 1)).value["content"] == "first answer"
-    assert result_key(task) == "plan:2:step:7:result"
+        workspace.store, workspace.namespace = store, ("replangraph", "default")
+        second, writes = result_fields({**task, "result_ref": {"version": 0}}, "second answer")  # a replayed run
+        assert second["result_ref"]["version"] == 2
+    apply_effects(writes, store)
+    with open_workspace(None) as workspace:
+        workspace.store, workspace.namespace = store, ("replangraph", "default")
+        assert full_result({**task, **second}) == "second answer"
+    assert store.get(("replangraph", "default"), "plan:2:step:7:result").value["content"] == "second answer"
+    assert store.get(("replangraph", "default"), "plan:2:step:7:result:v1").value["content"] == "first answer"
 
 
-def test_without_a_store_writes_go_to_the_channel_and_reads_see_them():
+def test_without_a_store_writes_stay_in_the_update_and_pending_reads_see_them():
     task = new_task("1", "x", position=[0])
+    update = entry_update(output_slot(task, "new"), "NEW")
     with open_workspace({"plan:1:step:1": {":output:old": {"content": "OLD"}}}) as workspace:
-        workspace.put(output_slot(task, "new"), "NEW")
-        assert workspace.get(output_slot(task, "old")) == "OLD" and workspace.has(output_slot(task, "new"))
-        assert workspace.keys(task) == ["old", "new"]
+        assert not workspace.has(output_slot(task, "new"))  # nothing is written before the node returns
+        with reading_pending(update) as view:
+            assert view.get(output_slot(task, "old")) == "OLD" and view.has(output_slot(task, "new"))
+            assert view.keys(task) == ["old", "new"]
     new = {"content": "NEW", "step": "plan:1:step:1"}
-    assert workspace.update() == {"workspace": {"plan:1:step:1": {":output:new": new}}}
+    assert apply_effects(update, None) == {"workspace": {"plan:1:step:1": {":output:new": new}}}
     names_only = Workspace({"plan:1:step:1": {":output:old": {}}})  # what a Send payload carries: keys, no text
     assert names_only.has(output_slot(task, "old")) and names_only.get(output_slot(task, "old")) is None
 
@@ -109,12 +122,11 @@ def test_without_a_store_writes_go_to_the_channel_and_reads_see_them():
 def test_task_ids_that_look_like_keys_keep_their_own_entries():
     odd, plain = new_task("fetch:result", "x", position=[0]), new_task("fetch", "y", position=[1])
     store = InMemoryStore()
+    apply_effects(entry_update(output_slot(odd, "call_1"), "ODD"), store)
     with open_workspace(None) as workspace:
-        workspace.store, workspace.namespace = store, ("replangraph", "t")
-        workspace.put(output_slot(odd, "call_1"), "ODD")
+        workspace.store, workspace.namespace = store, ("replangraph", "default")
         assert workspace.keys(odd) == ["call_1"] and workspace.keys(plain) == []
-    with open_workspace({}) as workspace:
-        workspace.put(output_slot(odd, "call_1"), "ODD")
+    with open_workspace({}), reading_pending(entry_update(output_slot(odd, "call_1"), "ODD")) as workspace:
         assert workspace.keys(odd) == ["call_1"] and workspace.keys(plain) == []
 
 

@@ -50,11 +50,6 @@ def url_label(url: str) -> str:
     return masked_url(url.rstrip("/"))
 
 
-def server_label(settings: Mapping[str, Any]) -> str:
-    """The run's server as messages name it: its URL without a password, else OpenAI's."""
-    return url_label(base_url(settings) or OPENAI_URL)
-
-
 def is_openai(url: str) -> bool:
     """Whether ``url`` is OpenAI's API (the host and port of ``OPENAI_URL``): not a server of the user's to start."""
 

@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMes
 from langchain_core.messages.utils import count_tokens_approximately
 
 from replangraph.context.fitting import kept_id, mark_kept, message_key, output_id, recut, unique_key
-from replangraph.llm.messages import all_tool_calls, message_text
+from replangraph.llm.messages import message_text
 from replangraph.prompts import (
     SUMMARY_HISTORY_MANY,
     SUMMARY_HISTORY_ONE,
@@ -45,22 +45,6 @@ def split_window(window: Sequence[AnyMessage]) -> tuple[list[AnyMessage], AnyMes
     if rest and is_summary(rest[0]):
         return head, rest[0], rest[1:]
     return head, None, rest
-
-
-def tool_pairs_ok(messages: Sequence[AnyMessage]) -> bool:
-    """The provider rule: each tool result answers an open call; calls are answered before anything else."""
-    open_calls: set[str] = set()
-    for message in messages:
-        if isinstance(message, ToolMessage):
-            if message.tool_call_id not in open_calls:
-                return False
-            open_calls.discard(message.tool_call_id)
-            continue
-        if open_calls:
-            return False
-        if isinstance(message, AIMessage):
-            open_calls = {c["id"] for c in all_tool_calls(message)}
-    return True
 
 
 def transcript_entries(messages: Sequence[AnyMessage]) -> list[str]:

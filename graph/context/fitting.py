@@ -70,11 +70,6 @@ def excerpt(text: str, limit: int, output: str, readable: bool = True) -> str:
     return text[:head] + "\n" + note(output, head, end, len(text), readable) + "\n" + text[end:]
 
 
-def pointers(text: str) -> list[str]:
-    """Output ids named by the notes in ``text``."""
-    return [m.group(1) for m in NOTE_RE.finditer(text)]
-
-
 def recut(text: str, limit: int, fallback_id: str, kept: str | None = None, readable: bool = True) -> tuple[str, bool]:
     """``(text within limit, whether it must be saved under fallback_id)``.
 

@@ -26,7 +26,7 @@ from replangraph.context.fitting import (
     result_id,
     unique_key,
 )
-from replangraph.context.workspace import current_workspace, output_slot, result_slot
+from replangraph.context.workspace import current_workspace, entries_of, entry_update, output_slot, result_slot
 from replangraph.llm.messages import message_text
 from replangraph.names import ASK_USER, READ_OUTPUT
 from replangraph.queue.tasks import plan_summary
@@ -36,13 +36,12 @@ DROPPED_START = "[output "
 DROPPED_MARK = "removed from context"
 
 
-def keep_outputs(task: Mapping[str, Any], outputs: Mapping[str, str]) -> None:
-    """Keep texts cut from a subtask's window (by key) in the workspace. A key is written once
-    (callers pick free keys with `unique_key`), since a note in the window may point at it."""
+def keep_outputs(task: Mapping[str, Any], outputs: Mapping[str, str]) -> dict[str, Any]:
+    """The update part (``workspace`` entries) keeping texts cut from a subtask's window, by key. A key
+    already held is not written again (callers pick free keys with `unique_key`): a note may point at it."""
     workspace = current_workspace()
-    for key, text in outputs.items():
-        if not workspace.has(output_slot(task, key)):
-            workspace.put(output_slot(task, key), text, kind="output")
+    fresh = {key: text for key, text in outputs.items() if not workspace.has(output_slot(task, key))}
+    return entries_of(entry_update(output_slot(task, key), text, kind="output") for key, text in fresh.items())
 
 
 def saved_text(task: Mapping[str, Any], key: str) -> str | None:
@@ -54,19 +53,19 @@ RESULT_PREVIEW_CHARS = 2_000
 """Results up to this long stay whole in the queue; longer ones as an excerpt pointing at the workspace."""
 
 
-def result_fields(task: Mapping[str, Any], text: str) -> dict[str, Any]:
-    """Keep a subtask's result in the workspace (a new version each time) and return the task fields
-    that point at it: ``result`` (whole when short, else an excerpt), ``result_ref``."""
+def result_fields(task: Mapping[str, Any], text: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(task fields, update part)`` keeping a subtask's result as a new version: the fields point at it
+    (``result``, whole when short, else an excerpt; ``result_ref``), the update part holds its
+    ``workspace`` entries. An existing version is never overwritten (a replayed or forked run)."""
     workspace = current_workspace()
     version = int((task.get("result_ref") or {}).get("version", 0)) + 1
-    while workspace.has(result_slot(task, version)):  # a replayed or forked run: never overwrite a version
+    while workspace.has(result_slot(task, version)):
         version += 1
     meta = {"kind": "result", "task_id": task["id"], "version": version}
-    workspace.put(result_slot(task, version), text, **meta)
-    workspace.put(result_slot(task), text, **meta)
+    entries = [entry_update(result_slot(task, version), text, **meta), entry_update(result_slot(task), text, **meta)]
     shown = text if len(text) <= RESULT_PREVIEW_CHARS else excerpt(text, RESULT_PREVIEW_CHARS, result_id(task["id"]))
     ref = {"key": "".join(result_slot(task, version)), "version": version, "chars": len(text)}
-    return {"result": shown, "result_ref": ref}
+    return {"result": shown, "result_ref": ref}, entries_of(entries)
 
 
 def full_result(task: Mapping[str, Any]) -> str | None:

@@ -287,18 +287,6 @@ def plan_specs(value: Any) -> list[dict[str, Any]]:
     return specs
 
 
-def first_tool_args(message: Any) -> Any:
-    """Arguments of the first tool call of an AI message, else its text (JSON may be in it)."""
-    calls = getattr(message, "tool_calls", None) or []
-    if calls:
-        return calls[0].get("args")
-    invalid = getattr(message, "invalid_tool_calls", None) or []
-    if invalid and isinstance(invalid[0].get("args"), str):
-        return invalid[0]["args"]
-    text = getattr(message, "text", None)
-    return str(text) if text is not None else None
-
-
 def truthy(value: Any) -> bool | None:
     """A yes/no from a bool, a number or words like "yes", "complete", "false"; None if unclear."""
     if isinstance(value, bool):

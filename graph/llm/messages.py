@@ -182,14 +182,3 @@ def answers_waiting(tasks: Mapping[str, Any], windows: Mapping[str, Sequence[Any
         for tid, window in windows.items()
         if tid in tasks and tasks[tid]["status"] == "in_progress" and ends_with_answer(window)
     ]
-
-
-def truncate_middle(text: str, limit: int) -> str:
-    """``text`` cut to about ``limit`` characters, keeping head and tail around a marker."""
-    if len(text) <= limit:
-        return text
-    marker = "\n[… {cut} characters cut …]\n"
-    keep = max(limit - len(marker.format(cut=len(text))), 0)
-    head, tail = keep - keep // 3, keep // 3
-    cut = len(text) - head - tail
-    return text[:head] + marker.format(cut=cut) + (text[len(text) - tail :] if tail else "")

@@ -197,16 +197,6 @@ def new_task(
 # --------------------------------------------------------------------------- reducers
 
 
-def merge_tasks(current: Mapping[str, Task] | None, update: Mapping[str, Any] | None) -> TaskQueue:
-    """One write applied to the queue (see `apply_writes`, the ``tasks`` channel's reducer).
-
-    ``{id: {...fields}}`` creates or updates a task, ``{id: None}`` removes it, and
-    ``{RESET: True, ...}`` starts from an empty queue. Writers that touch different
-    tasks (parallel branches) never conflict.
-    """
-    return apply_writes(current, [update])
-
-
 # --------------------------------------------------------------------------- order and lookup
 
 
@@ -218,11 +208,6 @@ def ordered(tasks: Mapping[str, Task]) -> list[Task]:
 def ancestors(tasks: Mapping[str, Task], task_id: str) -> list[str]:
     """Parent chain of a dynamic task, nearest first."""
     return index_of(tasks).ancestors(tasks, task_id)
-
-
-def descendants(tasks: Mapping[str, Task], task_id: str) -> list[str]:
-    """Dynamic tasks split off ``task_id``, directly or through other splits, in queue order."""
-    return sorted(index_of(tasks).subtree(task_id), key=lambda t: sort_key(tasks[t]))
 
 
 def effective_dependencies(tasks: Mapping[str, Task], task: Task) -> list[str]:
@@ -254,12 +239,6 @@ def active_tasks(tasks: Mapping[str, Task]) -> list[Task]:
 def replan_requested(tasks: Mapping[str, Task]) -> list[Task]:
     """Tasks that ask for a replan, in queue order."""
     return sorted((tasks[task_id] for task_id in index_of(tasks).replan), key=sort_key)
-
-
-def next_ready(tasks: Mapping[str, Task]) -> Task | None:
-    """The first ready task in queue order, or None."""
-    ready = ready_tasks(tasks, 1)
-    return ready[0] if ready else None
 
 
 def dependency_results(tasks: Mapping[str, Task], task: Task) -> list[Task]:

@@ -161,11 +161,10 @@ class Compressor(Configured):
             folded=result.folded,
             saved=[output_id(task["id"], key) for key in result.saved],
         )
-        keep_outputs(task, result.saved)
         change: dict[str, Any] = {}
         if overflow:
             change["context_overflow"] = {**overflow, "compressed": True}
-        update: dict[str, Any] = {"windows": {task["id"]: result.window}}
+        update: dict[str, Any] = {"windows": {task["id"]: result.window}, **keep_outputs(task, result.saved)}
         if change:
             update["tasks"] = {task["id"]: change}
         return update

@@ -22,8 +22,8 @@ from replangraph.context.kept import (
     saved_keys,
     window_outputs,
 )
-from replangraph.context.workspace import collect_writes
-from replangraph.events import held_events
+from replangraph.context.workspace import WORKSPACE, collect_writes
+from replangraph.events import EVENTS, held_events
 from replangraph.llm.calls import StepClock, StepTimeout, call_pool, guarded
 from replangraph.llm.messages import message_text, pending_tool_calls
 from replangraph.middleware import ToolCallRequest, ToolWrapper, chain_tool_calls
@@ -74,7 +74,7 @@ def command_reply(command: Command, call: dict, task_id: str, tasks: Mapping[str
     messages = update.pop("messages", None) or []
     reply = next((m for m in messages if isinstance(m, ToolMessage)), None)
     windows = update.get("windows") or {}
-    problems = [f"key {k!r}" for k in update if k not in ("tasks", "windows")]
+    problems = [f"key {k!r}" for k in update if k not in ("tasks", "windows", WORKSPACE, EVENTS)]  # effects too
     problems += [f"window {k!r}" for k, v in windows.items() if k != task_id or v is not None]
     removed = [k for k, v in (update.get("tasks") or {}).items() if v is None]
     problems += [
@@ -148,16 +148,18 @@ class ToolRunner(Configured):
         task = tasks[task_id]
         clock = StepClock(task.get("elapsed_s") or 0.0, self.config.step_timeout_s)
         replies: list[ToolMessage] = []  # filled as calls return, so a crash keeps what they brought
+        cut: dict[str, str] = {}  # the whole texts of the replies it cuts: kept even if the step then crashes
 
         def run() -> StateUpdate:
             with held_events():
-                return self.run_calls(task_id, window, tasks, goal, clock, replies)
+                return self.run_calls(task_id, window, tasks, goal, clock, replies, cut)
 
         def crashed(exc: Exception) -> StateUpdate:  # a bug in one subtask's step must not take its siblings down
             error = f"tools crashed: {type(exc).__name__}: {exc}"
             return failed_with_window(task, [*window, *replies], error, task.get("model_calls", 0))
 
         update = guarded(run, crashed)
+        update = merge_updates([keep_outputs(task, cut), update])  # what it cut, kept even after a crash
         own = update.setdefault("tasks", {}).setdefault(task_id, {})
         if own is not None:
             own["elapsed_s"] = round(clock.elapsed(), 6)
@@ -171,8 +173,10 @@ class ToolRunner(Configured):
         goal: str,
         clock: StepClock,
         replies: list[ToolMessage],
+        cut: dict[str, str],
     ) -> StateUpdate:
-        """The state update after running one subtask's pending tool calls (their replies go to ``replies``)."""
+        """The state update after running one subtask's pending tool calls (their replies go to ``replies``,
+        the whole texts of the replies it cuts to ``cut``, by key)."""
         task = tasks[task_id]
         session = ReplanSession(task_id, tasks, self.agent_types, self.config, goal=goal)
         reader = read_output_tool(
@@ -186,7 +190,6 @@ class ToolRunner(Configured):
         calls = task.get("model_calls", 0)
         changes: list[dict] = []  # what the tools returned for the state, in call order
         ending: dict | None = None
-        cut: dict[str, str] = {}
         saved_before = is_taken(task)
 
         def taken(key: str) -> bool:
@@ -205,7 +208,7 @@ class ToolRunner(Configured):
             except StepTimeout:
                 session.close()
                 error = f"step exceeded step_timeout_s={self.config.step_timeout_s:g} in tool {call.get('name')!r}"
-                keep_outputs(task, window_outputs([*window, *replies], taken))
+                changes.append(keep_outputs(task, window_outputs([*window, *replies], taken)))
                 return merge_updates([*changes, failed(task, error, calls)])
             if result is None:  # it waits for the user: the ask node answers it
                 continue
@@ -226,7 +229,7 @@ class ToolRunner(Configured):
         to_keep = dict(dropped)
         if ending is not None or repeated is not None:  # the window goes: keep every output it had read
             to_keep.update(window_outputs(new_window, lambda k: taken(k) or k in dropped))
-        keep_outputs(task, to_keep)
+        changes.append(keep_outputs(task, to_keep))
         if repeated is not None:
             # The same refusal twice: the agent will not get past it alone. What it sent as summary is
             # its result (later tasks may build on it); the rest of its work goes to the replanner.
@@ -240,10 +243,9 @@ class ToolRunner(Configured):
             return merge_updates([*changes, ending])
         return merge_updates([*changes, {"windows": {task_id: new_window}}])
 
-    @collect_writes
+    @collect_writes  # the toolkit's events go out with the update that carries them
     def __call__(self, state: Mapping) -> StateUpdate:
-        with held_events():  # the toolkit's events go out with the update that carries them
-            return self.run_all(state)
+        return self.run_all(state)
 
     def run_all(self, state: Mapping) -> StateUpdate:
         """The update after running every subtask's pending tool calls."""

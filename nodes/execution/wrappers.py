@@ -30,7 +30,7 @@ from langchain_core.messages import ToolMessage
 from langgraph.types import Command
 
 from replangraph.context.fitting import PAGE_RE
-from replangraph.context.kept import READ_OUTPUT, cut_observation, keep_outputs, mark_kept
+from replangraph.context.kept import READ_OUTPUT, cut_observation, mark_kept
 from replangraph.llm.calls import StepClock, call_with_timeout, guarded, is_context_overflow, retrying
 from replangraph.llm.messages import all_tool_calls, message_text, repair_tool_calls
 from replangraph.middleware import ModelRequest, ModelResponse, ToolCallRequest, reply_of, tool_reply, with_tool_reply
@@ -162,7 +162,7 @@ class RefusalGuard:
 
 
 class OutputOffload:
-    """Cuts a reply longer than ``max_chars`` and keeps its full text in the workspace (``cut``: key -> text);
+    """Cuts a reply longer than ``max_chars``; its full text goes to ``cut`` (key -> text), which the tools node keeps;
     a page read back with read_output is marked kept, never saved again."""
 
     def __init__(self, task: Any, max_chars: int, taken: Callable[[str], bool], cut: dict[str, str]):
@@ -179,8 +179,7 @@ class OutputOffload:
             new = mark_kept(new, message_text(new), page.group(1))
         new, key, full_text = cut_observation(new, self.max_chars, self.task["id"], self.taken)
         if full_text is not None:
-            self.cut[key] = full_text
-            keep_outputs(self.task, {key: full_text})  # at once: a later crash in this step must not lose it
+            self.cut[key] = full_text  # the tools node keeps it, even if a later call in this step crashes
         return with_tool_reply(result, reply, new) if new is not reply else result
 
 

@@ -15,13 +15,13 @@ from langchain_core.messages import AIMessage, AnyMessage
 from replangraph.config import FINALIZE_MARGIN, AgentConfig, Configured, recursion_limit
 from replangraph.context.kept import result_fields
 from replangraph.context.monitor import ContextMonitor
-from replangraph.context.workspace import collect_writes
-from replangraph.events import PLAN_COMPLETED, emit
+from replangraph.context.workspace import collect_writes, reading_pending
+from replangraph.events import PLAN_COMPLETED, event
 from replangraph.llm.calls import call_model, guarded, refit_on_overflow
 from replangraph.llm.messages import ends_with_answer, message_text
 from replangraph.nodes.finalize.report import fallback_report
-from replangraph.nodes.finalize.staging import ResultsTooBig, Synthesis, joined, result_entries, synthesize
-from replangraph.outcomes import keep_window
+from replangraph.nodes.finalize.staging import ResultsTooBig, Synthesis, result_entries, synthesize
+from replangraph.outcomes import announced, keep_window, merge_updates
 from replangraph.queue.index import index_of
 from replangraph.queue.tasks import RESET, Task, fallback_of, is_fallback, ordered, spent_model_calls, status_counts
 from replangraph.state import StateUpdate
@@ -29,27 +29,32 @@ from replangraph.state import StateUpdate
 
 def stop_unfinished(
     tasks: Mapping[str, Task], reason: str, windows: Mapping[str, list] | None = None, cancelled: bool = False
-) -> dict:
-    """Updates that close every task still pending or in progress when the run stops
+) -> StateUpdate:
+    """The update that closes every task still pending or in progress when the run stops
     (``cancelled``: a running one is ``skipped`` too, not ``failed``).
 
     Nothing a stopped subtask saw or wrote is dropped: an answer still waiting for the
-    completion check becomes its partial result, and its window is kept (`keep_window`).
+    completion check becomes its partial result, and its window is kept (`keep_window`);
+    both are workspace entries of the update.
     """
-    updates: dict[str, dict] = {}
+    updates: list[StateUpdate] = []
     windows = windows or {}
     for task in tasks.values():
         if task["status"] == "in_progress":
             window = windows.get(task["id"]) or []
             status = "skipped" if cancelled else "failed"
             change = {"status": status, "error": f"stopped before it finished: {reason}"}
-            if ends_with_answer(window):
-                change.update(result_fields(task, message_text(window[-1]).strip()))
-            change["error"] += keep_window(task, window)
-            updates[task["id"]] = change
+            fields, result = (
+                result_fields(task, message_text(window[-1]).strip()) if ends_with_answer(window) else ({}, {})
+            )
+            note, kept = keep_window(task, window)
+            change.update(fields, error=change["error"] + note)
+            updates.append({"tasks": {task["id"]: change}, **merge_updates([result, kept])})
         elif task["status"] == "pending":
-            updates[task["id"]] = {"status": "skipped", "error": task.get("error") or f"not run: {reason}"}
-    return updates
+            updates.append(
+                {"tasks": {task["id"]: {"status": "skipped", "error": task.get("error") or f"not run: {reason}"}}}
+            )
+    return merge_updates(updates)
 
 
 CANCELLED = "the user cancelled the run"
@@ -146,11 +151,6 @@ def stop_reason(
     return "; ".join([reason, *alone, *limit_notes(tasks, replans, config)])
 
 
-def results_text(tasks: Mapping[str, Task]) -> str:
-    """Completed results and the partial results of subtasks that stopped, in queue order, for the final prompt."""
-    return joined(result_entries(tasks))
-
-
 class Finalizer(Configured):
     """The model's synthesis of the results: one call when they fit, else in stages; the fallback
     report when that is not possible. No request passes the monitor's budget."""
@@ -171,17 +171,17 @@ class Finalizer(Configured):
         reason = stop_reason(tasks, replans, calls, self.config, left) if unfinished else ""
         reason = CANCELLED if cancelled else reason
         closing = stop_unfinished(tasks, reason, state.get("windows"), cancelled) if reason else {}
-        closed = {tid: {**t, **closing.get(tid, {})} for tid, t in tasks.items()}
-        answer = self.answer(goal, closed, reason)
-        emit(PLAN_COMPLETED, final_answer=answer, counts=status_counts(closed), stop_reason=reason or None)
+        closed = {tid: {**t, **closing.get("tasks", {}).get(tid, {})} for tid, t in tasks.items()}
+        with reading_pending(closing):  # the partial results it keeps are read whole
+            answer = self.answer(goal, closed, reason)
+        done = event(PLAN_COMPLETED, final_answer=answer, counts=status_counts(closed), stop_reason=reason or None)
         update: StateUpdate = {
+            **closing,
             "final_answer": answer,
             "messages": [AIMessage(answer, name="replangraph")],
             "windows": {RESET: True},
         }
-        if closing:
-            update["tasks"] = closing
-        return update
+        return announced([done], update)
 
     def ask(self, request: list[AnyMessage]) -> str:
         """The model's text for ``request``; its failure raised (`synthesize` stops at the first)."""

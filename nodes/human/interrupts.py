@@ -16,6 +16,18 @@ CHECKPOINTER_KEY = "__pregel_checkpointer"
 """Where LangGraph keeps the run's checkpointer in its config (None without one; a subgraph gets its parent's)."""
 
 
+def has_checkpointer() -> bool:
+    """Whether the run in progress can pause: it has a checkpointer (its own, its parent graph's, or the
+    one ``langgraph dev`` gives it at run time).
+
+    LangGraph 1.2 has no public way to ask: ``Runtime`` holds no checkpointer (``execution_info.thread_id``
+    is only the config's), and ``interrupt()`` without one raises nothing; the run just ends with
+    ``__interrupt__``. So this reads the private config key, here only; a ``Runtime.checkpointer`` (or
+    an error from ``interrupt()``) would replace it.
+    """
+    return get_config().get("configurable", {}).get(CHECKPOINTER_KEY) is not None
+
+
 COMMAND_RE = re.compile(r"^/([A-Za-z][\w-]*)(?:\s+(.*))?$", re.S)
 """A slash command: ``/name`` and optional argument text after white space."""
 
@@ -30,7 +42,7 @@ def pause_for_user(request: dict[str, Any], what: str) -> Any:
     Without a checkpointer LangGraph would end the run with ``__interrupt__`` and nothing to
     resume; raise `CheckpointerRequired` naming the fix instead.
     """
-    if get_config().get("configurable", {}).get(CHECKPOINTER_KEY) is None:
+    if not has_checkpointer():
         raise CheckpointerRequired(
             f"{what} pauses the run until the user answers, which needs a checkpointer: "
             "build_graph(..., checkpointer=InMemorySaver()) (from langgraph.checkpoint.memory) or a SQLite saver "

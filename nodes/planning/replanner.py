@@ -187,11 +187,6 @@ def fit_replan_prompt(
     return Fitted(fitted.request, [*cut, "completed lines", *fitted.cut], fitted.fits)
 
 
-def replan_prompt(goal: str, tasks: Mapping[str, Task], flagged: Sequence[Task], preview_chars: int) -> str:
-    """The human message with nothing fitted (partial results as excerpts of about 2,000 characters)."""
-    return fit_replan_prompt(goal, tasks, flagged, preview_chars, lambda _: True).request
-
-
 class Replanner(Configured):
     """One model call (plus retries) per round, through the planner's structured `Plan`."""
 

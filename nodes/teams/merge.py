@@ -22,8 +22,8 @@ from replangraph.context.fitting import GOAL_ID, fit_parts, result_id
 from replangraph.context.kept import full_result
 from replangraph.context.monitor import ContextMonitor
 from replangraph.context.requests import schema_tools
-from replangraph.context.workspace import collect_writes, current_workspace, output_slot
-from replangraph.events import DYNAMIC_TASKS_ADDED, TEAM_MERGED, emit
+from replangraph.context.workspace import collect_writes, entries_of, entry_update, output_slot
+from replangraph.events import DYNAMIC_TASKS_ADDED, TEAM_MERGED, event
 from replangraph.llm.calls import refit_on_overflow
 from replangraph.llm.structured import StructuredAnswer, ask_structured, bind_schema, quoted
 from replangraph.nodes.teams.judging import Ballot, Fusion, Pick, read_ballot, read_fused, read_pick
@@ -37,7 +37,7 @@ from replangraph.nodes.teams.teams import (
     removals,
     vote_winner,
 )
-from replangraph.outcomes import completed, failed, merge_updates
+from replangraph.outcomes import announced, completed, failed, merge_updates
 from replangraph.prompts import (
     TEAM_BEST_PROMPT,
     TEAM_CANDIDATE,
@@ -303,24 +303,34 @@ class TeamMerge(Configured):
             "model_calls": decision.calls,
         }
         calls = task.get("model_calls", 0) + sum(c.model_calls for c in found) + decision.calls
-        workspace = current_workspace()
-        for candidate in found:  # the members leave the queue: their results stay readable on the team subtask
-            if candidate.kept is not None:
-                slot = output_slot(task, candidate_key(task["id"], candidate.id))
-                workspace.put(slot, candidate.kept, kind="candidate", task_id=task["id"], member=candidate.id)
-        emit(
-            TEAM_MERGED,
-            task_id=task["id"],
-            team=task["agent_type"],
-            strategy=record.get("strategy"),
-            winner=record["winner"],
-            winner_id=decision.winner_id,
-            reason=decision.reason,
-            scores=decision.scores,
-            candidates=[
-                {k: c.record()[k] for k in ("id", "agent_type", "result_preview", "error", "output_id")} for c in found
-            ],
+        # The members leave the queue: their results stay readable on the team subtask.
+        candidates = entries_of(
+            entry_update(
+                output_slot(task, candidate_key(task["id"], c.id)),
+                c.kept,
+                kind="candidate",
+                task_id=task["id"],
+                member=c.id,
+            )
+            for c in found
+            if c.kept is not None
         )
+        events = [
+            event(
+                TEAM_MERGED,
+                task_id=task["id"],
+                team=task["agent_type"],
+                strategy=record.get("strategy"),
+                winner=record["winner"],
+                winner_id=decision.winner_id,
+                reason=decision.reason,
+                scores=decision.scores,
+                candidates=[
+                    {k: c.record()[k] for k in ("id", "agent_type", "result_preview", "error", "output_id")}
+                    for c in found
+                ],
+            )
+        ]
         if decision.result is None:
             errors = "; ".join(f"{c.agent_type}: {preview(c.error, 200)}" for c in found)
             partials = [c for c in found if c.kept]  # kept as the team subtask's partial result, for the replanner
@@ -332,7 +342,9 @@ class TeamMerge(Configured):
             sources = [decision.winner_id] if decision.winner_id else [c.id for c in found if c.ok]
             created = adopted(tasks, task, sources)
             if created:
-                emit(DYNAMIC_TASKS_ADDED, parent_id=task["id"], task_ids=list(created), source="team", notes=[])
+                events.append(
+                    event(DYNAMIC_TASKS_ADDED, parent_id=task["id"], task_ids=list(created), source="team", notes=[])
+                )
             update = completed(task, decision.result, calls, **({"handed_off": list(created)} if created else {}))
             update["tasks"][task["id"]]["team"] = record
             verdict = (tasks.get(decision.winner_id or "") or {}).get("verdict")
@@ -346,4 +358,4 @@ class TeamMerge(Configured):
         gone = removals(tasks, task)
         update["tasks"].update(gone)
         update.setdefault("windows", {}).update(dict.fromkeys(gone))  # a member the budget cut short had one
-        return update
+        return announced(events, merge_updates([candidates, update]))

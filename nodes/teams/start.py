@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from replangraph.config import AgentConfig, Configured
+from replangraph.context.workspace import collect_writes
 from replangraph.events import STEP_STARTED, emit
 from replangraph.nodes.teams.teams import Team, start_changes
 from replangraph.outcomes import failed, limit_hit
@@ -22,6 +23,7 @@ class TeamStart(Configured):
         self.teams = teams
         self.base_config = config
 
+    @collect_writes
     def __call__(self, payload: Mapping[str, Any]) -> StateUpdate:
         """``payload``: ``task`` (the team subtask) and ``queue_size``, sent by the router."""
         task = payload["task"]

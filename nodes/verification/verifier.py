@@ -24,18 +24,17 @@ from replangraph.context.fitting import GOAL_ID, Fitted, result_id
 from replangraph.context.monitor import ContextMonitor
 from replangraph.context.requests import fit_request, schema_tools
 from replangraph.context.workspace import collect_writes
-from replangraph.events import DYNAMIC_TASKS_ADDED, STEP_VERIFIED, emit
+from replangraph.events import DYNAMIC_TASKS_ADDED, STEP_VERIFIED, event
 from replangraph.llm.calls import refit_on_overflow
 from replangraph.llm.lenient import UnreadableInput, as_text, task_specs, truthy
 from replangraph.llm.messages import answers_waiting, message_text
 from replangraph.llm.structured import ask_structured, bind_schema, read_arguments
-from replangraph.outcomes import completed, limit_hit, merge_updates
+from replangraph.outcomes import announced, completed, limit_hit, merge_updates
 from replangraph.prompts import VERIFIER_PROMPT, VERIFY_EXCERPT_NOTE, VERIFY_TEMPLATE
 from replangraph.queue.plans import LimitReached, split_task
 from replangraph.queue.tasks import QueueError, Task, TaskVerdict, apply_writes, verdict_record
 from replangraph.state import StateUpdate
 
-VERDICT_TOOL = "Verdict"
 RESULT_PART = "result"
 
 
@@ -195,11 +194,13 @@ class Verifier(Configured):
                 reason = f"the completion check found the result incomplete ({judged['reason'] or 'no reason'}); {why}"
                 extra["replan_request"] = {"trigger": "check", "reason": reason}
         judged = {**judged, "follow_up_ids": list(created)}
-        emit(STEP_VERIFIED, task_id=task_id, **judged)
+        events = [event(STEP_VERIFIED, task_id=task_id, **judged)]
         if created:
-            emit(DYNAMIC_TASKS_ADDED, parent_id=task_id, task_ids=list(created), source="verifier", notes=[])
+            events.append(
+                event(DYNAMIC_TASKS_ADDED, parent_id=task_id, task_ids=list(created), source="verifier", notes=[])
+            )
         spent = task.get("model_calls", 0) + calls
-        update = completed(task, result, spent, **({"handed_off": list(created)} if created else {}))
+        update = announced(events, completed(task, result, spent, **({"handed_off": list(created)} if created else {})))
         update["tasks"][task_id].update(verdict=judged, **extra)
         update["tasks"].update(created)
         return update

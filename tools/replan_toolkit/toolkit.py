@@ -21,10 +21,10 @@ from langgraph.types import Command
 from pydantic import BaseModel, ValidationError
 
 from replangraph.config import AgentConfig
-from replangraph.events import DYNAMIC_TASKS_ADDED, emit
+from replangraph.events import DYNAMIC_TASKS_ADDED, event
 from replangraph.llm.lenient import UnreadableInput, as_text, task_specs, text_field
 from replangraph.names import REQUEST_REPLAN_TOOL, REVIEW_TOOL, SPLIT_TOOL
-from replangraph.outcomes import completed, failed, limit_hit
+from replangraph.outcomes import announced, completed, failed, limit_hit
 from replangraph.prompts import (
     REPLAN_REASON_DESCRIPTION,
     REQUEST_REPLAN_DESCRIPTION,
@@ -117,8 +117,10 @@ class ReplanSession:
             raise ToolException(f"{exc}. {unchanged}") from None
         self.ended = True
         task = self.tasks[self.task_id]
-        emit(DYNAMIC_TASKS_ADDED, parent_id=self.task_id, task_ids=list(created), source="toolkit", notes=notes)
-        update = completed(task, summary, handed_off=list(created))
+        added = event(
+            DYNAMIC_TASKS_ADDED, parent_id=self.task_id, task_ids=list(created), source="toolkit", notes=notes
+        )
+        update = announced([added], completed(task, summary, handed_off=list(created)))
         update["tasks"].update(created)
         listing = ", ".join(created)
         text = f"Handed off. Your partial result is saved and {len(created)} task(s) were queued: {listing}."

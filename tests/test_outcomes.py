@@ -1,0 +1,74 @@
+"""The update builders are pure: their writes and events travel in the update; `collect_writes` applies them."""
+
+from __future__ import annotations
+
+from unittest.mock import patch
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.store.memory import InMemoryStore
+from scripting import kept
+
+from replangraph.context.workspace import apply_effects, collect_writes
+from replangraph.outcomes import announced, completed, failed, failed_with_window, merge_updates
+from replangraph.queue.tasks import new_task
+
+TASK = {**new_task("1", "x", position=[0]), "status": "in_progress"}
+NAMESPACE = ("replangraph", "default")
+
+
+@pytest.fixture
+def sent():
+    """The events that reach the custom stream."""
+    events: list[dict] = []
+    with patch("replangraph.events.get_stream_writer", return_value=events.append):
+        yield events
+
+
+def test_completed_outside_a_run_writes_nothing_and_returns_its_entries_and_events(sent):
+    update = completed(TASK, "the answer", 3)
+    assert update["tasks"]["1"]["status"] == "completed" and update["windows"] == {"1": None}
+    entries = update["workspace"]["plan:1:step:1"]
+    assert entries[":result:v1"]["content"] == entries[":result"]["content"] == "the answer"
+    assert [e["event"] for e in update["events"]] == ["step_completed"] and update["events"][0]["task_id"] == "1"
+    assert sent == []
+
+
+def test_failed_keeps_a_partial_result_and_its_window_as_entries(sent):
+    window = [SystemMessage("s"), HumanMessage("h"), AIMessage(""), ToolMessage("FACT", tool_call_id="c")]
+    update = failed_with_window(TASK, window, "boom", 2, result="half done")
+    assert "its window is kept as output 1/window-at-failure" in update["tasks"]["1"]["error"]
+    assert set(kept(update, "1")) == {"c", "window-at-failure"} and kept(update, "1")["c"] == "FACT"
+    assert update["workspace"]["plan:1:step:1"][":result"]["content"] == "half done"
+    assert [e["event"] for e in update["events"]] == ["step_failed"] and sent == []
+
+
+def test_merged_updates_keep_every_entry_and_event_in_order():
+    other = {**TASK, "id": "2"}
+    merged = merge_updates([announced([{"event": "first"}], completed(TASK, "a")), failed(other, "no", 1)])
+    assert [e["event"] for e in merged["events"]] == ["first", "step_completed", "step_failed"]
+    assert set(merged["workspace"]) == {"plan:1:step:1"} and set(merged["tasks"]) == {"1", "2"}
+
+
+def test_applying_writes_the_entries_to_the_store_then_sends_the_events(sent):
+    store = InMemoryStore()
+    update = apply_effects(completed(TASK, "the answer"), store)
+    assert "workspace" not in update and "events" not in update and update["tasks"]["1"]["status"] == "completed"
+    assert store.get(NAMESPACE, "plan:1:step:1:result:v1").value["content"] == "the answer"
+    assert [e["event"] for e in sent] == ["step_completed"]
+
+
+def test_a_node_sends_its_events_only_when_it_returns(sent):
+    @collect_writes
+    def node(state):
+        update = completed(TASK, "the answer")
+        if state.get("crash"):
+            raise RuntimeError("crash after the update was built")
+        return update
+
+    with pytest.raises(RuntimeError):
+        node({"crash": True})
+    assert sent == []
+    update = node({})
+    assert [e["event"] for e in sent] == ["step_completed"] and "events" not in update
+    assert update["workspace"]["plan:1:step:1"][":result"]["content"] == "the answer"  # no store: channel writes
