@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -14,11 +13,13 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
+from clocks import Ticking
 from langchain_core.messages import ToolMessage
 from scripting import make_model, plan_of, run
 
 from replangraph import build_graph
 from replangraph.testing import tool_call
+from replangraph.tools import duckduckgo
 from replangraph.tools.duckduckgo import DuckDuckGoHTML, parse_duckduckgo_html, result_url
 from replangraph.tools.internet_search import SearchResult, internet_search_tool
 
@@ -86,7 +87,7 @@ def loopback_only(monkeypatch) -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Server]:
-    """Serves the recorded pages on 127.0.0.1 at ``/html/?q=<query>``; "slow page" trickles its page."""
+    """Serves the recorded pages on 127.0.0.1 at ``/html/?q=<query>``; "slow page" is a page without end."""
     state = Server(url="")
 
     class Handler(BaseHTTPRequestHandler):
@@ -110,10 +111,9 @@ def server() -> Iterator[Server]:
             self.send_header("Content-Type", "text/html; charset=UTF-8")
             self.end_headers()
             try:
-                for _ in range(20):  # every read comes quickly, the whole page does not
+                for _ in range(100_000):  # every read comes quickly, the end of the page never does
                     self.wfile.write(b"<div>" * 50)
                     self.wfile.flush()
-                    time.sleep(0.15)
             except OSError:  # the client gave up
                 pass
 
@@ -322,22 +322,31 @@ def test_rate_limits_and_the_bot_check_are_observations(server, query, says):
     assert reply.artifact["error"] == "rate_limited"
 
 
-def test_a_server_that_never_answers_times_out_within_the_configured_time(silent_server):
-    tool = internet_search_tool(ddg(silent_server, timeout_s=0.5))
-    started = time.monotonic()
-    text = tool.invoke({"query": ASYNCIO})
-    assert time.monotonic() - started < 3
+def test_a_server_that_never_answers_times_out_within_the_configured_time(silent_server, monkeypatch):
+    sent: list[dict] = []
+    guarded = httpx.HTTPTransport.handle_request  # `loopback_only`'s
+
+    def recorded(self, request: httpx.Request) -> httpx.Response:
+        sent.append(request.extensions["timeout"])
+        return guarded(self, request)
+
+    monkeypatch.setattr(httpx.HTTPTransport, "handle_request", recorded)
+    text = internet_search_tool(ddg(silent_server, timeout_s=0.5)).invoke({"query": ASYNCIO})
     assert text == (
         f'Search failed: the search service did not answer within 0.5 s (query: "{ASYNCIO}"). '
         "Try again later or rephrase."
     )
+    assert sent == [{"connect": 0.5, "read": 0.5, "write": 0.5, "pool": 0.5}]  # one request, on the configured time
 
 
-def test_a_page_that_keeps_trickling_is_given_up_after_the_configured_time(server):
-    started = time.monotonic()
+def test_a_page_that_keeps_trickling_is_given_up_after_the_configured_time(server, monkeypatch):
+    """Every read of the endless page comes quickly; the tool's own clock (read before the request and after each
+    read of the page; here 0.125 s apart) ends it once more than 0.5 s have passed: after the fifth read."""
+    clock = Ticking(0.125)
+    monkeypatch.setattr(duckduckgo, "time", clock)
     text = internet_search_tool(ddg(server.url, timeout_s=0.5)).invoke({"query": "slow page"})
-    assert time.monotonic() - started < 2.5
     assert text.startswith("Search failed: the search service did not send its page within 0.5 s")
+    assert clock.reads == 6
 
 
 def test_connection_refused_is_an_observation(closed_port):
