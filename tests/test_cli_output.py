@@ -12,11 +12,19 @@ import json
 import socket
 import sys
 import threading
-import time
 from http.server import ThreadingHTTPServer
 
 import pytest
-from cli_helpers import ASK_GOAL, MARKET_QUESTION, TOOLS, hitl_responder, json_lines, lookup_responder
+from cli_helpers import (
+    ASK_GOAL,
+    MARKET_QUESTION,
+    TOOLS,
+    hitl_responder,
+    json_lines,
+    lookup_responder,
+    record_requests,
+    record_waits,
+)
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from test_openai_compat import FakeOpenAI, fake_openai  # noqa: F401  (the fixture)
@@ -177,9 +185,9 @@ def test_an_unreachable_server_ends_the_command_at_once_naming_its_url(monkeypat
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     url = f"http://127.0.0.1:{closed_port()}/v1"
     db = tmp_path / "runs.sqlite"
-    started = time.monotonic()
+    sent, waits = record_requests(monkeypatch), record_waits(monkeypatch)
     assert cli.main(["run", "anything", "--base-url", url, "--db", str(db)]) == console.EXIT_CONNECTION == 4
-    assert time.monotonic() - started < 5
+    assert sent == [f"GET {url}/models"] and waits == []  # at once: one probe, no model call, no retry
     err = capsys.readouterr().err
     assert err == f"The model server at {url} did not answer (connection refused): start it or fix --base-url.\n"
     assert not db.exists()  # nothing ran

@@ -10,10 +10,10 @@ from __future__ import annotations
 import io
 import json
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from cli_helpers import record_waits
 from langchain_core.messages import AIMessage
 from langchain_openai.chat_models.base import _convert_dict_to_message, _convert_message_to_dict
 from openai_loopback import tool_rule_violation
@@ -130,13 +130,13 @@ def test_run_rejects_a_bad_tools_spec(fake_openai, capsys):
     assert fake_openai == []  # nothing was sent
 
 
-def test_a_rate_limit_window_is_waited_out_with_one_retry_policy(fake_openai):
+def test_a_rate_limit_window_is_waited_out_with_one_retry_policy(fake_openai, monkeypatch):
     """The client does not retry on its own: each 429 costs one request, and Retry-After is honoured."""
     FakeOpenAI.failures = [(429, {"retry-after": "0.3"}), (429, {"retry-after": "0.3"})]
     out = io.StringIO()
-    started = time.monotonic()
+    waits = record_waits(monkeypatch)
     assert cli.main(["run", DEMO_GOAL, "--tools", "replangraph.app.demo:read_ranking"], out=out) == 0
-    assert 0.6 <= time.monotonic() - started < 3  # the server's 0.3 s twice, not the 1 s + 2 s backoff
+    assert waits == [0.3, 0.3]  # the server's 0.3 s twice, not the 1 s + 2 s backoff
     plan_requests = [r for r in fake_openai if any(t["function"]["name"] == "Plan" for t in r.get("tools", []))]
     assert len(plan_requests) == 3  # two refused, one answered: no stacked client retries
     assert all(name in out.getvalue().split("Final answer:", 1)[1] for name in expected_products(19))

@@ -10,10 +10,10 @@ import inspect
 import socket
 import sys
 import threading
-import time
 from collections.abc import Iterator
 
 import pytest
+from cli_helpers import record_requests, record_waits
 from openai_loopback import OpenAILoopback
 
 from replangraph.app import cli, server, studio
@@ -105,9 +105,9 @@ def test_without_a_base_url_openai_is_checked_when_a_key_is_set(monkeypatch, cap
         server.check_server({"model": "gpt-4.1"})
     assert str(raised.value) == expected
     db = tmp_path / "runs.sqlite"
-    started = time.monotonic()
+    sent, waits = record_requests(monkeypatch), record_waits(monkeypatch)
     assert cli.main(["run", "anything", "--db", str(db)]) == 4
-    assert time.monotonic() - started < 5
+    assert sent == [f"GET {down}/models"] and waits == []  # at once: one probe, no model call, no retry
     assert capsys.readouterr().err == expected + "\n"
     assert not db.exists()  # nothing ran
 
