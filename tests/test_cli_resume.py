@@ -38,19 +38,30 @@ from replangraph.app.demo import DEMO_GOAL, expected_products
 class CtrlC:
     """A Ctrl-C that the `lookup` tool presses once, while it runs, as a terminal would: SIGINT to the process's
     main thread, whose handler raises KeyboardInterrupt there (Python's default handler, here noting that it ran).
-    The tool returns only once the main thread has taken it, so the run always stops while the tool runs."""
+    The tool returns only once the main thread has taken it, so the run always stops while the tool runs.
+
+    A signal that lands just before the main thread blocks (between its last check for signals and its wait for
+    the tools node) waits there until the wait ends, as a real Ctrl-C would: so the tool sends it again every
+    `RESEND_S` until it is taken; the handler raises once and ignores the rest."""
+
+    RESEND_S = 0.05
 
     def __init__(self) -> None:
         self.taken = threading.Event()
+        self.sent = 0
 
     def handler(self, signum: int, frame: object) -> None:
-        self.taken.set()
-        raise KeyboardInterrupt
+        if not self.taken.is_set():
+            self.taken.set()
+            raise KeyboardInterrupt
 
     def press(self) -> None:
-        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
-        if not self.taken.wait(GUARD_S):
-            raise AssertionError(f"Ctrl-C was not taken by the main thread within {GUARD_S:g} s")
+        for _ in range(int(GUARD_S / self.RESEND_S)):
+            self.sent += 1
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+            if self.taken.wait(self.RESEND_S):
+                return
+        raise AssertionError(f"Ctrl-C was not taken by the main thread within {GUARD_S:g} s")
 
 
 PRESS: dict[str, CtrlC | None] = {"next": None}
