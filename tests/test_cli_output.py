@@ -55,6 +55,7 @@ def test_json_demo_writes_one_object_per_line_and_a_final_result(capsys):
     assert "SCRIPTED" in capsys.readouterr().err  # notes go to stderr
 
 
+@pytest.mark.system
 def test_json_run_through_an_openai_compatible_server(fake_openai, capsys):  # noqa: F811
     out = io.StringIO()
     assert cli.main(["run", DEMO_GOAL, *TOOLS, "--json", "--thread", "j1"], out=out) == 0
@@ -69,6 +70,7 @@ def test_json_run_through_an_openai_compatible_server(fake_openai, capsys):  # n
     assert "thread: j1" in capsys.readouterr().err
 
 
+@pytest.mark.system
 def test_json_waiting_names_the_resume_command_and_never_asks(fake_openai, monkeypatch, tmp_path):  # noqa: F811
     FakeOpenAI.responder = staticmethod(hitl_responder)
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))
@@ -101,6 +103,7 @@ def lookup(name: str) -> str:
     return f"{name}: launched 2021"
 
 
+@pytest.mark.system
 def test_json_stdout_holds_json_only_though_a_tool_prints(fake_openai, capsys):  # noqa: F811
     FakeOpenAI.responder = staticmethod(lookup_responder)
     assert cli.main(["run", "Look up the Zephyr 14", "--json", "--tools", f"{__name__}:lookup"]) == 0
@@ -201,6 +204,7 @@ def test_an_unreachable_server_ends_the_command_at_once_naming_its_url(monkeypat
     assert capsys.readouterr().err.endswith("does not start with http:// or https://: fix --base-url.\n")
 
 
+@pytest.mark.system
 def test_a_server_lost_mid_run_is_named_and_exits_4(serve, monkeypatch, tmp_path):
     monkeypatch.setattr("replangraph.retry.wait", lambda seconds: None)  # no backoff between the tries
     url = serve(DroppingServer)
@@ -215,6 +219,7 @@ def test_a_server_lost_mid_run_is_named_and_exits_4(serve, monkeypatch, tmp_path
     )
 
 
+@pytest.mark.system
 def test_the_one_model_a_local_server_serves_is_used_and_recorded(serve, tmp_path):
     serve(ModelServer)
     ModelServer.models = ["local-llama"]
@@ -230,6 +235,7 @@ def test_the_one_model_a_local_server_serves_is_used_and_recorded(serve, tmp_pat
     assert cli.recorded_settings(metadata)["base_url"] is None
 
 
+@pytest.mark.system
 def test_a_server_with_several_models_asks_for_one(serve, capsys):
     url = serve(ModelServer)
     ModelServer.models = ["qwen-7b", "llama-8b"]
@@ -243,6 +249,7 @@ def test_a_server_with_several_models_asks_for_one(serve, capsys):
     assert {r["model"] for r in FakeOpenAI.requests} == {"llama-8b"}
 
 
+@pytest.mark.system
 def test_a_server_that_lists_no_models_asks_for_one(serve, capsys):
     url = serve(FakeOpenAI)  # no GET at all: 501
     assert cli.main(["run", "anything"]) == 2
@@ -254,6 +261,7 @@ def test_a_server_that_lists_no_models_asks_for_one(serve, capsys):
     assert f"The server at {url} lists no models" in capsys.readouterr().err
 
 
+@pytest.mark.system
 def test_resume_checks_the_server_before_going_on(fake_openai, monkeypatch, tmp_path, capsys):  # noqa: F811
     FakeOpenAI.responder = staticmethod(hitl_responder)
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # no terminal: the plan waits

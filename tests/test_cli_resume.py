@@ -34,6 +34,8 @@ from test_openai_compat import FakeOpenAI, fake_openai  # noqa: F401  (the fixtu
 
 from replangraph.app.demo import DEMO_GOAL, expected_products
 
+pytestmark = pytest.mark.system  # the loopback fake OpenAI server (and PostgreSQL for `durable_db`)
+
 
 class CtrlC:
     """A Ctrl-C that the `lookup` tool presses once, while it runs, as a terminal would: SIGINT to the process's

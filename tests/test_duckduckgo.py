@@ -166,6 +166,7 @@ def call(tool, args: dict) -> ToolMessage:
 # --------------------------------------------------------------------------- the DuckDuckGo provider
 
 
+@pytest.mark.system
 def test_top_three_with_redirects_decoded_ads_and_repeats_dropped(server):
     results = ddg(server.url).search(ASYNCIO, 3)
     assert [r.url for r in results] == TOP_ASYNCIO  # the ad and the repeated docs link are gone
@@ -227,6 +228,7 @@ def test_a_result_without_snippet_or_title_text_is_kept():
     ]
 
 
+@pytest.mark.system
 def test_fewer_results_than_asked(server):
     results = ddg(server.url).search(TWO, 3)
     assert [r.title for r in results] == [
@@ -245,12 +247,14 @@ def test_fewer_results_than_asked(server):
     assert text.startswith(f'Top 2 web result(s) for "{TWO}":') and "\n3." not in text
 
 
+@pytest.mark.system
 def test_the_page_is_read_in_the_charset_its_server_names(server):
     assert ddg(server.url).search("latin page", 3) == [
         SearchResult("Café Crème — Menü", "Déjà vu à la carte.", "https://café.example/menü")
     ]
 
 
+@pytest.mark.system
 def test_a_page_that_found_nothing_is_an_empty_list_not_an_error(server):
     assert ddg(server.url).search(NOTHING, 3) == []
     reply = call(internet_search_tool(ddg(server.url)), {"query": NOTHING})
@@ -261,6 +265,7 @@ def test_a_page_that_found_nothing_is_an_empty_list_not_an_error(server):
 # --------------------------------------------------------------------------- the tool's text
 
 
+@pytest.mark.system
 def test_the_tool_answers_with_three_numbered_results(server):
     text = internet_search_tool(ddg(server.url)).invoke({"query": ASYNCIO})
     lines = text.splitlines()
@@ -271,6 +276,7 @@ def test_the_tool_answers_with_three_numbered_results(server):
     assert "4." not in text and "courses.example.com" not in text and "<b>" not in text
 
 
+@pytest.mark.system
 def test_a_tool_call_carries_the_results_as_data(server):
     reply = call(internet_search_tool(ddg(server.url), top_k=5), {"query": ASYNCIO})
     assert isinstance(reply, ToolMessage) and reply.name == "internet_search" and reply.status == "success"
@@ -291,6 +297,7 @@ def test_a_tool_call_carries_the_results_as_data(server):
         ("truncated page", "the result page has 2 result block(s) but no result link in any"),
     ],
 )
+@pytest.mark.system
 def test_a_page_that_cannot_be_read_is_a_parse_error_observation(server, query, says):
     reply = call(internet_search_tool(ddg(server.url)), {"query": query})
     assert reply.content.startswith(f"Search failed: {says}")
@@ -298,6 +305,7 @@ def test_a_page_that_cannot_be_read_is_a_parse_error_observation(server, query, 
     assert reply.artifact["status"] == "error" and reply.artifact["error"] == "parse"
 
 
+@pytest.mark.system
 def test_http_500_is_an_observation(server):
     reply = call(internet_search_tool(ddg(server.url)), {"query": "server error"})
     assert reply.content == (
@@ -315,6 +323,7 @@ def test_http_500_is_an_observation(server):
         ("bot check ok status", "the search service asked to prove this is not a bot (a rate limit)"),
     ],
 )
+@pytest.mark.system
 def test_rate_limits_and_the_bot_check_are_observations(server, query, says):
     reply = call(internet_search_tool(ddg(server.url)), {"query": query})
     assert reply.content.startswith(f"Search failed: {says}")
@@ -322,6 +331,7 @@ def test_rate_limits_and_the_bot_check_are_observations(server, query, says):
     assert reply.artifact["error"] == "rate_limited"
 
 
+@pytest.mark.system
 def test_a_server_that_never_answers_times_out_within_the_configured_time(silent_server, monkeypatch):
     sent: list[dict] = []
     guarded = httpx.HTTPTransport.handle_request  # `loopback_only`'s
@@ -339,6 +349,7 @@ def test_a_server_that_never_answers_times_out_within_the_configured_time(silent
     assert sent == [{"connect": 0.5, "read": 0.5, "write": 0.5, "pool": 0.5}]  # one request, on the configured time
 
 
+@pytest.mark.system
 def test_a_page_that_keeps_trickling_is_given_up_after_the_configured_time(server, monkeypatch):
     """Every read of the endless page comes quickly; the tool's own clock (read before the request and after each
     read of the page; here 0.125 s apart) ends it once more than 0.5 s have passed: after the fifth read."""
@@ -372,6 +383,7 @@ def searching_agent(seen: list):
     return work
 
 
+@pytest.mark.system
 def test_the_agent_loop_uses_the_tool_and_the_result_reaches_the_final_answer(server):
     seen: list = []
     before = len(server.requests)

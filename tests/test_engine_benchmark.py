@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from clocks import InFlight, Ticking
 from langchain_core.messages import HumanMessage
 
@@ -34,6 +35,7 @@ def test_bare_superstep_time_is_the_loops_time_over_its_steps(monkeypatch):
     assert clock.reads == 2  # once before the loop, once after
 
 
+@pytest.mark.system
 def test_scale_child_completes_every_subtask_and_reports_the_database():
     result = engine.scale_in_child(10, max_seconds=60)
     assert result["n"] == 10 and result["completed"] == 10
@@ -46,6 +48,7 @@ def test_scale_run_with_a_big_output_completes(tmp_path):
     assert result["completed"] == 3 and result["db_bytes"] > 0
 
 
+@pytest.mark.system
 def test_a_child_past_its_limit_is_a_timed_out_row():
     result = engine.scale_in_child(10, max_seconds=0.01)
     assert "timed out" in result["error"]

@@ -25,6 +25,8 @@ from scripting import result_text
 from replangraph.durable import open_saver
 from replangraph.workspace import result_key
 
+pytestmark = pytest.mark.system  # worker processes (and PostgreSQL for `durable_db`)
+
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = Path(__file__).resolve().parent / "durable_worker.py"
 WAIT_S = 60

@@ -56,6 +56,8 @@ from replangraph.config import AgentConfig
 from replangraph.messages import ASK_USER
 from replangraph.names import EXECUTOR, FINALIZE, PLANNER, TOOLS
 
+pytestmark = pytest.mark.system  # a `langgraph dev` server, and a loopback model server for it
+
 ROOT = Path(__file__).resolve().parent.parent
 LANGGRAPH = Path(sys.executable).parent / "langgraph"
 READY_DEADLINE_S = 90
