@@ -276,13 +276,20 @@ def scale_targets(results: list[dict]) -> str:
 # Table 3: parallel ---------------------------------------------------------------------------------------------
 
 
-def parallel_seconds(tasks: int, sleep_s: float, concurrency: int) -> float:
-    """Wall time of ``tasks`` independent subtasks whose tool sleeps ``sleep_s``, at ``max_concurrency``."""
+def sleeper(sleep_s: float) -> Callable[[int], str]:
+    """The ``work`` tool of table 3: it sleeps ``sleep_s``, as a slow API would."""
 
     def work(index: int) -> str:
         """Work on one item by its index."""
         time.sleep(sleep_s)
         return f"worked on item {index}"
+
+    return work
+
+
+def parallel_run(tasks: int, concurrency: int, work: Callable[[int], str]) -> float:
+    """Run ``tasks`` independent subtasks, each calling the ``work`` tool once, at ``max_concurrency``; the
+    run's wall time (the graph built beforehand). RuntimeError unless every subtask completed."""
 
     def call_then_answer(request: ScriptedRequest, index: int):
         return tool_call("work", {"index": index}) if not request.called("work") else f"Did item {index}."
@@ -295,6 +302,11 @@ def parallel_seconds(tasks: int, sleep_s: float, concurrency: int) -> float:
     if completed(state) != tasks:
         raise RuntimeError(f"only {completed(state)}/{tasks} subtasks completed at max_concurrency={concurrency}")
     return wall
+
+
+def parallel_seconds(tasks: int, sleep_s: float, concurrency: int) -> float:
+    """Wall time of ``tasks`` independent subtasks whose tool sleeps ``sleep_s``, at ``max_concurrency``."""
+    return parallel_run(tasks, concurrency, sleeper(sleep_s))
 
 
 def parallel_table(concurrencies: Sequence[int], runs: int, out: TextIO) -> dict[int, float]:

@@ -112,3 +112,25 @@ def json_lines(text: str) -> list[dict]:
     objects = [json.loads(line) for line in lines]
     assert all(isinstance(o, dict) and "event" in o for o in objects)
     return objects
+
+
+def record_requests(monkeypatch) -> list[str]:
+    """Every HTTP request httpx sends from now on (the probe's and the model client's), as ``"METHOD URL"``."""
+    import httpx
+
+    sent: list[str] = []
+    original = httpx.HTTPTransport.handle_request
+
+    def recorded(self, request: httpx.Request) -> httpx.Response:
+        sent.append(f"{request.method} {request.url}")
+        return original(self, request)
+
+    monkeypatch.setattr(httpx.HTTPTransport, "handle_request", recorded)
+    return sent
+
+
+def record_waits(monkeypatch) -> list[float]:
+    """The seconds each retry wait asks for from now on (``replangraph.llm.calls.wait``); nothing is slept."""
+    waits: list[float] = []
+    monkeypatch.setattr("replangraph.llm.calls.wait", waits.append)
+    return waits

@@ -88,12 +88,13 @@ def postgres_db(postgres_url: str) -> Iterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.system)])
 def durable_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A database for ``replangraph.durable.open_saver``, once per backend: ``"sqlite"`` gives the path of a
     new SQLite file under ``tmp_path``; ``"postgres"`` gives the URL of a new, empty PostgreSQL database
-    (`postgres_db`, dropped after the test; skipped without a server, failing under CI). Open it as often as a
-    test needs (each ``open_saver`` is a new connection, as after a restart); ``request.param`` names the backend."""
+    (`postgres_db`, dropped after the test; skipped without a server, failing under CI; marked ``system``). Open it
+    as often as a test needs (each ``open_saver`` is a new connection, as after a restart); ``request.param`` names
+    the backend."""
     if request.param == "sqlite":
         return str(tmp_path / "runs.sqlite")
     return request.getfixturevalue("postgres_db")

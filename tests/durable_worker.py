@@ -8,14 +8,17 @@ of `GOAL`), ``question`` (the same, with one subtask asking the user first), ``r
 checkpoint) or ``answer`` (answer the pending question with ``ANSWER``).
 
 When the run pauses for a question the worker logs ``WAITING <question>`` and blocks reading stdin, as a
-terminal user would be typing, so the parent can kill it there. When the run ends it writes
-`result_path(LOG)` (final answer and task statuses, as JSON), prints the final answer and exits 0.
+terminal user would be typing, so the parent can kill it there. With ``$DURABLE_WORKER_HOLD_AFTER`` set to N,
+the subtask answer that would follow N answers is held: the worker logs ``HELD`` and blocks reading stdin, mid
+superstep, until the parent kills it (the run cannot end before the parent has seen the line). When the run
+ends it writes `result_path(LOG)` (final answer and task statuses, as JSON), prints the final answer and exits 0.
+A worker whose stdin closes while it blocks (its parent is gone) exits 4.
 
 Log lines are tab-separated: ``CALL pid kind who turn step`` for a model call (kind ``plan``, ``subtask``,
 ``replan``, ``final``; ``who`` the item or ``-``; ``turn`` the tool results the request already holds),
 ``TOOL pid fetch item - step`` for a tool call, ``DONE pid subtask item turn step`` once a subtask's answer
-is returned, ``WAITING pid question`` and ``END pid``. Each line is written, flushed and fsynced before the
-call goes on, so a SIGKILL loses no line of a call that was made.
+is returned, ``HELD pid subtask item turn step``, ``WAITING pid question`` and ``END pid``. Each line is
+written, flushed and fsynced before the call goes on, so a SIGKILL loses no line of a call that was made.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import json
 import os
 import re
 import sys
-import time
+import threading
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -48,8 +51,8 @@ DEPENDS = {"item 7": ["item 1", "item 2", "item 3"], "item 8": ["item 4", "item 
 ASKING = "item 5"
 """The subtask that asks the user first in question mode."""
 QUESTION = "Which colour should item 5 be?"
-TOOL_SLEEP_S = 0.15
 CONFIG = AgentConfig(max_concurrency=2)
+HOLD_ENV = "DURABLE_WORKER_HOLD_AFTER"
 
 
 def task_id(item: str) -> str:
@@ -99,6 +102,32 @@ class Log:
             os.fsync(out.fileno())
 
 
+def block_until_killed() -> None:
+    """Wait on stdin, which the parent never writes; exit 4 if it closes (the parent is gone)."""
+    sys.stdin.read()
+    os._exit(4)
+
+
+class Gate:
+    """Lets ``after`` subtask answers through (None: all); each later one is logged ``HELD`` and blocks."""
+
+    def __init__(self, after: int | None, log: Log):
+        self.left = after
+        self.log = log
+        self.lock = threading.Lock()
+
+    def answer(self, item: str, turn: int) -> None:
+        """Return at once, or hold this answer until the process is killed."""
+        with self.lock:
+            if self.left is None:
+                return
+            self.left -= 1
+            held = self.left < 0
+        if held:
+            self.log.write("HELD", "subtask", item, turn, step())
+            block_until_killed()
+
+
 def step() -> object:
     """The LangGraph superstep of the node making the call ("-" outside a run)."""
     try:
@@ -107,15 +136,16 @@ def step() -> object:
         return "-"
 
 
-def build(checkpointer, store, log: str | os.PathLike[str], question: bool = False):
-    """The graph both the worker and the tests use: `PLAN`, a slow ``fetch`` tool, every call logged."""
+def build(checkpointer, store, log: str | os.PathLike[str], question: bool = False, hold_after: int | None = None):
+    """The graph both the worker and the tests use: `PLAN`, a ``fetch`` tool, every call logged; answers after
+    the first ``hold_after`` are held (see `Gate`)."""
     out = Log(log)
+    gate = Gate(hold_after, out)
 
     @tool
     def fetch(item: str) -> str:
         """Fetch one item's payload."""
         out.write("TOOL", "fetch", item, "-", step())
-        time.sleep(TOOL_SLEEP_S)
         return payload(item)
 
     def work(request):
@@ -130,6 +160,7 @@ def build(checkpointer, store, log: str | os.PathLike[str], question: bool = Fal
         fetched = request.last_result("fetch")
         if fetched is None:
             return tool_call("fetch", {"item": item})
+        gate.answer(item, turn)
         reply = result_of(item, fetched, answer)
         out.write("DONE", "subtask", item, turn, step())
         return reply
@@ -161,7 +192,8 @@ def main(argv: list[str]) -> int:
     db, thread, log, mode = argv[:4]
     out = Log(log)
     with open_saver(db) as (checkpointer, store):
-        graph = build(checkpointer, store, log, question=mode in ("question", "answer"))
+        hold = os.environ.get(HOLD_ENV)
+        graph = build(checkpointer, store, log, mode in ("question", "answer"), int(hold) if hold else None)
         config = run_config(thread)
         if mode in ("start", "question"):
             given = {"messages": [("user", GOAL)]}
@@ -173,8 +205,7 @@ def main(argv: list[str]) -> int:
         if final.get("__interrupt__"):
             asked = [i.value.get("question", "") for i in final["__interrupt__"] if isinstance(i.value, dict)]
             out.write("WAITING", re.sub(r"\s+", " ", " | ".join(asked)))
-            sys.stdin.read()  # a user at a terminal, still thinking: the parent kills the process here
-            return 3
+            block_until_killed()  # a user at a terminal, still thinking: the parent kills the process here
         statuses = {tid: task["status"] for tid, task in final["tasks"].items()}
         result_path(log).write_text(
             json.dumps({"final_answer": final["final_answer"], "statuses": statuses}), encoding="utf-8"

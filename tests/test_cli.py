@@ -261,6 +261,7 @@ def test_graph_prints_the_mermaid_of_the_graph_run_builds_without_a_key(monkeypa
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.system
 def test_bench_runs_the_checkouts_benchmarks_with_their_arguments(monkeypatch, tmp_path, capfd):
     assert cli.is_checkout(ROOT) and not cli.is_checkout(tmp_path)
     assert cli.benchmarks_root(ROOT / "tests") == ROOT

@@ -25,6 +25,7 @@ from replangraph.app.demo import DEMO_GOAL, expected_products
 TOOLS = ("--tools", "replangraph.app.demo:read_ranking")
 
 
+@pytest.mark.system
 def test_a_crash_is_one_sentence_with_the_traceback_saved_and_resume_finishes(fake_openai, monkeypatch, tmp_path):  # noqa: F811
     db = str(tmp_path / "runs.sqlite")
     real_put = SqliteSaver.put
@@ -94,6 +95,7 @@ def test_the_demo_into_a_closed_pipe_ends_with_141(argv, terminal):
 
 
 @pytest.mark.parametrize("json_flag", [[], ["--json"]])
+@pytest.mark.system
 def test_a_run_into_a_closed_pipe_ends_with_141_and_is_no_crash(fake_openai, json_flag, tmp_path, capsys):  # noqa: F811
     out = ClosedPipe(2)
     before = set(threading.enumerate())
@@ -121,12 +123,14 @@ def first_lines_then_closed(argv: list[str], lines: int = 1) -> tuple[int, str]:
 
 
 @pytest.mark.parametrize("argv", [["demo"], ["demo", "--json"]])
+@pytest.mark.system
 def test_the_console_script_piped_into_head_ends_quietly(argv):
     code, err = first_lines_then_closed(argv)
     assert code == 141 and "Traceback" not in err, err
 
 
 @pytest.mark.parametrize("json_flag", [[], ["--json"]])
+@pytest.mark.system
 def test_a_run_piped_into_head_ends_quietly_and_does_not_hang(fake_openai, json_flag, tmp_path):  # noqa: F811
     argv = ["run", DEMO_GOAL, *TOOLS, "--db", str(tmp_path / "runs.sqlite"), *json_flag]
     code, err = first_lines_then_closed(argv)

@@ -9,6 +9,7 @@ import re
 import sys
 import time
 
+import pytest
 from cli_helpers import ANSI, ASK_GOAL, MARKET_QUESTION, Terminal, hitl_responder
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
@@ -93,6 +94,7 @@ def test_the_demo_on_a_terminal_runs_under_the_live_view():
     assert "Check: 19/19 products in the final answer." in text
 
 
+@pytest.mark.system
 def test_a_question_is_asked_once_the_live_view_has_stopped(fake_openai, monkeypatch, tmp_path):  # noqa: F811
     FakeOpenAI.responder = staticmethod(hitl_responder)
     typed = ["US"]

@@ -12,11 +12,19 @@ import json
 import socket
 import sys
 import threading
-import time
 from http.server import ThreadingHTTPServer
 
 import pytest
-from cli_helpers import ASK_GOAL, MARKET_QUESTION, TOOLS, hitl_responder, json_lines, lookup_responder
+from cli_helpers import (
+    ASK_GOAL,
+    MARKET_QUESTION,
+    TOOLS,
+    hitl_responder,
+    json_lines,
+    lookup_responder,
+    record_requests,
+    record_waits,
+)
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from test_openai_compat import FakeOpenAI, fake_openai  # noqa: F401  (the fixture)
@@ -47,6 +55,7 @@ def test_json_demo_writes_one_object_per_line_and_a_final_result(capsys):
     assert "SCRIPTED" in capsys.readouterr().err  # notes go to stderr
 
 
+@pytest.mark.system
 def test_json_run_through_an_openai_compatible_server(fake_openai, capsys):  # noqa: F811
     out = io.StringIO()
     assert cli.main(["run", DEMO_GOAL, *TOOLS, "--json", "--thread", "j1"], out=out) == 0
@@ -61,6 +70,7 @@ def test_json_run_through_an_openai_compatible_server(fake_openai, capsys):  # n
     assert "thread: j1" in capsys.readouterr().err
 
 
+@pytest.mark.system
 def test_json_waiting_names_the_resume_command_and_never_asks(fake_openai, monkeypatch, tmp_path):  # noqa: F811
     FakeOpenAI.responder = staticmethod(hitl_responder)
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))
@@ -93,6 +103,7 @@ def lookup(name: str) -> str:
     return f"{name}: launched 2021"
 
 
+@pytest.mark.system
 def test_json_stdout_holds_json_only_though_a_tool_prints(fake_openai, capsys):  # noqa: F811
     FakeOpenAI.responder = staticmethod(lookup_responder)
     assert cli.main(["run", "Look up the Zephyr 14", "--json", "--tools", f"{__name__}:lookup"]) == 0
@@ -177,9 +188,9 @@ def test_an_unreachable_server_ends_the_command_at_once_naming_its_url(monkeypat
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     url = f"http://127.0.0.1:{closed_port()}/v1"
     db = tmp_path / "runs.sqlite"
-    started = time.monotonic()
+    sent, waits = record_requests(monkeypatch), record_waits(monkeypatch)
     assert cli.main(["run", "anything", "--base-url", url, "--db", str(db)]) == console.EXIT_CONNECTION == 4
-    assert time.monotonic() - started < 5
+    assert sent == [f"GET {url}/models"] and waits == []  # at once: one probe, no model call, no retry
     err = capsys.readouterr().err
     assert err == f"The model server at {url} did not answer (connection refused): start it or fix --base-url.\n"
     assert not db.exists()  # nothing ran
@@ -193,6 +204,7 @@ def test_an_unreachable_server_ends_the_command_at_once_naming_its_url(monkeypat
     assert capsys.readouterr().err.endswith("does not start with http:// or https://: fix --base-url.\n")
 
 
+@pytest.mark.system
 def test_a_server_lost_mid_run_is_named_and_exits_4(serve, monkeypatch, tmp_path):
     monkeypatch.setattr("replangraph.llm.calls.wait", lambda seconds: None)  # no backoff between the tries
     url = serve(DroppingServer)
@@ -207,6 +219,7 @@ def test_a_server_lost_mid_run_is_named_and_exits_4(serve, monkeypatch, tmp_path
     )
 
 
+@pytest.mark.system
 def test_the_one_model_a_local_server_serves_is_used_and_recorded(serve, tmp_path):
     serve(ModelServer)
     ModelServer.models = ["local-llama"]
@@ -222,6 +235,7 @@ def test_the_one_model_a_local_server_serves_is_used_and_recorded(serve, tmp_pat
     assert cli.recorded_settings(metadata)["base_url"] is None
 
 
+@pytest.mark.system
 def test_a_server_with_several_models_asks_for_one(serve, capsys):
     url = serve(ModelServer)
     ModelServer.models = ["qwen-7b", "llama-8b"]
@@ -235,6 +249,7 @@ def test_a_server_with_several_models_asks_for_one(serve, capsys):
     assert {r["model"] for r in FakeOpenAI.requests} == {"llama-8b"}
 
 
+@pytest.mark.system
 def test_a_server_that_lists_no_models_asks_for_one(serve, capsys):
     url = serve(FakeOpenAI)  # no GET at all: 501
     assert cli.main(["run", "anything"]) == 2
@@ -246,6 +261,7 @@ def test_a_server_that_lists_no_models_asks_for_one(serve, capsys):
     assert f"The server at {url} lists no models" in capsys.readouterr().err
 
 
+@pytest.mark.system
 def test_resume_checks_the_server_before_going_on(fake_openai, monkeypatch, tmp_path, capsys):  # noqa: F811
     FakeOpenAI.responder = staticmethod(hitl_responder)
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # no terminal: the plan waits

@@ -11,7 +11,8 @@ import io
 import json
 import signal
 import sys
-import time
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,13 +28,46 @@ from cli_helpers import (
     thread_of,
     tool_results,
 )
+from clocks import GUARD_S
 from langchain_core.tools import tool
 from test_openai_compat import FakeOpenAI, fake_openai  # noqa: F401  (the fixture)
 
 from replangraph.app.demo import DEMO_GOAL, expected_products
 
-INTERRUPTS = {"armed": False}
-"""Armed: the `lookup` tool presses Ctrl-C (once)."""
+pytestmark = pytest.mark.system  # the loopback fake OpenAI server (and PostgreSQL for `durable_db`)
+
+
+class CtrlC:
+    """A Ctrl-C that the `lookup` tool presses once, while it runs, as a terminal would: SIGINT to the process's
+    main thread, whose handler raises KeyboardInterrupt there (Python's default handler, here noting that it ran).
+    The tool returns only once the main thread has taken it, so the run always stops while the tool runs.
+
+    A signal that lands just before the main thread blocks (between its last check for signals and its wait for
+    the tools node) waits there until the wait ends, as a real Ctrl-C would: so the tool sends it again every
+    `RESEND_S` until it is taken; the handler raises once and ignores the rest."""
+
+    RESEND_S = 0.05
+
+    def __init__(self) -> None:
+        self.taken = threading.Event()
+        self.sent = 0
+
+    def handler(self, signum: int, frame: object) -> None:
+        if not self.taken.is_set():
+            self.taken.set()
+            raise KeyboardInterrupt
+
+    def press(self) -> None:
+        for _ in range(int(GUARD_S / self.RESEND_S)):
+            self.sent += 1
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+            if self.taken.wait(self.RESEND_S):
+                return
+        raise AssertionError(f"Ctrl-C was not taken by the main thread within {GUARD_S:g} s")
+
+
+PRESS: dict[str, CtrlC | None] = {"next": None}
+"""The Ctrl-C the `lookup` tool presses (then forgets); None: it presses none."""
 
 
 @pytest.fixture(autouse=True)
@@ -41,8 +75,21 @@ def default_db(tmp_path, monkeypatch) -> Path:
     """Runs without --db write here, never to the user's data folder."""
     path = tmp_path / "default-runs.sqlite"
     monkeypatch.setenv("REPLANGRAPH_DB", str(path))
-    monkeypatch.setitem(INTERRUPTS, "armed", False)
+    monkeypatch.setitem(PRESS, "next", None)
     return path
+
+
+@pytest.fixture
+def ctrl_c() -> Iterator[CtrlC]:
+    """The next `lookup` call presses Ctrl-C. SIGINT is handled as at a terminal for the test: a process started
+    in the background by a shell (``pytest &``, some CI runners) inherits SIGINT ignored, and Python keeps it so."""
+    press = CtrlC()
+    previous = signal.signal(signal.SIGINT, press.handler)
+    PRESS["next"] = press
+    try:
+        yield press
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture
@@ -237,19 +284,17 @@ def test_ctrl_c_at_the_prompt_exits_130_and_the_run_resumes(hitl, monkeypatch, t
 @tool
 def lookup(name: str) -> str:
     """Look up a laptop's launch year."""
-    if INTERRUPTS["armed"]:  # the user presses Ctrl-C while the tool runs
-        INTERRUPTS["armed"] = False
-        signal.raise_signal(signal.SIGINT)
-        time.sleep(1)
+    press, PRESS["next"] = PRESS["next"], None
+    if press is not None:  # the user presses Ctrl-C while the tool runs
+        press.press()
     return f"{name}: launched 2021"
 
 
-def test_ctrl_c_mid_run_exits_130_and_resume_goes_on_from_the_checkpoint(server, tmp_path):
+def test_ctrl_c_mid_run_exits_130_and_resume_goes_on_from_the_checkpoint(server, ctrl_c, tmp_path):
     FakeOpenAI.responder = staticmethod(lookup_responder)
     db = str(tmp_path / "runs.sqlite")
-    INTERRUPTS["armed"] = True
     code, text = main("run", "Look up the Zephyr 14", "--db", db, "--thread", "k1", "--tools", f"{__name__}:lookup")
-    assert code == 130, text
+    assert ctrl_c.taken.is_set() and code == 130, text
     assert "resume with: replangraph resume --thread k1" in text
     planned = [r for r in server if any(t["function"]["name"] == "Plan" for t in r.get("tools", []))]
 
@@ -262,14 +307,14 @@ def test_ctrl_c_mid_run_exits_130_and_resume_goes_on_from_the_checkpoint(server,
     )  # not planned again
 
 
-def test_a_stopped_run_that_got_a_command_since_resumes_through_the_graphs_resume(server, tmp_path):
+def test_a_stopped_run_that_got_a_command_since_resumes_through_the_graphs_resume(server, ctrl_c, tmp_path):
     """New input (here /status, sent with `run`) makes LangGraph drop the steps a stopped run had waiting;
     `resume` then sends the graph's /resume, which runs the waiting tool calls first."""
     FakeOpenAI.responder = staticmethod(lookup_responder)
     db = str(tmp_path / "runs.sqlite")
-    INTERRUPTS["armed"] = True
     tools = ("--tools", f"{__name__}:lookup")
-    assert main("run", "Look up the Zephyr 14", "--db", db, "--thread", "k2", *tools)[0] == 130
+    code, text = main("run", "Look up the Zephyr 14", "--db", db, "--thread", "k2", *tools)
+    assert ctrl_c.taken.is_set() and code == 130, text
 
     code, text = main("run", "/status", "--db", db, "--thread", "k2", *tools)
     assert code == 0, text

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -14,11 +13,13 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
+from clocks import Ticking
 from langchain_core.messages import ToolMessage
 from scripting import make_model, plan_of, run
 
 from replangraph import build_graph
 from replangraph.testing import tool_call
+from replangraph.tools.search import duckduckgo
 from replangraph.tools.search.duckduckgo import DuckDuckGoHTML, parse_duckduckgo_html, result_url
 from replangraph.tools.search.internet_search import SearchResult, internet_search_tool
 
@@ -86,7 +87,7 @@ def loopback_only(monkeypatch) -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Server]:
-    """Serves the recorded pages on 127.0.0.1 at ``/html/?q=<query>``; "slow page" trickles its page."""
+    """Serves the recorded pages on 127.0.0.1 at ``/html/?q=<query>``; "slow page" is a page without end."""
     state = Server(url="")
 
     class Handler(BaseHTTPRequestHandler):
@@ -110,10 +111,9 @@ def server() -> Iterator[Server]:
             self.send_header("Content-Type", "text/html; charset=UTF-8")
             self.end_headers()
             try:
-                for _ in range(20):  # every read comes quickly, the whole page does not
+                for _ in range(100_000):  # every read comes quickly, the end of the page never does
                     self.wfile.write(b"<div>" * 50)
                     self.wfile.flush()
-                    time.sleep(0.15)
             except OSError:  # the client gave up
                 pass
 
@@ -166,6 +166,7 @@ def call(tool, args: dict) -> ToolMessage:
 # --------------------------------------------------------------------------- the DuckDuckGo provider
 
 
+@pytest.mark.system
 def test_top_three_with_redirects_decoded_ads_and_repeats_dropped(server):
     results = ddg(server.url).search(ASYNCIO, 3)
     assert [r.url for r in results] == TOP_ASYNCIO  # the ad and the repeated docs link are gone
@@ -227,6 +228,7 @@ def test_a_result_without_snippet_or_title_text_is_kept():
     ]
 
 
+@pytest.mark.system
 def test_fewer_results_than_asked(server):
     results = ddg(server.url).search(TWO, 3)
     assert [r.title for r in results] == [
@@ -245,12 +247,14 @@ def test_fewer_results_than_asked(server):
     assert text.startswith(f'Top 2 web result(s) for "{TWO}":') and "\n3." not in text
 
 
+@pytest.mark.system
 def test_the_page_is_read_in_the_charset_its_server_names(server):
     assert ddg(server.url).search("latin page", 3) == [
         SearchResult("Café Crème — Menü", "Déjà vu à la carte.", "https://café.example/menü")
     ]
 
 
+@pytest.mark.system
 def test_a_page_that_found_nothing_is_an_empty_list_not_an_error(server):
     assert ddg(server.url).search(NOTHING, 3) == []
     reply = call(internet_search_tool(ddg(server.url)), {"query": NOTHING})
@@ -261,6 +265,7 @@ def test_a_page_that_found_nothing_is_an_empty_list_not_an_error(server):
 # --------------------------------------------------------------------------- the tool's text
 
 
+@pytest.mark.system
 def test_the_tool_answers_with_three_numbered_results(server):
     text = internet_search_tool(ddg(server.url)).invoke({"query": ASYNCIO})
     lines = text.splitlines()
@@ -271,6 +276,7 @@ def test_the_tool_answers_with_three_numbered_results(server):
     assert "4." not in text and "courses.example.com" not in text and "<b>" not in text
 
 
+@pytest.mark.system
 def test_a_tool_call_carries_the_results_as_data(server):
     reply = call(internet_search_tool(ddg(server.url), top_k=5), {"query": ASYNCIO})
     assert isinstance(reply, ToolMessage) and reply.name == "internet_search" and reply.status == "success"
@@ -291,6 +297,7 @@ def test_a_tool_call_carries_the_results_as_data(server):
         ("truncated page", "the result page has 2 result block(s) but no result link in any"),
     ],
 )
+@pytest.mark.system
 def test_a_page_that_cannot_be_read_is_a_parse_error_observation(server, query, says):
     reply = call(internet_search_tool(ddg(server.url)), {"query": query})
     assert reply.content.startswith(f"Search failed: {says}")
@@ -298,6 +305,7 @@ def test_a_page_that_cannot_be_read_is_a_parse_error_observation(server, query, 
     assert reply.artifact["status"] == "error" and reply.artifact["error"] == "parse"
 
 
+@pytest.mark.system
 def test_http_500_is_an_observation(server):
     reply = call(internet_search_tool(ddg(server.url)), {"query": "server error"})
     assert reply.content == (
@@ -315,6 +323,7 @@ def test_http_500_is_an_observation(server):
         ("bot check ok status", "the search service asked to prove this is not a bot (a rate limit)"),
     ],
 )
+@pytest.mark.system
 def test_rate_limits_and_the_bot_check_are_observations(server, query, says):
     reply = call(internet_search_tool(ddg(server.url)), {"query": query})
     assert reply.content.startswith(f"Search failed: {says}")
@@ -322,22 +331,33 @@ def test_rate_limits_and_the_bot_check_are_observations(server, query, says):
     assert reply.artifact["error"] == "rate_limited"
 
 
-def test_a_server_that_never_answers_times_out_within_the_configured_time(silent_server):
-    tool = internet_search_tool(ddg(silent_server, timeout_s=0.5))
-    started = time.monotonic()
-    text = tool.invoke({"query": ASYNCIO})
-    assert time.monotonic() - started < 3
+@pytest.mark.system
+def test_a_server_that_never_answers_times_out_within_the_configured_time(silent_server, monkeypatch):
+    sent: list[dict] = []
+    guarded = httpx.HTTPTransport.handle_request  # `loopback_only`'s
+
+    def recorded(self, request: httpx.Request) -> httpx.Response:
+        sent.append(request.extensions["timeout"])
+        return guarded(self, request)
+
+    monkeypatch.setattr(httpx.HTTPTransport, "handle_request", recorded)
+    text = internet_search_tool(ddg(silent_server, timeout_s=0.5)).invoke({"query": ASYNCIO})
     assert text == (
         f'Search failed: the search service did not answer within 0.5 s (query: "{ASYNCIO}"). '
         "Try again later or rephrase."
     )
+    assert sent == [{"connect": 0.5, "read": 0.5, "write": 0.5, "pool": 0.5}]  # one request, on the configured time
 
 
-def test_a_page_that_keeps_trickling_is_given_up_after_the_configured_time(server):
-    started = time.monotonic()
+@pytest.mark.system
+def test_a_page_that_keeps_trickling_is_given_up_after_the_configured_time(server, monkeypatch):
+    """Every read of the endless page comes quickly; the tool's own clock (read before the request and after each
+    read of the page; here 0.125 s apart) ends it once more than 0.5 s have passed: after the fifth read."""
+    clock = Ticking(0.125)
+    monkeypatch.setattr(duckduckgo, "time", clock)
     text = internet_search_tool(ddg(server.url, timeout_s=0.5)).invoke({"query": "slow page"})
-    assert time.monotonic() - started < 2.5
     assert text.startswith("Search failed: the search service did not send its page within 0.5 s")
+    assert clock.reads == 6
 
 
 def test_connection_refused_is_an_observation(closed_port):
@@ -363,6 +383,7 @@ def searching_agent(seen: list):
     return work
 
 
+@pytest.mark.system
 def test_the_agent_loop_uses_the_tool_and_the_result_reaches_the_final_answer(server):
     seen: list = []
     before = len(server.requests)

@@ -16,12 +16,15 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
-from durable_worker import CONFIG, ITEMS, QUESTION, build, marker, result_path, run_config, task_id
+from durable_worker import CONFIG, HOLD_ENV, ITEMS, QUESTION, build, marker, result_path, run_config, task_id
 from scripting import result_text
 
 from replangraph.durable import open_saver
+
+pytestmark = pytest.mark.system  # worker processes (and PostgreSQL for `durable_db`)
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = Path(__file__).resolve().parent / "durable_worker.py"
@@ -37,14 +40,21 @@ class Workers:
         self.started: list[subprocess.Popen] = []
         self.files: list = []
 
-    def start(self, db: str, thread: str, log: Path, mode: str, *extra: str) -> subprocess.Popen:
+    def start(
+        self, db: str, thread: str, log: Path, mode: str, *extra: str, hold_after: int | None = None
+    ) -> subprocess.Popen:
+        """A worker (see durable_worker.py); ``hold_after``: it holds the answer after that many."""
         n = len(self.started)
         out, err = (open(self.folder / f"worker{n}.{kind}", "wb") for kind in ("out", "err"))  # noqa: SIM115
         self.files += [out, err]
+        env = {k: v for k, v in os.environ.items() if k != HOLD_ENV}
+        if hold_after is not None:
+            env[HOLD_ENV] = str(hold_after)
         worker = subprocess.Popen(
             [sys.executable, str(WORKER), db, thread, str(log), mode, *extra],
             cwd=ROOT,
-            stdin=subprocess.PIPE,  # never written: a question waits on it until the kill
+            env=env,
+            stdin=subprocess.PIPE,  # never written: a question or a held answer waits on it until the kill
             stdout=out,
             stderr=err,
         )
@@ -93,17 +103,35 @@ def log_lines(log: Path) -> list[list[str]]:
     return [line[:-1].split("\t") for line in text.splitlines(keepends=True) if line.endswith("\n") and line.strip()]
 
 
-def wait_for(log: Path, worker: subprocess.Popen, workers: Workers, enough) -> list[list[str]]:
-    """Poll the log until ``enough(lines)`` (the worker must still be running), at most `WAIT_S`."""
+def wait_for(log: Path, worker: subprocess.Popen, workers: Workers, enough, what: str = "the log lines") -> Any:
+    """Poll until ``enough(lines of the log)`` is true (its value), the worker still running; fails saying
+    ``what`` was awaited after `WAIT_S` (a guard: a worker that is held or asks gets there in well under a second)."""
     deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline:
-        lines = log_lines(log)
-        if enough(lines):
-            return lines
+        found = enough(log_lines(log))
+        if found:
+            return found
         if worker.poll() is not None:
             pytest.fail(f"worker {worker.pid} ended ({worker.returncode}) too soon:\n{workers.output(worker)}")
-        time.sleep(0.005)
-    pytest.fail(f"worker {worker.pid}: nothing to wait for after {WAIT_S}s; log:\n{log.read_text()}")
+        time.sleep(0.01)
+    text = log.read_text() if log.exists() else "(no log)"
+    pytest.fail(f"worker {worker.pid}: no {what} after {WAIT_S}s; log:\n{text}\n{workers.output(worker)}")
+
+
+def held_after_three(lines: list[list[str]]) -> bool:
+    """The log shows three answers and a held one."""
+    return sum(f[0] == "DONE" for f in lines) == 3 and any(f[0] == "HELD" for f in lines)
+
+
+def completed_in(db: str, log: Path, thread: str) -> int:
+    """Subtasks completed in the thread's last saved checkpoint (0 before the first)."""
+    values = read_back(db, log, thread)[0] if has_checkpoint(db, thread) else {}
+    return sum(t["status"] == "completed" for t in (values.get("tasks") or {}).values())
+
+
+def has_checkpoint(db: str, thread: str) -> bool:
+    with open_saver(db) as (checkpointer, _store):
+        return checkpointer.get_tuple(run_config(thread)) is not None
 
 
 def kill(worker: subprocess.Popen) -> None:
@@ -163,9 +191,12 @@ def test_a_run_killed_mid_queue_resumes_without_running_finished_subtasks_again(
     baseline = subtask_calls(calls(log_lines(whole_log), whole.pid))
     assert Counter(c[2] for c in baseline) == Counter({item: 2 for item in ITEMS})  # fetch, then answer
 
+    # Three answers go through and the fourth is held mid-superstep (its sibling's answer may be in flight too):
+    # the kill lands there once the log shows it and the database holds the checkpoint with two completed.
     log = tmp_path / "killed.log"
-    first = workers.start(durable_db, "job", log, "start")
-    wait_for(log, first, workers, lambda lines: sum(f[0] == "DONE" for f in lines) >= 3)
+    first = workers.start(durable_db, "job", log, "start", hold_after=3)
+    wait_for(log, first, workers, held_after_three, "HELD line after three DONE lines")
+    wait_for(log, first, workers, lambda _: completed_in(durable_db, log, "job") >= 2, "checkpoint with 2 completed")
     kill(first)
     values, saved_step, _ = read_back(durable_db, log, "job")
     done_before = {tid for tid, t in values["tasks"].items() if t["status"] == "completed"}
@@ -203,7 +234,7 @@ def test_a_run_killed_mid_queue_resumes_without_running_finished_subtasks_again(
 def test_a_run_killed_while_a_question_waits_is_answered_by_a_new_process(durable_db, workers, tmp_path):
     log = tmp_path / "question.log"
     first = workers.start(durable_db, "asked", log, "question")
-    lines = wait_for(log, first, workers, lambda lines: any(f[0] == "WAITING" for f in lines))
+    lines = wait_for(log, first, workers, lambda lines: any(f[0] == "WAITING" for f in lines) and lines, "WAITING")
     assert [f[2] for f in lines if f[0] == "WAITING"] == ["Please confirm: " + QUESTION]
     kill(first)
     values, _, _ = read_back(durable_db, log, "asked", question=True)

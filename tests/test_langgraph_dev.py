@@ -55,6 +55,8 @@ from replangraph.app.demo import DEMO_GOAL, expected_products
 from replangraph.config import AgentConfig
 from replangraph.names import ASK_USER, EXECUTOR, FINALIZE, PLANNER, TOOLS
 
+pytestmark = pytest.mark.system  # a `langgraph dev` server, and a loopback model server for it
+
 ROOT = Path(__file__).resolve().parent.parent
 LANGGRAPH = Path(sys.executable).parent / "langgraph"
 READY_DEADLINE_S = 90

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from clocks import GUARD_S
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.store.memory import InMemoryStore
@@ -228,6 +229,7 @@ def test_a_failed_step_keeps_the_tool_outputs_it_had_read():
 
 
 def test_a_tool_timeout_keeps_the_replies_of_the_calls_that_finished():
+    import threading
     import time
 
     from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
@@ -236,21 +238,26 @@ def test_a_tool_timeout_keeps_the_replies_of_the_calls_that_finished():
     from replangraph.nodes.execution.tool_runner import ToolRunner
     from replangraph.queue.tasks import new_task
 
+    release = threading.Event()
+
     def fast() -> str:
         """Fast."""
         return "FAST-FACT-7"
 
     def slow() -> str:
         """Slow."""
-        time.sleep(1.0)
+        release.wait(GUARD_S)  # never answers in time: the test releases it at the end
         return "late"
 
     calls = [tool_call("fast", {}, call_id="f"), tool_call("slow", {}, call_id="s")]
     task = {**new_task("1", "x", position=[0]), "status": "in_progress", "started_at": time.time()}
     window = [SystemMessage("s"), HumanMessage("h"), AIMessage("", tool_calls=calls)]
-    runner = ToolRunner(resolve_profiles(None, [fast, slow]), AgentConfig(step_timeout_s=0.5))
-    update = runner({"tasks": {"1": task}, "windows": {"1": window}, "goal": "g"})
-    assert update["tasks"]["1"]["status"] == "failed"
+    runner = ToolRunner(resolve_profiles(None, [fast, slow]), AgentConfig(step_timeout_s=1.0))
+    try:
+        update = runner({"tasks": {"1": task}, "windows": {"1": window}, "goal": "g"})
+    finally:
+        release.set()
+    assert update["tasks"]["1"]["status"] == "failed" and "in tool 'slow'" in update["tasks"]["1"]["error"]
     assert kept(update, "1")["f"] == "FAST-FACT-7"
 
 

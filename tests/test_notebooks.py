@@ -161,6 +161,7 @@ def test_stored_without_outputs(path: Path):
     assert notebook["metadata"]["kernelspec"]["name"] == KERNEL, f"{path.name} should name the {KERNEL} kernel"
 
 
+@pytest.mark.system
 def test_the_kernel_is_this_python(jupyter):
     """The ``python3`` kernel runs this interpreter, so the notebooks import the replangraph under test."""
     import nbformat
@@ -176,6 +177,7 @@ def test_the_kernel_is_this_python(jupyter):
 
 
 @pytest.mark.parametrize("path", FOUND, ids=[p.stem for p in FOUND])
+@pytest.mark.system
 def test_runs_and_shows_what_it_says(path: Path, jupyter, record_property):
     notebook, seconds = execute(path)  # a cell that raises fails here, with its traceback
     record_property("seconds", round(seconds, 1))

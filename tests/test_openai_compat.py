@@ -10,10 +10,10 @@ from __future__ import annotations
 import io
 import json
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from cli_helpers import record_waits
 from langchain_core.messages import AIMessage
 from langchain_openai.chat_models.base import _convert_dict_to_message, _convert_message_to_dict
 from openai_loopback import tool_rule_violation
@@ -107,6 +107,7 @@ def test_rule_checker_catches_unanswered_calls():
     assert tool_rule_violation([{"role": "tool", "tool_call_id": "zz", "content": "x"}])
 
 
+@pytest.mark.system
 def test_run_command_through_an_openai_compatible_server(fake_openai):
     out = io.StringIO()
     assert cli.main(["run", DEMO_GOAL, "--tools", "replangraph.app.demo:read_ranking"], out=out) == 0
@@ -120,6 +121,7 @@ def test_run_command_through_an_openai_compatible_server(fake_openai):
     assert len(fake_openai) > 8  # planner, several executor turns, final answer
 
 
+@pytest.mark.system
 def test_run_rejects_a_bad_tools_spec(fake_openai, capsys):
     assert cli.main(["run", "goal", "--tools", "replangraph.app.demo"]) == 2
     err = capsys.readouterr().err
@@ -130,18 +132,20 @@ def test_run_rejects_a_bad_tools_spec(fake_openai, capsys):
     assert fake_openai == []  # nothing was sent
 
 
-def test_a_rate_limit_window_is_waited_out_with_one_retry_policy(fake_openai):
+@pytest.mark.system
+def test_a_rate_limit_window_is_waited_out_with_one_retry_policy(fake_openai, monkeypatch):
     """The client does not retry on its own: each 429 costs one request, and Retry-After is honoured."""
     FakeOpenAI.failures = [(429, {"retry-after": "0.3"}), (429, {"retry-after": "0.3"})]
     out = io.StringIO()
-    started = time.monotonic()
+    waits = record_waits(monkeypatch)
     assert cli.main(["run", DEMO_GOAL, "--tools", "replangraph.app.demo:read_ranking"], out=out) == 0
-    assert 0.6 <= time.monotonic() - started < 3  # the server's 0.3 s twice, not the 1 s + 2 s backoff
+    assert waits == [0.3, 0.3]  # the server's 0.3 s twice, not the 1 s + 2 s backoff
     plan_requests = [r for r in fake_openai if any(t["function"]["name"] == "Plan" for t in r.get("tools", []))]
     assert len(plan_requests) == 3  # two refused, one answered: no stacked client retries
     assert all(name in out.getvalue().split("Final answer:", 1)[1] for name in expected_products(19))
 
 
+@pytest.mark.system
 def test_a_server_that_stays_down_costs_three_requests_per_call_not_nine(fake_openai):
     FakeOpenAI.failures = [(503, {"retry-after": "0"})] * 100
     out = io.StringIO()
@@ -152,6 +156,7 @@ def test_a_server_that_stays_down_costs_three_requests_per_call_not_nine(fake_op
     assert "The run for this goal stopped" in out.getvalue()
 
 
+@pytest.mark.system
 def test_run_with_the_completion_check(fake_openai):
     out = io.StringIO()
     assert cli.main(["run", DEMO_GOAL, "--tools", "replangraph.app.demo:read_ranking", "--verify"], out=out) == 0
@@ -160,6 +165,7 @@ def test_run_with_the_completion_check(fake_openai):
     assert len(verdicts) == 3  # the three follow-ups end with answers; the first subtask handed off
 
 
+@pytest.mark.system
 def test_a_prompt_the_server_finds_too_long_is_compressed_and_sent_again(fake_openai):
     """OpenAI's 400 context_length_exceeded (its code in the body, not in the message) is recognised,
     the window is compressed, and the step goes on with nothing lost."""

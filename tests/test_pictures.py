@@ -67,6 +67,7 @@ def rendered(fig):
 # --------------------------------------------------------------------------- import
 
 
+@pytest.mark.system
 def test_importing_the_package_or_the_module_does_not_import_matplotlib():
     code = "import sys, replangraph, replangraph.app.pictures; assert 'matplotlib' not in sys.modules, 'imported'"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import time
+import threading
 
+from clocks import GUARD_S
 from scripting import is_replan, make_model, plan_of, run, subtask_of
 
 from replangraph import AgentConfig, build_graph
@@ -221,16 +222,23 @@ def test_runaway_subtask_ends_at_max_step_iterations():
 
 
 def test_step_timeout_fails_a_slow_step():
+    """The slow subtask's model call never answers (until the test ends); the fast one's answers at once, well
+    within the second."""
+    release = threading.Event()
+
     def work(request):
         if subtask_of(request) == "slow":
-            time.sleep(1.0)
+            release.wait(GUARD_S)
         return "quick answer"
 
     plan = plan_of(task("a", "slow"), task("b", "fast"))
-    graph = build_graph(make_model(plan, work), config=AgentConfig(step_timeout_s=0.2, max_replans=0))
-    state, _ = run(graph)
+    graph = build_graph(make_model(plan, work), config=AgentConfig(step_timeout_s=1.0, max_replans=0))
+    try:
+        state, _ = run(graph)
+    finally:
+        release.set()
     assert state["tasks"]["a"]["status"] == "failed"
-    assert "step_timeout_s=0.2" in state["tasks"]["a"]["error"]
+    assert "step_timeout_s=1.0" in state["tasks"]["a"]["error"]
     assert state["tasks"]["b"]["status"] == "completed"
 
 

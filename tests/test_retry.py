@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import httpx
 import openai
 import pytest
+from clocks import GUARD_S
 from langchain_core.exceptions import ContextOverflowError, ModelError
 from langchain_openai.chat_models.base import (
     OpenAIAPIError,
@@ -164,21 +166,31 @@ def test_does_not_retry_permanent_errors():
 
 
 def test_timeout_stops_waiting_for_a_slow_call():
-    started = time.monotonic()
-    with pytest.raises(StepTimeout):
-        call_with_timeout(lambda: time.sleep(2), 0.1)
-    assert time.monotonic() - started < 1
+    """The caller gets StepTimeout while the call is still running: it does not wait for the call to end."""
+    release, ended = threading.Event(), threading.Event()
+
+    def stuck() -> None:
+        release.wait(GUARD_S)
+        ended.set()
+
+    try:
+        with pytest.raises(StepTimeout, match="no answer within 0.1s"):
+            call_with_timeout(stuck, 0.1)
+        assert not ended.is_set()  # still running: only the release can end it
+    finally:
+        release.set()
+    assert ended.wait(GUARD_S), "the abandoned call never ended once released"
 
 
 def test_timeout_passes_results_and_the_call_s_own_timeout_error():
-    assert call_with_timeout(lambda: 42, 5) == 42
+    assert call_with_timeout(lambda: 42, GUARD_S) == 42
     assert call_with_timeout(lambda: 42, None) == 42
 
     def raises():
         raise TimeoutError("the model's own timeout")
 
     with pytest.raises(TimeoutError, match="model's own") as caught:
-        call_with_timeout(raises, 5)
+        call_with_timeout(raises, GUARD_S)
     assert not isinstance(caught.value, StepTimeout)
 
 
@@ -213,8 +225,6 @@ def test_other_errors_are_not_context_overflows():
 
 
 def test_calls_stuck_past_their_timeout_never_starve_later_calls(monkeypatch):
-    import threading
-
     monkeypatch.setattr(retry, "CALL_WORKERS", 4)
     monkeypatch.setattr(retry, "_pools", {})
     release = threading.Event()
@@ -222,6 +232,6 @@ def test_calls_stuck_past_their_timeout_never_starve_later_calls(monkeypatch):
         for _ in range(6):  # more stuck calls than workers
             with pytest.raises(retry.StepTimeout):
                 retry.call_with_timeout(release.wait, 0.05)
-        assert retry.call_with_timeout(lambda: "ran", 1.0) == "ran"
+        assert retry.call_with_timeout(lambda: "ran", GUARD_S) == "ran"
     finally:
         release.set()

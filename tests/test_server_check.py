@@ -10,10 +10,10 @@ import inspect
 import socket
 import sys
 import threading
-import time
 from collections.abc import Iterator
 
 import pytest
+from cli_helpers import record_requests, record_waits
 from openai_loopback import OpenAILoopback
 
 from replangraph.app import cli, server, studio
@@ -75,6 +75,7 @@ def test_a_tools_module_that_fails_at_import_is_a_value_error_naming_it(monkeypa
 
 
 @pytest.mark.parametrize("status", [401, 403])
+@pytest.mark.system
 def test_a_refused_key_says_to_set_the_key_not_to_pass_a_model(loopback, status, monkeypatch, capsys):
     loopback.models_status = status
     url = loopback.base_url
@@ -105,13 +106,14 @@ def test_without_a_base_url_openai_is_checked_when_a_key_is_set(monkeypatch, cap
         server.check_server({"model": "gpt-4.1"})
     assert str(raised.value) == expected
     db = tmp_path / "runs.sqlite"
-    started = time.monotonic()
+    sent, waits = record_requests(monkeypatch), record_waits(monkeypatch)
     assert cli.main(["run", "anything", "--db", str(db)]) == 4
-    assert time.monotonic() - started < 5
+    assert sent == [f"GET {down}/models"] and waits == []  # at once: one probe, no model call, no retry
     assert capsys.readouterr().err == expected + "\n"
     assert not db.exists()  # nothing ran
 
 
+@pytest.mark.system
 def test_openais_answer_is_checked_for_the_key_and_its_list_not_used(loopback, monkeypatch):
     monkeypatch.setattr(server, "OPENAI_URL", loopback.base_url)
     loopback.models = ["gpt-4o-mini", "gpt-4.1", "o3"]
@@ -154,6 +156,7 @@ def test_the_sentence_for_a_server_lost_mid_run_names_the_fix(monkeypatch):
 # A base URL without /v1 (item 12)
 
 
+@pytest.mark.system
 def test_a_404_from_a_url_without_v1_suggests_adding_it(loopback):
     root = loopback.base_url.removesuffix("/v1")
     with pytest.raises(server.NoModel) as raised:
@@ -171,6 +174,7 @@ def test_a_404_from_a_url_without_v1_suggests_adding_it(loopback):
 # Studio's model: the one a local server lists (item 6)
 
 
+@pytest.mark.system
 def test_studio_uses_the_one_model_a_local_server_lists(loopback, monkeypatch):
     monkeypatch.setenv("OPENAI_BASE_URL", loopback.base_url)
     assert studio.chat_model_from_env().model_name == "local-llama"  # not gpt-4o-mini
@@ -184,6 +188,7 @@ def test_studio_uses_the_one_model_a_local_server_lists(loopback, monkeypatch):
     assert loopback.gets == ["/v1/models"]
 
 
+@pytest.mark.system
 def test_studio_asks_again_until_the_server_names_one_model(loopback, monkeypatch):
     monkeypatch.setenv("OPENAI_BASE_URL", loopback.base_url)
     loopback.models = []
@@ -196,6 +201,7 @@ def test_studio_asks_again_until_the_server_names_one_model(loopback, monkeypatc
     assert loopback.gets == ["/v1/models"] * 3  # not cached until found
 
 
+@pytest.mark.system
 def test_studio_loads_its_graph_while_the_server_is_down(monkeypatch):
     down = closed_url()
     monkeypatch.setenv("OPENAI_BASE_URL", down)
@@ -206,6 +212,7 @@ def test_studio_loads_its_graph_while_the_server_is_down(monkeypatch):
         assert studio.served_model(refusing.base_url) is None
 
 
+@pytest.mark.system
 def test_in_an_event_loop_the_graph_is_built_in_a_thread(loopback, monkeypatch):
     """The LangGraph server calls make_graph on its event loop, where `langgraph dev` refuses blocking calls."""
     monkeypatch.setenv("OPENAI_BASE_URL", loopback.base_url)

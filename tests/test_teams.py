@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+from clocks import GUARD_S
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from scripting import plan_of, run
@@ -34,13 +35,15 @@ class Crash(BaseException):
 
 
 class Calls:
-    """Counts model requests by kind, thread-safely, and how many member turns ran at once."""
+    """Counts model requests by kind, thread-safely, and how many member turns ran at once. With ``meet``, each
+    member turn waits until ``meet`` of them are running together (BrokenBarrierError if they never are)."""
 
-    def __init__(self) -> None:
+    def __init__(self, meet: int = 0) -> None:
         self.lock = threading.Lock()
         self.counts: dict[str, int] = {}
         self.running = 0
         self.peak = 0
+        self.meeting = threading.Barrier(meet, timeout=GUARD_S) if meet else None
 
     def add(self, kind: str) -> int:
         with self.lock:
@@ -62,6 +65,8 @@ def members(calls: Calls, work=None, votes=None, pause: float = 0.0) -> dict[str
                 calls.running += 1
                 calls.peak = max(calls.peak, calls.running)
             try:
+                if calls.meeting is not None:
+                    calls.meeting.wait()
                 time.sleep(pause)
                 return work(name, request) if work else f"answer from {name}"
             finally:
@@ -293,12 +298,17 @@ def test_a_member_that_left_the_queue_is_a_failed_candidate():
 
 
 def test_members_run_one_at_a_time_under_max_concurrency_1_with_the_same_result():
+    """Under 3 the members' turns meet (all three running at once); under 1 each pauses, so that two running
+    together would be seen."""
     results = {}
     for limit in (1, 3):
-        calls = Calls()
+        calls = Calls(meet=3 if limit == 3 else 0)
         out, _ = run(
             team_graph(
-                calls, judge=lambda r: '{"winner": 3, "reason": "most thorough"}', max_concurrency=limit, pause=0.2
+                calls,
+                judge=lambda r: '{"winner": 3, "reason": "most thorough"}',
+                max_concurrency=limit,
+                pause=0.05 if limit == 1 else 0.0,
             )
         )
         results[limit] = (out["tasks"]["1"]["result"], out["tasks"]["1"]["team"], out["final_answer"])

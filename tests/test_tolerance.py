@@ -6,11 +6,13 @@ import warnings
 
 import httpx
 import pytest
+from clocks import FakeClock
 from langchain_core.messages import AIMessage
 from langchain_openai.chat_models.base import OpenAIConnectionError, OpenAITimeoutError
 from scripting import is_replan, kept, make_model, plan_of, run, subtask_of
 
 from replangraph import AgentConfig, AgentProfile, build_graph
+from replangraph.llm import calls as retry
 from replangraph.queue.tasks import ordered
 from replangraph.testing import ScriptedChatModel, tool_call
 
@@ -171,18 +173,25 @@ def test_a_subtask_stopped_by_the_budget_keeps_what_it_had_read():
     assert all(text in saved["window-at-failure"] for text in outputs)
 
 
-def test_a_step_timeout_holds_across_retries():
-    import time
+def test_a_step_timeout_holds_across_retries(monkeypatch):
+    """On a clock that moves only with the calls and the waits: the wait before the retry is cut to the time the
+    step has left, and no try starts once it is spent, though five retries were allowed."""
+    clock = FakeClock()
+    monkeypatch.setattr(retry, "time", clock)  # the step's clock, and the retry waits' sleep
+    calls = []
 
     def work(request):
-        time.sleep(0.3)
+        if subtask_of(request) != "x":
+            return "the fallback's answer"
+        calls.append(clock.now)
+        clock.advance(36.0)  # the call fails after 36 of the step's 60 s
         raise OpenAIConnectionError(request=REQUEST)
 
-    config = AgentConfig(step_timeout_s=0.5, retry_backoff_s=0.4, model_retries=5, max_replans=0)
-    started = time.monotonic()
+    config = AgentConfig(step_timeout_s=60.0, retry_backoff_s=48.0, model_retries=5, max_replans=0)
     state, _ = run(build_graph(make_model(plan_of(task("a", "x")), work), config=config))
-    assert time.monotonic() - started < 1.5
-    assert state["tasks"]["a"]["error"] == "step exceeded step_timeout_s=0.5"
+    assert state["tasks"]["a"]["error"] == "step exceeded step_timeout_s=60.0"
+    assert len(calls) == 1  # one try: the retry found no time left
+    assert clock.slept == [pytest.approx(24.0)]  # the wait was what was left, not the 36-60 s backoff
 
 
 def test_a_split_refused_by_max_tasks_is_named_in_the_report():

@@ -31,7 +31,7 @@ from langgraph.types import Command
 
 from replangraph.context.fitting import PAGE_RE
 from replangraph.context.kept import READ_OUTPUT, cut_observation, mark_kept
-from replangraph.llm.calls import StepClock, call_with_timeout, guarded, is_context_overflow, retrying
+from replangraph.llm.calls import StepClock, attempt, call_with_timeout, guarded, is_context_overflow
 from replangraph.llm.messages import all_tool_calls, message_text, repair_tool_calls
 from replangraph.middleware import ModelRequest, ModelResponse, ToolCallRequest, reply_of, tool_reply, with_tool_reply
 from replangraph.names import TOOLKIT_NAMES
@@ -86,16 +86,16 @@ def refit_overflow(request: ModelRequest, handler: Callable) -> ModelResponse:
 
 
 class Retries:
-    """Retries transient errors with the run's settings (the one policy: `replangraph.llm.calls.retrying`);
-    no wait runs past the step's deadline."""
+    """Retries transient errors with the run's settings (the one policy: `replangraph.llm.calls.attempt`);
+    no wait runs past the step's deadline, and no try starts after it."""
 
     def __init__(self, config: Any, clock: StepClock):
         self.config = config
         self.clock = clock
 
     def __call__(self, request: ModelRequest, handler: Callable) -> ModelResponse:
-        response, _ = retrying(lambda: handler(request), self.config, deadline=self.clock.deadline())
-        return response
+        # Each try gets only what is left of the step (none left: StepTimeout, no try starts).
+        return attempt(lambda: handler(request), self.config, deadline=self.clock.deadline()).result()
 
 
 def tool_names(tools: list) -> list[str]:
