@@ -12,7 +12,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from replangraph.config import AgentConfig, AgentProfile, ToolLike, recursion_limit, resolve_profiles
-from replangraph.context.monitor import ContextMonitor, TokenCounter
+from replangraph.context.fitting import ContextMonitor, TokenCounter
 from replangraph.features import Feature, nodes_where, planning_types
 from replangraph.middleware import split_middleware
 from replangraph.names import (

@@ -15,8 +15,12 @@ from langgraph.config import get_config
 from langgraph.runtime import get_runtime
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from replangraph.prompts import DEFAULT_AGENT_PROMPT
 from replangraph.queue.tasks import DEFAULT_AGENT
+
+DEFAULT_AGENT_PROMPT = (
+    "You are a careful agent executing one subtask of a larger plan. Use your tools to do the "
+    "whole subtask. Never stop early or claim you have 'enough data' while items remain."
+)
 
 
 class AgentConfig(BaseModel):

@@ -1,5 +1,8 @@
 """The graph's node names and the names of the tools every executing agent gets, in one place."""
 
+REPLAN_MARKER = "[REPLAN]"
+
+
 PLANNER = "planner"
 EXECUTOR = "executor"
 TOOLS = "tools"

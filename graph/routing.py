@@ -16,8 +16,8 @@ from langchain_core.messages import AIMessage
 from langgraph.types import Send
 
 from replangraph.config import FINALIZE_MARGIN, AgentConfig, run_settings
+from replangraph.context.fitting import ContextMonitor
 from replangraph.context.kept import full_result
-from replangraph.context.monitor import ContextMonitor
 from replangraph.context.workspace import WORKSPACE, open_workspace, step_key
 from replangraph.llm.messages import calls_to_run
 from replangraph.names import (

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from replangraph.config import AgentProfile
 from replangraph.names import ASK_USER
-from replangraph.prompts import FINALIZER_PROMPT
+from replangraph.nodes.finalize.prompts import FINALIZER_PROMPT
 from replangraph.testing import ScriptedRequest, tool_call
 from replangraph.tools import SPLIT_TOOL
 

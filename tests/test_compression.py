@@ -11,19 +11,18 @@ from langchain_core.messages.utils import count_tokens_approximately
 
 from replangraph import AgentConfig
 from replangraph.context.compression import (
+    SUMMARY_HEADER,
     compress_window,
     cut_points,
     is_summary,
     split_window,
     transcript,
 )
-from replangraph.context.fitting import NOTE_RE, excerpt, kept_id, mark_kept, recut, split_text
+from replangraph.context.fitting import NOTE_RE, ContextMonitor, excerpt, kept_id, mark_kept, recut, split_text
 from replangraph.context.kept import drop_old_observations, is_dropped
-from replangraph.context.monitor import ContextMonitor
 from replangraph.context.summarizing import summarize_in_chunks
 from replangraph.llm.messages import all_tool_calls, message_text
 from replangraph.nodes.compression.compressor import Compressor
-from replangraph.prompts import SUMMARY_HEADER
 from replangraph.testing import ScriptedChatModel, tool_call
 
 

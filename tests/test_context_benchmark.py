@@ -16,7 +16,7 @@ from benchmarks.context_world import (
     InventoryWorld,
     codes_in,
 )
-from replangraph.prompts import SUMMARIZER_PROMPT
+from replangraph.nodes.compression.prompts import SUMMARIZER_PROMPT
 from replangraph.testing import ScriptedRequest, tool_call
 
 HAS_LANGCHAIN = context_table.langchain_available()

@@ -12,10 +12,10 @@ from scripting import is_replan, plan_of, result_text, run, subtask_of
 
 from replangraph import AgentConfig, build_graph
 from replangraph.config import resolve_profiles
-from replangraph.context.fitting import pack, split_text
-from replangraph.context.monitor import ContextMonitor
+from replangraph.context.fitting import ContextMonitor, pack, split_text
+from replangraph.nodes.finalize.prompts import FINALIZER_PROMPT
 from replangraph.nodes.planning.replanner import Replanner, fit_replan_prompt
-from replangraph.prompts import FINALIZER_PROMPT, VERIFY_EXCERPT_NOTE
+from replangraph.nodes.verification.prompts import VERIFY_EXCERPT_NOTE
 from replangraph.queue.tasks import new_task
 from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
 

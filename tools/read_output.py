@@ -14,16 +14,21 @@ from typing import Annotated, Any
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import AliasChoices, BaseModel, BeforeValidator, Field, WithJsonSchema
 
-from replangraph.context.fitting import PAGE, note
-from replangraph.context.opening import mentions_read_output
+from replangraph.context.fitting import PAGE, mentions_read_output, note
 from replangraph.llm.lenient import as_text
 from replangraph.names import READ_OUTPUT
-from replangraph.prompts import (
-    READ_OUTPUT_DESCRIPTION,
-    READ_OUTPUT_ID_DESCRIPTION,
-    READ_OUTPUT_LIMIT_DESCRIPTION,
-    READ_OUTPUT_OFFSET_DESCRIPTION,
+
+READ_OUTPUT_DESCRIPTION = (
+    "Read text that was kept out of your context: a long tool output, earlier messages, or another "
+    'subtask\'s result. Use the output_id and offset named in a note such as [… output "3/call_1": '
+    "characters 4000-90000 of 90000 are not shown here …]. Returns one page; the page says where the next one starts."
 )
+
+READ_OUTPUT_ID_DESCRIPTION = 'The id from the note, e.g. "3/call_1" or "goal".'
+
+READ_OUTPUT_OFFSET_DESCRIPTION = "First character to read (default 0)."
+
+READ_OUTPUT_LIMIT_DESCRIPTION = "How many characters to read."
 
 
 def _first_text(value: Any) -> Any:

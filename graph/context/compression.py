@@ -17,13 +17,22 @@ from langchain_core.messages.utils import count_tokens_approximately
 
 from replangraph.context.fitting import kept_id, mark_kept, message_key, output_id, recut, unique_key
 from replangraph.llm.messages import message_text
-from replangraph.prompts import (
-    SUMMARY_HISTORY_MANY,
-    SUMMARY_HISTORY_ONE,
-    SUMMARY_PLAN,
-    SUMMARY_SUBTASK,
-    SUMMARY_TEMPLATE,
+
+SUMMARY_HEADER = "[Context summary: earlier work on this subtask was compressed to fit the context window.]"
+
+SUMMARY_TEMPLATE = SUMMARY_HEADER + "\n\nWhat was done so far:\n{summary}"
+
+SUMMARY_HISTORY_ONE = 'The messages folded into this summary are kept in full: read_output(output_id="{first}").'
+
+SUMMARY_HISTORY_MANY = (
+    'The messages folded into summaries are kept in full: read_output(output_id="{first}") '
+    'through read_output(output_id="{last}").'
 )
+
+SUMMARY_PLAN = "Current plan:\n{plan}"
+
+SUMMARY_SUBTASK = "Your subtask, unchanged:\n{instructions}\nContinue from where the summary ends."
+
 
 HEAD = 2  # the system prompt and the subtask message
 SUMMARY_ID_PREFIX = "replangraph-summary-"

@@ -1,10 +1,9 @@
-"""Fitting text into a request without losing it. No LangGraph here.
+"""Fitting requests to the model's window without losing text. No LangGraph here.
 
-Whatever is cut from a request is kept elsewhere under an *output id*, and the cut
-text says so in a note that names the omitted range. Agents read the range back
-with the ``read_output`` tool; one-shot requests (planner, replanner, verifier)
-only say where the full text is kept.
-"""
+The context monitor counts a request's tokens against the window. Whatever is cut from a request is kept
+elsewhere under an *output id*, and the cut text says so in a note that names the omitted range: agents read
+it back with ``read_output``; one-shot requests (planner, replanner, verifier) only say where it is kept.
+A subtask's opening window (its prompt, rules, goal and inputs) is fitted here too, its instructions never cut."""
 
 from __future__ import annotations
 
@@ -12,11 +11,101 @@ import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-from langchain_core.messages import AnyMessage, ToolMessage
+from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from replangraph.config import AgentConfig, AgentProfile, Configured
 from replangraph.llm.messages import message_text
+from replangraph.names import REPLAN_MARKER
+
+TokenCounter = Callable[[Sequence[AnyMessage], Sequence[Any]], int]
+DEFAULT_CONTEXT_WINDOW = 200_000
+
+
+def approximate_tokens(messages: Sequence[AnyMessage], tools: Sequence[BaseTool | dict] = ()) -> int:
+    """Offline token estimate of a request: messages plus tool schemas."""
+    return count_tokens_approximately(messages, tools=list(tools) or None)
+
+
+def model_context_window(model: Any) -> int | None:
+    """``max_input_tokens`` from a chat model's profile, if it has one."""
+    profile = getattr(model, "profile", None) or {}
+    value = profile.get("max_input_tokens") if isinstance(profile, dict) else None
+    return int(value) if value else None
+
+
+class ContextMonitor(Configured):
+    """Counts request tokens against the effective window (context window minus reserved output).
+
+    Every phase (planner, executor, compressor, summarizer, verifier, replanner,
+    finalizer) measures its requests with the same counter; `for_model` gives a
+    monitor for another model's window. The figures follow the run's settings.
+    """
+
+    def __init__(self, config: AgentConfig, model: Any = None, counter: TokenCounter | None = None):
+        self.base_config = config
+        self.model_window = model_context_window(model)
+        self.counter = counter or approximate_tokens
+
+    @property
+    def context_window(self) -> int:
+        """Input tokens the model accepts: ``context_window``, else the model's profile, else 200,000."""
+        return self.config.context_window or self.model_window or DEFAULT_CONTEXT_WINDOW
+
+    @property
+    def reserved_output(self) -> int:
+        """Tokens kept for the answer; a small window keeps at least three quarters for the request."""
+        return min(self.config.reserved_output, self.context_window // 4)
+
+    @property
+    def effective_window(self) -> int:
+        return max(self.context_window - self.reserved_output, 1)
+
+    @property
+    def threshold(self) -> float:
+        return self.config.compress_threshold
+
+    def for_model(self, model: Any) -> ContextMonitor:
+        """A monitor with this one's counter and ``model``'s window (``context_window`` still wins)."""
+        if model is None or model_context_window(model) is None:
+            return self
+        return ContextMonitor(self.base_config, model, self.counter)
+
+    def tokens(self, messages: Sequence[AnyMessage], tools: Sequence[Any] = ()) -> int:
+        """Tokens the request would use.
+
+        With the default counter, the latest model reply's ``usage_metadata`` is
+        preferred: its input and output tokens plus an estimate of what came after.
+        """
+        if self.counter is approximate_tokens:
+            for index in range(len(messages) - 1, -1, -1):
+                usage = getattr(messages[index], "usage_metadata", None)
+                if usage and usage.get("input_tokens"):
+                    later = approximate_tokens(messages[index + 1 :]) if index + 1 < len(messages) else 0
+                    return usage["input_tokens"] + usage.get("output_tokens", 0) + later
+        return self.counter(messages, tools)
+
+    def usage(self, messages: Sequence[AnyMessage], tools: Sequence[Any] = ()) -> float:
+        """Tokens over the effective window."""
+        return self.tokens(messages, tools) / self.effective_window
+
+    def over_threshold(self, messages: Sequence[AnyMessage], tools: Sequence[Any] = ()) -> bool:
+        """Whether the request would pass ``compress_threshold``."""
+        return bool(messages) and self.usage(messages, tools) > self.threshold
+
+    def fits(self, messages: Sequence[AnyMessage], tools: Sequence[Any] = (), budget: int | None = None) -> bool:
+        """Whether the request stays within ``budget`` (default: the compression threshold)."""
+        return self.tokens(messages, tools) <= (self.budget if budget is None else budget)
+
+    @property
+    def budget(self) -> int:
+        """Most tokens a request may use before compression."""
+        return int(self.effective_window * self.threshold)
+
 
 R = TypeVar("R")
 T = TypeVar("T")
@@ -188,3 +277,103 @@ def mark_kept(message: AnyMessage, content: str, ident: str) -> AnyMessage:
     """``message`` showing ``content``, marked as kept in full under ``ident``."""
     metadata = {**(message.response_metadata or {}), KEPT: ident}
     return message.model_copy(update={"content": content, "response_metadata": metadata})
+
+
+R = TypeVar("R")
+
+
+def schema_tools(schema: Any) -> list[dict]:
+    """A structured-output schema as the tool the model is bound to, for counting."""
+    return [convert_to_openai_tool(schema)]
+
+
+def fit_request(
+    parts: Mapping[str, str],
+    build: Callable[[Mapping[str, str]], list[AnyMessage]],
+    outputs: Mapping[str, str],
+    monitor: ContextMonitor,
+    *,
+    tools: list[dict] | None = None,
+    budget: int | None = None,
+) -> Fitted[list[AnyMessage]]:
+    """``build(parts)`` within ``budget`` tokens (default: the monitor's), the largest cuttable part
+    shown as an excerpt with a note saying it is kept under ``outputs[name]``."""
+    tools = tools or []
+    limit = monitor.budget if budget is None else budget
+    return fit_parts(parts, build, lambda request: monitor.fits(request, tools, limit), outputs, readable=False)
+
+
+EXECUTION_RULES = """\
+Rules for this subtask:
+- Your final reply (no tool calls) is the subtask's result: put the actual data in it; \
+later subtasks see only that.
+- More than {batch_size} items: process one batch of at most {batch_size}, call \
+`replan_review_context`, then `replan_split_and_handoff` with your data as `summary` and \
+the rest as tasks of at most {batch_size} items each. That call ends your subtask.
+- If the subtask cannot be done as planned, reply with {marker} and the reason."""
+
+SUBTASK_TEMPLATE = """\
+Overall goal: {goal}
+
+Your subtask ({task_id}): {content}"""
+
+DEPENDENCIES_HEADER = "Results of the subtasks this one builds on:"
+
+
+def execution_rules(batch_size: int) -> str:
+    """The rules every executing agent gets, with the batch size filled in."""
+    return EXECUTION_RULES.format(batch_size=batch_size, marker=REPLAN_MARKER)
+
+
+def subtask_text(goal: str, task_id: str, content: str, dependencies: Sequence[tuple[str, str, str]]) -> str:
+    """The human message that opens a subtask window. ``dependencies``: (id, content, result)."""
+    text = SUBTASK_TEMPLATE.format(goal=goal, task_id=task_id, content=content)
+    if dependencies:
+        lines = [f"- {dep_id} ({dep_content}):\n{result}" for dep_id, dep_content, result in dependencies]
+        text += "\n\n" + DEPENDENCIES_HEADER + "\n" + "\n".join(lines)
+    return text
+
+
+READ_OUTPUT_MENTION = "read_output(output_id="
+OPENING_SHARE = 0.5
+"""Most of the request budget an opening window may take when its inputs must be cut: the rest is room to work."""
+
+
+def opening_window(
+    profile: AgentProfile,
+    payload: Mapping[str, Any],
+    batch_size: int,
+    tokens: Callable[[list[AnyMessage]], int],
+    budget: int,
+) -> Fitted[list[AnyMessage]]:
+    """The profile's prompt with the rules, then the goal, the subtask and its dependencies' results.
+
+    When the opening is over ``budget`` tokens, the largest of the goal and the
+    dependency results are shown as excerpts, whose notes say how to read the rest
+    (``read_output``), until it takes at most `OPENING_SHARE` of the budget (or, when
+    that cannot be reached, the whole budget). The system prompt and the subtask's own
+    instructions are never cut.
+    """
+    task = payload["task"]
+    dependencies = list(payload.get("dependencies") or [])
+    parts = {GOAL_ID: payload.get("goal", "")}
+    outputs = {GOAL_ID: GOAL_ID}
+    for dep in dependencies:
+        parts[f"dep:{dep['id']}"] = dep.get("result") or ""
+        outputs[f"dep:{dep['id']}"] = result_id(dep["id"])
+    system = SystemMessage(profile.prompt + "\n\n" + execution_rules(batch_size))
+
+    def build(shown: Mapping[str, str]) -> list[AnyMessage]:
+        inputs = [(d["id"], d["content"], shown[f"dep:{d['id']}"]) for d in dependencies]
+        return [system, HumanMessage(subtask_text(shown[GOAL_ID], task["id"], task["content"], inputs))]
+
+    full = build(parts)
+    if tokens(full) <= budget:
+        return Fitted(full)
+    roomy = fit_parts(parts, build, lambda w: tokens(w) <= budget * OPENING_SHARE, outputs)
+    return roomy if roomy.fits else fit_parts(parts, build, lambda w: tokens(w) <= budget, outputs)
+
+
+def mentions_read_output(window: Sequence[AnyMessage]) -> bool:
+    """Whether anything in the window points at kept text (so the agent needs ``read_output``)."""
+    return any(READ_OUTPUT_MENTION in message_text(m) for m in window)

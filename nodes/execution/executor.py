@@ -11,13 +11,13 @@ from langchain_core.messages import SystemMessage
 from langchain_core.tools import BaseTool
 
 from replangraph.config import AgentConfig, AgentProfile, Configured
-from replangraph.context.monitor import ContextMonitor
-from replangraph.context.opening import opening_window
+from replangraph.context.fitting import ContextMonitor, opening_window
 from replangraph.context.workspace import collect_writes
 from replangraph.events import STEP_STARTED, emit
 from replangraph.llm.calls import StepClock, StepTimeout, guarded
 from replangraph.llm.messages import all_tool_calls, message_text
 from replangraph.middleware import ModelRequest, ModelWrapper, chain_model_calls, reply_of
+from replangraph.names import REPLAN_MARKER
 from replangraph.nodes.execution.wrappers import (
     BoundModels,
     ContextOverflow,
@@ -29,7 +29,6 @@ from replangraph.nodes.execution.wrappers import (
     refit_overflow,
 )
 from replangraph.outcomes import completed, failed, failed_with_window
-from replangraph.prompts import REPLAN_MARKER
 from replangraph.state import StateUpdate
 from replangraph.tools.read_output import offer_read_output, read_output_tool
 from replangraph.tools.replan_toolkit.toolkit import replan_toolkit

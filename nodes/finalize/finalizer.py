@@ -13,8 +13,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage
 
 from replangraph.config import FINALIZE_MARGIN, AgentConfig, Configured, recursion_limit
+from replangraph.context.fitting import ContextMonitor
 from replangraph.context.kept import result_fields
-from replangraph.context.monitor import ContextMonitor
 from replangraph.context.workspace import collect_writes, reading_pending
 from replangraph.events import PLAN_COMPLETED, event
 from replangraph.llm.calls import call_model, guarded, refit_on_overflow

@@ -16,7 +16,12 @@ from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
 
 from replangraph.context.fitting import GOAL_ID, fit_parts, pack, split_text
 from replangraph.context.kept import full_result
-from replangraph.prompts import FINAL_MERGE_TEMPLATE, FINAL_PART_TEMPLATE, FINAL_TEMPLATE, FINALIZER_PROMPT
+from replangraph.nodes.finalize.prompts import (
+    FINAL_MERGE_TEMPLATE,
+    FINAL_PART_TEMPLATE,
+    FINAL_TEMPLATE,
+    FINALIZER_PROMPT,
+)
 from replangraph.queue.tasks import Task, ordered
 
 Ask = Callable[[list[AnyMessage]], str]

@@ -15,8 +15,8 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
 from replangraph.config import AgentConfig, Configured
 from replangraph.names import ASK_USER
+from replangraph.nodes.human.prompts import ASK_USER_DESCRIPTION
 from replangraph.nodes.human.questions import AskArgs, screen_question
-from replangraph.prompts import ASK_USER_DESCRIPTION
 
 
 def ask_user_tool() -> BaseTool:

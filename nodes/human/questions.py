@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from replangraph.config import AgentConfig
 from replangraph.llm.lenient import UnreadableInput, as_text, load_json, text_field
 from replangraph.names import ASK_USER
-from replangraph.prompts import (
+from replangraph.nodes.human.prompts import (
     ASKED_BEFORE,
     NO_ANSWER,
     NO_MORE_QUESTIONS,

@@ -14,17 +14,45 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from pydantic import BaseModel, Field, create_model
 
 from replangraph.config import AgentConfig
-from replangraph.context.requests import RETRY_ERROR_CHARS
+from replangraph.context.fitting import ContextMonitor
 from replangraph.llm.lenient import UnreadableInput, plan_specs
 from replangraph.llm.structured import Provisional, ask_structured, bind_schema, read_arguments
 from replangraph.names import BUILT_IN_TOOLS
-from replangraph.prompts import PLAN_RETRY, PLANNER_TOOLS_RULE, agent_types_text
+from replangraph.nodes.planning.prompts import PLAN_RETRY, PLANNER_TOOLS_RULE
 from replangraph.queue.plans import fit_required_tools, offered_tool_names
 from replangraph.queue.tasks import DEFAULT_AGENT, QueueError
+
+RETRY_ERROR_CHARS = 2_000
+"""Room kept for the error text of a plan retry."""
+RETRY_PREVIOUS_CHARS = 2_000
+"""Room kept for the previous answer of a plan retry (``replangraph.llm.structured.quoted`` caps it at this)."""
+
+
+def retry_room(monitor: ContextMonitor, retries: int) -> int:
+    """Tokens a plan retry adds to the request (its error and the previous answer, at their longest);
+    0 without retries."""
+    if retries <= 0:
+        return 0
+    text = PLAN_RETRY.format(error="x" * RETRY_ERROR_CHARS, previous="x" * RETRY_PREVIOUS_CHARS)
+    return monitor.tokens([HumanMessage(text)])
+
+
+def agent_types_text(descriptions: Mapping[str, str], tools: Mapping[str, Sequence[str]] | None = None) -> str:
+    """``- name: description`` lines for the planner; with ``tools``, each line ends with the
+    type's tool names: `` (tools: a, b)`` or `` (no tools)``."""
+    lines = []
+    for name, text in descriptions.items():
+        line = f"- {name}: {text or 'general-purpose agent'}"
+        if tools is not None:
+            names = ", ".join(tools.get(name) or ())
+            line += f" (tools: {names})" if names else " (no tools)"
+        lines.append(line)
+    return "\n".join(lines)
+
 
 PLAN_TOOL = "Plan"
 

@@ -9,9 +9,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from replangraph.config import AgentConfig, AgentProfile, Configured
-from replangraph.context.fitting import GOAL_ID
-from replangraph.context.monitor import ContextMonitor
-from replangraph.context.requests import fit_request, retry_room, schema_tools
+from replangraph.context.fitting import GOAL_ID, ContextMonitor, fit_request, schema_tools
 from replangraph.context.workspace import collect_writes
 from replangraph.events import PLAN_CREATED, emit
 from replangraph.llm.calls import refit_on_overflow
@@ -21,11 +19,12 @@ from replangraph.nodes.planning.asking import (
     check_required_tools,
     plan_schema,
     request_plan,
+    retry_room,
     structured_planner,
     tools_prompt,
 )
+from replangraph.nodes.planning.prompts import PLANNER_PROMPT
 from replangraph.nodes.planning.rule_plan import rule_based_plan
-from replangraph.prompts import PLANNER_PROMPT
 from replangraph.queue.plans import (
     coerce_agent_types,
     normalize_plan,

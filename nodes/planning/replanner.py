@@ -19,10 +19,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from replangraph.config import AgentConfig, AgentProfile, Configured
-from replangraph.context.fitting import GOAL_ID, Fitted, excerpt, fit_parts, result_id
+from replangraph.context.fitting import GOAL_ID, ContextMonitor, Fitted, excerpt, fit_parts, result_id, schema_tools
 from replangraph.context.kept import full_result
-from replangraph.context.monitor import ContextMonitor
-from replangraph.context.requests import retry_room, schema_tools
 from replangraph.context.workspace import collect_writes
 from replangraph.events import REPLANNING, emit
 from replangraph.features import AfterReplan
@@ -32,10 +30,11 @@ from replangraph.nodes.planning.asking import (
     check_required_tools,
     plan_schema,
     request_plan,
+    retry_room,
     structured_planner,
     tools_prompt,
 )
-from replangraph.prompts import REPLAN_TEMPLATE, REPLANNER_PROMPT
+from replangraph.nodes.planning.prompts import REPLAN_TEMPLATE, REPLANNER_PROMPT
 from replangraph.queue.plans import (
     coerce_agent_types,
     next_top_position,

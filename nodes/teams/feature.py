@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from replangraph.config import AgentConfig, AgentProfile
-from replangraph.context.monitor import ContextMonitor
+from replangraph.context.fitting import ContextMonitor
 from replangraph.features import Feature, FeatureNode
 from replangraph.names import TEAM, TEAM_MERGE
 from replangraph.nodes.teams.merge import TeamMerge

@@ -18,15 +18,22 @@ from langchain_core.runnables.config import ContextThreadPoolExecutor
 from pydantic import BaseModel
 
 from replangraph.config import AgentConfig, Configured
-from replangraph.context.fitting import GOAL_ID, fit_parts, result_id
+from replangraph.context.fitting import GOAL_ID, ContextMonitor, fit_parts, result_id, schema_tools
 from replangraph.context.kept import full_result
-from replangraph.context.monitor import ContextMonitor
-from replangraph.context.requests import schema_tools
 from replangraph.context.workspace import collect_writes, entries_of, entry_update, output_slot
 from replangraph.events import DYNAMIC_TASKS_ADDED, TEAM_MERGED, event
 from replangraph.llm.calls import refit_on_overflow
 from replangraph.llm.structured import StructuredAnswer, ask_structured, bind_schema, quoted
 from replangraph.nodes.teams.judging import Ballot, Fusion, Pick, read_ballot, read_fused, read_pick
+from replangraph.nodes.teams.prompts import (
+    TEAM_BEST_PROMPT,
+    TEAM_CANDIDATE,
+    TEAM_CANDIDATE_PARTIAL,
+    TEAM_FUSION_PROMPT,
+    TEAM_RETRY,
+    TEAM_TEMPLATE,
+    TEAM_VOTE_PROMPT,
+)
 from replangraph.nodes.teams.teams import (
     Candidate,
     Team,
@@ -38,15 +45,6 @@ from replangraph.nodes.teams.teams import (
     vote_winner,
 )
 from replangraph.outcomes import announced, completed, failed, merge_updates
-from replangraph.prompts import (
-    TEAM_BEST_PROMPT,
-    TEAM_CANDIDATE,
-    TEAM_CANDIDATE_PARTIAL,
-    TEAM_FUSION_PROMPT,
-    TEAM_RETRY,
-    TEAM_TEMPLATE,
-    TEAM_VOTE_PROMPT,
-)
 from replangraph.queue.tasks import Task, active_tasks, preview, spent_model_calls
 from replangraph.state import StateUpdate
 

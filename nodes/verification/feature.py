@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from replangraph.config import AgentConfig, AgentProfile
-from replangraph.context.monitor import ContextMonitor
+from replangraph.context.fitting import ContextMonitor
 from replangraph.features import Feature, FeatureNode
 from replangraph.names import TOOLS, VERIFIER
 from replangraph.nodes.verification.routing import verification_rules

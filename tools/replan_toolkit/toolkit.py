@@ -25,7 +25,9 @@ from replangraph.events import DYNAMIC_TASKS_ADDED, event
 from replangraph.llm.lenient import UnreadableInput, as_text, task_specs, text_field
 from replangraph.names import REQUEST_REPLAN_TOOL, REVIEW_TOOL, SPLIT_TOOL
 from replangraph.outcomes import announced, completed, failed, limit_hit
-from replangraph.prompts import (
+from replangraph.queue.plans import LimitReached, coerce_agent_types, split_task
+from replangraph.queue.tasks import QueueError, Task, is_member, ordered, preview, task_line
+from replangraph.tools.replan_toolkit.prompts import (
     REPLAN_REASON_DESCRIPTION,
     REQUEST_REPLAN_DESCRIPTION,
     REVIEW_TOOL_DESCRIPTION,
@@ -33,8 +35,6 @@ from replangraph.prompts import (
     SPLIT_TASKS_DESCRIPTION,
     SPLIT_TOOL_DESCRIPTION,
 )
-from replangraph.queue.plans import LimitReached, coerce_agent_types, split_task
-from replangraph.queue.tasks import QueueError, Task, is_member, ordered, preview, task_line
 
 MAX_WORKSPACE_FILES = 40
 """Most workspace entries a review names."""

@@ -1,0 +1,24 @@
+"""Human in the loop's texts: the ask_user tool, and what agents are told about their questions."""
+
+from __future__ import annotations
+
+ASK_USER_DESCRIPTION = (
+    "Ask the user one question and wait for the answer. Only when you cannot go on without them "
+    "(a choice only they can make, information no tool has); one question per call."
+)
+
+QUESTION_DESCRIPTION = "The one question to ask, short and answerable."
+
+NO_ANSWER = "The user gave no answer. Go on with your best judgement and say in your result what you assumed."
+
+NO_QUESTIONS = (
+    "No user can be asked in this run (max_clarifications=0). "
+    "Go on with what you have and say in your result what you assumed."
+)
+
+ASKED_BEFORE = "You asked this already and the user answered: {answer}\nDo not ask again; go on with that answer."
+
+NO_MORE_QUESTIONS = (
+    "No more questions: this subtask has asked {asked} (max_clarifications={limit}). "
+    "Go on with what you have and say in your result what you assumed."
+)
