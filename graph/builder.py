@@ -28,7 +28,7 @@ from replangraph.names import (
     TOOLKIT_NAMES,
     TOOLS,
 )
-from replangraph.nodes.human.slash import CommandHandler, registered_commands
+from replangraph.nodes.human.routing import CommandHandler, registered_commands
 from replangraph.routing import default_rules, make_router, make_turn_router
 from replangraph.state import InputState, OutputState, ReplanState
 

@@ -9,8 +9,7 @@ from langchain_openai.chat_models.base import OpenAIRateLimitError
 
 from replangraph.config import AgentConfig, AgentProfile, resolve_profiles
 from replangraph.llm import calls as retry
-from replangraph.nodes.planning.asking import plan_schema
-from replangraph.nodes.planning.planner import Planner
+from replangraph.nodes.planning.planner import Planner, plan_schema
 from replangraph.queue.tasks import RESET
 from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
 

@@ -12,6 +12,7 @@ from langchain_core.tools import BaseTool
 
 from replangraph.config import AgentConfig, AgentProfile, Configured
 from replangraph.context.fitting import ContextMonitor, opening_window
+from replangraph.context.kept import completed, failed, failed_with_window
 from replangraph.context.workspace import collect_writes
 from replangraph.events import STEP_STARTED, emit
 from replangraph.llm.calls import StepClock, StepTimeout, guarded
@@ -28,7 +29,6 @@ from replangraph.nodes.execution.wrappers import (
     StepFailed,
     refit_overflow,
 )
-from replangraph.outcomes import completed, failed, failed_with_window
 from replangraph.state import StateUpdate
 from replangraph.tools.read_output import offer_read_output, read_output_tool
 from replangraph.tools.replan_toolkit.toolkit import replan_toolkit

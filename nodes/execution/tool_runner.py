@@ -15,9 +15,13 @@ from langgraph.types import Command
 
 from replangraph.config import AgentConfig, AgentProfile, Configured
 from replangraph.context.kept import (
+    completed,
     drop_old_observations,
+    failed,
+    failed_with_window,
     is_taken,
     keep_outputs,
+    merge_updates,
     read_saved,
     saved_keys,
     window_outputs,
@@ -36,7 +40,6 @@ from replangraph.nodes.execution.wrappers import (
     errors_as_replies,
     invoke_tool,
 )
-from replangraph.outcomes import completed, failed, failed_with_window, merge_updates
 from replangraph.queue.tasks import Task, preview
 from replangraph.state import StateUpdate
 from replangraph.tools.read_output import read_output_tool

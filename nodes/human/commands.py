@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage
 from replangraph.config import AgentConfig, Configured
 from replangraph.events import COMMAND_ANSWERED, emit
 from replangraph.nodes.human.interrupts import is_cancel
-from replangraph.nodes.human.slash import (
+from replangraph.nodes.human.routing import (
     CANCEL,
     RESUME,
     CommandHandler,

@@ -20,8 +20,7 @@ from replangraph.nodes.human.ask import AskUser
 from replangraph.nodes.human.ask_user import OfferAskUser, ScreenQuestions, ask_user_tool
 from replangraph.nodes.human.commands import CommandRunner
 from replangraph.nodes.human.plan_review import PlanReview
-from replangraph.nodes.human.routing import human_rules
-from replangraph.nodes.human.slash import CommandHandler
+from replangraph.nodes.human.routing import CommandHandler, human_rules
 
 
 def human_feature(

@@ -1,19 +1,142 @@
-"""Human in the loop's routing: its rules (a cancelled run, a slash command, a plan waiting for approval,
-questions), where a run starts, and what follows a command."""
+"""Human in the loop during a run: slash commands (input that starts with ``/`` is answered by a handler
+instead of planned; ``/plan``, ``/status``, ``/cancel`` and ``/resume`` are built in), the feature's routing
+rules (a cancelled run, a slash command, a plan waiting for approval, questions), where a run starts, and
+what follows a command. A handler takes the argument text and the thread's state and returns text."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from langchain_core.messages import HumanMessage
 from langgraph.graph import END
 from langgraph.types import Send
 
 from replangraph.config import AgentConfig, run_settings
-from replangraph.llm.messages import waiting_questions
+from replangraph.llm.messages import message_text, waiting_questions
 from replangraph.names import ASK, COMMANDS, FINALIZE, PLAN_REVIEW, PLANNER
-from replangraph.nodes.human.slash import RESUME, last_command, paused, pending_command, unfinished
+from replangraph.nodes.human.interrupts import COMMAND_RE
+from replangraph.nodes.human.questions import question_of
+from replangraph.queue.tasks import Task, plan_summary, preview, spent_model_calls, status_counts
 from replangraph.routing import Decision, Route, Rule, subtask_input
+
+CommandHandler = Callable[[str, Mapping[str, Any]], Any]
+CANCEL = "/cancel"
+RESUME = "/resume"
+RESERVED = (CANCEL, RESUME)
+
+
+def parse_command(text: str) -> tuple[str, str] | None:
+    """``("/name", "argument text")`` for a slash command (name lower-cased), else None."""
+    match = COMMAND_RE.match(text.strip())
+    if match is None:
+        return None
+    return "/" + match.group(1).lower(), (match.group(2) or "").strip()
+
+
+def pending_command(state: Mapping[str, Any], cancel_word: str = CANCEL) -> str | None:
+    """The command text when the thread's last message is a human slash command (or the cancel word)
+    not yet answered."""
+    messages = state.get("messages") or []
+    last = messages[-1] if messages else None
+    if not isinstance(last, HumanMessage):
+        return None
+    text = message_text(last).strip()
+    return text if parse_command(text) or text.casefold() == cancel_word.strip().casefold() else None
+
+
+def last_command(state: Mapping[str, Any]) -> str:
+    """The name of the command in the thread's latest human message ("" if it is not one)."""
+    messages = state.get("messages") or []
+    human = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
+    parsed = parse_command(message_text(human)) if human is not None else None
+    return parsed[0] if parsed else ""
+
+
+def unfinished(state: Mapping[str, Any]) -> bool:
+    """Whether the thread has a run that has not ended: work waiting and no final answer yet."""
+    tasks: Mapping[str, Task] = state.get("tasks") or {}
+    open_ = any(t["status"] in ("pending", "in_progress") for t in tasks.values())
+    return open_ and not state.get("final_answer")
+
+
+def paused(state: Mapping[str, Any]) -> bool:
+    """Whether the run is stopped for the user: a question or the plan waits, or it was cancelled and not closed."""
+    if not unfinished(state):
+        return False
+    return bool(state.get("cancelled") or waiting_for(state))
+
+
+def waiting_for(state: Mapping[str, Any]) -> list[str]:
+    """What the run waits on the user for: the plan's approval and each subtask's question."""
+    if state.get("cancelled"):
+        return []
+    waits = ["approval of the plan"] if state.get("plan_review") == "waiting" else []
+    tasks: Mapping[str, Task] = state.get("tasks") or {}
+    for task_id, window in (state.get("windows") or {}).items():
+        if task_id in tasks and tasks[task_id]["status"] == "in_progress":
+            waits += [f'an answer to {task_id}: "{preview(question_of(c), 120)}"' for c in waiting_questions(window)]
+    return waits
+
+
+def plan_command(args: str, state: Mapping[str, Any]) -> str:
+    """``/plan``: the thread's plan, one line per task."""
+    tasks = state.get("tasks") or {}
+    return plan_summary(tasks) if tasks else "No plan yet: send a goal to start a run."
+
+
+def status_command(args: str, state: Mapping[str, Any], config: AgentConfig) -> str:
+    """``/status``: counts per status, steps used, and what the run waits for."""
+    tasks = state.get("tasks") or {}
+    if not tasks:
+        return "No run on this thread yet: send a goal to start one."
+    counts = ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in status_counts(tasks).items())
+    lines = [f"Tasks: {counts}.", f"Steps used: {spent_model_calls(state)} of max_steps={config.max_steps}."]
+    if state.get("cancelled"):
+        lines.append("The run was cancelled.")
+    elif state.get("final_answer"):
+        lines.append("The run has ended; its final answer is in the messages above.")
+    waits = waiting_for(state)
+    lines += [f"Waiting for {w}" for w in waits]
+    return "\n".join(lines)
+
+
+def registered_commands(commands: Mapping[str, CommandHandler] | None) -> dict[str, CommandHandler]:
+    """``commands`` keyed ``/name`` (a leading slash is added); bad names and handlers raise ValueError."""
+    checked: dict[str, CommandHandler] = {}
+    for name, handler in (commands or {}).items():
+        parsed = parse_command(name if str(name).startswith("/") else f"/{name}")
+        if parsed is None or parsed[1]:
+            raise ValueError(f"command name {name!r} must be a word such as '/todo'")
+        if parsed[0] in RESERVED:
+            raise ValueError(f"{parsed[0]} is built in and cannot be replaced")
+        if not callable(handler):
+            raise ValueError(f"the handler of {name!r} must be callable (args: str, state) -> str")
+        checked[parsed[0]] = handler
+    return checked
+
+
+def known_commands(handlers: Mapping[str, CommandHandler]) -> list[str]:
+    return sorted({"/plan", "/status", *RESERVED, *handlers})
+
+
+def answer_command(
+    text: str, state: Mapping[str, Any], handlers: Mapping[str, CommandHandler], config: AgentConfig
+) -> str:
+    """The reply to a command other than ``/cancel`` and ``/resume``; a failing handler's error is the reply."""
+    name, args = parse_command(text) or ("", "")
+    builtins: dict[str, CommandHandler] = {
+        "/plan": plan_command,
+        "/status": lambda a, s: status_command(a, s, config),
+    }
+    handler = handlers.get(name) or builtins.get(name)
+    if handler is None:
+        return f"Unknown command {name}. Known commands: {', '.join(known_commands(handlers))}."
+    try:
+        reply = handler(args, state)
+    except Exception as exc:  # a user's handler must not crash the run it reports on
+        return f"Command {name} failed: {type(exc).__name__}: {exc}"
+    return reply if isinstance(reply, str) else str(reply)
 
 
 def cancelled(route: Route) -> Decision | None:

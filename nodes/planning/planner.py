@@ -1,32 +1,35 @@
-"""planner node: turns the goal into a validated DAG of subtasks."""
+"""planner node: turns the goal into a validated plan of subtasks, and the asking both planners share.
+
+The `Plan` schema lists the known agent types; the answer is read leniently (tool-call arguments, JSON in the
+text, fences, numeric ids), repaired where the intent is clear, validated, and retried with the error fed
+back through the one structured-output loop. A plan that works but is worth another ask (`UsablePlan`: a
+task's agent type lacks a tool it needs) is retried too, and used as it is, with notes, when the retries run
+out. The replanner (`replanner.py`) asks the same way."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from pydantic import BaseModel, Field, create_model
 
 from replangraph.config import AgentConfig, AgentProfile, Configured
 from replangraph.context.fitting import GOAL_ID, ContextMonitor, fit_request, schema_tools
 from replangraph.context.workspace import collect_writes
 from replangraph.events import PLAN_CREATED, emit
 from replangraph.llm.calls import refit_on_overflow
+from replangraph.llm.lenient import UnreadableInput, plan_specs
 from replangraph.llm.messages import resolve_goal
-from replangraph.nodes.planning.asking import (
-    PlanAnswer,
-    check_required_tools,
-    plan_schema,
-    request_plan,
-    retry_room,
-    structured_planner,
-    tools_prompt,
-)
-from replangraph.nodes.planning.prompts import PLANNER_PROMPT
+from replangraph.llm.structured import Provisional, ask_structured, bind_schema, read_arguments
+from replangraph.names import BUILT_IN_TOOLS
+from replangraph.nodes.planning.prompts import PLAN_RETRY, PLANNER_PROMPT, PLANNER_TOOLS_RULE
 from replangraph.nodes.planning.rule_plan import rule_based_plan
 from replangraph.queue.plans import (
     coerce_agent_types,
+    fit_required_tools,
     normalize_plan,
     offered_tool_names,
     plan_listing,
@@ -36,6 +39,201 @@ from replangraph.queue.plans import (
 )
 from replangraph.queue.tasks import DEFAULT_AGENT, RESET, QueueError, Task, next_plan_id, preview
 from replangraph.state import StateUpdate
+
+RETRY_ERROR_CHARS = 2_000
+"""Room kept for the error text of a plan retry."""
+RETRY_PREVIOUS_CHARS = 2_000
+"""Room kept for the previous answer of a plan retry (``replangraph.llm.structured.quoted`` caps it at this)."""
+
+
+def retry_room(monitor: ContextMonitor, retries: int) -> int:
+    """Tokens a plan retry adds to the request (its error and the previous answer, at their longest);
+    0 without retries."""
+    if retries <= 0:
+        return 0
+    text = PLAN_RETRY.format(error="x" * RETRY_ERROR_CHARS, previous="x" * RETRY_PREVIOUS_CHARS)
+    return monitor.tokens([HumanMessage(text)])
+
+
+def agent_types_text(descriptions: Mapping[str, str], tools: Mapping[str, Sequence[str]] | None = None) -> str:
+    """``- name: description`` lines for the planner; with ``tools``, each line ends with the
+    type's tool names: `` (tools: a, b)`` or `` (no tools)``."""
+    lines = []
+    for name, text in descriptions.items():
+        line = f"- {name}: {text or 'general-purpose agent'}"
+        if tools is not None:
+            names = ", ".join(tools.get(name) or ())
+            line += f" (tools: {names})" if names else " (no tools)"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+PLAN_TOOL = "Plan"
+
+Check = Callable[[list[dict]], tuple[list[dict], list[str]]]
+"""Repairs and validates specs; returns them with notes, or raises QueueError / UnreadableInput
+(`UsablePlan` for a plan to ask again about, but to use if no better one comes)."""
+
+
+class UsablePlan(QueueError):
+    """A plan that can run but has problems worth another ask: ``problems`` go back to the model;
+    when the retries run out, ``specs`` are used and the problems join ``notes``."""
+
+    def __init__(self, problems: Sequence[str], specs: list[dict], notes: Sequence[str] = ()):
+        super().__init__("; ".join(problems))
+        self.problems, self.specs, self.notes = list(problems), specs, list(notes)
+
+
+REQUIRED_TOOLS_DESCRIPTION = (
+    "Names of the tools this subtask needs, from the agent types' tool lists; its agent type must have them. "
+    "Empty when it needs none."
+)
+
+
+def plan_schema(agent_types: Sequence[str], tool_names: Sequence[str] = ()) -> type[BaseModel]:
+    """The `Plan` tool schema. ``agent_type`` is an enum of the known types, left out when only
+    ``default`` exists; ``required_tools`` (items an enum of ``tool_names``) is there when there
+    are several agent types and tools to choose them by. Validation is loose on purpose: the
+    answer is read by `read_plan`."""
+    fields: dict[str, Any] = {
+        "id": (str, Field(description="Short unique id, e.g. '1', '2'.")),
+        "content": (str, Field(description="Self-contained instruction for the agent.")),
+    }
+    if len(agent_types) > 1:
+        fields["agent_type"] = (
+            str,
+            Field(
+                DEFAULT_AGENT, description="Which agent type runs it.", json_schema_extra={"enum": list(agent_types)}
+            ),
+        )
+        if tool_names:
+            items = {"type": "string", "enum": sorted(set(tool_names))}
+            fields["required_tools"] = (
+                list[str],
+                Field(default_factory=list, description=REQUIRED_TOOLS_DESCRIPTION, json_schema_extra={"items": items}),
+            )
+    fields["depends_on"] = (
+        list[str],
+        Field(default_factory=list, description="Ids of the subtasks whose results this one needs."),
+    )
+    task = create_model("PlannedTask", __doc__="One subtask of a plan.", **fields)
+    return create_model(
+        PLAN_TOOL,
+        __doc__="A plan: the subtasks that together reach the goal.",
+        tasks=(list[task], Field(description="The subtasks, in the order they should run.")),
+    )
+
+
+def structured_planner(model: BaseChatModel, agent_types: Sequence[str], tool_names: Sequence[str] = ()) -> Any:
+    """``model`` answering with a `Plan` through tool calling, raw reply included."""
+    return bind_schema(model, plan_schema(agent_types, tool_names))
+
+
+def read_plan(answer: Any) -> list[dict]:
+    """Plan specs from a structured answer: its tool call, else JSON in its text (reasoning skipped)."""
+    try:
+        return plan_specs(read_arguments(answer, PLAN_TOOL))
+    except UnreadableInput as exc:
+        if "the answer is empty" in str(exc):
+            raise UnreadableInput("the answer holds no plan: call the Plan tool with a list of tasks") from None
+        raise
+
+
+def plan_reader(check: Check) -> Callable[[Any], tuple[list[dict], list[str]]]:
+    """The `ask_structured` reader of a plan: ``check``ed specs and notes. A QueueError is unreadable
+    (asked again with the error); a `UsablePlan` is `Provisional`, kept with its problems as notes."""
+
+    def read(answer: Any) -> tuple[list[dict], list[str]]:
+        try:
+            return check(read_plan(answer))
+        except UsablePlan as exc:
+            raise Provisional(str(exc), kept_plan(exc)) from None
+        except QueueError as exc:
+            raise UnreadableInput(str(exc)) from None
+
+    return read
+
+
+@dataclass
+class PlanAnswer:
+    """The outcome of asking for a plan."""
+
+    specs: list[dict] | None
+    """Validated specs, or None when no usable plan came."""
+    calls: int
+    error: str = ""
+    """Why the last answer was not usable."""
+    notes: list[str] = field(default_factory=list)
+    """Repairs made to the accepted plan (unknown agent types, dependency spellings)."""
+    overflow: bool = False
+    """Whether the provider refused the request as longer than its context window."""
+    unanswered: bool = False
+    """Whether the model did not answer: a transient error (down, timing out, rate limited) outlived the retries."""
+
+
+def request_plan(
+    structured: Any, messages: list[BaseMessage], *, retries: int, config: AgentConfig, check: Check
+) -> PlanAnswer:
+    """Ask until ``check`` accepts a plan, at most ``retries + 1`` answers (`ask_structured`).
+
+    Transient model errors are retried with backoff inside each ask; a model that
+    still fails ends the asking at once (more answers would not come either). A
+    `UsablePlan` is asked about again like an invalid one, but the latest one is
+    used when no accepted plan comes (its problems become notes).
+    """
+    asked = ask_structured(
+        structured,
+        messages,
+        plan_reader(check),
+        retries=retries,
+        config=config,
+        retry_prompt=PLAN_RETRY,
+        error_chars=RETRY_ERROR_CHARS,
+    )
+    if asked.value is None:
+        return PlanAnswer(None, asked.calls, asked.error, overflow=asked.overflow, unanswered=asked.unanswered)
+    specs, notes = asked.value
+    return PlanAnswer(specs, asked.calls, "", notes)
+
+
+def kept_plan(usable: UsablePlan) -> tuple[list[dict], list[str]]:
+    """The specs and notes of a `UsablePlan` kept when no better plan came."""
+    kept = [f"{problem} (kept as planned: no better plan came)" for problem in usable.problems]
+    return usable.specs, [*usable.notes, *kept]
+
+
+# --------------------------------------------------------------------------- required tools
+
+
+def check_required_tools(
+    specs: list[dict],
+    notes: list[str],
+    tools_by_agent: Mapping[str, Sequence[str]],
+    validate: Callable[[list], Any],
+    teams: Collection[str] = (),
+) -> tuple[list[dict], list[str]]:
+    """Specs with their required tools fitted (`fit_required_tools`), then ``validate``d: ``(specs, notes)``.
+
+    A QueueError names the tool problems too (the retry fixes everything at once); with only tool
+    problems, `UsablePlan` (asked about again, used as it is when no better plan comes)."""
+    specs, tool_notes, problems = fit_required_tools(specs, tools_by_agent, built_in=BUILT_IN_TOOLS, teams=teams)
+    try:
+        validate(specs)
+    except QueueError as exc:
+        raise QueueError("; ".join([str(exc), *problems])) from None
+    if problems:
+        raise UsablePlan(problems, specs, notes + tool_notes)
+    return specs, notes + tool_notes
+
+
+def tools_prompt(prompt: str, profiles: Mapping[str, Any], tools_by_agent: Mapping[str, Sequence[str]]) -> str:
+    """``prompt`` with its agent types listed; with tools offered (several agent types), each type's
+    tools and the rule to name the ones a subtask needs."""
+    descriptions = {name: p.description for name, p in profiles.items()}
+    tools = tools_by_agent if offered_tool_names(tools_by_agent) else None
+    text = prompt.format(agent_types=agent_types_text(descriptions, tools))
+    return text + "\n" + PLANNER_TOOLS_RULE if tools else text
+
 
 GOAL_PREVIEW_CHARS = 300
 

@@ -25,7 +25,7 @@ from replangraph.context.workspace import collect_writes
 from replangraph.events import REPLANNING, emit
 from replangraph.features import AfterReplan
 from replangraph.llm.calls import refit_on_overflow
-from replangraph.nodes.planning.asking import (
+from replangraph.nodes.planning.planner import (
     PlanAnswer,
     check_required_tools,
     plan_schema,

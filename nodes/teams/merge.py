@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from replangraph.config import AgentConfig, Configured
 from replangraph.context.fitting import GOAL_ID, ContextMonitor, fit_parts, result_id, schema_tools
-from replangraph.context.kept import full_result
+from replangraph.context.kept import announced, completed, failed, full_result, merge_updates
 from replangraph.context.workspace import collect_writes, entries_of, entry_update, output_slot
 from replangraph.events import DYNAMIC_TASKS_ADDED, TEAM_MERGED, event
 from replangraph.llm.calls import refit_on_overflow
@@ -44,7 +44,6 @@ from replangraph.nodes.teams.teams import (
     removals,
     vote_winner,
 )
-from replangraph.outcomes import announced, completed, failed, merge_updates
 from replangraph.queue.tasks import Task, active_tasks, preview, spent_model_calls
 from replangraph.state import StateUpdate
 

@@ -21,10 +21,10 @@ from langgraph.types import Command
 from pydantic import BaseModel, ValidationError
 
 from replangraph.config import AgentConfig
+from replangraph.context.kept import announced, completed, failed, limit_hit
 from replangraph.events import DYNAMIC_TASKS_ADDED, event
 from replangraph.llm.lenient import UnreadableInput, as_text, task_specs, text_field
 from replangraph.names import REQUEST_REPLAN_TOOL, REVIEW_TOOL, SPLIT_TOOL
-from replangraph.outcomes import announced, completed, failed, limit_hit
 from replangraph.queue.plans import LimitReached, coerce_agent_types, split_task
 from replangraph.queue.tasks import QueueError, Task, is_member, ordered, preview, task_line
 from replangraph.tools.replan_toolkit.prompts import (
