@@ -141,7 +141,7 @@ def test_studio_serves_your_tools_and_agents_from_the_environment(monkeypatch, t
 
 
 def test_the_demo_entry_runs_offline():
-    graphs = json.loads((Path(__file__).parent.parent / "langgraph.json").read_text())["graphs"]
+    graphs = json.loads((Path(__file__).resolve().parents[2] / "langgraph.json").read_text())["graphs"]
     assert graphs["replangraph-demo"] == "./graph/app/studio.py:make_demo_graph"
     out = studio.make_demo_graph({}).invoke({"messages": [("user", "top 19 products")]})
     assert "Sable Leather Wallet" in out["final_answer"]
@@ -258,7 +258,7 @@ def test_graph_prints_the_mermaid_of_the_graph_run_builds_without_a_key(monkeypa
     assert cli.main(["graph", "--tools", "replangraph.app.demo"], out=io.StringIO()) == 2
 
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.system

@@ -25,7 +25,7 @@ from replangraph.llm.calls import (
     refit_on_overflow,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 REQUEST = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
 CONFIG = SimpleNamespace(model_retries=2, retry_backoff_s=0.5, max_retry_wait_s=60.0)
 

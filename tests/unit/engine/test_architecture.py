@@ -22,7 +22,7 @@ from scripting import make_model, plan_of
 from replangraph import build_graph
 from replangraph.testing import tool_call
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 TOPS = {"graph": "replangraph", "nodes": "replangraph.nodes", "tools": "replangraph.tools"}
 PURE = ("replangraph.queue", "replangraph.context", "replangraph.llm")
 OUTSIDE_PURE = ("replangraph.nodes", "replangraph.tools", "replangraph.app")

@@ -23,7 +23,7 @@ from replangraph.tools.search import duckduckgo
 from replangraph.tools.search.duckduckgo import DuckDuckGoHTML, parse_duckduckgo_html, result_url
 from replangraph.tools.search.internet_search import SearchResult, internet_search_tool
 
-PAGES = Path(__file__).resolve().parent / "fixtures" / "search"
+PAGES = Path(__file__).resolve().parents[1] / "fixtures" / "search"
 ASYNCIO = "python asyncio"
 TWO = "langgraph replanning agent split subtasks"
 NOTHING = "qzxv wqpt ploomf"

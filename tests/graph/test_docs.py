@@ -45,7 +45,7 @@ from replangraph import AgentConfig
 from replangraph.app import cli
 from replangraph.app.demo import build_demo_graph
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 FILES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
 ALL = {path: blocks(path) for path in FILES}
@@ -213,7 +213,7 @@ def check_env_read(command: str) -> None:
 
 def check_langgraph_dev(command: str) -> None:
     """``langgraph dev``: tests/test_langgraph_dev.py starts it with the same flags; the studio extra has it."""
-    started = (ROOT / "tests" / "test_langgraph_dev.py").read_text()
+    started = (ROOT / "tests" / "system" / "test_langgraph_dev.py").read_text()
     for word in shlex.split(command):
         if word.startswith("--") or "=" in word:
             assert word.split("=")[0] in started, f"tests/test_langgraph_dev.py does not use {word}"

@@ -57,7 +57,7 @@ from replangraph.names import ASK_USER, EXECUTOR, FINALIZE, PLANNER, TOOLS
 
 pytestmark = pytest.mark.system  # a `langgraph dev` server, and a loopback model server for it
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LANGGRAPH = Path(sys.executable).parent / "langgraph"
 READY_DEADLINE_S = 90
 GRAPH = "replangraph"
@@ -89,7 +89,7 @@ def server_env(base_url: str) -> dict[str, str]:
         OPENAI_API_KEY="test",
         REPLANGRAPH_TOOLS=f"replangraph.app.demo:{ENV_TOOL}",
         REPLANGRAPH_AGENTS="langgraph_dev_script:AGENTS",
-        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")])),
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "tests" / "helpers"), os.environ.get("PYTHONPATH")])),
         PYTHONUNBUFFERED="1",
     )
     return env

@@ -8,11 +8,11 @@ import pytest
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
+from scripting import make_model, plan_of, subtask_of
 
 from replangraph import AgentConfig, build_graph
 from replangraph.nodes.human.interrupts import CheckpointerRequired
 from replangraph.testing import tool_call
-from tests.scripting import make_model, plan_of, subtask_of
 
 TWO_TASKS = plan_of({"id": "1", "content": "paint the door"}, {"id": "2", "content": "paint the gate"})
 ONE_TASK = plan_of({"id": "1", "content": "paint the door"})

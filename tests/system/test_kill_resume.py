@@ -26,8 +26,8 @@ from replangraph.durable import open_saver
 
 pytestmark = pytest.mark.system  # worker processes (and PostgreSQL for `durable_db`)
 
-ROOT = Path(__file__).resolve().parent.parent
-WORKER = Path(__file__).resolve().parent / "durable_worker.py"
+ROOT = Path(__file__).resolve().parents[2]
+WORKER = Path(__file__).resolve().parents[1] / "helpers" / "durable_worker.py"
 WAIT_S = 60
 ANSWER = "teal-answer-5150"
 
