@@ -28,7 +28,7 @@ from replangraph.names import (
     TOOLKIT_NAMES,
     TOOLS,
 )
-from replangraph.nodes.human.routing import CommandHandler, registered_commands
+from replangraph.nodes.human.hooks import CommandHandler, registered_commands
 from replangraph.routing import default_rules, make_router, make_turn_router
 from replangraph.state import InputState, OutputState, ReplanState
 
@@ -123,9 +123,8 @@ def build_graph(
     from replangraph.nodes.execution.tool_runner import ToolRunner
     from replangraph.nodes.fallback.feature import fallback_feature
     from replangraph.nodes.finalize.finalizer import Finalizer
-    from replangraph.nodes.human.ask_user import ask_user_tool
     from replangraph.nodes.human.feature import human_feature
-    from replangraph.nodes.human.routing import make_command_router, make_entry_router
+    from replangraph.nodes.human.hooks import ask_user_tool, make_command_router, make_entry_router
     from replangraph.nodes.planning.planner import Planner
     from replangraph.nodes.planning.replanner import Replanner
     from replangraph.nodes.verification.feature import verification_feature

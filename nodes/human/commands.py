@@ -14,8 +14,7 @@ from langchain_core.messages import AIMessage
 
 from replangraph.config import AgentConfig, Configured
 from replangraph.events import COMMAND_ANSWERED, emit
-from replangraph.nodes.human.interrupts import is_cancel
-from replangraph.nodes.human.routing import (
+from replangraph.nodes.human.hooks import (
     CANCEL,
     RESUME,
     CommandHandler,
@@ -26,6 +25,7 @@ from replangraph.nodes.human.routing import (
     unfinished,
     waiting_for,
 )
+from replangraph.nodes.human.interrupts import is_cancel
 from replangraph.state import StateUpdate
 
 

@@ -17,10 +17,9 @@ from replangraph.config import AgentConfig, AgentProfile
 from replangraph.features import Feature, FeatureNode
 from replangraph.names import ASK, COMMANDS, PLAN_REVIEW
 from replangraph.nodes.human.ask import AskUser
-from replangraph.nodes.human.ask_user import OfferAskUser, ScreenQuestions, ask_user_tool
 from replangraph.nodes.human.commands import CommandRunner
+from replangraph.nodes.human.hooks import CommandHandler, OfferAskUser, ScreenQuestions, ask_user_tool, human_rules
 from replangraph.nodes.human.plan_review import PlanReview
-from replangraph.nodes.human.routing import CommandHandler, human_rules
 
 
 def human_feature(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from replangraph import AgentConfig
 from replangraph.context.fitting import ContextMonitor
 from replangraph.names import EXECUTOR, FINALIZE, REPLANNER, TEAM, TEAM_MERGE
-from replangraph.nodes.human.routing import human_rules
+from replangraph.nodes.human.hooks import human_rules
 from replangraph.nodes.teams.routing import team_rules
 from replangraph.nodes.teams.teams import Team
 from replangraph.queue.tasks import new_task

@@ -21,7 +21,7 @@ from replangraph.nodes.execution.wrappers import (
     StepFailed,
     refit_overflow,
 )
-from replangraph.nodes.human.ask_user import OfferAskUser
+from replangraph.nodes.human.hooks import OfferAskUser
 from replangraph.testing import ScriptedChatModel, tool_call
 from replangraph.tools.read_output import offer_read_output, read_output_tool
 

@@ -21,7 +21,7 @@ from replangraph.nodes.execution.wrappers import (
     errors_as_replies,
     invoke_tool,
 )
-from replangraph.nodes.human.ask_user import ScreenQuestions
+from replangraph.nodes.human.hooks import ScreenQuestions
 from replangraph.testing import tool_call
 
 

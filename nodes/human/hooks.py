@@ -1,7 +1,8 @@
-"""Human in the loop during a run: slash commands (input that starts with ``/`` is answered by a handler
+"""Human in the loop's hooks into a run: slash commands (input that starts with ``/`` is answered by a handler
 instead of planned; ``/plan``, ``/status``, ``/cancel`` and ``/resume`` are built in), the feature's routing
-rules (a cancelled run, a slash command, a plan waiting for approval, questions), where a run starts, and
-what follows a command. A handler takes the argument text and the thread's state and returns text."""
+rules (a cancelled run, a slash command, a plan waiting for approval, questions), where a run starts and what
+follows a command, and the ask_user tool with the wrappers that offer it to the executor's model (while the
+subtask may still ask) and screen the questions agents ask (the ask node puts the rest to the user)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,16 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from langchain_core.messages import HumanMessage
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langgraph.graph import END
 from langgraph.types import Send
 
-from replangraph.config import AgentConfig, run_settings
+from replangraph.config import AgentConfig, Configured, run_settings
 from replangraph.llm.messages import message_text, waiting_questions
-from replangraph.names import ASK, COMMANDS, FINALIZE, PLAN_REVIEW, PLANNER
+from replangraph.names import ASK, ASK_USER, COMMANDS, FINALIZE, PLAN_REVIEW, PLANNER
 from replangraph.nodes.human.interrupts import COMMAND_RE
-from replangraph.nodes.human.questions import question_of
+from replangraph.nodes.human.prompts import ASK_USER_DESCRIPTION
+from replangraph.nodes.human.questions import AskArgs, question_of, screen_question
 from replangraph.queue.tasks import Task, plan_summary, preview, spent_model_calls, status_counts
 from replangraph.routing import Decision, Route, Rule, subtask_input
 
@@ -194,3 +197,45 @@ def make_command_router(route: Callable[[Mapping[str, Any]], list[Send | str] | 
         return route(state) if paused(state) or resumed else END
 
     return after_command
+
+
+def ask_user_tool() -> BaseTool:
+    """The tool's schema, for binding to the model (the graph answers its calls, never this function)."""
+
+    def ask(question: Any) -> str:
+        raise ToolException("ask_user is answered by the graph's ask node")
+
+    return StructuredTool.from_function(ask, name=ASK_USER, description=ASK_USER_DESCRIPTION, args_schema=AskArgs)
+
+
+class OfferAskUser(Configured):
+    """``wrap_model_call``: adds ask_user to the request's tools while the subtask (``request.state["task"]``)
+    has questions left under ``max_clarifications``."""
+
+    def __init__(self, config: AgentConfig, tool: BaseTool | None = None):
+        self.base_config = config
+        self.tool = tool or ask_user_tool()
+
+    def __call__(self, request: Any, handler: Callable) -> Any:
+        asked = len(request.state["task"].get("clarifications") or [])
+        if self.config.max_clarifications > asked:
+            request = request.override(tools=[*request.tools, self.tool])
+        return handler(request)
+
+
+class ScreenQuestions(Configured):
+    """``wrap_tool_call``: answers an ask_user call the user need not see (empty, asked before, over the limit);
+    returns None for one the ask node must put to the user. Other calls go on to ``handler``."""
+
+    def __init__(self, config: AgentConfig, tool: BaseTool | None = None):
+        self.base_config = config
+        self.tool = tool or ask_user_tool()
+
+    def __call__(self, request: Any, handler: Callable) -> Any:
+        if request.tool_call.get("name") != ASK_USER:
+            return handler(request)
+        return screen_question(request.tool_call, request.state["task"], self.config)
+
+    def answered_tools(self) -> list[BaseTool]:
+        """Tools whose calls this wrapper answers, for the tools node's list of known tools."""
+        return [self.tool] if self.config.max_clarifications else []
