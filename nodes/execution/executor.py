@@ -60,11 +60,11 @@ class Executor(Configured):
         monitor: ContextMonitor | None = None,
         *,
         tool_schemas: Mapping[str, list[BaseTool]] | None = None,
-        features: Sequence[ModelWrapper] = (),
+        feature_wrappers: Sequence[ModelWrapper] = (),
         middleware: Sequence[ModelWrapper] = (),
     ):
         """``tool_schemas``: each agent type's fullest tool list, what the window is fitted to;
-        ``features``: the features' wrappers (they offer tools such as ask_user);
+        ``feature_wrappers``: the features' wrappers (they offer tools such as ask_user);
         ``middleware``: the user's ``wrap_model_call`` hooks (see `chain`)."""
         self.profiles = profiles
         self.base_config = config
@@ -73,7 +73,7 @@ class Executor(Configured):
         self.toolkit = replan_toolkit(None)
         reader = read_output_tool(lambda _: None, list, config.max_observation_chars)
         self.tool_schemas = tool_schemas or {n: [*p.tools, *self.toolkit, reader] for n, p in profiles.items()}
-        self.offers = [offer_read_output(reader), *features]
+        self.offers = [offer_read_output(reader), *feature_wrappers]
         self.middleware = list(middleware)
         self.call_model = BoundModels()
         self.base_tools = {name: [*p.tools, *self.toolkit] for name, p in profiles.items()}

@@ -120,16 +120,16 @@ class ToolRunner(Configured):
         config: AgentConfig,
         teams: Sequence[str] = (),
         *,
-        features: Sequence[ToolWrapper] = (),
+        feature_wrappers: Sequence[ToolWrapper] = (),
         middleware: Sequence[ToolWrapper] = (),
     ):
-        """``features``: the features' wrappers (ask_user's screening); ``middleware``: the user's
+        """``feature_wrappers``: the features' wrappers (ask_user's screening); ``middleware``: the user's
         ``wrap_tool_call`` hooks (see `chain`)."""
         self.profiles = profiles
         self.agent_types = [*profiles, *teams]
         """What a hand-off may assign: the agent types and the teams."""
         self.base_config = config
-        self.features = list(features)
+        self.feature_wrappers = list(feature_wrappers)
         self.middleware = list(middleware)
 
     def chain(self, clock: StepClock, guard: RefusalGuard, offload: OutputOffload, known: list[str]) -> Any:
@@ -138,7 +138,7 @@ class ToolRunner(Configured):
         call = invoke_tool(lambda: known)
         inline = ToolkitInline(chain_tool_calls([errors_as_replies], call))
         inner = [StepDeadline(clock), errors_as_replies, *self.middleware]
-        return chain_tool_calls([guard, offload, *self.features, inline, *inner], call)
+        return chain_tool_calls([guard, offload, *self.feature_wrappers, inline, *inner], call)
 
     def run_subtask_tools(
         self, task_id: str, window: Sequence[AnyMessage], tasks: Mapping[str, Task], goal: str
@@ -187,7 +187,7 @@ class ToolRunner(Configured):
             lambda: saved_keys(tasks, task_id),
             self.config.max_observation_chars,
         )
-        answered = [t for w in self.features for t in getattr(w, "answered_tools", list)()]
+        answered = [t for w in self.feature_wrappers for t in getattr(w, "answered_tools", list)()]
         tools = [*self.profiles[task["agent_type"]].tools, *replan_toolkit(session), reader, *answered]
         toolbox = {t.name: t for t in tools}
         calls = task.get("model_calls", 0)
