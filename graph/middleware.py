@@ -192,6 +192,11 @@ def split_middleware(middleware: Sequence[Any]) -> tuple[list[ModelWrapper], lis
     model_wrappers: list[ModelWrapper] = []
     tool_wrappers: list[ToolWrapper] = []
     for item in middleware:
+        if not any(callable(getattr(item, hook, None)) for hook in ("wrap_model_call", "wrap_tool_call")):
+            raise ValueError(
+                f"middleware {middleware_name(item)} has neither wrap_model_call nor wrap_tool_call: pass an "
+                "AgentMiddleware, or an object with one of those methods (request, handler) -> response"
+            )
         why = refusal(item)
         if why:
             raise ValueError(f"middleware {middleware_name(item)} cannot wrap a subtask's calls: {why}")

@@ -78,6 +78,7 @@ def command_reply(command: Command, call: dict, task_id: str, tasks: Mapping[str
     reply = next((m for m in messages if isinstance(m, ToolMessage)), None)
     windows = update.get("windows") or {}
     problems = [f"key {k!r}" for k in update if k not in ("tasks", "windows", WORKSPACE, EVENTS)]  # effects too
+    problems += effect_problems(update)
     problems += [f"window {k!r}" for k, v in windows.items() if k != task_id or v is not None]
     removed = [k for k, v in (update.get("tasks") or {}).items() if v is None]
     problems += [
@@ -92,6 +93,27 @@ def command_reply(command: Command, call: dict, task_id: str, tasks: Mapping[str
     elif reply.tool_call_id != call_id or not reply.name:
         reply = reply.model_copy(update={"tool_call_id": call_id, "name": reply.name or name})
     return reply, {k: v for k, v in update.items() if v}
+
+
+def effect_problems(update: Mapping[str, Any]) -> list[str]:
+    """What is wrong with the effects a tool's update carries: ``events`` must be a list of objects naming
+    their ``event``, and ``workspace`` entries objects by step and key (a bad effect would fail the whole
+    tools node when it is applied, and with it every parallel subtask)."""
+    events, entries = update.get(EVENTS), update.get(WORKSPACE)
+    problems = []
+    if events is not None and not (
+        isinstance(events, list) and all(isinstance(e, Mapping) and isinstance(e.get("event"), str) for e in events)
+    ):
+        problems.append("events that are not a list of objects with an 'event' name")
+    if entries is not None and not (
+        isinstance(entries, Mapping)
+        and all(
+            isinstance(step, str) and isinstance(keyed, Mapping) and all(isinstance(v, Mapping) for v in keyed.values())
+            for step, keyed in entries.items()
+        )
+    ):
+        problems.append("workspace entries that are not objects by step and key")
+    return problems
 
 
 def ends_subtask(update: Mapping, task_id: str) -> bool:
@@ -213,8 +235,11 @@ class ToolRunner(Configured):
                 error = f"step exceeded step_timeout_s={self.config.step_timeout_s:g} in tool {call.get('name')!r}"
                 changes.append(keep_outputs(task, window_outputs([*window, *replies], taken)))
                 return merge_updates([*changes, failed(task, error, calls)])
-            if result is None:  # it waits for the user: the ask node answers it
+            if result is None and call.get("name") == ASK_USER:  # it waits for the user: the ask node answers it
                 continue
+            if result is None:  # a middleware that answered nothing: the call still needs a reply
+                text = f"Error: no reply came back for this {call.get('name')} call (a middleware returned none)."
+                result = ToolMessage(text, tool_call_id=call.get("id") or "", name=call.get("name", ""), status="error")
             reply, change = command_reply(result, call, task_id, tasks) if isinstance(result, Command) else (result, {})
             if change and ends_subtask(change, task_id):
                 ending = merge_updates([change, {"windows": {task_id: None}}])

@@ -23,6 +23,8 @@ Tool calls, outermost first (see `tool_chain`):
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -31,7 +33,7 @@ from langgraph.types import Command
 
 from replangraph.context.fitting import PAGE_RE
 from replangraph.context.kept import READ_OUTPUT, cut_observation, mark_kept
-from replangraph.llm.calls import StepClock, attempt, call_with_timeout, guarded, is_context_overflow
+from replangraph.llm.calls import StepClock, StepTimeout, call_with_timeout, guarded, is_context_overflow, retrying
 from replangraph.llm.messages import all_tool_calls, message_text, repair_tool_calls
 from replangraph.middleware import ModelRequest, ModelResponse, ToolCallRequest, reply_of, tool_reply, with_tool_reply
 from replangraph.names import TOOLKIT_NAMES
@@ -86,7 +88,7 @@ def refit_overflow(request: ModelRequest, handler: Callable) -> ModelResponse:
 
 
 class Retries:
-    """Retries transient errors with the run's settings (the one policy: `replangraph.llm.calls.attempt`);
+    """Retries transient errors with the run's settings (the one policy: `replangraph.llm.calls.retrying`);
     no wait runs past the step's deadline, and no try starts after it."""
 
     def __init__(self, config: Any, clock: StepClock):
@@ -94,11 +96,19 @@ class Retries:
         self.clock = clock
 
     def __call__(self, request: ModelRequest, handler: Callable) -> ModelResponse:
-        # Each try gets only what is left of the step (none left: StepTimeout, no try starts).
-        return attempt(lambda: handler(request), self.config, deadline=self.clock.deadline()).result()
+        # The step deadline outside times the whole chain in one worker thread; here no try starts
+        # once the step's time is spent, and no wait runs past it.
+        def tried() -> ModelResponse:
+            left = self.clock.left()
+            if left is not None and left <= 0:
+                raise StepTimeout("no time left")
+            return handler(request)
+
+        response, _ = retrying(tried, self.config, deadline=self.clock.deadline())
+        return response
 
 
-def tool_names(tools: list) -> list[str]:
+def offered_names(tools: list) -> list[str]:
     """Names of tools given as BaseTool or as provider dicts."""
     return [t["name"] if isinstance(t, Mapping) else t.name for t in tools if isinstance(t, Mapping) or t.name]
 
@@ -113,15 +123,24 @@ class RepairToolCalls:
     def __call__(self, request: ModelRequest, handler: Callable) -> ModelResponse:
         response = handler(request)
         reply = reply_of(response)
-        names = list(dict.fromkeys([*tool_names(request.tools), *self.known]))
+        names = list(dict.fromkeys([*offered_names(request.tools), *self.known]))
         return ModelResponse([repair_tool_calls(reply, names)], response.structured_response)
 
 
+BOUND_MODELS_KEPT = 64
+"""Bindings a `BoundModels` keeps (the least recently used goes): one per model and tool list in use."""
+
+
 class BoundModels:
-    """The model call: ``request.model`` bound to the request's tools (bound once per model and tool list)."""
+    """The model call: ``request.model`` bound to the request's tools (bound once per model and tool list).
+
+    A binding is looked up by the identity of the model and of each tool, and keeps them alive, so an
+    identity is never reused for another object while its binding is kept (middleware may build tools
+    per call)."""
 
     def __init__(self):
-        self.bound: dict[tuple, tuple[Any, Any]] = {}
+        self.bound: OrderedDict[tuple, tuple[Any, tuple, Any]] = OrderedDict()
+        self.lock = threading.Lock()  # parallel subtasks share the executor
 
     def __call__(self, request: ModelRequest) -> ModelResponse:
         request.state["attempts"] = request.state.get("attempts", 0) + 1
@@ -134,12 +153,20 @@ class BoundModels:
         settings = dict(request.model_settings)
         if request.tool_choice is not None:
             settings["tool_choice"] = request.tool_choice
-        key = (id(request.model), tuple(id(t) for t in request.tools), repr(sorted(settings.items())))
-        if key not in self.bound:
-            model = request.model
-            bound = model.bind_tools(request.tools, **settings) if request.tools else model.bind(**settings)
-            self.bound[key] = (model, bound)  # the model is kept, so its id is never reused
-        return self.bound[key][1]
+        tools = tuple(request.tools)
+        key = (id(request.model), tuple(id(t) for t in tools), repr(sorted(settings.items())))
+        with self.lock:
+            found = self.bound.get(key)
+            if found is not None:
+                self.bound.move_to_end(key)
+                return found[2]
+        model = request.model
+        bound = model.bind_tools(list(tools), **settings) if tools else model.bind(**settings)
+        with self.lock:
+            self.bound[key] = (model, tools, bound)  # kept alive: their ids are not reused while the key is
+            while len(self.bound) > BOUND_MODELS_KEPT:
+                self.bound.popitem(last=False)
+        return bound
 
 
 # --------------------------------------------------------------------------- tool calls

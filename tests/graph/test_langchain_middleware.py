@@ -164,3 +164,34 @@ def test_middleware_limits_still_hold_with_the_config():
     config = AgentConfig(max_step_iterations=3)
     state, _ = run(build_graph(make_model(PLAN, forever), [look], config=config, middleware=[fallback]))
     assert "max_step_iterations=3" in state["tasks"]["1"]["error"]
+
+
+def test_something_that_is_no_middleware_is_refused_at_build_time():
+    import pytest
+
+    def plain(request, handler):  # a function, not an object with the hook
+        return handler(request)
+
+    for item in (plain, object()):
+        with pytest.raises(ValueError, match="neither wrap_model_call nor wrap_tool_call"):
+            build_graph(ScriptedChatModel(respond=lambda r: "x"), middleware=[item])
+
+
+def test_a_tool_middleware_that_answers_nothing_gives_the_agent_an_error_reply():
+    class Silent:
+        def wrap_tool_call(self, request, handler):
+            return None
+
+    def look(name: str) -> str:
+        """Looks a thing up."""
+        return f"about {name}"
+
+    def work(request):
+        if request.tool_results:
+            return "answer: " + request.tool_results[-1].content
+        return tool_call("look", {"name": "x"})
+
+    graph = build_graph(make_model(plan_of({"id": "1", "content": "look x up"}), work), [look], middleware=[Silent()])
+    state, _ = run(graph)
+    assert state["tasks"]["1"]["status"] == "completed"
+    assert "no reply came back for this look call" in state["tasks"]["1"]["result"]

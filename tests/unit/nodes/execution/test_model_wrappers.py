@@ -124,3 +124,23 @@ def test_read_output_is_offered_once_the_window_points_at_kept_text():
     assert offer(request(messages=[HumanMessage("plain")]), names) == []
     kept = HumanMessage("[... the rest: read_output(output_id='1/x') ...]")
     assert offer(request(messages=[kept]), names) == ["read_output"]
+
+
+def test_a_binding_is_never_reused_for_a_tool_built_anew():
+    """Middleware may build a tool per call: each list gets its own binding, however ids are reused."""
+    from langchain_core.tools import StructuredTool
+
+    from replangraph.nodes.execution.wrappers import BOUND_MODELS_KEPT, BoundModels
+
+    seen = []
+    model = ScriptedChatModel(respond=lambda r: seen.append(r.tool_names) or "ok")
+    models = BoundModels()
+    for n in range(200):
+
+        def fn() -> str:
+            return "x"
+
+        tool = StructuredTool.from_function(fn, name=f"tool_{n}", description="a tool")
+        models(ModelRequest(model=model, messages=[HumanMessage("hi")], tools=[tool], state={}))
+    assert seen == [(f"tool_{n}",) for n in range(200)]
+    assert len(models.bound) <= BOUND_MODELS_KEPT

@@ -117,3 +117,18 @@ def test_screening_answers_what_the_user_need_not_see_and_leaves_the_rest_pendin
     assert empty.status == "error" and "needs `question`" in empty.content
     assert screen(request(), reply("other")).content == "other"
     assert [t.name for t in screen.answered_tools()] == ["ask_user"]
+
+
+def test_a_tool_update_with_malformed_effects_is_refused_to_that_agent_only():
+    from replangraph.nodes.execution.tool_runner import command_reply
+
+    call = {"name": "bad", "id": "c1", "args": {}}
+    events = Command(update={"events": [{"not_event": 1}]})
+    reply, change = command_reply(events, call, "1", {})
+    assert reply.status == "error" and "events" in reply.content and change == {}
+    entries = Command(update={"workspace": {"plan:1:step:1": "text"}})
+    reply, change = command_reply(entries, call, "1", {})
+    assert reply.status == "error" and "workspace" in reply.content and change == {}
+    fine = Command(update={"events": [{"event": "custom", "x": 1}]})
+    reply, change = command_reply(fine, call, "1", {})
+    assert reply.status != "error" and change == {"events": [{"event": "custom", "x": 1}]}
