@@ -4,8 +4,9 @@ the single-agent fallback use.
 A feature folder under ``nodes/`` builds a `Feature`: the nodes it adds, the routing rules it owns, the
 agent types it adds to planning, the models it brings, what it does after each replanning round, and the
 wrappers it adds to the executor's model and tool calls (`replangraph.middleware`). The
-builder (`replangraph.builder`) assembles the features it is given in order; nothing in the engine imports
-a feature folder except the builder's registration lines.
+builder (`replangraph.builder`) registers the features in order; nothing else in the engine imports a feature
+folder (the builder also wires human in the loop's plan review and commands nodes, the graph's documented
+shape).
 """
 
 from __future__ import annotations
@@ -56,7 +57,10 @@ class Feature:
     model_wrappers: Sequence[Callable[..., Any]] = ()
     """``wrap_model_call`` hooks for the executor's model calls (human in the loop offers ask_user)."""
     tool_wrappers: Sequence[Callable[..., Any]] = ()
-    """``wrap_tool_call`` hooks for the executor's tool calls (human in the loop screens questions)."""
+    """``wrap_tool_call`` hooks for the executor's tool calls (human in the loop screens questions). A wrapper
+    that answers calls of a tool of its own lists it in an ``answered_tools()`` method, so the tools node
+    knows the name (an unknown tool's error lists it); such a wrapper may return None for a call the
+    feature answers in a node of its own (the ask node)."""
 
 
 def nodes_where(features: Sequence[Feature], test: Callable[[FeatureNode], bool]) -> list[str]:

@@ -120,7 +120,7 @@ def unanswered_tool_calls(route: Route) -> Decision | None:
     return TOOLS if any(calls_to_run(route.windows.get(t["id"], [])) for t in route.active) else None
 
 
-def replan_requested(route: Route) -> Decision | None:
+def replan_pending(route: Route) -> Decision | None:
     """A subtask failed or asked for a new plan."""
     return REPLANNER if index_of(route.tasks).replan else None
 
@@ -225,7 +225,7 @@ def default_rules(
     ``task_rules`` claim subtasks ahead of the executor's."""
     engine = [
         Rule("unanswered_tool_calls", "execution", unanswered_tool_calls, "recover"),
-        Rule("replan_requested", "planning", replan_requested, "replan"),
+        Rule("replan_requested", "planning", replan_pending, "replan"),
         Rule("budget_spent", "engine", budget_spent, "budget"),
         dispatch_rule(
             [

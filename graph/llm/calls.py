@@ -6,12 +6,9 @@ trouble but returns it classified in a `Called`; `refit_on_overflow` asks once m
 ``OVERFLOW_SHRINK`` of the budget when the provider refused a request as too long; `guarded`
 is the one place an ordinary exception is caught while LangGraph's own pass through.
 
-The executor still calls `retrying` with `call_with_timeout` and catches ``GraphBubbleUp`` itself
-(it is being rebuilt elsewhere). Its turn becomes ``called = call_model(model, window, config,
-deadline=clock.deadline())``, with ``called.attempts`` added to its calls and ``called.error``
-read in its order: `StepTimeout` (timed out), ``RecursionError``, ``called.overflow`` (compress),
-else a failed step. The tools node's tool calls are not model calls: `guarded` replaces its
-catch/re-raise pairs without retries.
+The executor's model calls go through its wrapper chain (``nodes/execution/wrappers.py``), whose
+retry wrapper is `retrying` under the step's deadline and whose step deadline is `call_with_timeout`;
+its failures are caught by `guarded`, like the tools node's (tool calls are not model calls: no retries).
 
 Hand-written rather than LangGraph's ``RetryPolicy`` because a policy retries a
 whole node: it cannot honour a provider's ``Retry-After``, it would repeat the

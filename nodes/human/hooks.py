@@ -147,7 +147,7 @@ def cancelled(route: Route) -> Decision | None:
     return FINALIZE if route.state.get("cancelled") else None
 
 
-def slash_command(route: Route) -> Decision | None:
+def command_pending(route: Route) -> Decision | None:
     """A slash command (or the cancel word) sent as input, or as the answer to a question."""
     return COMMANDS if pending_command(route.state, route.settings.cancel_word) else None
 
@@ -172,7 +172,7 @@ def human_rules() -> list[Rule]:
     """The rules, in order, with their stages."""
     return [
         Rule("cancelled", "human", cancelled, "stop"),
-        Rule("slash_command", "human", slash_command, "user"),
+        Rule("slash_command", "human", command_pending, "user"),
         Rule("plan_review", "human", plan_review, "user"),
         Rule("questions", "human", questions, "pause"),
     ]

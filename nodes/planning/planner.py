@@ -23,7 +23,7 @@ from replangraph.events import PLAN_CREATED, emit
 from replangraph.llm.calls import refit_on_overflow
 from replangraph.llm.lenient import UnreadableInput, plan_specs
 from replangraph.llm.messages import resolve_goal
-from replangraph.llm.structured import Provisional, ask_structured, bind_schema, read_arguments
+from replangraph.llm.structured import RETRY_ERROR_CHARS, Provisional, ask_structured, bind_schema, read_arguments
 from replangraph.names import BUILT_IN_TOOLS
 from replangraph.nodes.planning.prompts import PLAN_RETRY, PLANNER_PROMPT, PLANNER_TOOLS_RULE
 from replangraph.nodes.planning.rule_plan import rule_based_plan
@@ -40,7 +40,6 @@ from replangraph.queue.plans import (
 from replangraph.queue.tasks import DEFAULT_AGENT, RESET, QueueError, Task, next_plan_id, preview
 from replangraph.state import StateUpdate
 
-RETRY_ERROR_CHARS = 2_000
 """Room kept for the error text of a plan retry."""
 RETRY_PREVIOUS_CHARS = 2_000
 """Room kept for the previous answer of a plan retry (``replangraph.llm.structured.quoted`` caps it at this)."""

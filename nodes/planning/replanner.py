@@ -19,7 +19,16 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from replangraph.config import AgentConfig, AgentProfile, Configured
-from replangraph.context.fitting import GOAL_ID, ContextMonitor, Fitted, excerpt, fit_parts, result_id, schema_tools
+from replangraph.context.fitting import (
+    GOAL_ID,
+    PLAN_ID,
+    ContextMonitor,
+    Fitted,
+    excerpt,
+    fit_parts,
+    result_id,
+    schema_tools,
+)
 from replangraph.context.kept import full_result
 from replangraph.context.workspace import collect_writes
 from replangraph.events import REPLANNING, emit
@@ -75,8 +84,6 @@ def rename_colliding(specs: list[dict], taken: set[str], suffix: str) -> list[di
 
 PLAN_PREVIEW_CHARS = 80
 """Result and error previews in the plan's lines (as in ``plan_summary``)."""
-PLAN_ID = "plan"
-"""Output id named when the plan itself must be shown as an excerpt (the queue keeps every task)."""
 
 
 def plan_lines(tasks: Mapping[str, Task], preview_chars: int, collapse: bool = False) -> str:

@@ -48,7 +48,7 @@ from replangraph.queue.tasks import Task, active_tasks, preview, spent_model_cal
 from replangraph.state import StateUpdate
 
 T = TypeVar("T")
-RETRY_ERROR_CHARS = 300
+JUDGE_RETRY_ERROR_CHARS = 300
 """Longest reason quoted when a judge is asked again."""
 
 
@@ -280,7 +280,7 @@ class TeamMerge(Configured):
             retries=retries,
             config=self.config,
             retry_prompt=TEAM_RETRY.replace("{tool}", schema.__name__),
-            error_chars=RETRY_ERROR_CHARS,
+            error_chars=JUDGE_RETRY_ERROR_CHARS,
         )
 
     # ------------------------------------------------------------------ the state update
