@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -16,20 +16,16 @@ from replangraph.context.fitting import ContextMonitor, TokenCounter
 from replangraph.features import Feature, nodes_where, planning_types
 from replangraph.middleware import split_middleware
 from replangraph.names import (
-    ASK_USER,
-    COMMANDS,
     COMPRESSOR,
     EXECUTOR,
     FINALIZE,
-    PLAN_REVIEW,
     PLANNER,
     READ_OUTPUT,
     REPLANNER,
     TOOLKIT_NAMES,
     TOOLS,
 )
-from replangraph.nodes.human.hooks import CommandHandler, registered_commands
-from replangraph.routing import default_rules, make_router, make_turn_router
+from replangraph.routing import default_rules, make_router, make_turn_router, start_router
 from replangraph.state import InputState, OutputState, ReplanState
 
 HANDLER_TARGETS = {EXECUTOR: TOOLS, TOOLS: REPLANNER, COMPRESSOR: TOOLS}
@@ -95,7 +91,7 @@ def build_graph(
     checkpointer: Any = None,
     store: Any = None,
     token_counter: TokenCounter | None = None,
-    commands: Mapping[str, CommandHandler] | None = None,
+    commands: Mapping[str, Callable[[str, Mapping[str, Any]], Any]] | None = None,
     middleware: Sequence[Any] = (),
     name: str = "replangraph",
 ) -> CompiledStateGraph:
@@ -124,7 +120,6 @@ def build_graph(
     from replangraph.nodes.fallback.feature import fallback_feature
     from replangraph.nodes.finalize.finalizer import Finalizer
     from replangraph.nodes.human.feature import human_feature
-    from replangraph.nodes.human.hooks import ask_user_tool, make_command_router, make_entry_router
     from replangraph.nodes.planning.planner import Planner
     from replangraph.nodes.planning.replanner import Replanner
     from replangraph.nodes.verification.feature import verification_feature
@@ -143,7 +138,6 @@ def build_graph(
     ):
         if extra is not None:
             _check_model(extra, role)
-    handlers = registered_commands(commands)  # refused names and handlers fail before anything is built
     model_middleware, tool_middleware = split_middleware(middleware)
     profiles = resolve_profiles(agents, tools)
     config = with_workspace(config, profiles)
@@ -163,8 +157,7 @@ def build_graph(
     planning = {**profiles, **extra_types}  # the agent types a plan may name
     judge_model = verifier_model or planner_model or model
     features.append(verification_feature(judge_model, profiles, config, monitor))
-    asker = ask_user_tool()  # one tool object: its schema for the model, the same object screens its calls
-    features.append(human_feature(planning, config, handlers, asker))
+    features.append(human_feature(planning, config, commands))  # refuses bad command names and handlers
     features.append(fallback_feature())
     team_names = list(extra_types)
     warn_stacked_retries(
@@ -178,14 +171,15 @@ def build_graph(
         },
         config,
     )
+    offered = [tool for feature in features for tool in feature.agent_tools]  # ask_user
     for agent_type, profile in profiles.items():
-        clash = sorted({t.name for t in profile.tools} & {*TOOLKIT_NAMES, READ_OUTPUT, ASK_USER})
+        clash = sorted({t.name for t in profile.tools} & {*TOOLKIT_NAMES, READ_OUTPUT, *(t.name for t in offered)})
         if clash:
             raise ValueError(
                 f"agent type {agent_type!r} has a tool named {clash[0]!r}, which replangraph gives every agent"
             )
     reader = read_output_tool(lambda _: None, list, config.max_observation_chars)
-    tool_schemas = {name: [*p.tools, *replan_toolkit(None), reader, asker] for name, p in profiles.items()}
+    tool_schemas = {name: [*p.tools, *replan_toolkit(None), reader, *offered] for name, p in profiles.items()}
     rules = default_rules(
         monitor,
         tool_schemas,
@@ -231,25 +225,28 @@ def build_graph(
     replanner = Replanner(planner_model or model, planning, config, monitor, teams=team_names, after_round=hooks)
     builder.add_node(REPLANNER, replanner)
     builder.add_node(FINALIZE, Finalizer(model, config, monitor))
+    joining = nodes_where(features, lambda spec: spec.joins_tools)  # verifier, ask, a team's start and merge
+    routed = [EXECUTOR, COMPRESSOR, REPLANNER, FINALIZE, *nodes_where(features, lambda spec: spec.routed)]
+    after_plan = [EXECUTOR, FINALIZE, *nodes_where(features, lambda spec: spec.after_plan)]
+    entries = [feature.entry(config) for feature in features if feature.entry]
     for feature in features:
         for node_name, spec in feature.nodes.items():
             builder.add_node(node_name, spec.node, error_handler=spec.error_handler)
             if spec.joins_tools:
                 builder.add_edge(node_name, TOOLS)  # parallel branches join there, like model turns
-    joining = nodes_where(features, lambda spec: spec.joins_tools)  # verifier, ask, a team's start and merge
-    routed = [EXECUTOR, COMPRESSOR, REPLANNER, FINALIZE, *nodes_where(features, lambda spec: spec.routed)]
-    after_plan = [EXECUTOR, FINALIZE, *nodes_where(features, lambda spec: spec.after_plan)]
+                continue
+            targets = [n for n in after_plan if n != node_name] if spec.goes_like_planning else routed
+            own = spec.router(route) if spec.router else route
+            builder.add_conditional_edges(node_name, own, list(dict.fromkeys([*targets, *spec.leads_to])))
 
-    builder.add_conditional_edges(START, make_entry_router(config), [PLANNER, COMMANDS])
+    entry_nodes = [node for feature in features for node in feature.entry_nodes]  # a slash command's node
+    builder.add_conditional_edges(START, start_router(entries), [PLANNER, *entry_nodes])
     # A fresh plan has no windows or replan requests; the replanner settles every request.
     builder.add_conditional_edges(PLANNER, route, after_plan)
-    plan_review = [n for n in after_plan if n != PLAN_REVIEW]
-    builder.add_conditional_edges(PLAN_REVIEW, route, [*plan_review, COMMANDS])
     builder.add_conditional_edges(EXECUTOR, make_turn_router(route), [TOOLS, *routed])
     builder.add_edge(COMPRESSOR, TOOLS)
     builder.add_conditional_edges(TOOLS, route, routed)
     builder.add_conditional_edges(REPLANNER, route, [EXECUTOR, COMPRESSOR, *joining, FINALIZE])
-    builder.add_conditional_edges(COMMANDS, make_command_router(route), [*routed, PLAN_REVIEW, TOOLS, END])
     builder.add_edge(FINALIZE, END)
 
     graph = builder.compile(checkpointer=checkpointer, store=store, name=name)

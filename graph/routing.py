@@ -24,6 +24,7 @@ from replangraph.names import (
     COMPRESSOR,
     EXECUTOR,
     FINALIZE,
+    PLANNER,
     REPLANNER,
     TOOLS,
 )
@@ -249,3 +250,13 @@ def make_turn_router(route: Callable[[Mapping[str, Any]], list[Send | str] | str
         return route(state) if state.get("ended_alone") else TOOLS
 
     return after_turn
+
+
+def start_router(entries: Sequence[Callable[[Mapping[str, Any]], str | None]]) -> Callable[[Mapping[str, Any]], str]:
+    """Where a run starts: the first feature entry that names a node (a slash command: the commands node),
+    else the planner."""
+
+    def start(state: Mapping[str, Any]) -> str:
+        return next((node for entry in entries if (node := entry(state)) is not None), PLANNER)
+
+    return start

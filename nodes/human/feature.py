@@ -2,43 +2,68 @@
 (``approve_plan``) and the commands node (slash commands), and their routing rules.
 
 Each of these nodes pauses with ``interrupt()`` as its first step. Its wrappers offer ``ask_user`` to the
-executor's model and screen the questions agents ask. The builder wires the plan review and
-the commands node itself (where a run starts, what follows a command): those edges are the graph's
-documented shape.
+executor's model and screen the questions agents ask; its entry sends a slash command sent as input to the
+commands node instead of the planner.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from langchain_core.tools import BaseTool
+from langgraph.graph import END
 
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.features import Feature, FeatureNode
-from replangraph.names import ASK, COMMANDS, PLAN_REVIEW
+from replangraph.names import ASK, COMMANDS, PLAN_REVIEW, TOOLS
 from replangraph.nodes.human.ask import AskUser
 from replangraph.nodes.human.commands import CommandRunner
-from replangraph.nodes.human.hooks import CommandHandler, OfferAskUser, ScreenQuestions, ask_user_tool, human_rules
+from replangraph.nodes.human.hooks import (
+    CommandHandler,
+    OfferAskUser,
+    ScreenQuestions,
+    ask_user_tool,
+    human_rules,
+    make_command_router,
+    make_entry_router,
+    registered_commands,
+)
 from replangraph.nodes.human.plan_review import PlanReview
 
 
 def human_feature(
     planning: Mapping[str, AgentProfile],
     config: AgentConfig,
-    handlers: Mapping[str, CommandHandler],
-    asker: BaseTool | None = None,
+    commands: Mapping[str, CommandHandler] | None = None,
 ) -> Feature:
-    """The nodes, rules and wrappers; ``planning``: the agent types an edited plan may name; ``handlers``: slash
-    commands; ``asker``: the ask_user tool (one object for its schema and its calls)."""
-    asker = asker or ask_user_tool()
+    """The nodes, rules and wrappers; ``planning``: the agent types an edited plan may name; ``commands``: slash
+    commands by name (ValueError for a bad name or handler)."""
+    handlers = registered_commands(commands)
+    asker = ask_user_tool()  # one tool object: its schema for the model, and the same object screens its calls
     return Feature(
         "human",
         nodes={
             ASK: FeatureNode(AskUser(config)),  # parallel questions join at the tools node, like model turns
-            PLAN_REVIEW: FeatureNode(PlanReview(planning, config), joins_tools=False, routed=False, after_plan=True),
-            COMMANDS: FeatureNode(CommandRunner(handlers, config), joins_tools=False),
+            # The plan review leads where planning does, or to the commands node (a command as the answer).
+            PLAN_REVIEW: FeatureNode(
+                PlanReview(planning, config),
+                joins_tools=False,
+                routed=False,
+                after_plan=True,
+                goes_like_planning=True,
+                leads_to=(COMMANDS,),
+            ),
+            # After a command: the run pauses again, resumes (/resume), or ends (END).
+            COMMANDS: FeatureNode(
+                CommandRunner(handlers, config),
+                joins_tools=False,
+                router=make_command_router,
+                leads_to=(PLAN_REVIEW, TOOLS, END),
+            ),
         },
         rules=human_rules(),
+        entry=make_entry_router,  # a slash command sent as input goes to the commands node
+        entry_nodes=(COMMANDS,),
+        agent_tools=[asker],
         model_wrappers=[OfferAskUser(config, asker)],  # ask_user is offered while the subtask may still ask
         tool_wrappers=[ScreenQuestions(config, asker)],  # questions the user need not see are answered at once
     )

@@ -16,7 +16,7 @@ from langgraph.types import Send
 
 from replangraph.config import AgentConfig, Configured, run_settings
 from replangraph.llm.messages import message_text, waiting_questions
-from replangraph.names import ASK, ASK_USER, COMMANDS, FINALIZE, PLAN_REVIEW, PLANNER
+from replangraph.names import ASK, ASK_USER, COMMANDS, FINALIZE, PLAN_REVIEW
 from replangraph.nodes.human.interrupts import COMMAND_RE
 from replangraph.nodes.human.prompts import ASK_USER_DESCRIPTION
 from replangraph.nodes.human.questions import AskArgs, question_of, screen_question
@@ -178,11 +178,11 @@ def human_rules() -> list[Rule]:
     ]
 
 
-def make_entry_router(config: AgentConfig) -> Callable[[Mapping[str, Any]], str]:
-    """Where a run starts: the commands node for a slash command (or the cancel word), else the planner."""
+def make_entry_router(config: AgentConfig) -> Callable[[Mapping[str, Any]], str | None]:
+    """The feature's entry: the commands node for a slash command (or the cancel word), else None (the planner)."""
 
-    def entry(state: Mapping[str, Any]) -> str:
-        return COMMANDS if pending_command(state, run_settings(config).cancel_word) else PLANNER
+    def entry(state: Mapping[str, Any]) -> str | None:
+        return COMMANDS if pending_command(state, run_settings(config).cancel_word) else None
 
     return entry
 
