@@ -25,27 +25,30 @@ NEW_TASK_FIELDS = ("id", "status", "position", "depends_on")
 SortKey = tuple[tuple[int, ...], str]
 STRUCTURE_FIELDS = ("depends_on", "parent_id", "position")
 """Task fields the dependency and split indexes are built from."""
-TEAM_MEMBER = "team_member"
-"""Origin of a team member's task: one member's run of its team's subtask (see `replangraph.nodes.teams.teams`)."""
+CANDIDATE = "team_member"
+"""Origin of a candidate's task: one of several runs of its parent's work, of which one result is kept (a team
+member's run of its team's subtask, see `replangraph.nodes.teams`). Its failure or replan request is only a
+failed candidate, and what it hands off is held until its parent keeps a result. (The value is what 0.8.0
+stored, so checkpoints from it read the same.)"""
 
 
-def is_member(task: Mapping[str, Any] | None) -> bool:
-    """Whether ``task`` is a team member's run: its failure or replan request is only a failed candidate."""
-    return bool(task) and task.get("origin") == TEAM_MEMBER
+def is_candidate(task: Mapping[str, Any] | None) -> bool:
+    """Whether ``task`` is a candidate's run: its failure or replan request asks nothing of the replanner."""
+    return bool(task) and task.get("origin") == CANDIDATE
 
 
-def in_team_run(tasks: Mapping[str, Mapping[str, Any]], task: Mapping[str, Any] | None) -> bool:
-    """Whether ``task`` is a team member or work a member handed off (held until the merge)."""
+def in_candidate_run(tasks: Mapping[str, Mapping[str, Any]], task: Mapping[str, Any] | None) -> bool:
+    """Whether ``task`` is a candidate or work a candidate handed off (held until its parent keeps a result)."""
     while task:
-        if is_member(task):
+        if is_candidate(task):
             return True
         task = tasks.get(task.get("parent_id") or "")
     return False
 
 
 def asks_replan(task: Mapping[str, Any]) -> bool:
-    """Whether ``task`` waits for the replanner: it has a replan request and is no team member."""
-    return bool(task.get("replan_request")) and not is_member(task)
+    """Whether ``task`` waits for the replanner: it has a replan request and is no candidate."""
+    return bool(task.get("replan_request")) and not is_candidate(task)
 
 
 def sort_key(task: Mapping[str, Any]) -> SortKey:
@@ -60,7 +63,7 @@ class QueueIndex:
     ``children``: split parent → direct dynamic children; ``dependents``: task id →
     tasks that list it in ``depends_on`` (ids not in the queue included);
     ``ready``: sort keys of ready tasks, in queue order; ``active``: in-progress
-    tasks; ``replan``: tasks with a replan request (no team members); ``model_calls``: their sum.
+    tasks; ``replan``: tasks with a replan request (no candidates); ``model_calls``: their sum.
     """
 
     children: dict[str, tuple[str, ...]]
@@ -150,8 +153,8 @@ class QueueIndex:
 
     def is_ready(self, tasks: Mapping[str, Mapping[str, Any]], task: Mapping[str, Any]) -> bool:
         """Pending, and everything it waits for is completed (direct dependencies checked first).
-        Work a team member handed off is held until the team's merge (never ready)."""
-        if task["status"] != "pending" or is_member(tasks.get(task.get("parent_id") or "")):
+        Work a candidate handed off is held until its parent keeps a result (never ready)."""
+        if task["status"] != "pending" or is_candidate(tasks.get(task.get("parent_id") or "")):
             return False
         if not all(dep in tasks and tasks[dep]["status"] == "completed" for dep in task["depends_on"]):
             return False

@@ -14,18 +14,18 @@ from typing import Any, Literal
 from typing_extensions import NotRequired, TypedDict
 
 from replangraph.queue.index import (
+    CANDIDATE,
     RESET,
-    TEAM_MEMBER,
     TaskQueue,
     apply_writes,
-    in_team_run,
+    in_candidate_run,
     index_of,
-    is_member,
+    is_candidate,
     sort_key,
 )
 
-# re-exported: the queue's reducer and its index, and what marks a team member's task
-__all__ = ["RESET", "TEAM_MEMBER", "TaskQueue", "apply_writes", "in_team_run", "index_of", "is_member"]
+# re-exported: the queue's reducer and its index, and what marks a candidate's task
+__all__ = ["RESET", "CANDIDATE", "TaskQueue", "apply_writes", "in_candidate_run", "index_of", "is_candidate"]
 
 TaskStatus = Literal["pending", "in_progress", "completed", "failed", "skipped"]
 TaskOrigin = Literal["planner", "dynamic", "replanner", "team_member", "fallback"]
@@ -289,7 +289,7 @@ def fallback_of(tasks: Mapping[str, Task]) -> Task | None:
 def plan_tasks(tasks: Mapping[str, Task]) -> list[Task]:
     """The plan's tasks in queue order: not the fallback, nor a team's members or the work they hold
     (the team's task stands for them, and takes over the winner's held work at the merge)."""
-    return [t for t in ordered(tasks) if not is_fallback(t) and not in_team_run(tasks, t)]
+    return [t for t in ordered(tasks) if not is_fallback(t) and not in_candidate_run(tasks, t)]
 
 
 # --------------------------------------------------------------------------- failure

@@ -57,7 +57,7 @@ from replangraph.queue.tasks import (
     DEFAULT_AGENT,
     QueueError,
     Task,
-    in_team_run,
+    in_candidate_run,
     is_fallback,
     next_plan_id,
     ordered,
@@ -289,10 +289,10 @@ class Replanner(Configured):
         pending = [
             t["id"]
             for t in ordered(tasks)
-            if t["status"] == "pending" and not is_fallback(t) and not in_team_run(tasks, t)
+            if t["status"] == "pending" and not is_fallback(t) and not in_candidate_run(tasks, t)
         ]
         kept = {k: t for k, t in tasks.items() if k not in pending}
-        shown = {k: t for k, t in tasks.items() if not is_fallback(t) and not in_team_run(tasks, t)}
+        shown = {k: t for k, t in tasks.items() if not is_fallback(t) and not in_candidate_run(tasks, t)}
         can_wait_on = {k: t for k, t in kept.items() if t["status"] in ("completed", "in_progress")}
 
         def check(specs: list[dict]) -> tuple[list[dict], list[str]]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from replangraph.queue.index import index_of
 from replangraph.queue.plans import LimitReached
-from replangraph.queue.tasks import TEAM_MEMBER, Task, TeamRecord, is_member, new_task, preview, sort_key
+from replangraph.queue.tasks import CANDIDATE, Task, TeamRecord, is_candidate, new_task, preview, sort_key
 
 MERGES = ("best", "vote", "fusion")
 UNFINISHED = {
@@ -114,7 +114,7 @@ def start_changes(task: Task, name: str, team: Team, queue_size: int, max_tasks:
             parent_id=task["id"],
             metadata=task.get("metadata"),
             depth=task.get("depth", 0),
-            origin=TEAM_MEMBER,
+            origin=CANDIDATE,
             plan_id=task.get("plan_id") or "1",
         )
         if "required_tools" in task:  # what the planner said the subtask needs
@@ -266,7 +266,7 @@ def removals(tasks: Mapping[str, Task], task: Task) -> dict[str, None]:
     index = index_of(tasks)
     gone: dict[str, None] = {}
     for member in (task.get("team") or {}).get("members") or []:
-        if is_member(tasks.get(member)):
+        if is_candidate(tasks.get(member)):
             gone[member] = None
             gone.update((t, None) for t in index.subtree(member))
     return gone

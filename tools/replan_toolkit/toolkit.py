@@ -26,7 +26,7 @@ from replangraph.events import DYNAMIC_TASKS_ADDED, event
 from replangraph.llm.lenient import UnreadableInput, as_text, task_specs, text_field
 from replangraph.names import REQUEST_REPLAN_TOOL, REVIEW_TOOL, SPLIT_TOOL
 from replangraph.queue.plans import LimitReached, coerce_agent_types, split_task
-from replangraph.queue.tasks import QueueError, Task, is_member, ordered, preview, task_line
+from replangraph.queue.tasks import QueueError, Task, is_candidate, ordered, preview, task_line
 from replangraph.tools.replan_toolkit.prompts import (
     REPLAN_REASON_DESCRIPTION,
     REQUEST_REPLAN_DESCRIPTION,
@@ -124,7 +124,7 @@ class ReplanSession:
         update["tasks"].update(created)
         listing = ", ".join(created)
         text = f"Handed off. Your partial result is saved and {len(created)} task(s) were queued: {listing}."
-        if is_member(task):  # held until the team's merge
+        if is_candidate(task):  # held until the team's merge
             text = f"Handed off. Your partial result is saved; {listing} run only if the team keeps your result."
         if notes:
             text += " Note: " + "; ".join(notes) + "."
