@@ -19,9 +19,8 @@ from scripting import make_model, plan_of, run
 
 from replangraph import build_graph
 from replangraph.testing import tool_call
-from replangraph.tools.search import duckduckgo
+from replangraph.tools.search import SearchResult, duckduckgo, internet_search_tool
 from replangraph.tools.search.duckduckgo import DuckDuckGoHTML, parse_duckduckgo_html, result_url
-from replangraph.tools.search.internet_search import SearchResult, internet_search_tool
 
 PAGES = Path(__file__).resolve().parents[1] / "fixtures" / "search"
 ASYNCIO = "python asyncio"

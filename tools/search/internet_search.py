@@ -25,47 +25,19 @@ from langgraph.errors import GraphBubbleUp
 from pydantic import BaseModel, ValidationError
 
 from replangraph.llm.lenient import as_text, text_field
-from replangraph.tools.search.duckduckgo import (
-    DEFAULT_USER_AGENT,
-    DUCKDUCKGO_HTML_URL,
-    DuckDuckGoHTML,
-    is_ad_link,
-    parse_duckduckgo_html,
-    result_url,
-)
 from replangraph.tools.search.search_results import (
     MAX_SNIPPET_CHARS,
     MAX_TITLE_CHARS,
     SearchError,
-    SearchPageError,
     SearchProvider,
-    SearchRateLimited,
     SearchResult,
-    SearchTimeout,
-    SearchUnavailable,
     clean_text,
     clip,
     url_key,
 )
 
-__all__ = [
-    "DEFAULT_USER_AGENT",
-    "DUCKDUCKGO_HTML_URL",
-    "DuckDuckGoHTML",
-    "SearchError",
-    "SearchPageError",
-    "SearchProvider",
-    "SearchRateLimited",
-    "SearchResult",
-    "SearchTimeout",
-    "SearchUnavailable",
-    "internet_search_tool",
-    "is_ad_link",
-    "parse_duckduckgo_html",
-    "result_url",
-    "search_observation",
-    "url_key",
-]
+__all__ = ["internet_search_tool", "search_observation"]
+"""The family's whole API is `replangraph.tools.search`."""
 
 TOOL_NAME = "internet_search"
 DEFAULT_TOP_K = 3

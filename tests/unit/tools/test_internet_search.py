@@ -11,7 +11,7 @@ from scripting import make_model, plan_of
 
 from replangraph import build_graph
 from replangraph.testing import tool_call
-from replangraph.tools.search.internet_search import (
+from replangraph.tools.search import (
     DuckDuckGoHTML,
     SearchProvider,
     SearchRateLimited,
