@@ -29,9 +29,8 @@ Words, one noun per concept (the code and the docs use these):
 
 from replangraph.builder import build_graph
 from replangraph.config import AgentConfig, AgentProfile
-from replangraph.events import EVENT_NAMES
 from replangraph.queue.tasks import Task, TaskStatus, plan_summary
-from replangraph.state import InputState, OutputState, ReplanState
+from replangraph.state import EVENT_NAMES, InputState, OutputState, ReplanState
 
 __all__ = [
     "AgentConfig",

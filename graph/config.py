@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,9 +9,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as as_tool
-from langgraph.config import get_config
-from langgraph.runtime import get_runtime
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from replangraph.queue.tasks import DEFAULT_AGENT
 
@@ -83,63 +79,6 @@ class AgentConfig(BaseModel):
     approve_plan: bool = Field(False, description="Pause after planning until the user approves or edits the plan.")
 
 
-SETTING_NAMES = frozenset(AgentConfig.model_fields)
-
-
-def run_context() -> Any:
-    """The ``context`` of the run in progress (LangGraph's public ``get_runtime()``), or None."""
-    try:
-        return getattr(get_runtime(), "context", None)
-    except (RuntimeError, KeyError):  # no run, or a runnable's config outside a graph (a tool invoked alone)
-        return None
-
-
-def context_settings(context: Any) -> dict[str, Any]:
-    """The settings a run's context sets: the fields set on an `AgentConfig`, or the keys (attributes of a
-    dataclass) named like its fields, so a parent graph's own context schema may carry them too."""
-    if context is None:
-        return {}
-    if isinstance(context, AgentConfig):
-        return {name: getattr(context, name) for name in context.model_fields_set}
-    if isinstance(context, Mapping):
-        return {name: context[name] for name in SETTING_NAMES.intersection(context)}
-    if dataclasses.is_dataclass(context):
-        return {f.name: getattr(context, f.name) for f in dataclasses.fields(context) if f.name in SETTING_NAMES}
-    if isinstance(context, BaseModel):
-        return {name: getattr(context, name) for name in SETTING_NAMES.intersection(context.model_fields_set)}
-    return {}
-
-
-def run_settings(base: AgentConfig) -> AgentConfig:
-    """The settings of the run in progress: ``base`` (the graph's), overlaid with the run config's
-    ``configurable`` keys that name `AgentConfig` fields, then with the fields its ``context`` sets.
-    ``base`` outside a run. Invalid values raise ValueError naming them."""
-    try:
-        configurable = get_config().get("configurable") or {}
-    except RuntimeError:  # not inside a run
-        return base
-    overrides = {name: configurable[name] for name in SETTING_NAMES.intersection(configurable)}
-    overrides.update(context_settings(run_context()))
-    if not overrides:
-        return base
-    items = tuple(sorted(overrides.items()))
-    try:
-        return _overlaid(base, items)
-    except TypeError:  # an unhashable value: validate it without the cache
-        return _overlaid.__wrapped__(base, items)
-
-
-@functools.lru_cache(maxsize=128)
-def _overlaid(base: AgentConfig, overrides: tuple[tuple[str, Any], ...]) -> AgentConfig:
-    if all(getattr(base, name) == value for name, value in overrides):
-        return base
-    try:
-        return AgentConfig(**{**base.model_dump(), **dict(overrides)})
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ValueError(f"invalid run settings (context or configurable): {problems}") from None
-
-
 def recursion_limit(config: AgentConfig) -> int:
     """Supersteps a run may need, so that budgets, not LangGraph's limit, end a run.
 
@@ -154,17 +93,6 @@ FINALIZE_MARGIN = 4
 come three supersteps later (executor, tools, replanner after the tools node's error handler),
 and LangGraph raises once a superstep runs at the limit itself, so finalize must start
 before that (``tests/test_run_settings.py`` sweeps the limits)."""
-
-
-class Configured:
-    """A node or helper built with the graph's `AgentConfig` (``base_config``) whose ``config`` is the
-    settings of the run in progress (`run_settings`), so a run's context reaches every limit it reads."""
-
-    base_config: AgentConfig
-
-    @property
-    def config(self) -> AgentConfig:
-        return run_settings(self.base_config)
 
 
 ToolLike = BaseTool | Callable[..., Any]

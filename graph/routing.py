@@ -15,7 +15,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 from langgraph.types import Send
 
-from replangraph.config import FINALIZE_MARGIN, AgentConfig, run_settings
+from replangraph.config import FINALIZE_MARGIN, AgentConfig
 from replangraph.context.fitting import ContextMonitor
 from replangraph.context.kept import full_result
 from replangraph.context.workspace import WORKSPACE, open_workspace, step_key
@@ -30,7 +30,7 @@ from replangraph.names import (
 )
 from replangraph.queue.index import index_of
 from replangraph.queue.tasks import Task, active_tasks, dependency_results, plan_summary, ready_tasks, spent_model_calls
-from replangraph.state import DependencyResult, SubtaskInput
+from replangraph.state import DependencyResult, SubtaskInput, run_settings
 
 
 def subtask_input(state: Mapping[str, Any], task: Task) -> SubtaskInput:

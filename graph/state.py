@@ -1,23 +1,49 @@
-"""The graph's state schema: what flows between planner, executor, tools, replanner and compressor."""
+"""The graph's state and what its nodes read and write besides it.
+
+- the state schema (`ReplanState`, its input and output) and the channels' reducers;
+- the run's settings: the graph's `AgentConfig` overlaid by the run's context, read through LangGraph's
+  public runtime API (`Configured`, `run_settings`);
+- the events of the custom stream (``stream_mode="custom"``): update builders return them under an
+  update's ``events`` key (`event`); the node's `collect_writes` wrapper emits them when it returns normally.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextvars
+import dataclasses
+import functools
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AnyMessage
 from langgraph.channels import DeltaChannel, EphemeralValue
+from langgraph.config import get_config, get_stream_writer
 from langgraph.graph.message import add_messages
 from langgraph.managed import RemainingSteps
+from langgraph.runtime import get_runtime
+from pydantic import BaseModel, ValidationError
 from typing_extensions import NotRequired, TypedDict
 
-from replangraph.context.workspace import merge_workspace
+from replangraph.config import AgentConfig
 from replangraph.queue.tasks import RESET, Task, apply_writes
+
+# --------------------------------------------------------------------------- the state
 
 TASKS_SNAPSHOT_EVERY = 1_000_000
 """The queue is checkpointed as its writes (each write once); a full copy is stored only every
 this many writes, or at LangGraph's own bound (``LANGGRAPH_DELTA_MAX_SUPERSTEPS_SINCE_SNAPSHOT``,
 5,000 supersteps), so checkpoint bytes grow with the work done, not with the queue's size."""
+
+
+def merge_workspace(current: Mapping | None, writes: Sequence[Mapping | None]) -> dict:
+    """Reducer of the ``workspace`` channel: adds entries per step; a key written again takes the new entry."""
+    merged = dict(current or {})
+    for update in writes:
+        for step, entries in (update or {}).items():
+            merged[step] = {**merged.get(step, {}), **entries}
+    return merged
+
 
 WorkspaceChannel = Annotated[
     dict[str, dict[str, dict[str, Any]]], DeltaChannel(merge_workspace, snapshot_frequency=TASKS_SNAPSHOT_EVERY)
@@ -164,3 +190,146 @@ class SubtaskInput(TypedDict):
     """Without a store: the keys this subtask holds in the workspace (no text), so new keys never clash."""
     alone: NotRequired[bool]
     """The only branch of its superstep: a turn that ends the subtask sets ``ended_alone``."""
+
+
+# --------------------------------------------------------------------------- the run's settings
+
+SETTING_NAMES = frozenset(AgentConfig.model_fields)
+
+
+def run_context() -> Any:
+    """The ``context`` of the run in progress (LangGraph's public ``get_runtime()``), or None."""
+    try:
+        return getattr(get_runtime(), "context", None)
+    except (RuntimeError, KeyError):  # no run, or a runnable's config outside a graph (a tool invoked alone)
+        return None
+
+
+def context_settings(context: Any) -> dict[str, Any]:
+    """The settings a run's context sets: the fields set on an `AgentConfig`, or the keys (attributes of a
+    dataclass) named like its fields, so a parent graph's own context schema may carry them too."""
+    if context is None:
+        return {}
+    if isinstance(context, AgentConfig):
+        return {name: getattr(context, name) for name in context.model_fields_set}
+    if isinstance(context, Mapping):
+        return {name: context[name] for name in SETTING_NAMES.intersection(context)}
+    if dataclasses.is_dataclass(context):
+        return {f.name: getattr(context, f.name) for f in dataclasses.fields(context) if f.name in SETTING_NAMES}
+    if isinstance(context, BaseModel):
+        return {name: getattr(context, name) for name in SETTING_NAMES.intersection(context.model_fields_set)}
+    return {}
+
+
+def run_settings(base: AgentConfig) -> AgentConfig:
+    """The settings of the run in progress: ``base`` (the graph's), overlaid with the run config's
+    ``configurable`` keys that name `AgentConfig` fields, then with the fields its ``context`` sets.
+    ``base`` outside a run. Invalid values raise ValueError naming them."""
+    try:
+        configurable = get_config().get("configurable") or {}
+    except RuntimeError:  # not inside a run
+        return base
+    overrides = {name: configurable[name] for name in SETTING_NAMES.intersection(configurable)}
+    overrides.update(context_settings(run_context()))
+    if not overrides:
+        return base
+    items = tuple(sorted(overrides.items()))
+    try:
+        return _overlaid(base, items)
+    except TypeError:  # an unhashable value: validate it without the cache
+        return _overlaid.__wrapped__(base, items)
+
+
+@functools.lru_cache(maxsize=128)
+def _overlaid(base: AgentConfig, overrides: tuple[tuple[str, Any], ...]) -> AgentConfig:
+    if all(getattr(base, name) == value for name, value in overrides):
+        return base
+    try:
+        return AgentConfig(**{**base.model_dump(), **dict(overrides)})
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ValueError(f"invalid run settings (context or configurable): {problems}") from None
+
+
+class Configured:
+    """A node or helper built with the graph's `AgentConfig` (``base_config``) whose ``config`` is the
+    settings of the run in progress (`run_settings`), so a run's context reaches every limit it reads."""
+
+    base_config: AgentConfig
+
+    @property
+    def config(self) -> AgentConfig:
+        return run_settings(self.base_config)
+
+
+# --------------------------------------------------------------------------- events
+
+PLAN_CREATED = "plan_created"
+STEP_STARTED = "step_started"
+STEP_COMPLETED = "step_completed"
+STEP_FAILED = "step_failed"
+STEP_VERIFIED = "step_verified"
+DYNAMIC_TASKS_ADDED = "dynamic_tasks_added"
+REPLANNING = "replanning"
+CONTEXT_COMPRESSED = "context_compressed"
+PLAN_COMPLETED = "plan_completed"
+PLAN_REVIEWED = "plan_reviewed"
+QUESTION_ANSWERED = "question_answered"
+COMMAND_ANSWERED = "command_answered"
+TEAM_MERGED = "team_merged"
+
+EVENT_NAMES = (
+    PLAN_CREATED,
+    STEP_STARTED,
+    STEP_COMPLETED,
+    STEP_FAILED,
+    STEP_VERIFIED,
+    DYNAMIC_TASKS_ADDED,
+    REPLANNING,
+    CONTEXT_COMPRESSED,
+    PLAN_COMPLETED,
+    PLAN_REVIEWED,
+    QUESTION_ANSWERED,
+    COMMAND_ANSWERED,
+    TEAM_MERGED,
+)
+
+
+EVENTS = "events"
+"""The update key of the events to emit with it (not a state channel: `collect_writes` takes it out)."""
+
+
+def event(name: str, **payload: Any) -> dict[str, Any]:
+    """One event, as an update carries it: ``{"event": name, **payload}``."""
+    return {"event": name, **payload}
+
+
+_held: contextvars.ContextVar[list[dict] | None] = contextvars.ContextVar("replangraph_held_events", default=None)
+
+
+@contextmanager
+def held_events() -> Iterator[None]:
+    """Hold the events emitted inside the block (threads started with its context included) and
+    send them, in order, only when the block ends without an exception: a node whose update
+    is lost to a crash never announces it."""
+    held: list[dict] = []
+    token = _held.set(held)
+    try:
+        yield
+    finally:
+        _held.reset(token)
+    for event in held:
+        emit(**event)
+
+
+def emit(event: str, **payload: Any) -> None:
+    """Write one event to the custom stream; does nothing outside a graph run."""
+    held = _held.get()
+    if held is not None:
+        held.append({"event": event, **payload})
+        return
+    try:
+        writer = get_stream_writer()
+    except (RuntimeError, KeyError):  # no run, or a runnable's config outside a graph (a tool invoked alone)
+        return
+    writer({"event": event, **payload})

@@ -13,7 +13,8 @@ from typing import Any, TextIO
 
 from langchain_core.callbacks import BaseCallbackHandler
 
-from replangraph.events import (
+from replangraph.queue import plan_summary, preview, spent_model_calls, status_counts
+from replangraph.state import (
     COMMAND_ANSWERED,
     CONTEXT_COMPRESSED,
     DYNAMIC_TASKS_ADDED,
@@ -28,7 +29,6 @@ from replangraph.events import (
     STEP_VERIFIED,
     TEAM_MERGED,
 )
-from replangraph.queue import plan_summary, preview, spent_model_calls, status_counts
 
 QUEUE_CHANGES = {PLAN_CREATED, DYNAMIC_TASKS_ADDED, REPLANNING}
 

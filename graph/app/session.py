@@ -29,8 +29,8 @@ from replangraph.app.server import lost_server, lost_server_message
 from replangraph.app.settings import SETTINGS_KEY
 from replangraph.config import AgentConfig
 from replangraph.durable import is_postgres_url, masked_url
-from replangraph.events import COMMAND_ANSWERED, PLAN_COMPLETED
 from replangraph.queue import preview
+from replangraph.state import COMMAND_ANSWERED, PLAN_COMPLETED
 
 CANCEL_WORD = AgentConfig().cancel_word
 NO_INPUT = object()

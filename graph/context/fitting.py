@@ -18,9 +18,10 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from replangraph.config import AgentConfig, AgentProfile, Configured
+from replangraph.config import AgentConfig, AgentProfile
 from replangraph.llm.messages import message_text
 from replangraph.names import REPLAN_MARKER
+from replangraph.state import Configured
 
 TokenCounter = Callable[[Sequence[AnyMessage], Sequence[Any]], int]
 DEFAULT_CONTEXT_WINDOW = 200_000

@@ -35,16 +35,14 @@ from replangraph.context.workspace import (
     current_workspace,
     entries_of,
     entry_update,
-    merge_workspace,
     output_slot,
     result_slot,
 )
-from replangraph.events import EVENTS, STEP_COMPLETED, STEP_FAILED, event
 from replangraph.llm.messages import message_text
 from replangraph.names import ASK_USER, READ_OUTPUT
 from replangraph.queue.plans import LimitReached
 from replangraph.queue.tasks import plan_summary, preview
-from replangraph.state import StateUpdate
+from replangraph.state import EVENTS, STEP_COMPLETED, STEP_FAILED, StateUpdate, event, merge_workspace
 
 DROPPED = '[output "{id}" removed from context (only the last {keep} tool outputs are kept); {how}]'
 DROPPED_START = "[output "

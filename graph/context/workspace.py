@@ -20,14 +20,14 @@ import contextlib
 import contextvars
 import dataclasses
 import functools
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from langgraph.config import get_config, get_store
 from langgraph.types import Command
 
-from replangraph.events import EVENTS, emit, held_events
+from replangraph.state import EVENTS, emit, held_events, merge_workspace
 
 WORKSPACE = "workspace"
 """The state channel holding the entries of a run without a store:
@@ -68,15 +68,6 @@ def graph_store() -> Any:
         return get_store()
     except (RuntimeError, KeyError):  # KeyError: inside a runnable (a tool call) but not a graph run
         return None
-
-
-def merge_workspace(current: Mapping | None, writes: Sequence[Mapping | None]) -> dict:
-    """Reducer of the ``workspace`` channel: adds entries per step; a key written again takes the new entry."""
-    merged = dict(current or {})
-    for update in writes:
-        for step, entries in (update or {}).items():
-            merged[step] = {**merged.get(step, {}), **entries}
-    return merged
 
 
 class Workspace:

@@ -10,11 +10,10 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import SystemMessage
 from langchain_core.tools import BaseTool
 
-from replangraph.config import AgentConfig, AgentProfile, Configured
+from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.fitting import ContextMonitor, opening_window
 from replangraph.context.kept import completed, failed, failed_with_window
 from replangraph.context.workspace import collect_writes
-from replangraph.events import STEP_STARTED, emit
 from replangraph.llm.calls import StepClock, StepTimeout, guarded
 from replangraph.llm.messages import all_tool_calls, message_text
 from replangraph.middleware import ModelRequest, ModelWrapper, chain_model_calls, reply_of
@@ -29,7 +28,7 @@ from replangraph.nodes.execution.wrappers import (
     StepFailed,
     refit_overflow,
 )
-from replangraph.state import StateUpdate
+from replangraph.state import STEP_STARTED, Configured, StateUpdate, emit
 from replangraph.tools.read_output import offer_read_output, read_output_tool
 from replangraph.tools.replan_toolkit.toolkit import replan_toolkit
 

@@ -13,7 +13,7 @@ from typing import Any
 from langchain_core.messages import AnyMessage, ToolMessage
 from langgraph.types import Command
 
-from replangraph.config import AgentConfig, AgentProfile, Configured
+from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.kept import (
     completed,
     drop_old_observations,
@@ -27,7 +27,6 @@ from replangraph.context.kept import (
     window_outputs,
 )
 from replangraph.context.workspace import WORKSPACE, collect_writes
-from replangraph.events import EVENTS, held_events
 from replangraph.llm.calls import StepClock, StepTimeout, call_pool, guarded
 from replangraph.llm.messages import message_text, pending_tool_calls
 from replangraph.middleware import ToolCallRequest, ToolWrapper, chain_tool_calls
@@ -41,7 +40,7 @@ from replangraph.nodes.execution.wrappers import (
     invoke_tool,
 )
 from replangraph.queue.tasks import Task, preview
-from replangraph.state import StateUpdate
+from replangraph.state import EVENTS, Configured, StateUpdate, held_events
 from replangraph.tools.read_output import read_output_tool
 from replangraph.tools.replan_toolkit.toolkit import (
     STILL_YOURS,

@@ -16,11 +16,10 @@ from dataclasses import dataclass
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
 
-from replangraph.config import FINALIZE_MARGIN, AgentConfig, Configured, recursion_limit
+from replangraph.config import FINALIZE_MARGIN, AgentConfig, recursion_limit
 from replangraph.context.fitting import GOAL_ID, ContextMonitor, fit_parts, pack, split_text
 from replangraph.context.kept import announced, full_result, keep_window, merge_updates, result_fields
 from replangraph.context.workspace import collect_writes, reading_pending
-from replangraph.events import PLAN_COMPLETED, event
 from replangraph.llm.calls import call_model, guarded, refit_on_overflow
 from replangraph.llm.messages import ends_with_answer, message_text
 from replangraph.nodes.finalize.prompts import (
@@ -32,7 +31,7 @@ from replangraph.nodes.finalize.prompts import (
 from replangraph.nodes.finalize.report import fallback_report
 from replangraph.queue.index import index_of
 from replangraph.queue.tasks import RESET, Task, fallback_of, is_fallback, ordered, spent_model_calls, status_counts
-from replangraph.state import StateUpdate
+from replangraph.state import PLAN_COMPLETED, Configured, StateUpdate, event
 
 Ask = Callable[[list[AnyMessage]], str]
 """One model call: the reply's text, stripped."""

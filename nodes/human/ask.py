@@ -13,14 +13,13 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage, ToolMessage
 
-from replangraph.config import AgentConfig, Configured
-from replangraph.events import QUESTION_ANSWERED, emit
+from replangraph.config import AgentConfig
 from replangraph.llm.messages import waiting_questions
 from replangraph.names import ASK_USER
 from replangraph.nodes.human.interrupts import is_cancel, pause_for_user, slash_command, unwrapped
 from replangraph.nodes.human.questions import answer_text, question_of
 from replangraph.queue.tasks import preview
-from replangraph.state import StateUpdate
+from replangraph.state import QUESTION_ANSWERED, Configured, StateUpdate, emit
 
 
 def question_request(payload: Mapping[str, Any], call: Mapping[str, Any], prefix: str) -> dict[str, Any]:

@@ -12,8 +12,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from replangraph.config import AgentConfig, Configured
-from replangraph.events import COMMAND_ANSWERED, emit
+from replangraph.config import AgentConfig
 from replangraph.nodes.human.hooks import (
     CANCEL,
     RESUME,
@@ -26,7 +25,7 @@ from replangraph.nodes.human.hooks import (
     waiting_for,
 )
 from replangraph.nodes.human.interrupts import is_cancel
-from replangraph.state import StateUpdate
+from replangraph.state import COMMAND_ANSWERED, Configured, StateUpdate, emit
 
 
 class CommandRunner(Configured):

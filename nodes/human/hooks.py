@@ -14,7 +14,7 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langgraph.graph import END
 from langgraph.types import Send
 
-from replangraph.config import AgentConfig, Configured, run_settings
+from replangraph.config import AgentConfig
 from replangraph.llm.messages import message_text, waiting_questions
 from replangraph.names import ASK, ASK_USER, COMMANDS, FINALIZE, PLAN_REVIEW
 from replangraph.nodes.human.interrupts import COMMAND_RE
@@ -22,6 +22,7 @@ from replangraph.nodes.human.prompts import ASK_USER_DESCRIPTION
 from replangraph.nodes.human.questions import AskArgs, question_of, screen_question
 from replangraph.queue.tasks import Task, plan_summary, preview, spent_model_calls, status_counts
 from replangraph.routing import Decision, Route, Rule, subtask_input
+from replangraph.state import Configured, run_settings
 
 CommandHandler = Callable[[str, Mapping[str, Any]], Any]
 CANCEL = "/cancel"

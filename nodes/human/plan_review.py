@@ -12,8 +12,7 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 from langgraph.types import interrupt
 
-from replangraph.config import AgentConfig, AgentProfile, Configured
-from replangraph.events import PLAN_REVIEWED, emit
+from replangraph.config import AgentConfig, AgentProfile
 from replangraph.llm.lenient import UnreadableInput, as_text, match_name, plan_specs
 from replangraph.names import BUILT_IN_TOOLS
 from replangraph.nodes.human.interrupts import is_cancel, pause_for_user, slash_command, unwrapped
@@ -26,7 +25,7 @@ from replangraph.queue.plans import (
     validate_plan,
 )
 from replangraph.queue.tasks import DEFAULT_AGENT, RESET, QueueError, Task
-from replangraph.state import StateUpdate
+from replangraph.state import PLAN_REVIEWED, Configured, StateUpdate, emit
 
 APPROVALS = frozenset({"approve", "approved", "yes", "y", "ok", "okay", "go", "lgtm", "accept", "true"})
 

@@ -16,10 +16,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, create_model
 
-from replangraph.config import AgentConfig, AgentProfile, Configured
+from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.fitting import GOAL_ID, ContextMonitor, fit_request, schema_tools
 from replangraph.context.workspace import collect_writes
-from replangraph.events import PLAN_CREATED, emit
 from replangraph.llm.calls import refit_on_overflow
 from replangraph.llm.lenient import UnreadableInput, plan_specs
 from replangraph.llm.messages import resolve_goal
@@ -38,7 +37,7 @@ from replangraph.queue.plans import (
     validate_plan,
 )
 from replangraph.queue.tasks import DEFAULT_AGENT, RESET, QueueError, Task, next_plan_id, preview
-from replangraph.state import StateUpdate
+from replangraph.state import PLAN_CREATED, Configured, StateUpdate, emit
 
 """Room kept for the error text of a plan retry."""
 RETRY_PREVIOUS_CHARS = 2_000

@@ -18,7 +18,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from replangraph.config import AgentConfig, AgentProfile, Configured
+from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.fitting import (
     GOAL_ID,
     PLAN_ID,
@@ -31,7 +31,6 @@ from replangraph.context.fitting import (
 )
 from replangraph.context.kept import full_result
 from replangraph.context.workspace import collect_writes
-from replangraph.events import REPLANNING, emit
 from replangraph.features import AfterReplan
 from replangraph.llm.calls import refit_on_overflow
 from replangraph.nodes.planning.planner import (
@@ -67,7 +66,7 @@ from replangraph.queue.tasks import (
     spent_model_calls,
     task_line,
 )
-from replangraph.state import ReplanRecord, StateUpdate
+from replangraph.state import REPLANNING, Configured, ReplanRecord, StateUpdate, emit
 
 PARTIAL_RESULT_CHARS = 2_000
 """How much of a flagged subtask's partial result the replanner sees: enough to tell what is done."""

@@ -17,11 +17,10 @@ from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 from pydantic import BaseModel
 
-from replangraph.config import AgentConfig, Configured
+from replangraph.config import AgentConfig
 from replangraph.context.fitting import GOAL_ID, ContextMonitor, fit_parts, result_id, schema_tools
 from replangraph.context.kept import announced, completed, failed, full_result, merge_updates
 from replangraph.context.workspace import collect_writes, entries_of, entry_update, output_slot
-from replangraph.events import DYNAMIC_TASKS_ADDED, TEAM_MERGED, event
 from replangraph.llm.calls import refit_on_overflow
 from replangraph.llm.structured import StructuredAnswer, ask_structured, bind_schema, quoted
 from replangraph.nodes.teams.judging import Ballot, Fusion, Pick, read_ballot, read_fused, read_pick
@@ -45,7 +44,7 @@ from replangraph.nodes.teams.teams import (
     vote_winner,
 )
 from replangraph.queue.tasks import Task, active_tasks, preview, spent_model_calls
-from replangraph.state import StateUpdate
+from replangraph.state import DYNAMIC_TASKS_ADDED, TEAM_MERGED, Configured, StateUpdate, event
 
 T = TypeVar("T")
 JUDGE_RETRY_ERROR_CHARS = 300

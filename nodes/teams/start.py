@@ -6,13 +6,12 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from replangraph.config import AgentConfig, Configured
+from replangraph.config import AgentConfig
 from replangraph.context.kept import failed, limit_hit
 from replangraph.context.workspace import collect_writes
-from replangraph.events import STEP_STARTED, emit
 from replangraph.nodes.teams.teams import Team, start_changes
 from replangraph.queue.plans import LimitReached
-from replangraph.state import StateUpdate
+from replangraph.state import STEP_STARTED, Configured, StateUpdate, emit
 
 
 class TeamStart(Configured):

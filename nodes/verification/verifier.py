@@ -19,11 +19,10 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 from pydantic import BaseModel, Field
 
-from replangraph.config import AgentConfig, AgentProfile, Configured
+from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.fitting import GOAL_ID, ContextMonitor, Fitted, fit_request, result_id, schema_tools
 from replangraph.context.kept import announced, completed, limit_hit, merge_updates
 from replangraph.context.workspace import collect_writes
-from replangraph.events import DYNAMIC_TASKS_ADDED, STEP_VERIFIED, event
 from replangraph.llm.calls import refit_on_overflow
 from replangraph.llm.lenient import UnreadableInput, as_text, task_specs, truthy
 from replangraph.llm.messages import answers_waiting, message_text
@@ -31,7 +30,7 @@ from replangraph.llm.structured import ask_structured, bind_schema, read_argumen
 from replangraph.nodes.verification.prompts import VERIFIER_PROMPT, VERIFY_EXCERPT_NOTE, VERIFY_TEMPLATE
 from replangraph.queue.plans import LimitReached, split_task
 from replangraph.queue.tasks import QueueError, Task, TaskVerdict, apply_writes, verdict_record
-from replangraph.state import StateUpdate
+from replangraph.state import DYNAMIC_TASKS_ADDED, STEP_VERIFIED, Configured, StateUpdate, event
 
 RESULT_PART = "result"
 

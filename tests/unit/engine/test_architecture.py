@@ -32,7 +32,7 @@ PUBLIC = (
     "replangraph.tools",
     "replangraph.durable",
     "replangraph.config",  # AgentConfig's fields and run_settings: what the CLI and Studio set
-    "replangraph.events",
+    "replangraph.state",
     "replangraph.queue",
     "replangraph.tools",
 )

@@ -12,8 +12,9 @@ from pydantic import ValidationError
 from scripting import make_model, plan_of, subtask_of
 
 from replangraph import AgentConfig, build_graph
-from replangraph.config import recursion_limit, run_settings
+from replangraph.config import recursion_limit
 from replangraph.nodes.execution.tool_runner import ToolRunner
+from replangraph.state import run_settings
 from replangraph.testing import tool_call
 
 PLAN = plan_of(*({"content": f"item {i}"} for i in range(1, 7)))
