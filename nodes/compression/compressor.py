@@ -16,9 +16,8 @@ from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.compression import Compression, answers_note, compress_window, split_window, transcript_entries
 from replangraph.context.fitting import PLAN_ID, ContextMonitor, excerpt, opening_window, output_id
-from replangraph.context.kept import failed_with_window, is_taken, keep_outputs
+from replangraph.context.kept import collect_writes, failed_with_window, is_taken, keep_outputs
 from replangraph.context.summarizing import summarize_in_chunks
-from replangraph.context.workspace import collect_writes
 from replangraph.llm.calls import StepClock, call_model, guarded, overflow_budget
 from replangraph.llm.messages import message_text
 from replangraph.nodes.compression.prompts import MERGE_REQUEST, SUMMARIZER_PROMPT, SUMMARY_REQUEST

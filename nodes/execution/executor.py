@@ -12,8 +12,7 @@ from langchain_core.tools import BaseTool
 
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.fitting import ContextMonitor, opening_window
-from replangraph.context.kept import completed, failed, failed_with_window
-from replangraph.context.workspace import collect_writes
+from replangraph.context.kept import collect_writes, completed, failed, failed_with_window
 from replangraph.llm.calls import StepClock, StepTimeout, guarded
 from replangraph.llm.messages import all_tool_calls, message_text
 from replangraph.middleware import ModelRequest, ModelWrapper, chain_model_calls, reply_of

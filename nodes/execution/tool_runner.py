@@ -15,6 +15,8 @@ from langgraph.types import Command
 
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.kept import (
+    WORKSPACE,
+    collect_writes,
     completed,
     drop_old_observations,
     failed,
@@ -26,7 +28,6 @@ from replangraph.context.kept import (
     saved_keys,
     window_outputs,
 )
-from replangraph.context.workspace import WORKSPACE, collect_writes
 from replangraph.llm.calls import StepClock, StepTimeout, call_pool, guarded
 from replangraph.llm.messages import message_text, pending_tool_calls
 from replangraph.middleware import ToolCallRequest, ToolWrapper, chain_tool_calls

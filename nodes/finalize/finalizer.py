@@ -18,8 +18,15 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemM
 
 from replangraph.config import FINALIZE_MARGIN, AgentConfig, recursion_limit
 from replangraph.context.fitting import GOAL_ID, ContextMonitor, fit_parts, pack, split_text
-from replangraph.context.kept import announced, full_result, keep_window, merge_updates, result_fields
-from replangraph.context.workspace import collect_writes, reading_pending
+from replangraph.context.kept import (
+    announced,
+    collect_writes,
+    full_result,
+    keep_window,
+    merge_updates,
+    reading_pending,
+    result_fields,
+)
 from replangraph.llm.calls import call_model, guarded, refit_on_overflow
 from replangraph.llm.messages import ends_with_answer, message_text
 from replangraph.nodes.finalize.prompts import (

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field, create_model
 
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.fitting import GOAL_ID, ContextMonitor, fit_request, schema_tools
-from replangraph.context.workspace import collect_writes
+from replangraph.context.kept import collect_writes
 from replangraph.llm.calls import refit_on_overflow
 from replangraph.llm.lenient import UnreadableInput, plan_specs
 from replangraph.llm.messages import resolve_goal

@@ -29,8 +29,7 @@ from replangraph.context.fitting import (
     result_id,
     schema_tools,
 )
-from replangraph.context.kept import full_result
-from replangraph.context.workspace import collect_writes
+from replangraph.context.kept import collect_writes, full_result
 from replangraph.features import AfterReplan
 from replangraph.llm.calls import refit_on_overflow
 from replangraph.nodes.planning.planner import (

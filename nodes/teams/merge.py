@@ -19,8 +19,17 @@ from pydantic import BaseModel
 
 from replangraph.config import AgentConfig
 from replangraph.context.fitting import GOAL_ID, ContextMonitor, fit_parts, result_id, schema_tools
-from replangraph.context.kept import announced, completed, failed, full_result, merge_updates
-from replangraph.context.workspace import collect_writes, entries_of, entry_update, output_slot
+from replangraph.context.kept import (
+    announced,
+    collect_writes,
+    completed,
+    entries_of,
+    entry_update,
+    failed,
+    full_result,
+    merge_updates,
+    output_slot,
+)
 from replangraph.llm.calls import refit_on_overflow
 from replangraph.llm.structured import StructuredAnswer, ask_structured, bind_schema, quoted
 from replangraph.nodes.teams.judging import Ballot, Fusion, Pick, read_ballot, read_fused, read_pick

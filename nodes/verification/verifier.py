@@ -21,8 +21,7 @@ from pydantic import BaseModel, Field
 
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.fitting import GOAL_ID, ContextMonitor, Fitted, fit_request, result_id, schema_tools
-from replangraph.context.kept import announced, completed, limit_hit, merge_updates
-from replangraph.context.workspace import collect_writes
+from replangraph.context.kept import announced, collect_writes, completed, limit_hit, merge_updates
 from replangraph.llm.calls import refit_on_overflow
 from replangraph.llm.lenient import UnreadableInput, as_text, task_specs, truthy
 from replangraph.llm.messages import answers_waiting, message_text

@@ -9,8 +9,15 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langgraph.store.memory import InMemoryStore
 from scripting import kept
 
-from replangraph.context.kept import announced, completed, failed, failed_with_window, merge_updates
-from replangraph.context.workspace import apply_effects, collect_writes
+from replangraph.context.kept import (
+    announced,
+    apply_effects,
+    collect_writes,
+    completed,
+    failed,
+    failed_with_window,
+    merge_updates,
+)
 from replangraph.queue.tasks import new_task
 
 TASK = {**new_task("1", "x", position=[0]), "status": "in_progress"}

@@ -9,8 +9,7 @@ from scripting import workspace_of
 from replangraph import AgentConfig
 from replangraph.config import resolve_profiles
 from replangraph.context.fitting import NOTE_RE, PAGE_RE, excerpt, recut
-from replangraph.context.kept import read_saved
-from replangraph.context.workspace import open_workspace
+from replangraph.context.kept import open_workspace, read_saved
 from replangraph.nodes.execution.tool_runner import ToolRunner
 from replangraph.queue.tasks import new_task
 from replangraph.testing import tool_call
