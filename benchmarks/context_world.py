@@ -30,7 +30,7 @@ from collections import Counter
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from replangraph.llm.messages import message_text
+from replangraph.llm.reading import message_text
 from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
 
 from .worlds import World, found_names

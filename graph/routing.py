@@ -18,7 +18,7 @@ from langgraph.types import Send
 from replangraph.config import FINALIZE_MARGIN, AgentConfig
 from replangraph.context.fitting import ContextMonitor
 from replangraph.context.kept import WORKSPACE, full_result, open_workspace, step_key
-from replangraph.llm.messages import calls_to_run
+from replangraph.llm.reading import calls_to_run
 from replangraph.names import (
     COMPRESSOR,
     EXECUTOR,

@@ -14,7 +14,7 @@ from langgraph.errors import NodeError
 from langgraph.types import Command
 
 from replangraph.context.kept import collect_writes, completed, failed_with_window, merge_updates
-from replangraph.llm.messages import answers_waiting, calls_to_run, message_text
+from replangraph.llm.reading import answers_waiting, calls_to_run, message_text
 from replangraph.queue.tasks import verdict_record
 
 

@@ -20,7 +20,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field
 
-from replangraph.llm.messages import message_text
+from replangraph.llm.reading import message_text
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import AliasChoices, BaseModel, BeforeValidator, Field, WithJsonSchema
 
 from replangraph.context.fitting import PAGE, mentions_read_output, note
-from replangraph.llm.lenient import as_text
+from replangraph.llm.reading import as_text
 from replangraph.names import READ_OUTPUT
 
 READ_OUTPUT_DESCRIPTION = (

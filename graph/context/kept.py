@@ -46,7 +46,7 @@ from replangraph.context.fitting import (
     result_id,
     unique_key,
 )
-from replangraph.llm.messages import message_text
+from replangraph.llm.reading import message_text
 from replangraph.names import ASK_USER, READ_OUTPUT
 from replangraph.queue.plans import LimitReached
 from replangraph.queue.tasks import plan_summary, preview

@@ -6,7 +6,7 @@ import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from replangraph.llm.lenient import match_name
+from replangraph.llm.reading import match_name
 from replangraph.queue.index import index_of
 from replangraph.queue.tasks import DEFAULT_AGENT, QueueError, Task, TaskOrigin, is_fallback, new_task, ordered
 

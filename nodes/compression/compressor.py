@@ -19,7 +19,7 @@ from replangraph.context.fitting import PLAN_ID, ContextMonitor, excerpt, openin
 from replangraph.context.kept import collect_writes, failed_with_window, is_taken, keep_outputs
 from replangraph.context.summarizing import summarize_in_chunks
 from replangraph.llm.calls import StepClock, call_model, guarded, overflow_budget
-from replangraph.llm.messages import message_text
+from replangraph.llm.reading import message_text
 from replangraph.nodes.compression.prompts import MERGE_REQUEST, SUMMARIZER_PROMPT, SUMMARY_REQUEST
 from replangraph.state import CONTEXT_COMPRESSED, Configured, StateUpdate, emit
 

@@ -14,7 +14,7 @@ from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.fitting import ContextMonitor, opening_window
 from replangraph.context.kept import collect_writes, completed, failed, failed_with_window
 from replangraph.llm.calls import StepClock, StepTimeout, guarded
-from replangraph.llm.messages import all_tool_calls, message_text
+from replangraph.llm.reading import all_tool_calls, message_text
 from replangraph.middleware import ModelRequest, ModelWrapper, chain_model_calls, reply_of
 from replangraph.names import REPLAN_MARKER
 from replangraph.nodes.execution.wrappers import (

@@ -29,7 +29,7 @@ from replangraph.context.kept import (
     window_outputs,
 )
 from replangraph.llm.calls import StepClock, StepTimeout, call_pool, guarded
-from replangraph.llm.messages import message_text, pending_tool_calls
+from replangraph.llm.reading import message_text, pending_tool_calls
 from replangraph.middleware import ToolCallRequest, ToolWrapper, chain_tool_calls
 from replangraph.names import ASK_USER, TOOLKIT_NAMES
 from replangraph.nodes.execution.wrappers import (

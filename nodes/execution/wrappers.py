@@ -34,7 +34,7 @@ from langgraph.types import Command
 from replangraph.context.fitting import PAGE_RE
 from replangraph.context.kept import READ_OUTPUT, cut_observation, mark_kept
 from replangraph.llm.calls import StepClock, StepTimeout, call_with_timeout, guarded, is_context_overflow, retrying
-from replangraph.llm.messages import all_tool_calls, message_text, repair_tool_calls
+from replangraph.llm.reading import all_tool_calls, message_text, repair_tool_calls
 from replangraph.middleware import ModelRequest, ModelResponse, ToolCallRequest, reply_of, tool_reply, with_tool_reply
 from replangraph.names import TOOLKIT_NAMES
 from replangraph.queue.tasks import preview

@@ -28,7 +28,7 @@ from replangraph.context.kept import (
     result_fields,
 )
 from replangraph.llm.calls import call_model, guarded, refit_on_overflow
-from replangraph.llm.messages import ends_with_answer, message_text
+from replangraph.llm.reading import ends_with_answer, message_text
 from replangraph.nodes.finalize.prompts import (
     FINAL_MERGE_TEMPLATE,
     FINAL_PART_TEMPLATE,

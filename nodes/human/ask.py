@@ -14,7 +14,7 @@ from typing import Any
 from langchain_core.messages import HumanMessage, ToolMessage
 
 from replangraph.config import AgentConfig
-from replangraph.llm.messages import waiting_questions
+from replangraph.llm.reading import waiting_questions
 from replangraph.names import ASK_USER
 from replangraph.nodes.human.interrupts import is_cancel, pause_for_user, slash_command, unwrapped
 from replangraph.nodes.human.questions import answer_text, question_of

@@ -15,7 +15,7 @@ from langgraph.graph import END
 from langgraph.types import Send
 
 from replangraph.config import AgentConfig
-from replangraph.llm.messages import message_text, waiting_questions
+from replangraph.llm.reading import message_text, waiting_questions
 from replangraph.names import ASK, ASK_USER, COMMANDS, FINALIZE, PLAN_REVIEW
 from replangraph.nodes.human.interrupts import COMMAND_RE
 from replangraph.nodes.human.prompts import ASK_USER_DESCRIPTION

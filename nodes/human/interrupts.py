@@ -10,7 +10,7 @@ from langgraph.config import get_config
 from langgraph.types import interrupt
 
 from replangraph.config import AgentConfig
-from replangraph.llm.lenient import as_text
+from replangraph.llm.reading import as_text
 
 CHECKPOINTER_KEY = "__pregel_checkpointer"
 """Where LangGraph keeps the run's checkpointer in its config (None without one; a subgraph gets its parent's)."""

@@ -13,7 +13,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.types import interrupt
 
 from replangraph.config import AgentConfig, AgentProfile
-from replangraph.llm.lenient import UnreadableInput, as_text, match_name, plan_specs
+from replangraph.llm.reading import UnreadableInput, as_text, match_name, plan_specs
 from replangraph.names import BUILT_IN_TOOLS
 from replangraph.nodes.human.interrupts import is_cancel, pause_for_user, slash_command, unwrapped
 from replangraph.queue.plans import (

@@ -15,7 +15,7 @@ from langchain_core.messages import ToolMessage
 from pydantic import BaseModel, ValidationError
 
 from replangraph.config import AgentConfig
-from replangraph.llm.lenient import UnreadableInput, as_text, load_json, text_field
+from replangraph.llm.reading import UnreadableInput, as_text, load_json, text_field
 from replangraph.names import ASK_USER
 from replangraph.nodes.human.prompts import (
     ASKED_BEFORE,

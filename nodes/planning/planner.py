@@ -19,10 +19,15 @@ from pydantic import BaseModel, Field, create_model
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.fitting import GOAL_ID, ContextMonitor, fit_request, schema_tools
 from replangraph.context.kept import collect_writes
-from replangraph.llm.calls import refit_on_overflow
-from replangraph.llm.lenient import UnreadableInput, plan_specs
-from replangraph.llm.messages import resolve_goal
-from replangraph.llm.structured import RETRY_ERROR_CHARS, Provisional, ask_structured, bind_schema, read_arguments
+from replangraph.llm.calls import (
+    RETRY_ERROR_CHARS,
+    Provisional,
+    ask_structured,
+    bind_schema,
+    read_arguments,
+    refit_on_overflow,
+)
+from replangraph.llm.reading import UnreadableInput, plan_specs, resolve_goal
 from replangraph.names import BUILT_IN_TOOLS
 from replangraph.nodes.planning.prompts import PLAN_RETRY, PLANNER_PROMPT, PLANNER_TOOLS_RULE
 from replangraph.nodes.planning.rule_plan import rule_based_plan
@@ -41,7 +46,7 @@ from replangraph.state import PLAN_CREATED, Configured, StateUpdate, emit
 
 """Room kept for the error text of a plan retry."""
 RETRY_PREVIOUS_CHARS = 2_000
-"""Room kept for the previous answer of a plan retry (``replangraph.llm.structured.quoted`` caps it at this)."""
+"""Room kept for the previous answer of a plan retry (``replangraph.llm.calls.quoted`` caps it at this)."""
 
 
 def retry_room(monitor: ContextMonitor, retries: int) -> int:

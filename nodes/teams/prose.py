@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from replangraph.llm.lenient import UnreadableInput, as_text, match_name
+from replangraph.llm.reading import UnreadableInput, as_text, match_name
 
 ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
 CARDINALS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from replangraph.llm.messages import ends_with_answer
+from replangraph.llm.reading import ends_with_answer
 from replangraph.names import VERIFIER
 from replangraph.queue.tasks import Task
 from replangraph.routing import Route, TaskRule

@@ -22,10 +22,8 @@ from pydantic import BaseModel, Field
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.fitting import GOAL_ID, ContextMonitor, Fitted, fit_request, result_id, schema_tools
 from replangraph.context.kept import announced, collect_writes, completed, limit_hit, merge_updates
-from replangraph.llm.calls import refit_on_overflow
-from replangraph.llm.lenient import UnreadableInput, as_text, task_specs, truthy
-from replangraph.llm.messages import answers_waiting, message_text
-from replangraph.llm.structured import ask_structured, bind_schema, read_arguments
+from replangraph.llm.calls import ask_structured, bind_schema, read_arguments, refit_on_overflow
+from replangraph.llm.reading import UnreadableInput, answers_waiting, as_text, message_text, task_specs, truthy
 from replangraph.nodes.verification.prompts import VERIFIER_PROMPT, VERIFY_EXCERPT_NOTE, VERIFY_TEMPLATE
 from replangraph.queue.plans import LimitReached, split_task
 from replangraph.queue.tasks import QueueError, Task, TaskVerdict, apply_writes, verdict_record

@@ -17,7 +17,7 @@ from scripting import kept, plan_of, run, subtask_of
 
 from replangraph import AgentConfig, build_graph
 from replangraph.context.fitting import NOTE_RE
-from replangraph.llm.messages import message_text
+from replangraph.llm.reading import message_text
 from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
 
 CODE = re.compile(r"P-\d+")

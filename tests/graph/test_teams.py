@@ -13,7 +13,7 @@ from langgraph.types import Command
 from scripting import plan_of, run
 
 from replangraph import AgentConfig, AgentProfile, Team, build_graph
-from replangraph.llm.lenient import UnreadableInput
+from replangraph.llm.reading import UnreadableInput
 from replangraph.nodes.teams.reading import read_choice, read_scores
 from replangraph.nodes.teams.teams import candidates, settled, start_changes
 from replangraph.queue.tasks import apply_writes, new_task, ready_tasks

@@ -22,7 +22,7 @@ from typing import Annotated, Any
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import AliasChoices, BaseModel, BeforeValidator, Field, WithJsonSchema
 
-from replangraph.llm.lenient import as_text, text_field, truthy
+from replangraph.llm.reading import as_text, text_field, truthy
 from replangraph.tools.read_output import _whole_number
 from replangraph.tools.replan_toolkit.toolkit import bad_arguments
 

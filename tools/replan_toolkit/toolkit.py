@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from replangraph.config import AgentConfig
 from replangraph.context.kept import announced, completed, failed, limit_hit
-from replangraph.llm.lenient import UnreadableInput, as_text, task_specs, text_field
+from replangraph.llm.reading import UnreadableInput, as_text, task_specs, text_field
 from replangraph.names import REQUEST_REPLAN_TOOL, REVIEW_TOOL, SPLIT_TOOL
 from replangraph.queue.plans import LimitReached, coerce_agent_types, split_task
 from replangraph.queue.tasks import QueueError, Task, is_candidate, ordered, preview, task_line

@@ -24,7 +24,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.errors import GraphBubbleUp
 from pydantic import BaseModel, ValidationError
 
-from replangraph.llm.lenient import as_text, text_field
+from replangraph.llm.reading import as_text, text_field
 from replangraph.tools.search.search_results import (
     MAX_SNIPPET_CHARS,
     MAX_TITLE_CHARS,

@@ -21,7 +21,7 @@ from replangraph.context.compression import (
 from replangraph.context.fitting import NOTE_RE, ContextMonitor, excerpt, kept_id, mark_kept, recut, split_text
 from replangraph.context.kept import drop_old_observations, is_dropped
 from replangraph.context.summarizing import summarize_in_chunks
-from replangraph.llm.messages import all_tool_calls, message_text
+from replangraph.llm.reading import all_tool_calls, message_text
 from replangraph.nodes.compression.compressor import Compressor
 from replangraph.testing import ScriptedChatModel, tool_call
 

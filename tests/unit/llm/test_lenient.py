@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replangraph.llm.lenient import (
+from replangraph.llm.reading import (
     UnreadableInput,
     as_text,
     id_list,

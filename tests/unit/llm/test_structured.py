@@ -9,8 +9,8 @@ from langgraph.errors import GraphInterrupt
 from pydantic import BaseModel
 
 from replangraph import AgentConfig
-from replangraph.llm.lenient import UnreadableInput
-from replangraph.llm.structured import Provisional, ask_structured, bind_schema, read_arguments
+from replangraph.llm.calls import Provisional, ask_structured, bind_schema, read_arguments
+from replangraph.llm.reading import UnreadableInput
 from replangraph.testing import ScriptedChatModel, tool_call
 
 CONFIG = AgentConfig(retry_backoff_s=0, model_retries=2)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from replangraph.llm.lenient import UnreadableInput, name_list
+from replangraph.llm.reading import UnreadableInput, name_list
 from replangraph.nodes.teams.reading import read_choice, read_fusion, read_scores
 
 NAMES = ["careful", "fast", "thorough"]
