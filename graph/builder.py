@@ -14,7 +14,6 @@ from langgraph.graph.state import CompiledStateGraph
 from replangraph.config import AgentConfig, AgentProfile, ToolLike, recursion_limit, resolve_profiles
 from replangraph.context.fitting import ContextMonitor, TokenCounter
 from replangraph.features import Feature, nodes_where, planning_types
-from replangraph.middleware import split_middleware
 from replangraph.names import (
     COMPRESSOR,
     EXECUTOR,
@@ -25,6 +24,7 @@ from replangraph.names import (
     TOOLKIT_NAMES,
     TOOLS,
 )
+from replangraph.nodes.execution.middleware import split_middleware
 from replangraph.routing import default_rules, make_router, make_turn_router, start_router
 from replangraph.state import InputState, OutputState, ReplanState
 

@@ -3,7 +3,7 @@ the single-agent fallback use.
 
 A feature folder under ``nodes/`` builds a `Feature`: the nodes it adds, the routing rules it owns, the
 agent types it adds to planning, the models it brings, what it does after each replanning round, and the
-wrappers it adds to the executor's model and tool calls (`replangraph.middleware`). The
+wrappers it adds to the executor's model and tool calls (`replangraph.nodes.execution.middleware`). The
 builder (`replangraph.builder`) registers the features in order and wires what they add; nothing else in the
 engine imports a feature folder.
 """

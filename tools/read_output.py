@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import AliasChoices, BaseModel, BeforeValidator, Field, WithJsonSchema
 
-from replangraph.context.fitting import PAGE, mentions_read_output, note
+from replangraph.context.fitting import PAGE, note
 from replangraph.llm.reading import as_text
 from replangraph.names import READ_OUTPUT
 
@@ -124,14 +124,3 @@ def read_output_tool(lookup: Callable[[str], str | None], known: Callable[[], li
             "as the note writes it, and offset/limit as whole numbers."
         ),
     )
-
-
-def offer_read_output(reader: BaseTool) -> Callable[[Any, Callable], Any]:
-    """A ``wrap_model_call`` that offers ``reader`` once the window points at kept text."""
-
-    def offer(request: Any, handler: Callable) -> Any:
-        if mentions_read_output(request.state.get("messages") or request.messages):
-            request = request.override(tools=[*request.tools, reader])
-        return handler(request)
-
-    return offer

@@ -15,20 +15,24 @@ from replangraph.context.fitting import ContextMonitor, opening_window
 from replangraph.context.kept import collect_writes, completed, failed, failed_with_window
 from replangraph.llm.calls import StepClock, StepTimeout, guarded
 from replangraph.llm.reading import all_tool_calls, message_text
-from replangraph.middleware import ModelRequest, ModelWrapper, chain_model_calls, reply_of
 from replangraph.names import REPLAN_MARKER
-from replangraph.nodes.execution.wrappers import (
+from replangraph.nodes.execution.middleware import (
     BoundModels,
     ContextOverflow,
     IterationCap,
+    ModelRequest,
+    ModelWrapper,
+    OfferReadOutput,
     RepairToolCalls,
     Retries,
     StepDeadline,
     StepFailed,
+    chain_model_calls,
     refit_overflow,
+    reply_of,
 )
 from replangraph.state import STEP_STARTED, Configured, StateUpdate, emit
-from replangraph.tools.read_output import offer_read_output, read_output_tool
+from replangraph.tools.read_output import read_output_tool
 from replangraph.tools.replan_toolkit.toolkit import replan_toolkit
 
 
@@ -71,13 +75,13 @@ class Executor(Configured):
         self.toolkit = replan_toolkit(None)
         reader = read_output_tool(lambda _: None, list, config.max_observation_chars)
         self.tool_schemas = tool_schemas or {n: [*p.tools, *self.toolkit, reader] for n, p in profiles.items()}
-        self.offers = [offer_read_output(reader), *feature_wrappers]
+        self.offers = [OfferReadOutput(reader), *feature_wrappers]
         self.middleware = list(middleware)
         self.call_model = BoundModels()
         self.base_tools = {name: [*p.tools, *self.toolkit] for name, p in profiles.items()}
 
     def chain(self, clock: StepClock, agent_type: str) -> Callable[[ModelRequest], Any]:
-        """The model call wrapped, outermost first (why this order: `replangraph.nodes.execution.wrappers`):
+        """The model call wrapped, outermost first (why this order: `replangraph.nodes.execution.middleware`):
         iteration cap, step deadline, overflow refit, offers, user middleware, retries, tool-call repair."""
         config = self.config
         known = [t.name for t in self.tool_schemas[agent_type]]

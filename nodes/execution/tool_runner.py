@@ -30,13 +30,15 @@ from replangraph.context.kept import (
 )
 from replangraph.llm.calls import StepClock, StepTimeout, call_pool, guarded
 from replangraph.llm.reading import message_text, pending_tool_calls
-from replangraph.middleware import ToolCallRequest, ToolWrapper, chain_tool_calls
-from replangraph.names import ASK_USER, TOOLKIT_NAMES
-from replangraph.nodes.execution.wrappers import (
+from replangraph.names import ASK_USER, READ_OUTPUT, TOOLKIT_NAMES
+from replangraph.nodes.execution.middleware import (
     OutputOffload,
     RefusalGuard,
     StepDeadline,
+    ToolCallRequest,
     ToolkitInline,
+    ToolWrapper,
+    chain_tool_calls,
     errors_as_replies,
     invoke_tool,
 )
@@ -155,7 +157,7 @@ class ToolRunner(Configured):
         self.middleware = list(middleware)
 
     def chain(self, clock: StepClock, guard: RefusalGuard, offload: OutputOffload, known: list[str]) -> Any:
-        """The tool call wrapped, outermost first (why this order: `replangraph.nodes.execution.wrappers`):
+        """The tool call wrapped, outermost first (why this order: `replangraph.nodes.execution.middleware`):
         refusal guard, output offload, features, toolkit inline, step deadline, errors as replies, user middleware."""
         call = invoke_tool(lambda: known)
         inline = ToolkitInline(chain_tool_calls([errors_as_replies], call))
@@ -204,13 +206,16 @@ class ToolRunner(Configured):
         the whole texts of the replies it cuts to ``cut``, by key)."""
         task = tasks[task_id]
         session = ReplanSession(task_id, tasks, self.agent_types, self.config, goal=goal)
-        reader = read_output_tool(
-            lambda ident: read_saved(ident, tasks, goal, task_id),
-            lambda: saved_keys(tasks, task_id),
-            self.config.max_observation_chars,
-        )
         answered = [t for w in self.feature_wrappers for t in getattr(w, "answered_tools", list)()]
-        tools = [*self.profiles[task["agent_type"]].tools, *replan_toolkit(session), reader, *answered]
+        tools = [*self.profiles[task["agent_type"]].tools, *replan_toolkit(session), *answered]
+        if any(call.get("name") == READ_OUTPUT for call in pending_tool_calls(window)):
+            # built only when called: it reads this subtask's kept text and its dependencies' results
+            reader = read_output_tool(
+                lambda ident: read_saved(ident, tasks, goal, task_id),
+                lambda: saved_keys(tasks, task_id),
+                self.config.max_observation_chars,
+            )
+            tools.append(reader)
         toolbox = {t.name: t for t in tools}
         calls = task.get("model_calls", 0)
         changes: list[dict] = []  # what the tools returned for the state, in call order

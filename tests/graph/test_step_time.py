@@ -16,7 +16,7 @@ from scripting import make_model, plan_of, subtask_of
 from replangraph import AgentConfig, build_graph
 from replangraph.llm import calls as retry
 from replangraph.llm.calls import StepTimeout
-from replangraph.nodes.execution import wrappers
+from replangraph.nodes.execution import middleware
 from replangraph.testing import tool_call
 
 
@@ -73,7 +73,7 @@ def test_the_calls_themselves_still_time_out(clock, monkeypatch):
     """A call gets only what the step has left, and is abandoned when that runs out: here the model's answer took
     4.9 of the step's 5 s, and the tool call it asked for never returns."""
     limits: list[float] = []
-    real = wrappers.call_with_timeout  # the step deadline of the model and tool chains
+    real = middleware.call_with_timeout  # the step deadline of the model and tool chains
 
     def timed(call, timeout_s):
         limits.append(timeout_s)
@@ -83,7 +83,7 @@ def test_the_calls_themselves_still_time_out(clock, monkeypatch):
             clock.advance(timeout_s)  # the real wait it was given has passed
             raise
 
-    monkeypatch.setattr(wrappers, "call_with_timeout", timed)
+    monkeypatch.setattr(middleware, "call_with_timeout", timed)
     release, ended = threading.Event(), threading.Event()
 
     def wait_a_bit() -> str:

@@ -1,4 +1,4 @@
-"""The executor's model-call wrappers, each on its own (replangraph.nodes.execution.wrappers)."""
+"""The executor's model-call wrappers, each on its own (replangraph.nodes.execution.middleware)."""
 
 from __future__ import annotations
 
@@ -10,20 +10,23 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from replangraph import AgentConfig
 from replangraph.llm.calls import StepClock, StepTimeout
-from replangraph.middleware import ModelRequest, ModelResponse, chain_model_calls
-from replangraph.nodes.execution.wrappers import (
+from replangraph.nodes.execution.middleware import (
     BoundModels,
     ContextOverflow,
     IterationCap,
+    ModelRequest,
+    ModelResponse,
+    OfferReadOutput,
     RepairToolCalls,
     Retries,
     StepDeadline,
     StepFailed,
+    chain_model_calls,
     refit_overflow,
 )
 from replangraph.nodes.human.hooks import OfferAskUser
 from replangraph.testing import ScriptedChatModel, tool_call
-from replangraph.tools.read_output import offer_read_output, read_output_tool
+from replangraph.tools.read_output import read_output_tool
 
 
 def request(**state) -> ModelRequest:
@@ -119,7 +122,7 @@ def test_ask_user_is_offered_while_questions_are_left():
 
 
 def test_read_output_is_offered_once_the_window_points_at_kept_text():
-    offer = offer_read_output(read_output_tool(lambda _: None, list, 1000))
+    offer = OfferReadOutput(read_output_tool(lambda _: None, list, 1000))
     names = lambda req: [t.name for t in req.tools]  # noqa: E731
     assert offer(request(messages=[HumanMessage("plain")]), names) == []
     kept = HumanMessage("[... the rest: read_output(output_id='1/x') ...]")
@@ -130,7 +133,7 @@ def test_a_binding_is_never_reused_for_a_tool_built_anew():
     """Middleware may build a tool per call: each list gets its own binding, however ids are reused."""
     from langchain_core.tools import StructuredTool
 
-    from replangraph.nodes.execution.wrappers import BOUND_MODELS_KEPT, BoundModels
+    from replangraph.nodes.execution.middleware import BOUND_MODELS_KEPT, BoundModels
 
     seen = []
     model = ScriptedChatModel(respond=lambda r: seen.append(r.tool_names) or "ok")

@@ -1,4 +1,4 @@
-"""The tools node's wrappers, each on its own (replangraph.nodes.execution.wrappers, nodes.human.ask_user)."""
+"""The tools node's wrappers, each on its own (replangraph.nodes.execution.middleware, nodes.human.ask_user)."""
 
 from __future__ import annotations
 
@@ -11,16 +11,17 @@ from langgraph.types import Command
 
 from replangraph import AgentConfig
 from replangraph.llm.calls import StepClock, StepTimeout
-from replangraph.middleware import ToolCallRequest, chain_tool_calls
-from replangraph.nodes.execution.tool_runner import is_repeated_refusal
-from replangraph.nodes.execution.wrappers import (
+from replangraph.nodes.execution.middleware import (
     OutputOffload,
     RefusalGuard,
     StepDeadline,
+    ToolCallRequest,
     ToolkitInline,
+    chain_tool_calls,
     errors_as_replies,
     invoke_tool,
 )
+from replangraph.nodes.execution.tool_runner import is_repeated_refusal
 from replangraph.nodes.human.hooks import ScreenQuestions
 from replangraph.testing import tool_call
 
