@@ -115,8 +115,7 @@ def build_graph(
     its own, tools of its own) is refused with a ValueError.
     """
     from replangraph.nodes.compression.compressor import Compressor
-    from replangraph.nodes.execution.executor import Executor
-    from replangraph.nodes.execution.tool_runner import ToolRunner
+    from replangraph.nodes.execution.executor import Executor, ToolRunner
     from replangraph.nodes.fallback.feature import fallback_feature
     from replangraph.nodes.finalize.finalizer import Finalizer
     from replangraph.nodes.human.feature import human_feature

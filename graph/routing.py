@@ -105,6 +105,15 @@ class TaskRule:
     holds_slot: bool = True
 
 
+def window_rule(test: Callable[[list], bool], node: str) -> Callable[[Route, Task], str | None]:
+    """A ``running`` rule in one line: a subtask whose window passes ``test`` goes to ``node``."""
+
+    def running(route: Route, task: Task) -> str | None:
+        return node if test(route.windows.get(task["id"], [])) else None
+
+    return running
+
+
 @dataclass
 class Dispatch:
     """What the dispatch step has decided so far in one superstep."""

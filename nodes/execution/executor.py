@@ -1,21 +1,44 @@
-"""executor node: one model turn of one subtask, in the subtask's own message window."""
+"""A subtask's agent loop, as two nodes over its own message window.
+
+- **executor** (`Executor`): one model turn of one subtask; parallel subtasks are parallel branches.
+- **tools** (`ToolRunner`): the pending tool calls of every subtask in progress, then the router picks
+  what's next. It is also the join point of parallel executor branches: however many subtasks took a
+  model turn in the last step, this node runs once.
+
+Both wrap their calls in the chains of `replangraph.nodes.execution.middleware`.
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import SystemMessage
+from langchain_core.messages import AnyMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool
+from langgraph.types import Command
 
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.fitting import ContextMonitor, opening_window
-from replangraph.context.kept import collect_writes, completed, failed, failed_with_window
-from replangraph.llm.calls import StepClock, StepTimeout, guarded
-from replangraph.llm.reading import all_tool_calls, message_text
-from replangraph.names import REPLAN_MARKER
+from replangraph.context.kept import (
+    WORKSPACE,
+    collect_writes,
+    completed,
+    drop_old_observations,
+    failed,
+    failed_with_window,
+    is_taken,
+    keep_outputs,
+    merge_updates,
+    read_saved,
+    saved_keys,
+    window_outputs,
+)
+from replangraph.llm.calls import StepClock, StepTimeout, call_pool, guarded
+from replangraph.llm.reading import all_tool_calls, message_text, pending_tool_calls
+from replangraph.names import ASK_USER, READ_OUTPUT, REPLAN_MARKER, TOOLKIT_NAMES
 from replangraph.nodes.execution.middleware import (
     BoundModels,
     ContextOverflow,
@@ -23,17 +46,31 @@ from replangraph.nodes.execution.middleware import (
     ModelRequest,
     ModelWrapper,
     OfferReadOutput,
+    OutputOffload,
+    RefusalGuard,
     RepairToolCalls,
     Retries,
     StepDeadline,
     StepFailed,
+    ToolCallRequest,
+    ToolkitInline,
+    ToolWrapper,
     chain_model_calls,
+    chain_tool_calls,
+    errors_as_replies,
+    invoke_tool,
     refit_overflow,
     reply_of,
 )
-from replangraph.state import STEP_STARTED, Configured, StateUpdate, emit
+from replangraph.queue.tasks import Task, preview
+from replangraph.state import EVENTS, STEP_STARTED, Configured, StateUpdate, emit, held_events
 from replangraph.tools.read_output import read_output_tool
-from replangraph.tools.replan_toolkit.toolkit import replan_toolkit
+from replangraph.tools.replan_toolkit.toolkit import (
+    STILL_YOURS,
+    ReplanSession,
+    replan_toolkit,
+    sent_summary,
+)
 
 
 def split_replan_marker(text: str) -> tuple[str, str] | None:
@@ -224,3 +261,254 @@ class Executor(Configured):
             "context_overflow": {"tokens": tokens, "compressed": False, "error": str(exc)[:300]},
         }
         return {"tasks": {task["id"]: change}, "windows": {task["id"]: window}}
+
+
+def not_run(call: dict) -> ToolMessage:
+    """Answer for a tool call that came after the toolkit ended the subtask."""
+    return ToolMessage(
+        "Not run: this subtask had already ended.",
+        tool_call_id=call.get("id") or "",
+        name=call.get("name", ""),
+        status="error",
+    )
+
+
+ToolReply = tuple[ToolMessage, dict]
+"""A tool call's reply to the agent, and the state update the tool returned (usually {})."""
+
+
+def command_reply(command: Command, call: dict, task_id: str, tasks: Mapping[str, Task]) -> ToolReply:
+    """The reply and state update of a tool that returned ``Command(update=...)``, as LangGraph's
+    ``ToolNode`` reads one: its ``messages`` hold the reply. The update may change ``tasks`` and
+    end the calling subtask (``windows: {its id: None}``); anything else is refused.
+
+    A reply that names another call is taken as this call's (the window must answer every call).
+    """
+    name, call_id = call.get("name", ""), call.get("id") or ""
+    update = dict(command.update or {})
+    messages = update.pop("messages", None) or []
+    reply = next((m for m in messages if isinstance(m, ToolMessage)), None)
+    windows = update.get("windows") or {}
+    problems = [f"key {k!r}" for k in update if k not in ("tasks", "windows", WORKSPACE, EVENTS)]  # effects too
+    problems += effect_problems(update)
+    problems += [f"window {k!r}" for k, v in windows.items() if k != task_id or v is not None]
+    removed = [k for k, v in (update.get("tasks") or {}).items() if v is None]
+    problems += [
+        f"removal of running task {k!r}" for k in removed if (tasks.get(k) or {}).get("status") == "in_progress"
+    ]
+    problems += ["goto"] * bool(command.goto) + ["graph"] * (command.graph is not None)
+    if problems:
+        error = f"Error: tool {name} returned a state update this graph cannot apply ({', '.join(problems)})."
+        return ToolMessage(error, tool_call_id=call_id, name=name, status="error"), {}
+    if reply is None:
+        reply = ToolMessage("Done.", tool_call_id=call_id, name=name)
+    elif reply.tool_call_id != call_id or not reply.name:
+        reply = reply.model_copy(update={"tool_call_id": call_id, "name": reply.name or name})
+    return reply, {k: v for k, v in update.items() if v}
+
+
+def effect_problems(update: Mapping[str, Any]) -> list[str]:
+    """What is wrong with the effects a tool's update carries: ``events`` must be a list of objects naming
+    their ``event``, and ``workspace`` entries objects by step and key (a bad effect would fail the whole
+    tools node when it is applied, and with it every parallel subtask)."""
+    events, entries = update.get(EVENTS), update.get(WORKSPACE)
+    problems = []
+    if events is not None and not (
+        isinstance(events, list) and all(isinstance(e, Mapping) and isinstance(e.get("event"), str) for e in events)
+    ):
+        problems.append("events that are not a list of objects with an 'event' name")
+    if entries is not None and not (
+        isinstance(entries, Mapping)
+        and all(
+            isinstance(step, str) and isinstance(keyed, Mapping) and all(isinstance(v, Mapping) for v in keyed.values())
+            for step, keyed in entries.items()
+        )
+    ):
+        problems.append("workspace entries that are not objects by step and key")
+    return problems
+
+
+def ends_subtask(update: Mapping, task_id: str) -> bool:
+    """Whether a tool's update ends the subtask: its window closed, or its status no longer in progress."""
+    status = ((update.get("tasks") or {}).get(task_id) or {}).get("status", "in_progress")
+    return task_id in (update.get("windows") or {}) or status != "in_progress"
+
+
+def is_repeated_refusal(window: Sequence[AnyMessage], reply: ToolMessage) -> bool:
+    """Whether ``reply`` refuses a toolkit or ask_user call exactly as an earlier reply in the window did."""
+    if reply.status != "error" or reply.name not in (*TOOLKIT_NAMES, ASK_USER):
+        return False
+    text = message_text(reply)
+    return any(
+        isinstance(m, ToolMessage) and m.status == "error" and m.name == reply.name and message_text(m) == text
+        for m in window
+    )
+
+
+class ToolRunner(Configured):
+    """Executes tool calls with the subtask's tools plus its own replan toolkit."""
+
+    def __init__(
+        self,
+        profiles: Mapping[str, AgentProfile],
+        config: AgentConfig,
+        teams: Sequence[str] = (),
+        *,
+        feature_wrappers: Sequence[ToolWrapper] = (),
+        middleware: Sequence[ToolWrapper] = (),
+    ):
+        """``feature_wrappers``: the features' wrappers (ask_user's screening); ``middleware``: the user's
+        ``wrap_tool_call`` hooks (see `chain`)."""
+        self.profiles = profiles
+        self.agent_types = [*profiles, *teams]
+        """What a hand-off may assign: the agent types and the teams."""
+        self.base_config = config
+        self.feature_wrappers = list(feature_wrappers)
+        self.middleware = list(middleware)
+
+    def chain(self, clock: StepClock, guard: RefusalGuard, offload: OutputOffload, known: list[str]) -> Any:
+        """The tool call wrapped, outermost first (why this order: `replangraph.nodes.execution.middleware`):
+        refusal guard, output offload, features, toolkit inline, step deadline, errors as replies, user middleware."""
+        call = invoke_tool(lambda: known)
+        inline = ToolkitInline(chain_tool_calls([errors_as_replies], call))
+        inner = [StepDeadline(clock), errors_as_replies, *self.middleware]
+        return chain_tool_calls([guard, offload, *self.feature_wrappers, inline, *inner], call)
+
+    def run_subtask_tools(
+        self, task_id: str, window: Sequence[AnyMessage], tasks: Mapping[str, Task], goal: str
+    ) -> StateUpdate:
+        """The state update after running one subtask's pending tool calls (their time counts as the step's).
+
+        A crash in this subtask's step fails this subtask only, and the events its tools
+        emitted before the crash never go out (the update that carried them is lost).
+        """
+        task = tasks[task_id]
+        clock = StepClock(task.get("elapsed_s") or 0.0, self.config.step_timeout_s)
+        replies: list[ToolMessage] = []  # filled as calls return, so a crash keeps what they brought
+        cut: dict[str, str] = {}  # the whole texts of the replies it cuts: kept even if the step then crashes
+
+        def run() -> StateUpdate:
+            with held_events():
+                return self.run_calls(task_id, window, tasks, goal, clock, replies, cut)
+
+        def crashed(exc: Exception) -> StateUpdate:  # a bug in one subtask's step must not take its siblings down
+            error = f"tools crashed: {type(exc).__name__}: {exc}"
+            return failed_with_window(task, [*window, *replies], error, task.get("model_calls", 0))
+
+        update = guarded(run, crashed)
+        update = merge_updates([keep_outputs(task, cut), update])  # what it cut, kept even after a crash
+        own = update.setdefault("tasks", {}).setdefault(task_id, {})
+        if own is not None:
+            own["elapsed_s"] = round(clock.elapsed(), 6)
+        return update
+
+    def run_calls(
+        self,
+        task_id: str,
+        window: Sequence[AnyMessage],
+        tasks: Mapping[str, Task],
+        goal: str,
+        clock: StepClock,
+        replies: list[ToolMessage],
+        cut: dict[str, str],
+    ) -> StateUpdate:
+        """The state update after running one subtask's pending tool calls (their replies go to ``replies``,
+        the whole texts of the replies it cuts to ``cut``, by key)."""
+        task = tasks[task_id]
+        session = ReplanSession(task_id, tasks, self.agent_types, self.config, goal=goal)
+        answered = [t for w in self.feature_wrappers for t in getattr(w, "answered_tools", list)()]
+        tools = [*self.profiles[task["agent_type"]].tools, *replan_toolkit(session), *answered]
+        if any(call.get("name") == READ_OUTPUT for call in pending_tool_calls(window)):
+            # built only when called: it reads this subtask's kept text and its dependencies' results
+            reader = read_output_tool(
+                lambda ident: read_saved(ident, tasks, goal, task_id),
+                lambda: saved_keys(tasks, task_id),
+                self.config.max_observation_chars,
+            )
+            tools.append(reader)
+        toolbox = {t.name: t for t in tools}
+        calls = task.get("model_calls", 0)
+        changes: list[dict] = []  # what the tools returned for the state, in call order
+        ending: dict | None = None
+        saved_before = is_taken(task)
+
+        def taken(key: str) -> bool:
+            return key in cut or saved_before(key)
+
+        guard = RefusalGuard(is_repeated_refusal)
+        offload = OutputOffload(task, self.config.max_observation_chars, taken, cut)
+        run = self.chain(clock, guard, offload, list(toolbox))
+        for call in pending_tool_calls(window):
+            if ending is not None or guard.refused is not None:
+                replies.append(not_run(call))
+                continue
+            state = {"messages": [*window, *replies], "task": task, "tasks": tasks, "goal": goal}
+            try:
+                result = run(ToolCallRequest(call, toolbox.get(call.get("name", "")), state, None))
+            except StepTimeout:
+                session.close()
+                error = f"step exceeded step_timeout_s={self.config.step_timeout_s:g} in tool {call.get('name')!r}"
+                changes.append(keep_outputs(task, window_outputs([*window, *replies], taken)))
+                return merge_updates([*changes, failed(task, error, calls)])
+            if result is None and call.get("name") == ASK_USER:  # it waits for the user: the ask node answers it
+                continue
+            if result is None:  # a middleware that answered nothing: the call still needs a reply
+                text = f"Error: no reply came back for this {call.get('name')} call (a middleware returned none)."
+                result = ToolMessage(text, tool_call_id=call.get("id") or "", name=call.get("name", ""), status="error")
+            reply, change = command_reply(result, call, task_id, tasks) if isinstance(result, Command) else (result, {})
+            if change and ends_subtask(change, task_id):
+                ending = merge_updates([change, {"windows": {task_id: None}}])
+            elif change:
+                changes.append(change)
+            replies.append(reply)
+        repeated: str | None = None
+        if guard.refused is not None:
+            refused_call, refusal_reply = guard.refused
+            repeated = sent_summary(refused_call.get("args")) if refusal_reply.name != ASK_USER else ""
+            refusal = message_text(refusal_reply).replace(STILL_YOURS, "").strip()
+            error = f"the agent repeated a refused {refusal_reply.name} call: {preview(refusal, 300)}"
+        session.close()
+        new_window, dropped = drop_old_observations([*window, *replies], self.config.max_observations, task_id, taken)
+        to_keep = dict(dropped)
+        if ending is not None or repeated is not None:  # the window goes: keep every output it had read
+            to_keep.update(window_outputs(new_window, lambda k: taken(k) or k in dropped))
+        changes.append(keep_outputs(task, to_keep))
+        if repeated is not None:
+            # The same refusal twice: the agent will not get past it alone. What it sent as summary is
+            # its result (later tasks may build on it); the rest of its work goes to the replanner.
+            request = {"trigger": "failure", "reason": error}
+            if not repeated:
+                return merge_updates([*changes, failed(task, error, calls, replan_request=request)])
+            update = completed(task, repeated, calls)
+            update["tasks"][task_id]["replan_request"] = request
+            return merge_updates([*changes, update])
+        if ending is not None:
+            return merge_updates([*changes, ending])
+        return merge_updates([*changes, {"windows": {task_id: new_window}}])
+
+    @collect_writes  # the toolkit's events go out with the update that carries them
+    def __call__(self, state: Mapping) -> StateUpdate:
+        return self.run_all(state)
+
+    def run_all(self, state: Mapping) -> StateUpdate:
+        """The update after running every subtask's pending tool calls."""
+        if state.get("cancelled"):  # the user cancelled the run: the finalizer is next
+            return {}
+        tasks: Mapping[str, Task] = state.get("tasks") or {}
+        windows = state.get("windows") or {}
+        goal = state.get("goal", "")
+        work = [
+            task_id
+            for task_id, window in windows.items()
+            if task_id in tasks and tasks[task_id]["status"] == "in_progress" and pending_tool_calls(window)
+        ]
+        if not work:
+            return {}
+        if len(work) == 1:
+            return self.run_subtask_tools(work[0], windows[work[0]], tasks, goal)
+        else:  # at most max_concurrency subtasks are in progress, so at most that many run at once
+            futures: list[Future] = [
+                call_pool("subtasks").submit(self.run_subtask_tools, task_id, windows[task_id], tasks, goal)
+                for task_id in work
+            ]
+        return merge_updates([f.result() for f in futures])

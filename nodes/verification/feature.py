@@ -12,9 +12,10 @@ from typing import Any
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.fitting import ContextMonitor
 from replangraph.features import Feature, FeatureNode
+from replangraph.llm.reading import ends_with_answer
 from replangraph.names import TOOLS, VERIFIER
-from replangraph.nodes.verification.routing import verification_rules
 from replangraph.nodes.verification.verifier import Verifier
+from replangraph.routing import TaskRule, window_rule
 from replangraph.safety_net import let_results_stand
 
 
@@ -25,4 +26,7 @@ def verification_feature(
     crash in the check lets the answers stand."""
     verifier = Verifier(model, profiles, config, monitor)
     node = FeatureNode(verifier, error_handler=let_results_stand(goto=TOOLS))
-    return Feature("verification", nodes={VERIFIER: node}, task_rules=verification_rules())
+    # A subtask whose window ends with an answer waits for the check (one verifier node checks every
+    # waiting answer) and keeps its slot meanwhile.
+    waiting = TaskRule("answer_waiting", "verification", running=window_rule(ends_with_answer, VERIFIER))
+    return Feature("verification", nodes={VERIFIER: node}, task_rules=[waiting])

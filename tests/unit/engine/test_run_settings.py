@@ -13,7 +13,7 @@ from scripting import make_model, plan_of, subtask_of
 
 from replangraph import AgentConfig, build_graph
 from replangraph.config import recursion_limit
-from replangraph.nodes.execution.tool_runner import ToolRunner
+from replangraph.nodes.execution.executor import ToolRunner
 from replangraph.state import run_settings
 from replangraph.testing import tool_call
 

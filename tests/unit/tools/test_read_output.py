@@ -10,7 +10,7 @@ from replangraph import AgentConfig
 from replangraph.config import resolve_profiles
 from replangraph.context.fitting import NOTE_RE, PAGE_RE, excerpt, recut
 from replangraph.context.kept import open_workspace, read_saved
-from replangraph.nodes.execution.tool_runner import ToolRunner
+from replangraph.nodes.execution.executor import ToolRunner
 from replangraph.queue.tasks import new_task
 from replangraph.testing import tool_call
 from replangraph.tools.read_output import page, read_output_tool

@@ -11,6 +11,7 @@ from langgraph.types import Command
 
 from replangraph import AgentConfig
 from replangraph.llm.calls import StepClock, StepTimeout
+from replangraph.nodes.execution.executor import is_repeated_refusal
 from replangraph.nodes.execution.middleware import (
     OutputOffload,
     RefusalGuard,
@@ -21,7 +22,6 @@ from replangraph.nodes.execution.middleware import (
     errors_as_replies,
     invoke_tool,
 )
-from replangraph.nodes.execution.tool_runner import is_repeated_refusal
 from replangraph.nodes.human.hooks import ScreenQuestions
 from replangraph.testing import tool_call
 
@@ -121,7 +121,7 @@ def test_screening_answers_what_the_user_need_not_see_and_leaves_the_rest_pendin
 
 
 def test_a_tool_update_with_malformed_effects_is_refused_to_that_agent_only():
-    from replangraph.nodes.execution.tool_runner import command_reply
+    from replangraph.nodes.execution.executor import command_reply
 
     call = {"name": "bad", "id": "c1", "args": {}}
     events = Command(update={"events": [{"not_event": 1}]})
