@@ -66,6 +66,9 @@ WORKSPACE = "workspace"
 ``{"plan:1:step:3": {":result": entry, ":result:v1": entry, ":output:call_7": entry}}``."""
 
 
+# --------------------------------------------------------------------------- the results workspace
+
+
 def step_key(task: Mapping[str, Any]) -> str:
     """``plan:{plan_id}:step:{step_id}``: the prefix of a subtask's entries."""
     return f"plan:{task.get('plan_id') or '1'}:step:{task['id']}"
@@ -242,6 +245,9 @@ def collect_writes(node: Callable[..., Any]) -> Callable[..., Any]:
 DROPPED = '[output "{id}" removed from context (only the last {keep} tool outputs are kept); {how}]'
 DROPPED_START = "[output "
 DROPPED_MARK = "removed from context"
+
+
+# --------------------------------------------------------------------------- kept text; ending a subtask
 
 
 def keep_outputs(task: Mapping[str, Any], outputs: Mapping[str, str]) -> dict[str, Any]:

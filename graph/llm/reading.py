@@ -342,6 +342,9 @@ def without_thinking(answer: Any) -> str:
     return "" if THINKING_START.match(text) else text.strip()
 
 
+# --------------------------------------------------------------------------- messages
+
+
 def message_text(message: BaseMessage) -> str:
     """The text of a message, whether its content is a string or a list of content blocks.
 

@@ -72,6 +72,8 @@ from replangraph.tools.replan_toolkit.toolkit import (
     sent_summary,
 )
 
+# --------------------------------------------------------------------------- the executor node
+
 
 def split_replan_marker(text: str) -> tuple[str, str] | None:
     """``(partial result, reason)`` if the text carries the replan marker, else None."""
@@ -261,6 +263,9 @@ class Executor(Configured):
             "context_overflow": {"tokens": tokens, "compressed": False, "error": str(exc)[:300]},
         }
         return {"tasks": {task["id"]: change}, "windows": {task["id"]: window}}
+
+
+# --------------------------------------------------------------------------- the tools node
 
 
 def not_run(call: dict) -> ToolMessage:

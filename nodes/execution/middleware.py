@@ -50,6 +50,8 @@ from replangraph.queue.tasks import preview
 
 
 @dataclass
+# --------------------------------------------------------------------------- request shapes and chains
+
 class ModelRequest:
     """One model call of a subtask (LangChain's ``ModelRequest`` fields; ``messages`` exclude the system message)."""
 
@@ -229,6 +231,9 @@ def split_middleware(middleware: Sequence[Any]) -> tuple[list[ModelWrapper], lis
     return model_wrappers, tool_wrappers
 
 
+# --------------------------------------------------------------------------- the executor's model wrappers
+
+
 class StepFailed(Exception):
     """The turn ends the subtask as failed; the message is the error."""
 
@@ -358,7 +363,19 @@ class BoundModels:
         return bound
 
 
-# --------------------------------------------------------------------------- tool calls
+class OfferReadOutput:
+    """Offers ``reader`` (the read_output tool) once the window points at kept text."""
+
+    def __init__(self, reader: Any):
+        self.reader = reader
+
+    def __call__(self, request: ModelRequest, handler: Callable) -> Any:
+        if mentions_read_output(request.state.get("messages") or request.messages):
+            request = request.override(tools=[*request.tools, self.reader])
+        return handler(request)
+
+
+# --------------------------------------------------------------------------- the executor's tool wrappers
 
 
 class RefusalGuard:
@@ -397,18 +414,6 @@ class OutputOffload:
         if full_text is not None:
             self.cut[key] = full_text  # the tools node keeps it, even if a later call in this step crashes
         return with_tool_reply(result, reply, new) if new is not reply else result
-
-
-class OfferReadOutput:
-    """Offers ``reader`` (the read_output tool) once the window points at kept text."""
-
-    def __init__(self, reader: Any):
-        self.reader = reader
-
-    def __call__(self, request: ModelRequest, handler: Callable) -> Any:
-        if mentions_read_output(request.state.get("messages") or request.messages):
-            request = request.override(tools=[*request.tools, self.reader])
-        return handler(request)
 
 
 class ToolkitInline:
