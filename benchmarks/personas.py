@@ -15,6 +15,9 @@ once, like a server that recovers.
 - flaky: like compliant, but the first try of every third request raises one of
   ChatOpenAI's own errors (timeout, connection, rate limit).
 - blocks: like compliant, but every answer comes as a list of content blocks.
+- parallel: in one turn, reads the next batch AND hands off the batches after it (two tool
+  calls in one AIMessage, as OpenAI models do with parallel tool calls); it never sees that
+  batch before its subtask ends.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from replangraph.tools import REVIEW_TOOL, SPLIT_TOOL
 
 from .worlds import World
 
-PERSONAS = ("compliant", "lazy", "sloppy", "repeater", "flaky", "blocks")
+PERSONAS = ("compliant", "lazy", "sloppy", "repeater", "flaky", "blocks", "parallel")
 ENOUGH = "I have collected enough data."
 VERDICT, PLAN = "Verdict", "Plan"
 REQUEST = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
@@ -191,6 +194,8 @@ class Persona:
             return self.synthesize(instruction, request.prompt)
         first, last = span
         read = self.read_items(request)
+        if self.name == "parallel":
+            return self.read_and_hand_off(task_id, first, last, read)
         if not read:
             return self.read_call(first, min(self.world.batch, last - first + 1))
         found = self.lines(read)
@@ -203,6 +208,30 @@ class Persona:
         rest = [self.world.range_task(lo, hi) for lo, hi in batches(max(read) + 1, last, self.world.batch)]
         args = {"summary": found, "tasks": self.task_list(task_id, rest, max(read) + 1, last)}
         return tool_call(SPLIT_TOOL, args, call_id=f"split_{task_id}_{len(request.tool_results)}")
+
+    def read_and_hand_off(self, task_id: str, first: int, last: int, read: dict[int, str]):
+        """One turn: read the next batch and, when more is left, hand off the batches after it
+        in the same message (the hand-off's summary is what it had read before this turn)."""
+        start = max(read) + 1 if read else first
+        if start > last:
+            return self.lines(read)
+        end = min(start + self.world.batch - 1, last)
+        fetch = self.read_call(start, end - start + 1)
+        if end == last:
+            return fetch
+        rest = [self.world.range_task(lo, hi) for lo, hi in batches(end + 1, last, self.world.batch)]
+        noun = self.world.noun
+        summary = (
+            self.lines(read)
+            if read
+            else f"Reading {noun} {start}-{end} in this turn; {noun} {end + 1}-{last} handed off."
+        )
+        split = tool_call(
+            SPLIT_TOOL,
+            {"summary": summary, "tasks": self.task_list(task_id, rest, end + 1, last)},
+            call_id=f"split_{task_id}_{start}",
+        )
+        return [fetch, split]
 
     def task_list(self, task_id: str, contents: list[str], first: int, last: int):
         """The ``tasks`` argument, shaped the way this persona writes it."""
