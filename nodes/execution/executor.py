@@ -313,7 +313,7 @@ def turn_outputs(
             ident = output_id(task_id, key)
         args = preview(json.dumps(call.get("args"), default=str, ensure_ascii=False), 200)
         failed_mark = " (failed)" if reply.status == "error" else ""
-        body = message_text(reply)
+        body = message_text(reply).replace(STILL_YOURS, "").strip()  # the subtask has ended all the same
         if call.get("name") == SPLIT_TOOL and (summary := sent_summary(call.get("args"))):
             body += f"\nSummary it sent: {summary}"
         parts.append(f"[{call.get('name', '')} {args}]{failed_mark} (output {ident})\n{body}")
@@ -407,6 +407,21 @@ def turn_failures(turn: Sequence[dict], replies: Sequence[ToolMessage], skip: se
         args = preview(json.dumps(call.get("args"), default=str, ensure_ascii=False), 200)
         found.append(f"the {call.get('name')} call {args} failed: {preview(message_text(reply), 200)}")
     return found
+
+
+def repeated_refusal(task: Mapping[str, Any], call: dict, reply: ToolMessage, calls: int) -> StateUpdate:
+    """The end of a subtask whose agent repeated a refused toolkit or ask_user call: it will not get
+    past it alone. What it sent as summary is its result (later tasks may build on it); the rest of
+    its work goes to the replanner."""
+    refusal = message_text(reply).replace(STILL_YOURS, "").strip()
+    error = f"the agent repeated a refused {reply.name} call: {preview(refusal, 300)}"
+    request = {"trigger": "failure", "reason": error}
+    summary = sent_summary(call.get("args")) if reply.name != ASK_USER else ""
+    if not summary:
+        return failed(task, error, calls, replan_request=request)
+    update = completed(task, summary, calls)
+    update["tasks"][task["id"]]["replan_request"] = request
+    return update
 
 
 class ToolRunner(Configured):
@@ -544,13 +559,11 @@ class ToolRunner(Configured):
                 changes.append(change)
             replies.append(reply)
         session.close()
-        repeated: str | None = None
-        if guard.refused is not None:
-            refused_call, refusal_reply = guard.refused
-            repeated = sent_summary(refused_call.get("args")) if refusal_reply.name != ASK_USER else ""
-            refusal = message_text(refusal_reply).replace(STILL_YOURS, "").strip()
-            error = f"the agent repeated a refused {refusal_reply.name} call: {preview(refusal, 300)}"
-        ends = bool(endings) or repeated is not None or timeout is not None
+        skip: set[str] = set()  # a repeated refusal is the reason, not an output
+        if guard.refused is not None and not endings:  # the repeat guard ends only a subtask nothing else ended
+            skip.add(guard.refused[0].get("id") or "")
+            endings.append(repeated_refusal(task, *guard.refused, calls))
+        ends = bool(endings) or timeout is not None
         if ends:  # nobody will wait for the answers: the questions go into the result
             replies.extend(not_run(call, NOT_ASKED) for call in waiting)
         new_window, dropped = drop_old_observations([*window, *replies], self.config.max_observations, task_id, taken)
@@ -559,27 +572,14 @@ class ToolRunner(Configured):
             changes.append(keep_outputs(task, to_keep))
             return merge_updates([*changes, {"windows": {task_id: new_window}}])
         # The window goes: keep every output it had read.
-        seen = new_window[: len(window)]
-        to_keep.update(window_outputs(seen, lambda k: taken(k) or k in dropped))
-        skip = {refused_call.get("id") or ""} if repeated else set()
+        to_keep.update(window_outputs(new_window[: len(window)], lambda k: taken(k) or k in dropped))
         more, outputs = turn_outputs(task_id, turn, new_window[len(window) :], skip, lambda k: taken(k) or k in to_keep)
         to_keep.update(outputs)
         changes.append(keep_outputs(task, to_keep))
-        flags = [f"{timeout}, so its output and that of any tool call after it are missing"] * (timeout is not None)
-        flags += turn_failures(turn, replies, skip)
-        if repeated is not None:
-            # The same refusal twice: the agent will not get past it alone. What it sent as summary is
-            # its result (later tasks may build on it); the rest of its work goes to the replanner.
-            request = {"trigger": "failure", "reason": error}
-            if repeated:
-                update = completed(task, repeated, calls)
-                update["tasks"][task_id]["replan_request"] = request
-            else:
-                update = failed(task, error, calls, replan_request=request)
-            endings.insert(0, update)  # a hand-off of the same turn wins over it
         if not endings:  # a timeout alone fails the step; the outputs are kept
             return merge_updates([*changes, failed(task, timeout or "", calls)])
-        ending = combined_ending(task_id, endings, flags)
+        flags = [f"{timeout}, so its output and that of any tool call after it are missing"] * (timeout is not None)
+        ending = combined_ending(task_id, endings, [*flags, *turn_failures(turn, replies, skip)])
         return merge_updates([*changes, with_more_result(ending, task, more) if more else ending])
 
     @collect_writes  # the toolkit's events go out with the update that carries them

@@ -107,6 +107,17 @@ def test_two_handoffs_in_one_turn_queue_both_and_keep_both_summaries():
     assert not update["tasks"]["1"].get("replan_request")
 
 
+def test_a_second_handoff_that_is_refused_keeps_what_it_sent_and_flags_the_replanner():
+    bad = tool_call(SPLIT_TOOL, {"summary": "B: item-7", "tasks": '{"range": "16-19"}'}, call_id="s2")
+    update = runner()(turn(handoff("products 6-15", summary="A", call_id="s1"), bad))
+    own = update["tasks"]["1"]
+    assert own["status"] == "completed" and list(children(update)) == ["1_dyn_0"]
+    text = result(update)
+    assert text.startswith("A\n\n") and "(failed)" in text and "Summary it sent: B: item-7" in text
+    assert "still yours" not in text  # it is not: the subtask has ended
+    assert "keys given: range" in own["replan_request"]["reason"]
+
+
 def test_a_handoff_and_a_replan_request_in_either_order_hand_off_and_ask_the_replanner():
     for calls in (
         [handoff("products 6-19"), tool_call(REQUEST_REPLAN_TOOL, {"reason": "the site changed"}, call_id="r")],

@@ -52,7 +52,8 @@ class ReplanSession:
     config: AgentConfig = field(default_factory=AgentConfig)
     goal: str = ""
     ended: bool = False
-    """Whether a toolkit call ended the subtask (handoff or replan request)."""
+    """Whether a toolkit call ended the subtask (handoff or replan request); a review is refused after it,
+    another hand-off or replan request of the same turn is not."""
     handed_off: list[dict[str, Any]] = field(default_factory=list)
     """The follow-up specs of this turn's hand-offs (a second hand-off adds to the first)."""
     summaries: list[str] = field(default_factory=list)
