@@ -41,7 +41,17 @@ from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langgraph.errors import GraphBubbleUp
 from pydantic import BaseModel
 
-from replangraph.llm.reading import UnreadableInput, load_json, message_text, without_thinking
+from replangraph.llm.reading import (
+    CUT_OFF,
+    CutOff,
+    UnreadableInput,
+    answer_text,
+    cut_by_limit,
+    load_json,
+    message_text,
+    read_text_calls,
+    without_thinking,
+)
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -441,12 +451,15 @@ def raw_reply(answer: Any) -> Any:
 
 def tool_arguments(answer: Any) -> Any:
     """The arguments of the reply's first tool call (malformed JSON arguments read leniently), else the
-    validated ``parsed`` value; None when the model answered in text."""
+    validated ``parsed`` value; None when the model answered in text. `CutOff` when the output limit
+    ended the reply (`cut_by_limit`) or the arguments' JSON never closes: a cut call is never read."""
     raw = raw_reply(answer)
     calls = getattr(raw, "tool_calls", None) or []
+    invalid = getattr(raw, "invalid_tool_calls", None) or []
+    if (calls or invalid) and cut_by_limit(raw):
+        raise CutOff(CUT_OFF)
     if calls:
         return calls[0].get("args")
-    invalid = getattr(raw, "invalid_tool_calls", None) or []
     if invalid and isinstance(invalid[0].get("args"), str) and invalid[0]["args"].strip():
         return load_json(invalid[0]["args"])
     parsed = answer.get("parsed") if isinstance(answer, Mapping) else None
@@ -454,20 +467,28 @@ def tool_arguments(answer: Any) -> Any:
 
 
 def reply_text(answer: Any) -> str:
-    """The reply's text (content blocks joined), reasoning (``<think>…</think>``) skipped."""
+    """The reply's text (content blocks joined), reasoning (``<think>…</think>``, reasoning blocks) skipped."""
     raw = raw_reply(answer)
-    return without_thinking(message_text(raw)) if isinstance(raw, BaseMessage) else ""
+    return answer_text(raw) if isinstance(raw, BaseMessage) else ""
 
 
 def read_arguments(answer: Any, tool: str) -> Any:
-    """The schema's arguments: the tool call's, else JSON in the reply's text (fenced or in prose,
-    after any reasoning). UnreadableInput when there is neither."""
+    """The schema's arguments: the tool call's, else a call of ``tool`` written as text (`read_text_calls`:
+    ``<tool_call>``, ``[TOOL_CALLS]``...), else JSON in the reply's text (fenced or in prose, after any
+    reasoning). UnreadableInput when there is neither; `CutOff` when the answer was cut off."""
     args = tool_arguments(answer)
     if args is not None:
         return args
     text = reply_text(answer)
     if not text:
         raise UnreadableInput(f"the answer is empty: call the {tool} tool")
+    if cut_by_limit(raw_reply(answer)):
+        raise CutOff(CUT_OFF)
+    written = read_text_calls(text, [tool])
+    if written.calls:
+        return written.calls[0]["args"]
+    if written.cut:
+        raise CutOff(CUT_OFF)
     return load_json(text)
 
 
@@ -477,7 +498,7 @@ def quoted(answer: Any) -> str:
     if isinstance(raw, AIMessage) and raw.tool_calls:
         return json.dumps(raw.tool_calls[0].get("args"), default=str)[:QUOTED_CHARS]
     if isinstance(raw, BaseMessage):
-        return message_text(raw)[:QUOTED_CHARS] or "(empty)"
+        return without_thinking(message_text(raw))[:QUOTED_CHARS] or "(empty)"
     return "(none)"
 
 
