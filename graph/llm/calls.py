@@ -472,23 +472,31 @@ def reply_text(answer: Any) -> str:
     return answer_text(raw) if isinstance(raw, BaseMessage) else ""
 
 
-def read_arguments(answer: Any, tool: str) -> Any:
-    """The schema's arguments: the tool call's, else a call of ``tool`` written as text (`read_text_calls`:
-    ``<tool_call>``, ``[TOOL_CALLS]``...), else JSON in the reply's text (fenced or in prose, after any
-    reasoning). UnreadableInput when there is neither; `CutOff` when the answer was cut off."""
+def called_arguments(answer: Any, tool: str) -> Any:
+    """The arguments of the schema's call: the tool call's (`tool_arguments`), else those of a call of ``tool``
+    written as text (`read_text_calls`: ``<tool_call>``, ``[TOOL_CALLS]``...); None when the answer holds
+    neither. `CutOff` when the call was cut off."""
     args = tool_arguments(answer)
+    if args is not None:
+        return args
+    written = read_text_calls(reply_text(answer), [tool])
+    if written.cut and not written.calls:
+        raise CutOff(CUT_OFF)
+    return written.calls[0]["args"] if written.calls else None
+
+
+def read_arguments(answer: Any, tool: str) -> Any:
+    """The schema's arguments: the call's (`called_arguments`: a tool call, or one written as text), else JSON
+    in the reply's text (fenced or in prose, after any reasoning). UnreadableInput when there is neither;
+    `CutOff` when the answer was cut off (the output limit ended it, or its JSON never closes)."""
+    if cut_by_limit(raw_reply(answer)) and reply_text(answer):
+        raise CutOff(CUT_OFF)
+    args = called_arguments(answer, tool)
     if args is not None:
         return args
     text = reply_text(answer)
     if not text:
         raise UnreadableInput(f"the answer is empty: call the {tool} tool")
-    if cut_by_limit(raw_reply(answer)):
-        raise CutOff(CUT_OFF)
-    written = read_text_calls(text, [tool])
-    if written.calls:
-        return written.calls[0]["args"]
-    if written.cut:
-        raise CutOff(CUT_OFF)
     return load_json(text)
 
 

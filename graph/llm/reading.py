@@ -588,8 +588,9 @@ CALL_OPEN = re.compile(
 """Where a call written as text starts: Qwen/Hermes ``<tool_call>``, Granite/Phi ``<|tool_call|>``, Llama 3.1's
 custom ``<function=name>``, Mistral's ``[TOOL_CALLS]``, Llama 3.x's ``<|python_tag|>``."""
 CALL_CLOSE = re.compile(r"</tool_calls?>|<\|/tool_call\|>|</function>|<\|eom_id\|>|<\|eot_id\|>|<\|im_end\|>", re.I)
-MISTRAL_NAMED = re.compile(r"\s*(?P<name>[\w.-]+)\s*(?:\[CALL_ID\]\s*\S+?\s*)?\[ARGS\]")
-"""Mistral's newer form: ``[TOOL_CALLS]name[ARGS]{...}`` (a call id between them, sometimes)."""
+MISTRAL_NAMED = re.compile(r"\s*(?P<name>[\w.-]+)\s*(?:\[CALL_ID\]\s*\S+?\s*)?(?:\[ARGS\])?\s*(?=\{)")
+"""Mistral's v11+ form: ``[TOOL_CALLS]name{...}``, or ``name[ARGS]{...}`` when special tokens are kept (a
+``[CALL_ID]`` between, sometimes)."""
 CODE_FENCE = re.compile(r"```[ \t]*(?:tool_code|tool_call|python|py)[ \t]*\n(?P<body>.*?)```", re.S)
 """A fenced block of Python calls, as Gemma writes them (``tool_code``)."""
 EMPTY_FENCE = re.compile(r"```[\w+-]*\s*```")
@@ -614,7 +615,7 @@ class TextCalls:
 def read_text_calls(text: str, tool_names: Sequence[str]) -> TextCalls:
     """The tool calls ``text`` writes, in every format open-weight models use when no server-side parser
     reads them: ``<tool_call>{...}</tool_call>`` (Qwen, Hermes), ``<|tool_call|>``, ``[TOOL_CALLS] [...]`` and
-    ``[TOOL_CALLS]name[ARGS]{...}`` (Mistral), ``<|python_tag|>{...}`` (Llama 3.x), ``<function=name>{...}</function>``
+    ``[TOOL_CALLS]name{...}`` (Mistral), ``<|python_tag|>{...}`` (Llama 3.x), ``<function=name>{...}</function>``
     (Llama 3.1), Python calls (``[name(a=1)]``, Llama 3.2; a ``tool_code`` fence, Gemma), and fenced or bare JSON
     objects ``{"name": ..., "arguments"|"parameters": {...}}`` (one, a list, or several). Only names among
     ``tool_names`` (matched loosely) make calls; other text is the `TextCalls.rest`. A call the text ends
