@@ -48,9 +48,7 @@ from replangraph.llm.reading import (
     answer_text,
     cut_by_limit,
     load_json,
-    message_text,
     read_text_calls,
-    without_thinking,
 )
 
 T = TypeVar("T")
@@ -506,7 +504,7 @@ def quoted(answer: Any) -> str:
     if isinstance(raw, AIMessage) and raw.tool_calls:
         return json.dumps(raw.tool_calls[0].get("args"), default=str)[:QUOTED_CHARS]
     if isinstance(raw, BaseMessage):
-        return without_thinking(message_text(raw))[:QUOTED_CHARS] or "(empty)"
+        return answer_text(raw)[:QUOTED_CHARS] or "(empty)"
     return "(none)"
 
 

@@ -5,6 +5,11 @@ string", answer in content blocks, call a field ``task`` or ``description`` inst
 ids as numbers, or write a tool call's arguments as broken JSON. Everything here accepts those variations
 and raises `UnreadableInput`, with a message the model can act on, for the rest. The message helpers
 (`message_text`, the tool calls of a window, their repair) read LangChain messages the same way.
+
+Three rules hold everywhere: tool calls written as text, in any format open-weight models use, are read
+by one parser (`read_text_calls`); reasoning (``<think>``, reasoning blocks) is never an answer
+(`answer_text`, `split_reasoning`); and JSON cut off before it closes is refused (`CutOff`), never read
+as the smaller value its first inner object would be.
 """
 
 from __future__ import annotations

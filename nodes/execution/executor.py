@@ -78,18 +78,20 @@ from replangraph.tools.replan_toolkit.toolkit import (
 
 MARKER_LEAD = re.compile(r"[ \t>*_#-]*")
 """What may come before the marker at the start of a line: indentation, a bullet, a quote mark, emphasis."""
+OWN_MARKER = re.compile(rf"^{MARKER_LEAD.pattern}(?={re.escape(REPLAN_MARKER)})", re.M)
 
 
 def split_replan_marker(text: str) -> tuple[str, str] | None:
-    """``(partial result, reason)`` when the answer carries the replan marker as its own: at the start of its
-    first line, or on its last line (after the partial result). A marker quoted mid-text (the instructions
-    repeated, a marker in quotes or backticks) is no request. None without one."""
+    """``(partial result, reason)`` when the answer carries the replan marker as its own: starting a line
+    (the reason after it, on as many lines as it takes), or on the answer's last line after the partial
+    result. A marker quoted mid-text (the instructions repeated, a marker in quotes or backticks) is no
+    request. None without one."""
     body = text.strip()
-    lines = body.splitlines() or [""]
-    lead = len(MARKER_LEAD.match(lines[0]).group())
-    if lines[0].startswith(REPLAN_MARKER, lead):
-        at = lead
+    own = OWN_MARKER.search(body)
+    if own:
+        at = own.end()
     else:
+        lines = body.splitlines() or [""]
         last = lines[-1]
         at = last.find(REPLAN_MARKER)
         if at < 0 or (at > 0 and last[at - 1] in "\"'`“‘«"):

@@ -14,7 +14,8 @@ Model calls, outermost first (see `Executor.chain`):
   offers          - read_output, then the features' tools (ask_user): user middleware sees them;
   user middleware - ``build_graph(middleware=...)``, first outermost;
   retries         - transient errors of the one model the request names;
-  tool-call repair- on each raw reply, against the tools of the request;
+  tool-call repair- on each raw reply: reasoning out of its text, calls written as text or cut read
+                    against the tools of the request;
   the model call  - counted in ``request.state["attempts"]``.
 
 Tool calls, outermost first (see `ToolRunner.chain`):

@@ -164,6 +164,10 @@ def test_repair_takes_reasoning_out_of_the_reply_and_keeps_it_on_the_message():
     [
         ("got nothing [REPLAN] the shop page needs a login", ("got nothing", "the shop page needs a login")),
         ("[REPLAN] still blocked", ("", "still blocked")),
+        (
+            "Items 1-4: a, b\n\n[REPLAN] still missing:\n- items 5-8\n- items 9-12",
+            ("Items 1-4: a, b", "still missing:\n- items 5-8\n- items 9-12"),
+        ),
         ("Items 1-4:\na\nb\n- [REPLAN] the site blocks page 2", ("Items 1-4:\na\nb", "the site blocks page 2")),
         (
             "**[REPLAN]** the data does not exist\nI searched three sources.",
