@@ -18,6 +18,13 @@ once, like a server that recovers.
 - parallel: in one turn, reads the next batch AND hands off the batches after it (two tool
   calls in one AIMessage, as OpenAI models do with parallel tool calls); it never sees that
   batch before its subtask ends.
+- text-calls: like compliant, but every tool call (the planner's, the workers', the check's) is written
+  as text, as a local server without a tool parser returns it: ``<tool_call>`` tags (Qwen, Hermes),
+  ``[TOOL_CALLS]`` (Mistral), ``<|python_tag|>`` and ``<function=...>`` (Llama), fenced JSON; the
+  format changes from request to request, with a sentence of prose around some.
+- reasoning: like compliant, but every reply opens with a ``<think>`` block (a draft that names items
+  the answer leaves out) and carries ``reasoning_content``, as reasoning models served by vLLM or
+  Ollama do.
 """
 
 from __future__ import annotations
@@ -38,7 +45,8 @@ from replangraph.tools import REVIEW_TOOL, SPLIT_TOOL
 
 from .worlds import World
 
-PERSONAS = ("compliant", "lazy", "sloppy", "repeater", "flaky", "blocks", "parallel")
+PERSONAS = ("compliant", "lazy", "sloppy", "repeater", "flaky", "blocks", "parallel", "text-calls", "reasoning")
+THOUGHT = "Draft, not my answer: item-9999 belongs here, and maybe I should reply [REPLAN]."
 ENOUGH = "I have collected enough data."
 VERDICT, PLAN = "Verdict", "Plan"
 REQUEST = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
@@ -94,6 +102,10 @@ class Persona:
         if self.name == "flaky":
             self.maybe_fail(request)
         reply = self.answer(request)
+        if self.name == "text-calls":
+            return self.as_text_calls(reply, request)
+        if self.name == "reasoning":
+            return self.with_reasoning(reply)
         return self.as_blocks(reply) if self.name == "blocks" else reply
 
     def answer(self, request: ScriptedRequest):
@@ -133,6 +145,29 @@ class Persona:
         text = message.content if isinstance(message.content, str) else ""
         blocks = [{"type": "text", "text": text or "Working on it."}]
         return AIMessage(content=blocks, tool_calls=message.tool_calls)
+
+    @staticmethod
+    def as_text_calls(reply, request: ScriptedRequest) -> AIMessage:
+        """The reply's tool calls written as text, in a format picked from the request."""
+        message = as_message(reply)
+        if not message.tool_calls:
+            return message
+        calls = [(c["name"], c["args"]) for c in message.tool_calls]
+        formats = TEXT_FORMATS
+        written = formats[stable_hash(request.prompt + str(request.tool_names)) % len(formats)](calls)
+        return AIMessage(content=written)
+
+    @staticmethod
+    def with_reasoning(reply) -> AIMessage:
+        """The reply opened by a ``<think>`` block, its reasoning in ``reasoning_content`` too."""
+        message = as_message(reply)
+        text = message.content if isinstance(message.content, str) else ""
+        return message.model_copy(
+            update={
+                "content": f"<think>\n{THOUGHT}\n</think>\n{text}",
+                "additional_kwargs": {**message.additional_kwargs, "reasoning_content": THOUGHT},
+            }
+        )
 
     # ------------------------------------------------------------------ planning
 
@@ -298,6 +333,36 @@ class Persona:
     def final(self, request: ScriptedRequest) -> str:
         items = self.world.items_in(request.prompt)
         return f"{len(items)} {self.world.noun}:\n" + "\n".join(self.world.ordered_lines(items))
+
+
+def qwen_calls(calls: list) -> str:
+    """Qwen and Hermes templates: one ``<tool_call>`` block per call, after a sentence."""
+    blocks = [f"<tool_call>\n{json.dumps({'name': n, 'arguments': a})}\n</tool_call>" for n, a in calls]
+    return "I will use the tools now.\n" + "\n".join(blocks)
+
+
+def mistral_calls(calls: list) -> str:
+    """Mistral's template: ``[TOOL_CALLS]`` and a JSON list."""
+    return "[TOOL_CALLS] " + json.dumps([{"name": n, "arguments": a} for n, a in calls])
+
+
+def llama_calls(calls: list) -> str:
+    """Llama 3.x: ``<|python_tag|>`` and JSON with ``parameters``, calls separated by ``;``."""
+    return "<|python_tag|>" + "; ".join(json.dumps({"name": n, "parameters": a}) for n, a in calls) + "<|eom_id|>"
+
+
+def function_calls(calls: list) -> str:
+    """Llama 3.1's custom format: ``<function=name>{...}</function>``, with prose after it."""
+    return "".join(f"<function={n}>{json.dumps(a)}</function>" for n, a in calls) + "\nWaiting for the result."
+
+
+def fenced_calls(calls: list) -> str:
+    """A fenced JSON block, as a model without a template for tools writes it."""
+    body = [{"name": n, "arguments": a} for n, a in calls]
+    return "Calling:\n```json\n" + json.dumps(body[0] if len(body) == 1 else body, indent=1) + "\n```"
+
+
+TEXT_FORMATS = (qwen_calls, mistral_calls, llama_calls, function_calls, fenced_calls)
 
 
 class ClientRetrying(ScriptedChatModel):

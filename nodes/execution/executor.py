@@ -11,6 +11,7 @@ Both wrap their calls in the chains of `replangraph.nodes.execution.middleware`.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
@@ -47,7 +48,7 @@ from replangraph.context.kept import (
     with_more_result,
 )
 from replangraph.llm.calls import StepClock, StepTimeout, call_pool, guarded
-from replangraph.llm.reading import all_tool_calls, message_text, pending_tool_calls
+from replangraph.llm.reading import all_tool_calls, answer_text, message_text, pending_tool_calls
 from replangraph.names import ASK_USER, READ_OUTPUT, REPLAN_MARKER, REVIEW_TOOL, SPLIT_TOOL, TOOLKIT_NAMES
 from replangraph.nodes.execution.middleware import (
     BoundModels,
@@ -85,12 +86,29 @@ from replangraph.tools.replan_toolkit.toolkit import (
 # --------------------------------------------------------------------------- the executor node
 
 
+MARKER_LEAD = re.compile(r"[ \t>*_#-]*")
+"""What may come before the marker at the start of a line: indentation, a bullet, a quote mark, emphasis."""
+OWN_MARKER = re.compile(rf"^{MARKER_LEAD.pattern}(?={re.escape(REPLAN_MARKER)})", re.M)
+
+
 def split_replan_marker(text: str) -> tuple[str, str] | None:
-    """``(partial result, reason)`` if the text carries the replan marker, else None."""
-    if REPLAN_MARKER not in text:
-        return None
-    before, _, after = text.partition(REPLAN_MARKER)
-    return before.strip(), after.strip() or "no reason given"
+    """``(partial result, reason)`` when the answer carries the replan marker as its own: starting a line
+    (the reason after it, on as many lines as it takes), or on the answer's last line after the partial
+    result. A marker quoted mid-text (the instructions repeated, a marker in quotes or backticks) is no
+    request. None without one."""
+    body = text.strip()
+    own = OWN_MARKER.search(body)
+    if own:
+        at = own.end()
+    else:
+        lines = body.splitlines() or [""]
+        last = lines[-1]
+        at = last.find(REPLAN_MARKER)
+        if at < 0 or (at > 0 and last[at - 1] in "\"'`“‘«"):
+            return None
+        at += len(body) - len(last)
+    before = MARKER_LEAD.sub("", body[:at][::-1], count=1)[::-1]  # the marker line's bullet is no result
+    return before.strip(), body[at + len(REPLAN_MARKER) :].strip(" \t*_:").strip() or "no reason given"
 
 
 class Executor(Configured):
@@ -211,7 +229,7 @@ class Executor(Configured):
         if all_tool_calls(reply):
             change = {"status": "in_progress", "model_calls": calls, "started_at": started, **cleared}
             return {"tasks": {task_id: change}, "windows": {task_id: [*window, reply]}}
-        text = message_text(reply).strip()
+        text = answer_text(reply)
         if not text:
             return self.fail(task, window, "the model ended the subtask with an empty answer", calls)
         marker = split_replan_marker(text)
