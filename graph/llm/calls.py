@@ -41,15 +41,8 @@ from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langgraph.errors import GraphBubbleUp
 from pydantic import BaseModel
 
-from replangraph.llm.reading import (
-    CUT_OFF,
-    CutOff,
-    UnreadableInput,
-    answer_text,
-    cut_by_limit,
-    load_json,
-    read_text_calls,
-)
+from replangraph.llm.formats import read_text_calls
+from replangraph.llm.reading import CUT_OFF, CutOff, UnreadableInput, answer_text, cut_by_limit, load_json
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -7,7 +7,7 @@ and raises `UnreadableInput`, with a message the model can act on, for the rest.
 (`message_text`, the tool calls of a window, their repair) read LangChain messages the same way.
 
 Three rules hold everywhere: tool calls written as text, in any format open-weight models use, are read
-by one parser (`read_text_calls`); reasoning (``<think>``, reasoning blocks) is never an answer
+by one parser (`replangraph.llm.formats.read_text_calls`); reasoning (``<think>``, reasoning blocks) is never an answer
 (`answer_text`, `split_reasoning`); and JSON cut off before it closes is refused (`CutOff`), never read
 as the smaller value its first inner object would be.
 """
@@ -15,12 +15,10 @@ as the smaller value its first inner object would be.
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 import re
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from langchain_core.messages import (
@@ -511,6 +509,12 @@ def calls_to_run(window: Sequence[AnyMessage]) -> list[dict]:
     return [c for c in pending_tool_calls(window) if c.get("name") != ASK_USER]
 
 
+def may_write_calls(text: str) -> bool:
+    """Whether ``text`` may write a tool call at all: every format needs a tag or marker (``<…>``,
+    ``[TOOL_CALLS]``), a JSON object or a Python call. Plain prose skips the parser."""
+    return any(mark in text for mark in ("{", "(", "<", "[TOOL_CALLS]"))
+
+
 def repair_tool_calls(reply: AIMessage, tool_names: Sequence[str]) -> AIMessage:
     """``reply`` with the tool calls a model meant but did not send cleanly.
 
@@ -546,8 +550,11 @@ def repair_tool_calls(reply: AIMessage, tool_names: Sequence[str]) -> AIMessage:
         invalid.append(invalid_call(last.get("name"), json.dumps(last.get("args"), default=str), last.get("id")))
     calls = [named_as_known(call, tool_names) for call in calls]
     content = reply.content
-    if not calls and not invalid:
-        written = read_text_calls(message_text(reply), tool_names)
+    text = message_text(reply)
+    if not calls and not invalid and may_write_calls(text):
+        from replangraph.llm.formats import read_text_calls  # loaded with the package; imported here: a cycle
+
+        written = read_text_calls(text, tool_names)
         if written.calls or written.cut:
             calls, invalid, content = written.calls, written.cut, with_text(content, written.rest)
     calls, invalid = with_ids(calls), with_ids(invalid)
@@ -583,232 +590,6 @@ def named_as_known(call: dict, tool_names: Sequence[str]) -> dict:
 def with_ids(calls: list[dict]) -> list[dict]:
     """Tool calls, each with an id (some local servers send none): the reply must name the call it answers."""
     return [call if call.get("id") else {**call, "id": f"call_{uuid.uuid4().hex[:24]}"} for call in calls]
-
-
-# --------------------------------------------------------------------------- tool calls written as text
-
-CALL_OPEN = re.compile(
-    r"<tool_calls?>|<\|tool_call\|>|<function=(?P<function>[\w.-]+)>|\[TOOL_CALLS\]|<\|python_tag\|>", re.I
-)
-"""Where a call written as text starts: Qwen/Hermes ``<tool_call>``, Granite/Phi ``<|tool_call|>``, Llama 3.1's
-custom ``<function=name>``, Mistral's ``[TOOL_CALLS]``, Llama 3.x's ``<|python_tag|>``."""
-CALL_CLOSE = re.compile(r"</tool_calls?>|<\|/tool_call\|>|</function>|<\|eom_id\|>|<\|eot_id\|>|<\|im_end\|>", re.I)
-MISTRAL_NAMED = re.compile(r"\s*(?P<name>[\w.-]+)\s*(?:\[CALL_ID\]\s*\S+?\s*)?(?:\[ARGS\])?\s*(?=\{)")
-"""Mistral's v11+ form: ``[TOOL_CALLS]name{...}``, or ``name[ARGS]{...}`` when special tokens are kept (a
-``[CALL_ID]`` between, sometimes)."""
-CODE_FENCE = re.compile(r"```[ \t]*(?:tool_code|tool_call|python|py)[ \t]*\n(?P<body>.*?)```", re.S)
-"""A fenced block of Python calls, as Gemma writes them (``tool_code``)."""
-EMPTY_FENCE = re.compile(r"```[\w+-]*\s*```")
-SEPARATORS = re.compile(r"[\s;,]*")
-CALL_HEAD = re.compile(r'[\[{]\s*\{?\s*"(?:name|function)"\s*:\s*(?:\{\s*"name"\s*:\s*)?"(?P<name>[^"]+)"')
-"""The start of a JSON tool call, its name read even when the rest was cut off."""
-ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
-
-
-@dataclass
-class TextCalls:
-    """What `read_text_calls` found in a reply's text."""
-
-    calls: list[dict] = field(default_factory=list)
-    """The calls of known tools, as LangChain tool calls (ids derived from name, arguments and place)."""
-    cut: list[dict] = field(default_factory=list)
-    """Calls the text ends inside of, as ``invalid_tool_call``s with a `cut_call_error`."""
-    rest: str = ""
-    """The text around the calls, stripped."""
-
-
-def read_text_calls(text: str, tool_names: Sequence[str]) -> TextCalls:
-    """The tool calls ``text`` writes, in every format open-weight models use when no server-side parser
-    reads them: ``<tool_call>{...}</tool_call>`` (Qwen, Hermes), ``<|tool_call|>``, ``[TOOL_CALLS] [...]`` and
-    ``[TOOL_CALLS]name{...}`` (Mistral), ``<|python_tag|>{...}`` (Llama 3.x), ``<function=name>{...}</function>``
-    (Llama 3.1), Python calls (``[name(a=1)]``, Llama 3.2; a ``tool_code`` fence, Gemma), and fenced or bare JSON
-    objects ``{"name": ..., "arguments"|"parameters": {...}}`` (one, a list, or several). Only names among
-    ``tool_names`` (matched loosely) make calls; other text is the `TextCalls.rest`. A call the text ends
-    inside of is `TextCalls.cut`, never read as a smaller value. Pure: reasoning must be taken out first."""
-    found, spans = TextCalls(), []
-    marks = list(CALL_OPEN.finditer(text))
-    for i, mark in enumerate(marks):
-        if spans and mark.start() < spans[-1][1]:
-            continue
-        limit = marks[i + 1].start() if i + 1 < len(marks) else len(text)
-        close = CALL_CLOSE.search(text, mark.end(), limit)
-        start, end = mark.end(), close.start() if close else limit
-        name = mark.group("function")
-        named = MISTRAL_NAMED.match(text, start, end) if mark.group().upper() == "[TOOL_CALLS]" else None
-        if named:
-            name, start = named.group("name"), named.end()
-        calls, cut, used = _calls_in(text[start:end], tool_names, name)
-        if calls or cut is not None:
-            spans.append((mark.start(), close.end() if close else start + used))
-            _add(found, calls, cut)
-    gaps = [(a, b) for (_, a), (b, _) in zip([(0, 0), *spans], [*spans, (len(text), 0)], strict=True)]
-    for gap_start, gap_end in gaps:
-        spans.extend(_written_in_gap(text, gap_start, gap_end, tool_names, found))
-    spans.sort()
-    rest = "".join(text[a:b] for (_, a), (b, _) in zip([(0, 0), *spans], [*spans, (len(text), 0)], strict=True))
-    found.rest = EMPTY_FENCE.sub("", rest).strip()
-    return found
-
-
-def _written_in_gap(text: str, start: int, end: int, names: Sequence[str], found: TextCalls) -> list[tuple[int, int]]:
-    """The spans of the calls written without a marker in ``text[start:end]``: Python calls (the whole text,
-    or a ``tool_code`` fence), then JSON objects naming known tools (fenced or bare); added to ``found``."""
-    spans: list[tuple[int, int]] = []
-    gap = text[start:end]
-    whole = _python_calls(strip_fences(gap), names) if gap.strip()[:1] not in ("{", "") else []
-    if whole:
-        _add(found, whole)
-        return [(start, end)]
-    for fence in CODE_FENCE.finditer(gap):
-        calls = _python_calls(fence.group("body"), names)
-        if calls:
-            _add(found, calls)
-            spans.append((start + fence.start(), start + fence.end()))
-    position, tried = 0, 0
-    while tried < MAX_STARTS and (opening := JSON_START.search(gap, position)):
-        at, tried = opening.start(), tried + 1
-        if any(a <= start + at < b for a, b in spans):
-            position = at + 1
-            continue
-        stop = closing_end(gap, at)
-        if stop is None:  # the text ends inside it: a cut call when it names a known tool
-            head = CALL_HEAD.match(gap, at)
-            if head and match_name(head.group("name"), names):
-                _add(found, [], head.group("name"))
-                spans.append((start + at, end))
-                break
-            position = at + 1
-            continue
-        try:
-            value = load_json(gap[at:stop])
-        except CutOff:
-            head = CALL_HEAD.match(gap, at)
-            if head and match_name(head.group("name"), names):
-                _add(found, [], head.group("name"))
-                spans.append((start + at, start + stop))
-            value = None
-        except UnreadableInput:
-            position = at + 1
-            continue
-        try:
-            calls = _call_items(value, names, need_args=True)
-        except UnreadableInput:
-            calls = None
-        if calls:
-            _add(found, calls)
-            spans.append((start + at, start + stop))
-        position = stop  # a whole value, call or not: nothing inside it is read as a call of its own
-    return spans
-
-
-def _calls_in(body: str, names: Sequence[str], name: str | None) -> tuple[list[tuple[str, dict]], str | None, int]:
-    """``(calls, cut, characters used)`` of the text after a call marker: with ``name`` (``<function=name>``,
-    ``[TOOL_CALLS]name[ARGS]``) its arguments object; else JSON calls (one, a list, several separated by
-    ``;``/``,``) or Python calls. ``cut``: the name (maybe "") of a call the body ends inside of, else None."""
-    calls: list[tuple[str, dict]] = []
-    position = SEPARATORS.match(body).end()
-    if name is not None:
-        known = match_name(name, names)
-        if known is None:
-            return [], None, 0
-        if position == len(body):
-            return [(known, {})], None, len(body)
-        stop = closing_end(body, position) if body[position] == "{" else position
-        if stop is None:
-            return [], known, len(body)
-        try:
-            args = load_json(body[position:stop])
-        except CutOff:
-            return [], known, len(body)
-        except UnreadableInput:
-            return [], None, 0
-        return ([(known, dict(args))], None, stop) if isinstance(args, Mapping) else ([], None, 0)
-    while position < len(body) and body[position] in "[{":
-        stop = closing_end(body, position)
-        head = CALL_HEAD.match(body, position)
-        cut_name = (match_name(head.group("name"), names) or head.group("name")) if head else ""
-        if stop is None:
-            return calls, cut_name, len(body)
-        try:
-            items = _call_items(load_json(body[position:stop]), names, need_args=False)
-        except CutOff:
-            return calls, cut_name, len(body)
-        except UnreadableInput:
-            items = None
-        if not items:
-            break
-        calls.extend(items)
-        position = SEPARATORS.match(body, stop).end()
-    if not calls and (python := _python_calls(body.strip(), names)):
-        return python, None, len(body)
-    return calls, None, position
-
-
-def _call_items(value: Any, names: Sequence[str], need_args: bool) -> list[tuple[str, dict]] | None:
-    """``[(name, arguments)]`` when ``value`` is a call of a known tool or a list of them, else None.
-    ``{"name", "arguments"|"parameters"|"args"|"input"}``, and ``{"function": {...}}`` around it; arguments
-    may be a JSON string. ``need_args``: an object without arguments is no call (bare JSON in prose)."""
-    items = value if isinstance(value, list) else [value]
-    calls = []
-    for item in items:
-        if not isinstance(item, Mapping):
-            return None
-        inner = item["function"] if isinstance(item.get("function"), Mapping) else item
-        name = inner.get("name")
-        key = next((k for k in ARGUMENT_KEYS if k in inner), None)
-        known = match_name(name.strip(), names) if isinstance(name, str) else None
-        if known is None or (key is None and need_args):
-            return None
-        args = inner[key] if key else {}
-        if isinstance(args, str):
-            args = load_json(args) if args.strip() else {}
-        if not isinstance(args, Mapping | None):
-            return None
-        calls.append((known, dict(args or {})))
-    return calls or None
-
-
-def _python_calls(text: str, names: Sequence[str]) -> list[tuple[str, dict]]:
-    """``[(name, arguments)]`` from Python calls with keyword arguments: ``name(a=1)``, ``[f(a=1), g(b=2)]``,
-    ``name.call(a=1)`` (Llama's built-in tools); [] unless every call names a known tool."""
-    if not text or len(text) > MAX_LITERAL_CHARS or "(" not in text:
-        return []
-    try:
-        tree = ast.parse(text.strip(), mode="eval").body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
-    calls = []
-    for node in tree.elts if isinstance(tree, ast.List | ast.Tuple) else [tree]:
-        if not isinstance(node, ast.Call) or node.args:
-            return []
-        func = node.func
-        if isinstance(func, ast.Attribute) and func.attr == "call" and isinstance(func.value, ast.Name):
-            func = func.value
-        known = match_name(func.id, names) if isinstance(func, ast.Name) else None
-        try:
-            args = {k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg}
-        except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
-            return []
-        if known is None:
-            return []
-        calls.append((known, args))
-    return calls
-
-
-def _add(found: TextCalls, calls: list[tuple[str, dict]], cut: str | None = None) -> None:
-    """Adds ``calls`` (and the ``cut`` one) to ``found``, with ids derived from name, arguments and place."""
-    for name, args in calls:
-        place = len(found.calls) + len(found.cut)
-        digest = hashlib.sha1(json.dumps([name, args, place], sort_keys=True, default=str).encode()).hexdigest()[:12]
-        found.calls.append({"name": name, "args": args, "id": f"call_text_{digest}", "type": "tool_call"})
-    if cut is not None:
-        digest = hashlib.sha1(f"{cut}:{len(found.calls) + len(found.cut)}".encode()).hexdigest()[:12]
-        found.cut.append(invalid_call(cut, "(cut off)", f"call_cut_{digest}"))
-
-
-def calls_written_as_text(text: str, tool_names: Sequence[str]) -> list[dict]:
-    """The calls of known tools ``text`` writes (see `read_text_calls`), else []."""
-    return read_text_calls(text, tool_names).calls
 
 
 def ends_with_answer(window: Sequence[AnyMessage] | None) -> bool:
