@@ -343,3 +343,26 @@ def task_line(task: Task, preview_chars: int = 80) -> str:
 def plan_summary(tasks: Mapping[str, Task], preview_chars: int = 80) -> str:
     """The plan, one line per task in queue order."""
     return "\n".join(task_line(t, preview_chars) for t in ordered(tasks))
+
+
+def plan_markdown(tasks: Mapping[str, Task], asking: Mapping[str, str] | None = None) -> str:
+    """The plan as Markdown for a chat: how many tasks are done, then one task-list item per task (checked
+    when done; handed-off work nested under its task) with what it is doing: working, waiting for the
+    user's answer to the question in ``asking`` (by task id), failed or skipped and why."""
+    shown = plan_tasks(tasks)
+    solo = fallback_of(tasks)
+    done = sum(t["status"] == "completed" for t in shown)
+    lines = [f"**Plan**: {done} of {len(shown)} done", ""]
+    for task in [*shown, *([solo] if solo else [])]:
+        what = "one agent finishing the goal alone (the single-agent fallback)" if task is solo else task["content"]
+        indent = "  " * (len(ancestors(tasks, task["id"])) if task is not solo else 0)  # handed-off work: nested
+        line = f"{indent}- [{'x' if task['status'] == 'completed' else ' '}] {task['id']}: {preview(what, 200)}"
+        question = (asking or {}).get(task["id"])
+        if question is not None and task["status"] == "in_progress":
+            line += f" — *waiting for your answer:* {preview(question, 200)}"
+        elif task["status"] == "in_progress":
+            line += " — *working*"
+        elif task["status"] in ("failed", "skipped"):
+            line += f" — *{task['status']}*" + (f": {preview(task['error'], 160)}" if task.get("error") else "")
+        lines.append(line)
+    return "\n".join(lines)
