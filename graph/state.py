@@ -193,6 +193,9 @@ class SubtaskInput(TypedDict):
     """Without a store: the keys this subtask holds in the workspace (no text), so new keys never clash."""
     alone: NotRequired[bool]
     """The only branch of its superstep: a turn that ends the subtask sets ``ended_alone``."""
+    reply: NotRequired[str]
+    """A message the user sent to the thread while the subtask's question waited: its answer (the ask node
+    then does not pause)."""
 
 
 # --------------------------------------------------------------------------- the run's settings
