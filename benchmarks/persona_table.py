@@ -34,8 +34,8 @@ SCRIPTED_RETRY = {"retry_backoff_s": 0.01}
 def agents(scripted: bool, with_deepagents: bool) -> dict[str, Callable[[BaseChatModel, World], Outcome]]:
     extra = SCRIPTED_RETRY if scripted else {}
     table = {
-        "replangraph": replangraph_agent(verify=False, **extra),
-        "replangraph + verify": replangraph_agent(verify=True, **extra),
+        "replangraph --no-verify": replangraph_agent(verify=False, **extra),
+        "replangraph": replangraph_agent(verify=True, **extra),  # the default: the completion check on
         "ReAct": react_agent,
     }
     if with_deepagents:

@@ -15,6 +15,16 @@ once, like a server that recovers.
 - flaky: like compliant, but the first try of every third request raises one of
   ChatOpenAI's own errors (timeout, connection, rate limit).
 - blocks: like compliant, but every answer comes as a list of content blocks.
+- parallel: in one turn, reads the next batch AND hands off the batches after it (two tool
+  calls in one AIMessage, as OpenAI models do with parallel tool calls); it never sees that
+  batch before its subtask ends.
+- text-calls: like compliant, but every tool call (the planner's, the workers', the check's) is written
+  as text, as a local server without a tool parser returns it: ``<tool_call>`` tags (Qwen, Hermes),
+  ``[TOOL_CALLS]`` (Mistral), ``<|python_tag|>`` and ``<function=...>`` (Llama), fenced JSON; the
+  format changes from request to request, with a sentence of prose around some.
+- reasoning: like compliant, but every reply opens with a ``<think>`` block (a draft that names items
+  the answer leaves out) and carries ``reasoning_content``, as reasoning models served by vLLM or
+  Ollama do.
 """
 
 from __future__ import annotations
@@ -35,7 +45,8 @@ from replangraph.tools import REVIEW_TOOL, SPLIT_TOOL
 
 from .worlds import World
 
-PERSONAS = ("compliant", "lazy", "sloppy", "repeater", "flaky", "blocks")
+PERSONAS = ("compliant", "lazy", "sloppy", "repeater", "flaky", "blocks", "parallel", "text-calls", "reasoning")
+THOUGHT = "Draft, not my answer: item-9999 belongs here, and maybe I should reply [REPLAN]."
 ENOUGH = "I have collected enough data."
 VERDICT, PLAN = "Verdict", "Plan"
 REQUEST = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
@@ -91,6 +102,10 @@ class Persona:
         if self.name == "flaky":
             self.maybe_fail(request)
         reply = self.answer(request)
+        if self.name == "text-calls":
+            return self.as_text_calls(reply, request)
+        if self.name == "reasoning":
+            return self.with_reasoning(reply)
         return self.as_blocks(reply) if self.name == "blocks" else reply
 
     def answer(self, request: ScriptedRequest):
@@ -130,6 +145,29 @@ class Persona:
         text = message.content if isinstance(message.content, str) else ""
         blocks = [{"type": "text", "text": text or "Working on it."}]
         return AIMessage(content=blocks, tool_calls=message.tool_calls)
+
+    @staticmethod
+    def as_text_calls(reply, request: ScriptedRequest) -> AIMessage:
+        """The reply's tool calls written as text, in a format picked from the request."""
+        message = as_message(reply)
+        if not message.tool_calls:
+            return message
+        calls = [(c["name"], c["args"]) for c in message.tool_calls]
+        formats = TEXT_FORMATS
+        written = formats[stable_hash(request.prompt + str(request.tool_names)) % len(formats)](calls)
+        return AIMessage(content=written)
+
+    @staticmethod
+    def with_reasoning(reply) -> AIMessage:
+        """The reply opened by a ``<think>`` block, its reasoning in ``reasoning_content`` too."""
+        message = as_message(reply)
+        text = message.content if isinstance(message.content, str) else ""
+        return message.model_copy(
+            update={
+                "content": f"<think>\n{THOUGHT}\n</think>\n{text}",
+                "additional_kwargs": {**message.additional_kwargs, "reasoning_content": THOUGHT},
+            }
+        )
 
     # ------------------------------------------------------------------ planning
 
@@ -191,6 +229,8 @@ class Persona:
             return self.synthesize(instruction, request.prompt)
         first, last = span
         read = self.read_items(request)
+        if self.name == "parallel":
+            return self.read_and_hand_off(task_id, first, last, read)
         if not read:
             return self.read_call(first, min(self.world.batch, last - first + 1))
         found = self.lines(read)
@@ -203,6 +243,30 @@ class Persona:
         rest = [self.world.range_task(lo, hi) for lo, hi in batches(max(read) + 1, last, self.world.batch)]
         args = {"summary": found, "tasks": self.task_list(task_id, rest, max(read) + 1, last)}
         return tool_call(SPLIT_TOOL, args, call_id=f"split_{task_id}_{len(request.tool_results)}")
+
+    def read_and_hand_off(self, task_id: str, first: int, last: int, read: dict[int, str]):
+        """One turn: read the next batch and, when more is left, hand off the batches after it
+        in the same message (the hand-off's summary is what it had read before this turn)."""
+        start = max(read) + 1 if read else first
+        if start > last:
+            return self.lines(read)
+        end = min(start + self.world.batch - 1, last)
+        fetch = self.read_call(start, end - start + 1)
+        if end == last:
+            return fetch
+        rest = [self.world.range_task(lo, hi) for lo, hi in batches(end + 1, last, self.world.batch)]
+        noun = self.world.noun
+        summary = (
+            self.lines(read)
+            if read
+            else f"Reading {noun} {start}-{end} in this turn; {noun} {end + 1}-{last} handed off."
+        )
+        split = tool_call(
+            SPLIT_TOOL,
+            {"summary": summary, "tasks": self.task_list(task_id, rest, end + 1, last)},
+            call_id=f"split_{task_id}_{start}",
+        )
+        return [fetch, split]
 
     def task_list(self, task_id: str, contents: list[str], first: int, last: int):
         """The ``tasks`` argument, shaped the way this persona writes it."""
@@ -269,6 +333,36 @@ class Persona:
     def final(self, request: ScriptedRequest) -> str:
         items = self.world.items_in(request.prompt)
         return f"{len(items)} {self.world.noun}:\n" + "\n".join(self.world.ordered_lines(items))
+
+
+def qwen_calls(calls: list) -> str:
+    """Qwen and Hermes templates: one ``<tool_call>`` block per call, after a sentence."""
+    blocks = [f"<tool_call>\n{json.dumps({'name': n, 'arguments': a})}\n</tool_call>" for n, a in calls]
+    return "I will use the tools now.\n" + "\n".join(blocks)
+
+
+def mistral_calls(calls: list) -> str:
+    """Mistral's template: ``[TOOL_CALLS]`` and a JSON list."""
+    return "[TOOL_CALLS] " + json.dumps([{"name": n, "arguments": a} for n, a in calls])
+
+
+def llama_calls(calls: list) -> str:
+    """Llama 3.x: ``<|python_tag|>`` and JSON with ``parameters``, calls separated by ``;``."""
+    return "<|python_tag|>" + "; ".join(json.dumps({"name": n, "parameters": a}) for n, a in calls) + "<|eom_id|>"
+
+
+def function_calls(calls: list) -> str:
+    """Llama 3.1's custom format: ``<function=name>{...}</function>``, with prose after it."""
+    return "".join(f"<function={n}>{json.dumps(a)}</function>" for n, a in calls) + "\nWaiting for the result."
+
+
+def fenced_calls(calls: list) -> str:
+    """A fenced JSON block, as a model without a template for tools writes it."""
+    body = [{"name": n, "arguments": a} for n, a in calls]
+    return "Calling:\n```json\n" + json.dumps(body[0] if len(body) == 1 else body, indent=1) + "\n```"
+
+
+TEXT_FORMATS = (qwen_calls, mistral_calls, llama_calls, function_calls, fenced_calls)
 
 
 class ClientRetrying(ScriptedChatModel):

@@ -45,7 +45,9 @@ class AgentConfig(BaseModel):
     step_timeout_s: float | None = Field(600.0, gt=0, description="Wall time one subtask may take; None: no limit.")
     batch_size: int = Field(5, ge=1, description="Items an agent handles before it must hand off the rest.")
     verify_results: bool = Field(
-        False, description="Check each final result against its subtask; queue what is missing as follow-ups."
+        True,
+        description="Check each final result against its subtask (the completion check); queue what is missing "
+        "as follow-ups. On by default: an agent that stops early is the problem replangraph exists to solve.",
     )
     single_agent_fallback: bool = Field(
         True,

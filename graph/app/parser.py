@@ -182,9 +182,9 @@ def add_run_flags(parser: argparse.ArgumentParser, resume: bool, model: bool = T
     flag = argparse.BooleanOptionalAction if resume else "store_true"
     parser.add_argument(
         "--verify",
-        action=flag,
-        default=value(False),
-        help=f"check each result and queue what is missing (default: {default('off')})",
+        action=argparse.BooleanOptionalAction,
+        default=value(True),
+        help=f"check each result and queue what is missing; --no-verify turns it off (default: {default('on')})",
     )
     parser.add_argument(
         "--approve-plan",

@@ -22,7 +22,7 @@ DEFAULTS: dict[str, Any] = {
     "agents": None,
     "max_steps": AgentConfig().max_steps,
     "concurrency": AgentConfig().max_concurrency,
-    "verify": False,
+    "verify": True,
     "approve_plan": False,
     "max_clarifications": AgentConfig().max_clarifications,
 }

@@ -406,6 +406,46 @@ def completed(task: Mapping[str, Any], result: str, model_calls: int | None = No
     return {"tasks": {task["id"]: change}, "windows": {task["id"]: None}, **entries, EVENTS: [done]}
 
 
+def ending_result(update: StateUpdate, task: Mapping[str, Any]) -> str | None:
+    """The whole result an update that ends ``task`` keeps (None: it keeps none)."""
+    step, rest = result_slot(task)
+    entry = ((update.get(WORKSPACE) or {}).get(step) or {}).get(rest)
+    own = (update.get("tasks") or {}).get(task["id"]) or {}
+    return str(entry["content"]) if entry and "content" in entry else own.get("result")
+
+
+def with_more_result(update: StateUpdate, task: Mapping[str, Any], more: str) -> StateUpdate:
+    """``update`` (one that ends ``task``) with ``more`` after the result it keeps; ``more`` is the
+    result when it keeps none (a failed subtask's partial result)."""
+    head = ending_result(update, task)
+    fields, entries = result_fields(task, f"{head}\n\n{more}" if head else more)
+    return merge_updates([update, {"tasks": {task["id"]: fields}}, entries])  # the same slots: these win
+
+
+def combined_ending(task_id: str, endings: Sequence[StateUpdate], flags: Sequence[str]) -> StateUpdate:
+    """One update from the updates that ended a subtask in one turn (a hand-off, a replan request,
+    a tool's own), in call order, plus ``flags``: problems the replanner should see.
+
+    The last one that completes the subtask wins (a hand-off: its result and follow-ups), else the last;
+    the others add their follow-ups, and their replan reasons join ``flags`` in the winner's
+    ``replan_request``. Only the winner's events go out (one completion, one list of added tasks)."""
+
+    def own(update: StateUpdate) -> Mapping[str, Any]:
+        return (update.get("tasks") or {}).get(task_id) or {}
+
+    winner = next((e for e in reversed(endings) if own(e).get("status") == "completed"), endings[-1])
+    losers = [e for e in endings if e is not winner]
+    others = [{"tasks": {k: v for k, v in (e.get("tasks") or {}).items() if k != task_id}} for e in losers]
+    update = merge_updates([*others, winner])
+    requests = [r for r in (own(winner).get("replan_request"), *(own(e).get("replan_request") for e in losers)) if r]
+    reasons = [*(r["reason"] for r in requests), *flags]
+    if reasons:
+        trigger = requests[0]["trigger"] if requests else "failure"
+        change = {**own(winner), "replan_request": {"trigger": trigger, "reason": "; ".join(dict.fromkeys(reasons))}}
+        update.setdefault("tasks", {})[task_id] = change
+    return update
+
+
 def announced(events: list[dict[str, Any]], update: StateUpdate) -> StateUpdate:
     """``update`` with ``events`` sent before its own."""
     return {**update, EVENTS: [*events, *(update.get(EVENTS) or [])]} if events else update

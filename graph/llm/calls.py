@@ -41,7 +41,15 @@ from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langgraph.errors import GraphBubbleUp
 from pydantic import BaseModel
 
-from replangraph.llm.reading import UnreadableInput, load_json, message_text, without_thinking
+from replangraph.llm.reading import (
+    CUT_OFF,
+    CutOff,
+    UnreadableInput,
+    answer_text,
+    cut_by_limit,
+    load_json,
+    read_text_calls,
+)
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -441,12 +449,15 @@ def raw_reply(answer: Any) -> Any:
 
 def tool_arguments(answer: Any) -> Any:
     """The arguments of the reply's first tool call (malformed JSON arguments read leniently), else the
-    validated ``parsed`` value; None when the model answered in text."""
+    validated ``parsed`` value; None when the model answered in text. `CutOff` when the output limit
+    ended the reply (`cut_by_limit`) or the arguments' JSON never closes: a cut call is never read."""
     raw = raw_reply(answer)
     calls = getattr(raw, "tool_calls", None) or []
+    invalid = getattr(raw, "invalid_tool_calls", None) or []
+    if (calls or invalid) and cut_by_limit(raw):
+        raise CutOff(CUT_OFF)
     if calls:
         return calls[0].get("args")
-    invalid = getattr(raw, "invalid_tool_calls", None) or []
     if invalid and isinstance(invalid[0].get("args"), str) and invalid[0]["args"].strip():
         return load_json(invalid[0]["args"])
     parsed = answer.get("parsed") if isinstance(answer, Mapping) else None
@@ -454,15 +465,31 @@ def tool_arguments(answer: Any) -> Any:
 
 
 def reply_text(answer: Any) -> str:
-    """The reply's text (content blocks joined), reasoning (``<think>…</think>``) skipped."""
+    """The reply's text (content blocks joined), reasoning (``<think>…</think>``, reasoning blocks) skipped."""
     raw = raw_reply(answer)
-    return without_thinking(message_text(raw)) if isinstance(raw, BaseMessage) else ""
+    return answer_text(raw) if isinstance(raw, BaseMessage) else ""
+
+
+def called_arguments(answer: Any, tool: str) -> Any:
+    """The arguments of the schema's call: the tool call's (`tool_arguments`), else those of a call of ``tool``
+    written as text (`read_text_calls`: ``<tool_call>``, ``[TOOL_CALLS]``...); None when the answer holds
+    neither. `CutOff` when the call was cut off."""
+    args = tool_arguments(answer)
+    if args is not None:
+        return args
+    written = read_text_calls(reply_text(answer), [tool])
+    if written.cut and not written.calls:
+        raise CutOff(CUT_OFF)
+    return written.calls[0]["args"] if written.calls else None
 
 
 def read_arguments(answer: Any, tool: str) -> Any:
-    """The schema's arguments: the tool call's, else JSON in the reply's text (fenced or in prose,
-    after any reasoning). UnreadableInput when there is neither."""
-    args = tool_arguments(answer)
+    """The schema's arguments: the call's (`called_arguments`: a tool call, or one written as text), else JSON
+    in the reply's text (fenced or in prose, after any reasoning). UnreadableInput when there is neither;
+    `CutOff` when the answer was cut off (the output limit ended it, or its JSON never closes)."""
+    if cut_by_limit(raw_reply(answer)) and reply_text(answer):
+        raise CutOff(CUT_OFF)
+    args = called_arguments(answer, tool)
     if args is not None:
         return args
     text = reply_text(answer)
@@ -477,7 +504,7 @@ def quoted(answer: Any) -> str:
     if isinstance(raw, AIMessage) and raw.tool_calls:
         return json.dumps(raw.tool_calls[0].get("args"), default=str)[:QUOTED_CHARS]
     if isinstance(raw, BaseMessage):
-        return message_text(raw)[:QUOTED_CHARS] or "(empty)"
+        return answer_text(raw)[:QUOTED_CHARS] or "(empty)"
     return "(none)"
 
 

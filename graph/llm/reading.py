@@ -5,6 +5,11 @@ string", answer in content blocks, call a field ``task`` or ``description`` inst
 ids as numbers, or write a tool call's arguments as broken JSON. Everything here accepts those variations
 and raises `UnreadableInput`, with a message the model can act on, for the rest. The message helpers
 (`message_text`, the tool calls of a window, their repair) read LangChain messages the same way.
+
+Three rules hold everywhere: tool calls written as text, in any format open-weight models use, are read
+by one parser (`read_text_calls`); reasoning (``<think>``, reasoning blocks) is never an answer
+(`answer_text`, `split_reasoning`); and JSON cut off before it closes is refused (`CutOff`), never read
+as the smaller value its first inner object would be.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import json
 import re
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from langchain_core.messages import (
@@ -39,14 +45,27 @@ AGENT_KEYS = ("agent_type", "agentType", "agent", "type")
 LIST_KEYS = ("tasks", "subtasks", "follow_up_tasks", "items", "steps", "plan", "remaining_tasks")
 TOOLS_KEYS = ("required_tools", "requiredTools", "tools", "tools_needed", "needed_tools", "required_tool", "tool")
 FENCED = re.compile(r"```[ \t]*[\w+-]*[ \t]*\n?(.*?)```", re.S)
-THINKING = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.I | re.S)
+THINKING = re.compile(r"<(think|thinking|reasoning)>(.*?)</\1>", re.I | re.S)
 THINKING_END = re.compile(r"</(?:think|thinking|reasoning)>", re.I)
-THINKING_START = re.compile(r"\s*<(?:think|thinking|reasoning)>", re.I)
+THINKING_START = re.compile(r"<(?:think|thinking|reasoning)>", re.I)
+JSON_START = re.compile(r"""[\[{]\s*(?:["'{\[\]}\d-]|true\b|false\b|null\b)""")
+"""An opening bracket that begins a JSON value (not prose in brackets such as "[see below]")."""
+BRACKETS = re.compile(r"""["'\\{}\[\]]""")
 BULLET = re.compile(r"^\s*(?:(?:[-*•+]|\d+[.)]|\[[ xX]?\])\s+)+")
 
 
 class UnreadableInput(ValueError):
     """Input no reading can make sense of; the message says what was expected."""
+
+
+class CutOff(UnreadableInput):
+    """An answer that ends before its JSON does: cut by the output limit, never to be read as a smaller value."""
+
+
+CUT_OFF = (
+    "not valid JSON: it ends before its brackets close, so the answer was cut off (by the output limit, most "
+    "likely); answer again, shorter (fewer or shorter items), with nothing around the JSON"
+)
 
 
 def strip_fences(text: str) -> str:
@@ -81,6 +100,9 @@ def load_json(text: str) -> Any:
     except RecursionError:
         raise UnreadableInput(f"the JSON nests more than {MAX_NESTING} levels deep; send a flat list") from None
     starts = [i for i, char in enumerate(body) if char in "[{"][:MAX_STARTS]
+    first = JSON_START.search(body)
+    if first and closing_end(body, first.start()) is None:
+        raise CutOff(CUT_OFF)
     decoder = json.JSONDecoder()
     for start in starts:  # the first complete JSON value inside prose
         try:
@@ -99,6 +121,30 @@ def load_json(text: str) -> Any:
 def _checked(value: Any) -> Any:
     check_nesting(value)
     return value
+
+
+def closing_end(text: str, start: int) -> int | None:
+    """The index just past the bracket that closes the one at ``start`` (strings in double or single
+    quotes skipped), or None when the text ends first: a value cut off."""
+    depth, quote, escaped = 0, "", -1
+    for found in BRACKETS.finditer(text, start):
+        char, at = found.group(), found.start()
+        if at == escaped:  # the character after a backslash in a string
+            continue
+        if quote:
+            if char == "\\":
+                escaped = at + 1
+            elif char == quote:
+                quote = ""
+        elif char in "\"'":
+            quote = char
+        elif char in "[{":
+            depth += 1
+        elif char in "]}":
+            depth -= 1
+            if depth <= 0:
+                return found.end()
+    return None
 
 
 def as_text(value: Any) -> str:
@@ -333,13 +379,30 @@ def text_field(description: str, names: tuple[str, ...] = ()) -> Any:
     return Annotated[Any, WithJsonSchema({"type": "string"}), Field(description=description, validation_alias=alias)]
 
 
+def parted_thinking(text: str) -> tuple[str, str]:
+    """``(answer, reasoning)``: a reasoning model's ``<think>…</think>`` blocks taken out of ``text``. A block
+    missing its opening tag ends at ``</think>``; one never closed runs to the end."""
+    thoughts: list[str] = []
+
+    def take(found: re.Match) -> str:
+        thoughts.append(found.group(2).strip())
+        return ""
+
+    answer = THINKING.sub(take, text)
+    ends = list(THINKING_END.finditer(answer))
+    if ends:
+        thoughts.insert(0, answer[: ends[-1].start()].strip())
+        answer = answer[ends[-1].end() :]
+    opened = THINKING_START.search(answer)
+    if opened:
+        thoughts.append(answer[opened.end() :].strip())
+        answer = answer[: opened.start()]
+    return answer.strip(), "\n\n".join(t for t in thoughts if t)
+
+
 def without_thinking(answer: Any) -> str:
-    """The answer without a reasoning model's ``<think>…</think>`` blocks: a block missing its opening
-    tag ends at ``</think>``; one never closed runs to the end."""
-    text = THINKING.sub("", as_text(answer))
-    ends = list(THINKING_END.finditer(text))
-    text = text[ends[-1].end() :] if ends else text
-    return "" if THINKING_START.match(text) else text.strip()
+    """The answer without a reasoning model's ``<think>…</think>`` blocks (see `parted_thinking`)."""
+    return parted_thinking(as_text(answer))[0]
 
 
 # --------------------------------------------------------------------------- messages
@@ -360,6 +423,45 @@ def message_text(message: BaseMessage) -> str:
         elif isinstance(block, Mapping) and block.get("type") == "text":
             parts.append(str(block.get("text", "")))
     return "".join(parts)
+
+
+def answer_text(message: BaseMessage) -> str:
+    """What a reply answers: its text (`message_text`: reasoning content blocks are no text) without
+    ``<think>`` blocks, stripped. Reasoning is never a result, a summary or a final answer."""
+    return without_thinking(message_text(message))
+
+
+def with_text(content: Any, text: str) -> Any:
+    """``content`` with its text replaced by ``text``: a string, or the blocks that are not text plus one text block."""
+    if isinstance(content, str):
+        return text
+    kept = [b for b in content if not isinstance(b, str) and not (isinstance(b, Mapping) and b.get("type") == "text")]
+    return [*kept, {"type": "text", "text": text}] if text else kept
+
+
+def split_reasoning(reply: AIMessage) -> AIMessage:
+    """``reply`` with its ``<think>`` blocks out of its text; the removed reasoning goes to
+    ``additional_kwargs["reasoning_content"]`` unless the provider put some there already.
+    Reasoning content blocks (``{"type": "reasoning"}``, ``"thinking"``) stay where they are: they are no text."""
+    text = message_text(reply)
+    if not THINKING_START.search(text) and not THINKING_END.search(text):
+        return reply
+    answer, reasoning = parted_thinking(text)
+    kwargs = dict(reply.additional_kwargs)
+    if reasoning and not kwargs.get("reasoning_content"):
+        kwargs["reasoning_content"] = reasoning
+    return reply.model_copy(update={"content": with_text(reply.content, answer), "additional_kwargs": kwargs})
+
+
+LIMIT_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
+"""Finish reasons that mean the output limit ended the reply (OpenAI, vLLM, llama.cpp, Ollama; Anthropic; Gemini)."""
+
+
+def cut_by_limit(message: Any) -> bool:
+    """Whether the provider says the output limit ended ``message`` (``finish_reason: length`` and kin)."""
+    metadata = getattr(message, "response_metadata", None) or {}
+    reasons = (metadata.get(k) for k in ("finish_reason", "stop_reason", "done_reason"))
+    return any(isinstance(r, str) and r.lower() in LIMIT_REASONS for r in reasons)
 
 
 def resolve_goal(state: Mapping[str, Any]) -> tuple[str, bool]:
@@ -414,9 +516,11 @@ def repair_tool_calls(reply: AIMessage, tool_names: Sequence[str]) -> AIMessage:
 
     Arguments nested absurdly deep are removed (the call is answered with an error).
     Arguments a provider could not parse (fenced JSON, prose around the JSON) are read
-    leniently; a reply whose whole text is a tool call written as JSON
-    (``{"name": ..., "arguments": {...}}``, as local servers without a tool parser
-    return) becomes that call. Anything else is left as it was.
+    leniently, unless they were cut off. A reply the output limit ended (`cut_by_limit`)
+    has its last call marked cut: a streamed call's arguments may have been closed by
+    a partial parse. A reply without calls whose text writes them (`read_text_calls`:
+    the formats of local servers without a tool parser) gets those calls; the rest of
+    its text stays its content. Anything else is left as it was.
     """
     calls, invalid = [], []
     for call in reply.tool_calls:
@@ -424,34 +528,50 @@ def repair_tool_calls(reply: AIMessage, tool_names: Sequence[str]) -> AIMessage:
             check_nesting(call.get("args"))
             calls.append(call)
         except UnreadableInput as exc:  # kept as it was, the reply could not even be sent back to the model
-            invalid.append(
-                {
-                    "name": call.get("name"),
-                    "args": "(removed: nested too deeply)",
-                    "id": call.get("id"),
-                    "error": str(exc),
-                    "type": "invalid_tool_call",
-                }
-            )
+            invalid.append(invalid_call(call.get("name"), "(removed: nested too deeply)", call.get("id"), str(exc)))
     for bad in reply.invalid_tool_calls:
         try:
             args = load_json(bad.get("args") or "")
+        except CutOff:
+            invalid.append({**bad, "error": cut_call_error(bad.get("name"))})
+            continue
         except UnreadableInput:
             args = None
         if isinstance(args, dict) and bad.get("name"):
             calls.append({"name": bad["name"], "args": args, "id": bad.get("id"), "type": "tool_call"})
         else:
             invalid.append(bad)
+    if calls and cut_by_limit(reply):
+        last = calls.pop()
+        invalid.append(invalid_call(last.get("name"), json.dumps(last.get("args"), default=str), last.get("id")))
     calls = [named_as_known(call, tool_names) for call in calls]
     content = reply.content
     if not calls and not invalid:
-        written = calls_written_as_text(message_text(reply), tool_names)
-        if written:
-            calls, content = written, ""
+        written = read_text_calls(message_text(reply), tool_names)
+        if written.calls or written.cut:
+            calls, invalid, content = written.calls, written.cut, with_text(content, written.rest)
     calls, invalid = with_ids(calls), with_ids(invalid)
     if calls == reply.tool_calls and invalid == reply.invalid_tool_calls:
         return reply
     return reply.model_copy(update={"tool_calls": calls, "invalid_tool_calls": invalid, "content": content})
+
+
+def invalid_call(name: Any, args: str, call_id: Any = None, error: str | None = None) -> dict:
+    """An ``invalid_tool_call``; without ``error``, one cut off by the output limit (`cut_call_error`)."""
+    error = error or cut_call_error(name)
+    return {"name": name, "args": args, "id": call_id, "error": error, "type": "invalid_tool_call"}
+
+
+CUT_CALL = "cut off by the output limit"
+
+
+def cut_call_error(name: Any) -> str:
+    """The error of a tool call the output limit cut: what the agent reads in the call's error reply."""
+    return (
+        f"the arguments of this {name or 'tool'} call could not be read: they end before their JSON closes, "
+        f"so the call was {CUT_CALL}, most likely. Call it again with shorter arguments (fewer items per "
+        "call; split the work over several calls)"
+    )
 
 
 def named_as_known(call: dict, tool_names: Sequence[str]) -> dict:
@@ -465,32 +585,230 @@ def with_ids(calls: list[dict]) -> list[dict]:
     return [call if call.get("id") else {**call, "id": f"call_{uuid.uuid4().hex[:24]}"} for call in calls]
 
 
-def calls_written_as_text(text: str, tool_names: Sequence[str]) -> list[dict]:
-    """Tool calls when ``text`` is nothing but JSON naming known tools, else []."""
-    body = strip_fences(text)
-    if body[:1] not in ("{", "["):
+# --------------------------------------------------------------------------- tool calls written as text
+
+CALL_OPEN = re.compile(
+    r"<tool_calls?>|<\|tool_call\|>|<function=(?P<function>[\w.-]+)>|\[TOOL_CALLS\]|<\|python_tag\|>", re.I
+)
+"""Where a call written as text starts: Qwen/Hermes ``<tool_call>``, Granite/Phi ``<|tool_call|>``, Llama 3.1's
+custom ``<function=name>``, Mistral's ``[TOOL_CALLS]``, Llama 3.x's ``<|python_tag|>``."""
+CALL_CLOSE = re.compile(r"</tool_calls?>|<\|/tool_call\|>|</function>|<\|eom_id\|>|<\|eot_id\|>|<\|im_end\|>", re.I)
+MISTRAL_NAMED = re.compile(r"\s*(?P<name>[\w.-]+)\s*(?:\[CALL_ID\]\s*\S+?\s*)?(?:\[ARGS\])?\s*(?=\{)")
+"""Mistral's v11+ form: ``[TOOL_CALLS]name{...}``, or ``name[ARGS]{...}`` when special tokens are kept (a
+``[CALL_ID]`` between, sometimes)."""
+CODE_FENCE = re.compile(r"```[ \t]*(?:tool_code|tool_call|python|py)[ \t]*\n(?P<body>.*?)```", re.S)
+"""A fenced block of Python calls, as Gemma writes them (``tool_code``)."""
+EMPTY_FENCE = re.compile(r"```[\w+-]*\s*```")
+SEPARATORS = re.compile(r"[\s;,]*")
+CALL_HEAD = re.compile(r'[\[{]\s*\{?\s*"(?:name|function)"\s*:\s*(?:\{\s*"name"\s*:\s*)?"(?P<name>[^"]+)"')
+"""The start of a JSON tool call, its name read even when the rest was cut off."""
+ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
+
+
+@dataclass
+class TextCalls:
+    """What `read_text_calls` found in a reply's text."""
+
+    calls: list[dict] = field(default_factory=list)
+    """The calls of known tools, as LangChain tool calls (ids derived from name, arguments and place)."""
+    cut: list[dict] = field(default_factory=list)
+    """Calls the text ends inside of, as ``invalid_tool_call``s with a `cut_call_error`."""
+    rest: str = ""
+    """The text around the calls, stripped."""
+
+
+def read_text_calls(text: str, tool_names: Sequence[str]) -> TextCalls:
+    """The tool calls ``text`` writes, in every format open-weight models use when no server-side parser
+    reads them: ``<tool_call>{...}</tool_call>`` (Qwen, Hermes), ``<|tool_call|>``, ``[TOOL_CALLS] [...]`` and
+    ``[TOOL_CALLS]name{...}`` (Mistral), ``<|python_tag|>{...}`` (Llama 3.x), ``<function=name>{...}</function>``
+    (Llama 3.1), Python calls (``[name(a=1)]``, Llama 3.2; a ``tool_code`` fence, Gemma), and fenced or bare JSON
+    objects ``{"name": ..., "arguments"|"parameters": {...}}`` (one, a list, or several). Only names among
+    ``tool_names`` (matched loosely) make calls; other text is the `TextCalls.rest`. A call the text ends
+    inside of is `TextCalls.cut`, never read as a smaller value. Pure: reasoning must be taken out first."""
+    found, spans = TextCalls(), []
+    marks = list(CALL_OPEN.finditer(text))
+    for i, mark in enumerate(marks):
+        if spans and mark.start() < spans[-1][1]:
+            continue
+        limit = marks[i + 1].start() if i + 1 < len(marks) else len(text)
+        close = CALL_CLOSE.search(text, mark.end(), limit)
+        start, end = mark.end(), close.start() if close else limit
+        name = mark.group("function")
+        named = MISTRAL_NAMED.match(text, start, end) if mark.group().upper() == "[TOOL_CALLS]" else None
+        if named:
+            name, start = named.group("name"), named.end()
+        calls, cut, used = _calls_in(text[start:end], tool_names, name)
+        if calls or cut is not None:
+            spans.append((mark.start(), close.end() if close else start + used))
+            _add(found, calls, cut)
+    gaps = [(a, b) for (_, a), (b, _) in zip([(0, 0), *spans], [*spans, (len(text), 0)], strict=True)]
+    for gap_start, gap_end in gaps:
+        spans.extend(_written_in_gap(text, gap_start, gap_end, tool_names, found))
+    spans.sort()
+    rest = "".join(text[a:b] for (_, a), (b, _) in zip([(0, 0), *spans], [*spans, (len(text), 0)], strict=True))
+    found.rest = EMPTY_FENCE.sub("", rest).strip()
+    return found
+
+
+def _written_in_gap(text: str, start: int, end: int, names: Sequence[str], found: TextCalls) -> list[tuple[int, int]]:
+    """The spans of the calls written without a marker in ``text[start:end]``: Python calls (the whole text,
+    or a ``tool_code`` fence), then JSON objects naming known tools (fenced or bare); added to ``found``."""
+    spans: list[tuple[int, int]] = []
+    gap = text[start:end]
+    whole = _python_calls(strip_fences(gap), names) if gap.strip()[:1] not in ("{", "") else []
+    if whole:
+        _add(found, whole)
+        return [(start, end)]
+    for fence in CODE_FENCE.finditer(gap):
+        calls = _python_calls(fence.group("body"), names)
+        if calls:
+            _add(found, calls)
+            spans.append((start + fence.start(), start + fence.end()))
+    position, tried = 0, 0
+    while tried < MAX_STARTS and (opening := JSON_START.search(gap, position)):
+        at, tried = opening.start(), tried + 1
+        if any(a <= start + at < b for a, b in spans):
+            position = at + 1
+            continue
+        stop = closing_end(gap, at)
+        if stop is None:  # the text ends inside it: a cut call when it names a known tool
+            head = CALL_HEAD.match(gap, at)
+            if head and match_name(head.group("name"), names):
+                _add(found, [], head.group("name"))
+                spans.append((start + at, end))
+                break
+            position = at + 1
+            continue
+        try:
+            value = load_json(gap[at:stop])
+        except CutOff:
+            head = CALL_HEAD.match(gap, at)
+            if head and match_name(head.group("name"), names):
+                _add(found, [], head.group("name"))
+                spans.append((start + at, start + stop))
+            value = None
+        except UnreadableInput:
+            position = at + 1
+            continue
+        try:
+            calls = _call_items(value, names, need_args=True)
+        except UnreadableInput:
+            calls = None
+        if calls:
+            _add(found, calls)
+            spans.append((start + at, start + stop))
+        position = stop  # a whole value, call or not: nothing inside it is read as a call of its own
+    return spans
+
+
+def _calls_in(body: str, names: Sequence[str], name: str | None) -> tuple[list[tuple[str, dict]], str | None, int]:
+    """``(calls, cut, characters used)`` of the text after a call marker: with ``name`` (``<function=name>``,
+    ``[TOOL_CALLS]name[ARGS]``) its arguments object; else JSON calls (one, a list, several separated by
+    ``;``/``,``) or Python calls. ``cut``: the name (maybe "") of a call the body ends inside of, else None."""
+    calls: list[tuple[str, dict]] = []
+    position = SEPARATORS.match(body).end()
+    if name is not None:
+        known = match_name(name, names)
+        if known is None:
+            return [], None, 0
+        if position == len(body):
+            return [(known, {})], None, len(body)
+        stop = closing_end(body, position) if body[position] == "{" else position
+        if stop is None:
+            return [], known, len(body)
+        try:
+            args = load_json(body[position:stop])
+        except CutOff:
+            return [], known, len(body)
+        except UnreadableInput:
+            return [], None, 0
+        return ([(known, dict(args))], None, stop) if isinstance(args, Mapping) else ([], None, 0)
+    while position < len(body) and body[position] in "[{":
+        stop = closing_end(body, position)
+        head = CALL_HEAD.match(body, position)
+        cut_name = (match_name(head.group("name"), names) or head.group("name")) if head else ""
+        if stop is None:
+            return calls, cut_name, len(body)
+        try:
+            items = _call_items(load_json(body[position:stop]), names, need_args=False)
+        except CutOff:
+            return calls, cut_name, len(body)
+        except UnreadableInput:
+            items = None
+        if not items:
+            break
+        calls.extend(items)
+        position = SEPARATORS.match(body, stop).end()
+    if not calls and (python := _python_calls(body.strip(), names)):
+        return python, None, len(body)
+    return calls, None, position
+
+
+def _call_items(value: Any, names: Sequence[str], need_args: bool) -> list[tuple[str, dict]] | None:
+    """``[(name, arguments)]`` when ``value`` is a call of a known tool or a list of them, else None.
+    ``{"name", "arguments"|"parameters"|"args"|"input"}``, and ``{"function": {...}}`` around it; arguments
+    may be a JSON string. ``need_args``: an object without arguments is no call (bare JSON in prose)."""
+    items = value if isinstance(value, list) else [value]
+    calls = []
+    for item in items:
+        if not isinstance(item, Mapping):
+            return None
+        inner = item["function"] if isinstance(item.get("function"), Mapping) else item
+        name = inner.get("name")
+        key = next((k for k in ARGUMENT_KEYS if k in inner), None)
+        known = match_name(name.strip(), names) if isinstance(name, str) else None
+        if known is None or (key is None and need_args):
+            return None
+        args = inner[key] if key else {}
+        if isinstance(args, str):
+            args = load_json(args) if args.strip() else {}
+        if not isinstance(args, Mapping | None):
+            return None
+        calls.append((known, dict(args or {})))
+    return calls or None
+
+
+def _python_calls(text: str, names: Sequence[str]) -> list[tuple[str, dict]]:
+    """``[(name, arguments)]`` from Python calls with keyword arguments: ``name(a=1)``, ``[f(a=1), g(b=2)]``,
+    ``name.call(a=1)`` (Llama's built-in tools); [] unless every call names a known tool."""
+    if not text or len(text) > MAX_LITERAL_CHARS or "(" not in text:
         return []
     try:
-        value = load_json(body)
-    except UnreadableInput:
+        tree = ast.parse(text.strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     calls = []
-    for item in value if isinstance(value, list) else [value]:
-        if not isinstance(item, Mapping):
+    for node in tree.elts if isinstance(tree, ast.List | ast.Tuple) else [tree]:
+        if not isinstance(node, ast.Call) or node.args:
             return []
-        call = item.get("function") if isinstance(item.get("function"), Mapping) else item
-        name = call.get("name")
-        args = next((call[k] for k in ("arguments", "parameters", "args", "input") if k in call), None)
-        if isinstance(args, str):
-            try:
-                args = load_json(args)
-            except UnreadableInput:
-                return []
-        if name not in tool_names or not isinstance(args, Mapping):
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "call" and isinstance(func.value, ast.Name):
+            func = func.value
+        known = match_name(func.id, names) if isinstance(func, ast.Name) else None
+        try:
+            args = {k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg}
+        except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
             return []
-        digest = hashlib.sha1(json.dumps([name, args], sort_keys=True, default=str).encode()).hexdigest()[:12]
-        calls.append({"name": name, "args": dict(args), "id": f"call_text_{digest}", "type": "tool_call"})
+        if known is None:
+            return []
+        calls.append((known, args))
     return calls
+
+
+def _add(found: TextCalls, calls: list[tuple[str, dict]], cut: str | None = None) -> None:
+    """Adds ``calls`` (and the ``cut`` one) to ``found``, with ids derived from name, arguments and place."""
+    for name, args in calls:
+        place = len(found.calls) + len(found.cut)
+        digest = hashlib.sha1(json.dumps([name, args, place], sort_keys=True, default=str).encode()).hexdigest()[:12]
+        found.calls.append({"name": name, "args": args, "id": f"call_text_{digest}", "type": "tool_call"})
+    if cut is not None:
+        digest = hashlib.sha1(f"{cut}:{len(found.calls) + len(found.cut)}".encode()).hexdigest()[:12]
+        found.cut.append(invalid_call(cut, "(cut off)", f"call_cut_{digest}"))
+
+
+def calls_written_as_text(text: str, tool_names: Sequence[str]) -> list[dict]:
+    """The calls of known tools ``text`` writes (see `read_text_calls`), else []."""
+    return read_text_calls(text, tool_names).calls
 
 
 def ends_with_answer(window: Sequence[AnyMessage] | None) -> bool:

@@ -19,7 +19,7 @@ from replangraph.context.fitting import PLAN_ID, ContextMonitor, excerpt, openin
 from replangraph.context.kept import collect_writes, failed_with_window, is_taken, keep_outputs
 from replangraph.context.summarizing import summarize_in_chunks
 from replangraph.llm.calls import StepClock, call_model, guarded, overflow_budget
-from replangraph.llm.reading import message_text
+from replangraph.llm.reading import answer_text
 from replangraph.nodes.compression.prompts import MERGE_REQUEST, SUMMARIZER_PROMPT, SUMMARY_REQUEST
 from replangraph.state import CONTEXT_COMPRESSED, Configured, StateUpdate, emit
 
@@ -71,7 +71,7 @@ class Compressor(Configured):
 
     def ask(self, request: list[AnyMessage]) -> str:
         """The summary model's text for ``request``; its failure, or an empty answer, raised."""
-        text = message_text(call_model(self.summary_model, request, self.config).result()).strip()
+        text = answer_text(call_model(self.summary_model, request, self.config).result())
         if not text:
             raise ValueError("the summary model returned nothing")
         return text

@@ -10,6 +10,8 @@ Both wrap their calls in the chains of `replangraph.nodes.execution.middleware`.
 
 from __future__ import annotations
 
+import json
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
@@ -21,10 +23,18 @@ from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
 from replangraph.config import AgentConfig, AgentProfile
-from replangraph.context.fitting import ContextMonitor, opening_window
+from replangraph.context.fitting import (
+    ContextMonitor,
+    kept_id,
+    message_key,
+    opening_window,
+    output_id,
+    unique_key,
+)
 from replangraph.context.kept import (
     WORKSPACE,
     collect_writes,
+    combined_ending,
     completed,
     drop_old_observations,
     failed,
@@ -35,10 +45,11 @@ from replangraph.context.kept import (
     read_saved,
     saved_keys,
     window_outputs,
+    with_more_result,
 )
 from replangraph.llm.calls import StepClock, StepTimeout, call_pool, guarded
-from replangraph.llm.reading import all_tool_calls, message_text, pending_tool_calls
-from replangraph.names import ASK_USER, READ_OUTPUT, REPLAN_MARKER, TOOLKIT_NAMES
+from replangraph.llm.reading import all_tool_calls, answer_text, message_text, pending_tool_calls
+from replangraph.names import ASK_USER, READ_OUTPUT, REPLAN_MARKER, REVIEW_TOOL, SPLIT_TOOL, TOOLKIT_NAMES
 from replangraph.nodes.execution.middleware import (
     BoundModels,
     ContextOverflow,
@@ -75,12 +86,29 @@ from replangraph.tools.replan_toolkit.toolkit import (
 # --------------------------------------------------------------------------- the executor node
 
 
+MARKER_LEAD = re.compile(r"[ \t>*_#-]*")
+"""What may come before the marker at the start of a line: indentation, a bullet, a quote mark, emphasis."""
+OWN_MARKER = re.compile(rf"^{MARKER_LEAD.pattern}(?={re.escape(REPLAN_MARKER)})", re.M)
+
+
 def split_replan_marker(text: str) -> tuple[str, str] | None:
-    """``(partial result, reason)`` if the text carries the replan marker, else None."""
-    if REPLAN_MARKER not in text:
-        return None
-    before, _, after = text.partition(REPLAN_MARKER)
-    return before.strip(), after.strip() or "no reason given"
+    """``(partial result, reason)`` when the answer carries the replan marker as its own: starting a line
+    (the reason after it, on as many lines as it takes), or on the answer's last line after the partial
+    result. A marker quoted mid-text (the instructions repeated, a marker in quotes or backticks) is no
+    request. None without one."""
+    body = text.strip()
+    own = OWN_MARKER.search(body)
+    if own:
+        at = own.end()
+    else:
+        lines = body.splitlines() or [""]
+        last = lines[-1]
+        at = last.find(REPLAN_MARKER)
+        if at < 0 or (at > 0 and last[at - 1] in "\"'`“‘«"):
+            return None
+        at += len(body) - len(last)
+    before = MARKER_LEAD.sub("", body[:at][::-1], count=1)[::-1]  # the marker line's bullet is no result
+    return before.strip(), body[at + len(REPLAN_MARKER) :].strip(" \t*_:").strip() or "no reason given"
 
 
 class Executor(Configured):
@@ -201,7 +229,7 @@ class Executor(Configured):
         if all_tool_calls(reply):
             change = {"status": "in_progress", "model_calls": calls, "started_at": started, **cleared}
             return {"tasks": {task_id: change}, "windows": {task_id: [*window, reply]}}
-        text = message_text(reply).strip()
+        text = answer_text(reply)
         if not text:
             return self.fail(task, window, "the model ended the subtask with an empty answer", calls)
         marker = split_replan_marker(text)
@@ -268,14 +296,46 @@ class Executor(Configured):
 # --------------------------------------------------------------------------- the tools node
 
 
-def not_run(call: dict) -> ToolMessage:
-    """Answer for a tool call that came after the toolkit ended the subtask."""
-    return ToolMessage(
-        "Not run: this subtask had already ended.",
-        tool_call_id=call.get("id") or "",
-        name=call.get("name", ""),
-        status="error",
-    )
+def not_run(call: dict, why: str) -> ToolMessage:
+    """Answer for a tool call that was not run (``why``: a sentence saying why)."""
+    return ToolMessage(f"Not run: {why}", tool_call_id=call.get("id") or "", name=call.get("name", ""), status="error")
+
+
+NOT_ASKED = (
+    "the subtask ended in the same turn (a hand-off, a replan request or a timeout), so nobody waits for the "
+    "answer; the question is kept in its result."
+)
+TURN_OUTPUTS = "Outputs of the other tool calls of the turn that ended this subtask (the agent never saw them):"
+"""Heads the outputs a hand-off turn's other calls return, after the hand-off's summary."""
+
+
+def turn_outputs(
+    task_id: str, turn: Sequence[dict], replies: Sequence[AnyMessage], skip: set[str], taken: Callable[[str], bool]
+) -> tuple[str, dict[str, str]]:
+    """``(text, outputs to keep by key)``: the replies to a turn's calls that the subtask's result
+    must carry, each labelled with its call, whether it failed, and the output id its whole text is
+    kept under (the reply as the window had it: a long one cut to ``max_observation_chars``).
+    Left out: ``skip`` (call ids) and the toolkit's own successful replies (the hand-off, a review)."""
+    by_id = {r.tool_call_id: r for r in replies if isinstance(r, ToolMessage)}
+    parts, keep = [], {}
+    for call in turn:
+        reply = by_id.get(call.get("id") or "")
+        if reply is None or reply.tool_call_id in skip or call.get("name") == REVIEW_TOOL:
+            continue
+        if call.get("name") in TOOLKIT_NAMES and reply.status != "error":
+            continue
+        ident = kept_id(reply)
+        if ident is None:
+            key = unique_key(message_key(reply), lambda k: taken(k) or k in keep)
+            keep[key] = message_text(reply)
+            ident = output_id(task_id, key)
+        args = preview(json.dumps(call.get("args"), default=str, ensure_ascii=False), 200)
+        failed_mark = " (failed)" if reply.status == "error" else ""
+        body = message_text(reply).replace(STILL_YOURS, "").strip()  # the subtask has ended all the same
+        if call.get("name") == SPLIT_TOOL and (summary := sent_summary(call.get("args"))):
+            body += f"\nSummary it sent: {summary}"
+        parts.append(f"[{call.get('name', '')} {args}]{failed_mark} (output {ident})\n{body}")
+    return ("\n\n".join([TURN_OUTPUTS, *parts]) if parts else ""), keep
 
 
 ToolReply = tuple[ToolMessage, dict]
@@ -350,6 +410,38 @@ def is_repeated_refusal(window: Sequence[AnyMessage], reply: ToolMessage) -> boo
     )
 
 
+def turn_failures(turn: Sequence[dict], replies: Sequence[ToolMessage], skip: set[str]) -> list[str]:
+    """What failed in a turn that ended its subtask, which the agent will never see but the replanner
+    should: each failed call with its arguments (a review refused after the hand-off, an unasked
+    question and a call the timeout left unrun do not count)."""
+    by_id = {r.tool_call_id: r for r in replies}
+    found = []
+    for call in turn:
+        reply = by_id.get(call.get("id") or "")
+        if reply is None or reply.status != "error" or reply.tool_call_id in skip:
+            continue
+        if call.get("name") in (REVIEW_TOOL, ASK_USER) or message_text(reply).startswith("Not run:"):
+            continue
+        args = preview(json.dumps(call.get("args"), default=str, ensure_ascii=False), 200)
+        found.append(f"the {call.get('name')} call {args} failed: {preview(message_text(reply), 200)}")
+    return found
+
+
+def repeated_refusal(task: Mapping[str, Any], call: dict, reply: ToolMessage, calls: int) -> StateUpdate:
+    """The end of a subtask whose agent repeated a refused toolkit or ask_user call: it will not get
+    past it alone. What it sent as summary is its result (later tasks may build on it); the rest of
+    its work goes to the replanner."""
+    refusal = message_text(reply).replace(STILL_YOURS, "").strip()
+    error = f"the agent repeated a refused {reply.name} call: {preview(refusal, 300)}"
+    request = {"trigger": "failure", "reason": error}
+    summary = sent_summary(call.get("args")) if reply.name != ASK_USER else ""
+    if not summary:
+        return failed(task, error, calls, replan_request=request)
+    update = completed(task, summary, calls)
+    update["tasks"][task["id"]]["replan_request"] = request
+    return update
+
+
 class ToolRunner(Configured):
     """Executes tool calls with the subtask's tools plus its own replan toolkit."""
 
@@ -418,7 +510,13 @@ class ToolRunner(Configured):
         cut: dict[str, str],
     ) -> StateUpdate:
         """The state update after running one subtask's pending tool calls (their replies go to ``replies``,
-        the whole texts of the replies it cuts to ``cut``, by key)."""
+        the whole texts of the replies it cuts to ``cut``, by key).
+
+        Every call of the turn runs, also those before or after a call that ends the subtask (a hand-off,
+        a replan request): their outputs follow the hand-off's summary in the result (`turn_outputs`),
+        what failed is told to the replanner, and a question is not asked (the answer would reach no one).
+        Once the step's time is out only the toolkit still runs. Several calls that end the subtask
+        become one ending (`combined_ending`): a hand-off wins, the others add their reasons."""
         task = tasks[task_id]
         session = ReplanSession(task_id, tasks, self.agent_types, self.config, goal=goal)
         answered = [t for w in self.feature_wrappers for t in getattr(w, "answered_tools", list)()]
@@ -434,7 +532,9 @@ class ToolRunner(Configured):
         toolbox = {t.name: t for t in tools}
         calls = task.get("model_calls", 0)
         changes: list[dict] = []  # what the tools returned for the state, in call order
-        ending: dict | None = None
+        endings: list[dict] = []  # the updates of calls that ended the subtask, in call order
+        waiting: list[dict] = []  # ask_user calls the ask node would put to the user
+        timeout: str | None = None
         saved_before = is_taken(task)
 
         def taken(key: str) -> bool:
@@ -443,53 +543,62 @@ class ToolRunner(Configured):
         guard = RefusalGuard(is_repeated_refusal)
         offload = OutputOffload(task, self.config.max_observation_chars, taken, cut)
         run = self.chain(clock, guard, offload, list(toolbox))
-        for call in pending_tool_calls(window):
-            if ending is not None or guard.refused is not None:
-                replies.append(not_run(call))
+        turn = pending_tool_calls(window)
+        # Every call runs, whatever ends the subtask: a hand-off's other calls reach its result.
+        for call in turn:
+            name = call.get("name", "")
+            if timeout is not None and name not in TOOLKIT_NAMES:  # the toolkit runs inline, past the deadline
+                replies.append(not_run(call, f"the step had no time left ({timeout})."))
                 continue
             state = {"messages": [*window, *replies], "task": task, "tasks": tasks, "goal": goal}
             try:
-                result = run(ToolCallRequest(call, toolbox.get(call.get("name", "")), state, None))
+                result = run(ToolCallRequest(call, toolbox.get(name), state, None))
             except StepTimeout:
-                session.close()
-                error = f"step exceeded step_timeout_s={self.config.step_timeout_s:g} in tool {call.get('name')!r}"
-                changes.append(keep_outputs(task, window_outputs([*window, *replies], taken)))
-                return merge_updates([*changes, failed(task, error, calls)])
-            if result is None and call.get("name") == ASK_USER:  # it waits for the user: the ask node answers it
+                timeout = f"step exceeded step_timeout_s={self.config.step_timeout_s:g} in tool {name!r}"
+                replies.append(
+                    ToolMessage(
+                        f"Error: {timeout}; it did not finish.",
+                        tool_call_id=call.get("id") or "",
+                        name=name,
+                        status="error",
+                    )
+                )
+                continue
+            if result is None and name == ASK_USER:  # it waits for the user: the ask node answers it
+                waiting.append(call)
                 continue
             if result is None:  # a middleware that answered nothing: the call still needs a reply
-                text = f"Error: no reply came back for this {call.get('name')} call (a middleware returned none)."
-                result = ToolMessage(text, tool_call_id=call.get("id") or "", name=call.get("name", ""), status="error")
+                text = f"Error: no reply came back for this {name} call (a middleware returned none)."
+                result = ToolMessage(text, tool_call_id=call.get("id") or "", name=name, status="error")
             reply, change = command_reply(result, call, task_id, tasks) if isinstance(result, Command) else (result, {})
             if change and ends_subtask(change, task_id):
-                ending = merge_updates([change, {"windows": {task_id: None}}])
+                endings.append(merge_updates([change, {"windows": {task_id: None}}]))
             elif change:
                 changes.append(change)
             replies.append(reply)
-        repeated: str | None = None
-        if guard.refused is not None:
-            refused_call, refusal_reply = guard.refused
-            repeated = sent_summary(refused_call.get("args")) if refusal_reply.name != ASK_USER else ""
-            refusal = message_text(refusal_reply).replace(STILL_YOURS, "").strip()
-            error = f"the agent repeated a refused {refusal_reply.name} call: {preview(refusal, 300)}"
         session.close()
+        skip: set[str] = set()  # a repeated refusal is the reason, not an output
+        if guard.refused is not None and not endings:  # the repeat guard ends only a subtask nothing else ended
+            skip.add(guard.refused[0].get("id") or "")
+            endings.append(repeated_refusal(task, *guard.refused, calls))
+        ends = bool(endings) or timeout is not None
+        if ends:  # nobody will wait for the answers: the questions go into the result
+            replies.extend(not_run(call, NOT_ASKED) for call in waiting)
         new_window, dropped = drop_old_observations([*window, *replies], self.config.max_observations, task_id, taken)
         to_keep = dict(dropped)
-        if ending is not None or repeated is not None:  # the window goes: keep every output it had read
-            to_keep.update(window_outputs(new_window, lambda k: taken(k) or k in dropped))
+        if not ends:
+            changes.append(keep_outputs(task, to_keep))
+            return merge_updates([*changes, {"windows": {task_id: new_window}}])
+        # The window goes: keep every output it had read.
+        to_keep.update(window_outputs(new_window[: len(window)], lambda k: taken(k) or k in dropped))
+        more, outputs = turn_outputs(task_id, turn, new_window[len(window) :], skip, lambda k: taken(k) or k in to_keep)
+        to_keep.update(outputs)
         changes.append(keep_outputs(task, to_keep))
-        if repeated is not None:
-            # The same refusal twice: the agent will not get past it alone. What it sent as summary is
-            # its result (later tasks may build on it); the rest of its work goes to the replanner.
-            request = {"trigger": "failure", "reason": error}
-            if not repeated:
-                return merge_updates([*changes, failed(task, error, calls, replan_request=request)])
-            update = completed(task, repeated, calls)
-            update["tasks"][task_id]["replan_request"] = request
-            return merge_updates([*changes, update])
-        if ending is not None:
-            return merge_updates([*changes, ending])
-        return merge_updates([*changes, {"windows": {task_id: new_window}}])
+        if not endings:  # a timeout alone fails the step; the outputs are kept
+            return merge_updates([*changes, failed(task, timeout or "", calls)])
+        flags = [f"{timeout}, so its output and that of any tool call after it are missing"] * (timeout is not None)
+        ending = combined_ending(task_id, endings, [*flags, *turn_failures(turn, replies, skip)])
+        return merge_updates([*changes, with_more_result(ending, task, more) if more else ending])
 
     @collect_writes  # the toolkit's events go out with the update that carries them
     def __call__(self, state: Mapping) -> StateUpdate:

@@ -14,7 +14,8 @@ Model calls, outermost first (see `Executor.chain`):
   offers          - read_output, then the features' tools (ask_user): user middleware sees them;
   user middleware - ``build_graph(middleware=...)``, first outermost;
   retries         - transient errors of the one model the request names;
-  tool-call repair- on each raw reply, against the tools of the request;
+  tool-call repair- on each raw reply: reasoning out of its text, calls written as text or cut read
+                    against the tools of the request;
   the model call  - counted in ``request.state["attempts"]``.
 
 Tool calls, outermost first (see `ToolRunner.chain`):
@@ -44,7 +45,7 @@ from langgraph.types import Command
 from replangraph.context.fitting import PAGE_RE, mentions_read_output
 from replangraph.context.kept import READ_OUTPUT, cut_observation, mark_kept
 from replangraph.llm.calls import StepClock, StepTimeout, call_with_timeout, guarded, is_context_overflow, retrying
-from replangraph.llm.reading import all_tool_calls, message_text, repair_tool_calls
+from replangraph.llm.reading import CUT_CALL, all_tool_calls, message_text, repair_tool_calls, split_reasoning
 from replangraph.names import TOOLKIT_NAMES
 from replangraph.queue.tasks import preview
 
@@ -308,8 +309,9 @@ def offered_names(tools: list) -> list[str]:
 
 
 class RepairToolCalls:
-    """Reads tool calls written as text or misnamed in the reply (`repair_tool_calls`) against ``known``
-    and the request's tools."""
+    """Takes reasoning (``<think>``) out of the reply's text (`split_reasoning`: it stays on the message, in
+    ``additional_kwargs``), then reads tool calls written as text, misnamed or cut off (`repair_tool_calls`)
+    against ``known`` and the request's tools."""
 
     def __init__(self, known: list[str] = ()):
         self.known = list(known)
@@ -318,7 +320,7 @@ class RepairToolCalls:
         response = handler(request)
         reply = reply_of(response)
         names = list(dict.fromkeys([*offered_names(request.tools), *self.known]))
-        return ModelResponse([repair_tool_calls(reply, names)], response.structured_response)
+        return ModelResponse([repair_tool_calls(split_reasoning(reply), names)], response.structured_response)
 
 
 BOUND_MODELS_KEPT = 64
@@ -443,6 +445,8 @@ def invoke_tool(known: Callable[[], list[str]]) -> Callable[[ToolCallRequest], T
     def call(request: ToolCallRequest) -> ToolMessage | Command:
         tool_call = request.tool_call
         name, call_id = tool_call.get("name", ""), tool_call.get("id") or ""
+        if tool_call.get("type") == "invalid_tool_call" and CUT_CALL in str(tool_call.get("error")):
+            return ToolMessage(f"Error: {tool_call['error']}.", tool_call_id=call_id, name=name, status="error")
         if tool_call.get("type") == "invalid_tool_call":
             text = (
                 f"Error: the arguments of this call could not be read ({preview(tool_call.get('error'), 200)}). "

@@ -29,7 +29,7 @@ from replangraph.context.kept import (
     result_fields,
 )
 from replangraph.llm.calls import call_model, guarded, refit_on_overflow
-from replangraph.llm.reading import ends_with_answer, message_text
+from replangraph.llm.reading import answer_text, ends_with_answer
 from replangraph.nodes.finalize.prompts import (
     FINAL_MERGE_TEMPLATE,
     FINAL_PART_TEMPLATE,
@@ -204,9 +204,7 @@ def stop_unfinished(
             window = windows.get(task["id"]) or []
             status = "skipped" if cancelled else "failed"
             change = {"status": status, "error": f"stopped before it finished: {reason}"}
-            fields, result = (
-                result_fields(task, message_text(window[-1]).strip()) if ends_with_answer(window) else ({}, {})
-            )
+            fields, result = result_fields(task, answer_text(window[-1])) if ends_with_answer(window) else ({}, {})
             note, kept = keep_window(task, window)
             change.update(fields, error=change["error"] + note)
             updates.append({"tasks": {task["id"]: change}, **merge_updates([result, kept])})
@@ -345,7 +343,7 @@ class Finalizer(Configured):
 
     def ask(self, request: list[AnyMessage]) -> str:
         """The model's text for ``request``; its failure raised (`synthesize` stops at the first)."""
-        return message_text(call_model(self.model, request, self.config).result()).strip()
+        return answer_text(call_model(self.model, request, self.config).result())
 
     def synthesize(self, goal: str, tasks: Mapping[str, Task], share: float = 1.0) -> Synthesis:
         """The model's answer over every result, each request within ``share`` of the budget and output room."""

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from replangraph.llm.calls import reply_text, tool_arguments
+from replangraph.llm.calls import called_arguments, reply_text
 from replangraph.llm.reading import UnreadableInput
 from replangraph.nodes.teams.reading import (
     MAX_SCORE,
@@ -58,7 +58,7 @@ def read_pick(names: Sequence[str]) -> Callable[[Any], tuple[int, str]]:
     """The reader of a `Pick` among candidates named ``names``: ``(0-based index, reason)``."""
 
     def read(answer: Any) -> tuple[int, str]:
-        args = tool_arguments(answer)
+        args = called_arguments(answer, Pick.__name__)
         if args is None:
             return read_choice(reply_text(answer), names)
         found = choice_in(args, names) if isinstance(args, Mapping) else read_choice(json.dumps(args), names)
@@ -73,7 +73,7 @@ def read_ballot(names: Sequence[str]) -> Callable[[Any], dict[int, float]]:
     """The reader of a `Ballot` of candidates named ``names``: scores 0-10 by 0-based index."""
 
     def read(answer: Any) -> dict[int, float]:
-        args = tool_arguments(answer)
+        args = called_arguments(answer, Ballot.__name__)
         return read_scores(reply_text(answer), names) if args is None else scores_in(args, names)
 
     return read
@@ -81,7 +81,7 @@ def read_ballot(names: Sequence[str]) -> Callable[[Any], dict[int, float]]:
 
 def read_fused(answer: Any) -> str:
     """The combined result of a `Fusion` (or the text a judge wrote instead)."""
-    args = tool_arguments(answer)
+    args = called_arguments(answer, Fusion.__name__)
     if args is None:
         return read_fusion(reply_text(answer))
     fused = fusion_in(args) if isinstance(args, Mapping) else ""

@@ -10,6 +10,7 @@ result stands.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from concurrent.futures import Future
 from typing import Any
@@ -23,10 +24,10 @@ from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.fitting import GOAL_ID, ContextMonitor, Fitted, fit_request, result_id, schema_tools
 from replangraph.context.kept import announced, collect_writes, completed, limit_hit, merge_updates
 from replangraph.llm.calls import ask_structured, bind_schema, read_arguments, refit_on_overflow
-from replangraph.llm.reading import UnreadableInput, answers_waiting, as_text, message_text, task_specs, truthy
+from replangraph.llm.reading import UnreadableInput, answer_text, answers_waiting, as_text, task_specs, truthy
 from replangraph.nodes.verification.prompts import VERIFIER_PROMPT, VERIFY_EXCERPT_NOTE, VERIFY_TEMPLATE
 from replangraph.queue.plans import LimitReached, split_task
-from replangraph.queue.tasks import QueueError, Task, TaskVerdict, apply_writes, verdict_record
+from replangraph.queue.tasks import QueueError, Task, TaskVerdict, apply_writes, spent_model_calls, verdict_record
 from replangraph.state import DYNAMIC_TASKS_ADDED, STEP_VERIFIED, Configured, StateUpdate, event
 
 RESULT_PART = "result"
@@ -43,6 +44,33 @@ class Verdict(BaseModel):
 
 
 NOTHING = {"", "none", "null", "n/a", "na", "nothing", "-", "[]", "no remaining tasks"}
+VERIFY_RETRIES = 1
+"""Asks again after an unreadable verdict (a parroted one included); then the result stands."""
+PARROTED = (
+    "the Verdict repeats the tool's field descriptions or these instructions instead of judging this result: "
+    "say in your own words what is missing, or why it is complete"
+)
+
+
+def words(text: str) -> str:
+    """``text`` as lower-case words, punctuation and markup dropped: what echo detection compares."""
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def echoes() -> tuple[str, ...]:
+    """The texts a verdict must not merely repeat: the Verdict's field descriptions and the prompt's field bullets."""
+    fields = [info.description or "" for info in Verdict.model_fields.values()]
+    bullets = re.findall(r"^- `\w+`: (.*?)(?=^- |\Z)", VERIFIER_PROMPT, flags=re.M | re.S)
+    return tuple(w for w in (words(text) for text in [*fields, *bullets]) if w)
+
+
+ECHOES = echoes()
+
+
+def parroted(text: str) -> bool:
+    """Whether ``text`` is a field description or instruction echoed back (the whole of it, or one within it)."""
+    said = words(text)
+    return bool(said) and any(said == echo or (len(echo) >= 30 and echo in said) for echo in ECHOES)
 
 
 def verdict_fields(answer: Any) -> Mapping[str, Any]:
@@ -74,6 +102,8 @@ def read_verdict(answer: Any) -> tuple[bool, str, list[str], str | None]:
             if complete is not False:
                 raise
             note = f"its remaining tasks could not be read ({exc})"
+    if parroted(reason) or any(parroted(content) for content in contents):
+        raise UnreadableInput(PARROTED)
     if complete is None:
         if not contents:
             raise UnreadableInput("the Verdict says neither whether the result is complete nor what is missing")
@@ -114,25 +144,27 @@ class Verifier(Configured):
         outputs = {GOAL_ID: GOAL_ID, RESULT_PART: result_id(task["id"])}
         return fit_request(parts, build, outputs, self.monitor, tools=self.tools, budget=budget)
 
-    def judge(self, goal: str, task: Task, result: str) -> tuple[TaskVerdict, int]:
+    def judge(self, goal: str, task: Task, result: str, retries: int = VERIFY_RETRIES) -> tuple[TaskVerdict, int]:
         """The verdict on ``result`` and the model calls it took; never raises for model trouble.
 
         A provider that refuses the request as too long gets it once more, fitted to a smaller budget.
         """
         judged = refit_on_overflow(
-            lambda share: self.judge_within(goal, task, result, int(self.monitor.budget * share)),
+            lambda share: self.judge_within(goal, task, result, int(self.monitor.budget * share), retries),
             refused=lambda outcome: outcome[2],
         )
         return judged[-1][0], sum(calls for _, calls, _ in judged)
 
-    def judge_within(self, goal: str, task: Task, result: str, budget: int) -> tuple[TaskVerdict, int, bool]:
+    def judge_within(
+        self, goal: str, task: Task, result: str, budget: int, retries: int = VERIFY_RETRIES
+    ) -> tuple[TaskVerdict, int, bool]:
         """`judge` with the request fitted to ``budget`` tokens; also whether the provider refused it as too long."""
         fitted = self.request(goal, task, result, budget)
         if not fitted.fits:
             needed = self.monitor.tokens(fitted.request, self.tools)
             error = f"the check's request does not fit the context window ({needed} tokens); the result stands"
             return verdict_record(True, error=error), 0, False
-        asked = ask_structured(self.structured, fitted.request, read_verdict, retries=0, config=self.config)
+        asked = ask_structured(self.structured, fitted.request, read_verdict, retries=retries, config=self.config)
         if asked.failure is not None:  # a broken check must not fail a subtask that has a result
             exc = asked.failure
             error = f"the check failed ({type(exc).__name__}: {exc}); the result stands"
@@ -207,12 +239,15 @@ class Verifier(Configured):
         waiting = answers_waiting(tasks, windows)
         if not waiting:
             return {}
-        results = {tid: message_text(windows[tid][-1]).strip() for tid in waiting}
+        results = {tid: answer_text(windows[tid][-1]) for tid in waiting}
+        # A retry of an unreadable verdict only while max_steps leaves room for one per waiting answer.
+        left = self.config.max_steps - spent_model_calls(state)
+        retries = VERIFY_RETRIES if left >= 2 * len(waiting) else 0
         if len(waiting) == 1:
-            judged = [self.judge(goal, tasks[waiting[0]], results[waiting[0]])]
+            judged = [self.judge(goal, tasks[waiting[0]], results[waiting[0]], retries)]
         else:
             with ContextThreadPoolExecutor(max_workers=min(len(waiting), self.config.max_concurrency)) as pool:
-                futures: list[Future] = [pool.submit(self.judge, goal, tasks[t], results[t]) for t in waiting]
+                futures: list[Future] = [pool.submit(self.judge, goal, tasks[t], results[t], retries) for t in waiting]
                 judged = [f.result() for f in futures]
         # Follow-ups are queued one subtask at a time, so parallel checks never overshoot max_tasks.
         view = apply_writes(tasks, [])  # keeps the queue's index

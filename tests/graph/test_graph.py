@@ -46,10 +46,13 @@ def test_events_are_emitted_in_order():
         ("dynamic_tasks_added", "1"),
         ("step_completed", "1"),
         ("step_started", "1_dyn_0"),
+        ("step_verified", "1_dyn_0"),  # the completion check is on by default
         ("step_completed", "1_dyn_0"),
         ("step_started", "1_dyn_1"),
+        ("step_verified", "1_dyn_1"),  # the completion check is on by default
         ("step_completed", "1_dyn_1"),
         ("step_started", "1_dyn_2"),
+        ("step_verified", "1_dyn_2"),  # the completion check is on by default
         ("step_completed", "1_dyn_2"),
         ("plan_completed", None),
     ]
@@ -90,7 +93,7 @@ def test_a_final_answer_costs_no_empty_tools_superstep_and_parallel_branches_joi
         return name
 
     model = make_model(plan_of({"content": "a"}, {"content": "b"}, {"content": "c"}), answer_or_look)
-    runs = node_runs(build_graph(model, [look], config=AgentConfig(max_concurrency=concurrency)))
+    runs = node_runs(build_graph(model, [look], config=AgentConfig(max_concurrency=concurrency, verify_results=False)))
     if concurrency == 1:  # a: answer; b: tool call, tools, answer; c: answer
         assert runs == ["planner", "executor", "executor", "tools", "executor", "executor", "finalize"]
     else:  # all three at once; only b's tool call needs the tools node, which joins the branches once

@@ -8,6 +8,7 @@ from benchmarks.harness import Meter, react_agent, replangraph_agent
 from benchmarks.personas import PERSONAS, persona
 from benchmarks.worlds import CatalogWorld, ReportWorld
 from replangraph import AgentConfig, build_graph
+from replangraph.nodes.execution.executor import TURN_OUTPUTS
 
 FAST = {"retry_backoff_s": 0.0}
 WORLDS = [CatalogWorld, ReportWorld]
@@ -82,3 +83,18 @@ def test_default_limits_fit_a_1000_item_job():
     assert outcome.recovered == 1000
     assert 390 <= outcome.calls <= 420
     assert outcome.largest_worker_prompt <= 8_000
+
+
+def test_parallel_persona_reads_and_hands_off_in_one_message_and_nothing_is_lost():
+    world = CatalogWorld(19)
+    graph = build_graph(persona("parallel", world).model(), tools=world.tools, config=AgentConfig(**FAST))
+    state = graph.invoke({"messages": [("user", world.goal)]})
+    root = state["tasks"]["1"]
+    assert root["status"] == "completed" and root["result"].startswith("Reading products 1-5 in this turn")
+    assert TURN_OUTPUTS in root["result"] and world.score(root["result"]) == 5  # the batch read beside the hand-off
+    assert [t["content"] for t in state["tasks"].values() if t.get("parent_id") == "1"] == [
+        world.range_task(6, 10),
+        world.range_task(11, 15),
+        world.range_task(16, 19),
+    ]
+    assert world.score(state["final_answer"]) == 19

@@ -251,7 +251,9 @@ def test_transient_errors_are_retried_then_succeed():
             raise TimeoutError("read timed out")
         return "made it"
 
-    state, _ = run(build_graph(make_model(plan_of(task("a", "x")), work), config=AgentConfig(**FAST)))
+    state, _ = run(
+        build_graph(make_model(plan_of(task("a", "x")), work), config=AgentConfig(**FAST, verify_results=False))
+    )
     assert state["tasks"]["a"]["status"] == "completed"
     assert state["tasks"]["a"]["model_calls"] == 3
 

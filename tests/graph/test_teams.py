@@ -99,7 +99,7 @@ def main_model(calls: Calls, judge=None, plan=ONE_TEAM_TASK, seen: dict | None =
 
 
 def team_graph(calls: Calls, judge=None, merge="best", judge_model=None, work=None, votes=None, **settings):
-    settings = {"retry_backoff_s": 0, "max_concurrency": 3, **settings}
+    settings = {"retry_backoff_s": 0, "max_concurrency": 3, "verify_results": False, **settings}
     pause = settings.pop("pause", 0.0)
     checkpointer = settings.pop("checkpointer", None)
     seen = settings.pop("seen", None)

@@ -1,7 +1,7 @@
 """The scripted model of test_langgraph_dev, and the agent types its ``langgraph dev`` server loads.
 
-The responder answers the requests the graph sends to the loopback OpenAI server: planner, executor
-and finalizer are told apart by the tools offered and the system prompt. ``AGENTS`` is what
+The responder answers the requests the graph sends to the loopback OpenAI server: planner, executor,
+completion check and finalizer are told apart by the tools offered and the system prompt. ``AGENTS`` is what
 $REPLANGRAPH_AGENTS names (``langgraph_dev_script:AGENTS``, this folder on the server's PYTHONPATH);
 the plan gives the reversing subtask to its ``speller`` type, whose prompt the executor then sends.
 Helpers pick a run's requests out of the loopback's log and read the parts of a streamed run.
@@ -77,6 +77,8 @@ def respond(request: ScriptedRequest) -> dict | str:
         return plan(request)
     if SPLIT_TOOL in request.tool_names:
         return work(request)
+    if "Verdict" in request.tool_names:  # the completion check, on by default: every result here is whole
+        return tool_call("Verdict", {"complete": True, "remaining_tasks": [], "reason": "the result answers it"})
     if not request.tool_names and request.system.startswith(FINALIZER_PROMPT):
         results = re.findall(r"^RESULT .*$", request.prompt, flags=re.MULTILINE)
         return "\n".join([SYNTHESIS, *results])

@@ -56,7 +56,7 @@ from openai_loopback import MODELS_PATH, OpenAILoopback
 from replangraph import state as events
 from replangraph.app.demo import DEMO_GOAL, expected_products
 from replangraph.config import AgentConfig
-from replangraph.names import ASK_USER, EXECUTOR, FINALIZE, PLANNER, TOOLS
+from replangraph.names import ASK_USER, EXECUTOR, FINALIZE, PLANNER, TOOLS, VERIFIER
 from replangraph.state import PLAN_MESSAGE_ID
 
 pytestmark = pytest.mark.system  # a `langgraph dev` server, and a loopback model server for it
@@ -219,7 +219,7 @@ def test_schemas_are_served_for_each_graph(client, graph):
     max_steps = context["properties"]["max_steps"]
     assert (max_steps["type"], max_steps["default"], max_steps["minimum"]) == ("integer", 1000, 1)
     verify = context["properties"]["verify_results"]
-    assert (verify["type"], verify["default"]) == ("boolean", False)
+    assert (verify["type"], verify["default"]) == ("boolean", True)
     assert context["properties"]["step_timeout_s"]["default"] == 600.0
     assert {"type": "null"} in context["properties"]["step_timeout_s"]["anyOf"]
 
@@ -245,8 +245,10 @@ def test_streamed_run_sends_replangraph_events_and_node_updates(client, loopback
     assert names == [
         events.PLAN_CREATED,
         events.STEP_STARTED,
+        events.STEP_VERIFIED,  # the completion check is on by default
         events.STEP_COMPLETED,
         events.STEP_STARTED,
+        events.STEP_VERIFIED,
         events.STEP_COMPLETED,
         events.PLAN_COMPLETED,
     ]
@@ -262,7 +264,7 @@ def test_streamed_run_sends_replangraph_events_and_node_updates(client, loopback
     nodes = updated_nodes(parts)
     assert nodes[0] == PLANNER and nodes[-1] == FINALIZE
     assert nodes.count(EXECUTOR) == 2
-    assert set(nodes) <= {PLANNER, EXECUTOR, TOOLS, FINALIZE}
+    assert set(nodes) <= {PLANNER, EXECUTOR, TOOLS, VERIFIER, FINALIZE}
     final = next(data for event, data in parts if event == "updates" and FINALIZE in data)[FINALIZE]
     assert final["final_answer"] == completed["final_answer"]
 
@@ -273,7 +275,7 @@ def test_streamed_run_sends_replangraph_events_and_node_updates(client, loopback
     assert state["next"] == []
 
     sent = requests_of(loopback, tag)
-    assert len(sent) == 4  # planner, two subtasks of one turn each, finalizer
+    assert len(sent) == 6  # planner, two subtasks of one turn each, their two checks, finalizer
     assert {r["model"] for r in sent} == {MODEL}
     assert not any(r.get("stream") for r in sent)  # no `messages` mode: ChatOpenAI does not stream
 
@@ -306,6 +308,7 @@ def test_ask_user_interrupts_and_the_answer_reaches_the_agent(client, loopback):
     found = custom_events(parts)
     assert [e["event"] for e in found] == [
         events.QUESTION_ANSWERED,
+        events.STEP_VERIFIED,
         events.STEP_COMPLETED,
         events.PLAN_COMPLETED,
     ]
@@ -352,7 +355,7 @@ def test_a_runs_context_overrides_the_graphs_settings(client, loopback):
     thread_id = client.threads.create()["thread_id"]
     stream(
         client, thread_id, input={"messages": [{"role": "user", "content": goal}]},
-        stream_mode=["updates"], context={"max_steps": 1},
+        stream_mode=["updates"], context={"max_steps": 1, "verify_results": False},
     )  # fmt: skip
     assert len(executor_requests(loopback, tag)) == 1
     values = client.threads.get_state(thread_id)["values"]
@@ -372,7 +375,7 @@ def test_configurable_keys_still_pick_the_model_and_settings(client, loopback):
         stream_mode=["updates"], config={"configurable": configurable},
     )  # fmt: skip
     sent = requests_of(loopback, tag)
-    assert len(sent) == 4
+    assert len(sent) == 6  # planner, two turns, two checks, finalizer
     assert {r["model"] for r in sent} == {"loopback-other"}
     for request in executor_requests(loopback, tag):
         rules = "\n".join(str(m.get("content")) for m in request["messages"])

@@ -87,7 +87,7 @@ EXPECTED: dict[str, dict] = {
     "persona_benchmark": {
         "images": 2,  # items recovered, largest worker prompt
         "shows": [
-            r"\| N \| persona \| replangraph \| replangraph \+ verify \| ReAct \|",
+            r"\| N \| persona \| replangraph --no-verify \| replangraph \| ReAct \|",
             r"\| 100 \| compliant \| \*\*100/100\*\* [^|]*\| \*\*100/100\*\* [^|]*\| \*\*100/100\*\* ",
             # the lazy persona: only the completion check recovers the items
             r"\| 100 \| lazy \| \*\*5/100\*\* [^|]*\| \*\*100/100\*\* [^|]*\| \*\*5/100\*\* ",

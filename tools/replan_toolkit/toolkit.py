@@ -52,15 +52,22 @@ class ReplanSession:
     config: AgentConfig = field(default_factory=AgentConfig)
     goal: str = ""
     ended: bool = False
-    """Whether a toolkit call ended the subtask (handoff or replan request)."""
+    """Whether a toolkit call ended the subtask (handoff or replan request); a review is refused after it,
+    another hand-off or replan request of the same turn is not."""
+    handed_off: list[dict[str, Any]] = field(default_factory=list)
+    """The follow-up specs of this turn's hand-offs (a second hand-off adds to the first)."""
+    summaries: list[str] = field(default_factory=list)
+    """The summaries of this turn's hand-offs, in call order."""
     limits_hit: dict[str, int] = field(default_factory=dict)
     """The limits that refused a split in this turn, with the value that would have fit."""
     closed: bool = False
 
-    def _check_open(self) -> None:
+    def _check_open(self, ending: bool = False) -> None:
+        """Refuse a call once the session is closed, and a review once this turn ended the subtask
+        (another hand-off or replan request of the same turn still counts: see `split_and_handoff`)."""
         if self.closed:
             raise ToolException(f"the replan toolkit of subtask {self.task_id} is closed: that subtask has ended")
-        if self.ended:
+        if self.ended and not ending:
             raise ToolException("this subtask has already ended; stop working on it")
 
     def review_context(self) -> str:
@@ -83,8 +90,12 @@ class ReplanSession:
         follow-ups wait for its team's merge and run only if its result wins. Input
         that cannot be read is refused with a `ToolException` and changes nothing; a
         split over a limit is refused with an update recording the limit on the task.
+
+        A second hand-off in the same turn adds to the first: its update holds both
+        summaries (the first one leads) and every follow-up (a task already handed off
+        in this turn is not queued twice).
         """
-        self._check_open()
+        self._check_open(ending=True)
         summary = as_text(summary).strip()
         if not summary:
             raise ToolException("`summary` is empty: put the partial result you have so far in it")
@@ -97,6 +108,8 @@ class ReplanSession:
                 f"`tasks` could not be read: {exc}. Send a list such as {example}. {unchanged}"
             ) from None
         specs, notes = coerce_agent_types(specs, list(self.agent_types), self.tasks[self.task_id]["agent_type"])
+        earlier = {spec["content"] for spec in self.handed_off}
+        specs = [*self.handed_off, *(spec for spec in specs if spec["content"] not in earlier)]
         try:
             created = split_task(
                 self.tasks,
@@ -115,15 +128,20 @@ class ReplanSession:
             return reply(call_id, SPLIT_TOOL, f"{exc}. {unchanged}", change, status="error")
         except QueueError as exc:
             raise ToolException(f"{exc}. {unchanged}") from None
-        self.ended = True
+        again = bool(self.summaries)
+        self.ended, self.handed_off = True, specs
+        if summary not in self.summaries:
+            self.summaries.append(summary)
         task = self.tasks[self.task_id]
         added = event(
             DYNAMIC_TASKS_ADDED, parent_id=self.task_id, task_ids=list(created), source="toolkit", notes=notes
         )
-        update = announced([added], completed(task, summary, handed_off=list(created)))
+        update = announced([added], completed(task, joined_summaries(self.summaries), handed_off=list(created)))
         update["tasks"].update(created)
         listing = ", ".join(created)
         text = f"Handed off. Your partial result is saved and {len(created)} task(s) were queued: {listing}."
+        if again:
+            text = f"Handed off with this turn's earlier hand-off: {len(created)} task(s) are queued in all: {listing}."
         if is_candidate(task):  # held until the team's merge
             text = f"Handed off. Your partial result is saved; {listing} run only if the team keeps your result."
         if notes:
@@ -131,8 +149,9 @@ class ReplanSession:
         return reply(call_id, SPLIT_TOOL, text + " Stop now.", update)
 
     def request_replan(self, reason: Any, call_id: str = "") -> Command:
-        """The update ending this subtask and asking the replanner for a new plan of the remaining work."""
-        self._check_open()
+        """The update ending this subtask and asking the replanner for a new plan of the remaining work
+        (with a hand-off in the same turn, the tools node keeps the hand-off and adds this request)."""
+        self._check_open(ending=True)
         reason = as_text(reason).strip()
         if not reason:
             raise ToolException("`reason` is empty: say why the plan cannot go on as it is")
@@ -146,6 +165,14 @@ class ReplanSession:
     def close(self) -> None:
         """End the session; the tools refuse any later call."""
         self.closed = True
+
+
+ANOTHER_SUMMARY = "Summary sent with another hand-off in the same turn:"
+
+
+def joined_summaries(summaries: list[str]) -> str:
+    """The result of a turn's hand-offs: the first summary, then each later one under a label."""
+    return "\n\n".join([summaries[0], *(f"{ANOTHER_SUMMARY}\n{s}" for s in summaries[1:])])
 
 
 def reply(call_id: str, name: str, text: str, update: dict, status: str = "success") -> Command:

@@ -407,3 +407,13 @@ def test_odd_task_ids_round_trip_through_notes():
         assert pointers(shown) == [ident]
         smaller, must_save = recut(shown, 500, "other", kept=ident)
         assert not must_save and pointers(smaller) == [ident]
+
+
+def test_a_reasoning_summary_models_think_block_is_no_summary():
+    def respond(request):
+        return "<think>F999 too? it is not in the text</think>\nfacts: " + " ".join(sorted(facts(request.prompt)))
+
+    config = AgentConfig()
+    compressor = Compressor(ScriptedChatModel(respond=respond), {}, {"default": []}, config, ContextMonitor(config))
+    summary = compressor.summarize(None, long_window()[2:])
+    assert "F999" not in summary and "think" not in summary and facts(summary)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from scripting import make_model, plan_of
 
-from replangraph import build_graph
+from replangraph import AgentConfig, build_graph
 from replangraph.testing import tool_call
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -148,7 +148,9 @@ def work(request):
 
 
 def small_run() -> set[str]:
-    graph = build_graph(make_model(plan_of({"id": "1", "content": "look x up"}), work), [look])
+    # The run the issue measured on 0.8.0, whose completion check was off by default.
+    model = make_model(plan_of({"id": "1", "content": "look x up"}), work)
+    graph = build_graph(model, [look], config=AgentConfig(verify_results=False))
     result: dict = {}
 
     def run() -> None:

@@ -53,8 +53,28 @@ def asking(respond, retries: int = 1, read=read_value):
         'Here it is:\n```json\n{"value": 42}\n```',
         '<think>Maybe {"value": 41}? No.</think>{"value": 42}',
         AIMessage(content=[{"type": "text", "text": '{"value": 42}'}]),
+        '<tool_call>\n{"name": "Answer", "arguments": {"value": 42}}\n</tool_call>',
+        'Sure.\n[TOOL_CALLS] [{"name": "Answer", "arguments": {"value": 42}}]',
+        '<|python_tag|>{"name": "Answer", "parameters": {"value": 42}}',
+        '<function=Answer>{"value": 42}</function>',
+        '<think>{"value": 41}?</think>{"name": "answer", "arguments": {"value": 42}}',
+        AIMessage(
+            content=[{"type": "reasoning", "reasoning": '{"value": 41}'}, {"type": "text", "text": '{"value": 42}'}]
+        ),
     ],
-    ids=["tool call", "JSON text", "fenced JSON", "think then JSON", "content blocks"],
+    ids=[
+        "tool call",
+        "JSON text",
+        "fenced JSON",
+        "think then JSON",
+        "content blocks",
+        "tool_call tags",
+        "mistral",
+        "llama python_tag",
+        "llama function",
+        "think then bare call",
+        "reasoning block",
+    ],
 )
 def test_the_answer_is_read_however_it_comes(reply):
     answer, seen = asking(lambda r: reply)
@@ -155,3 +175,22 @@ def test_a_long_reason_is_cut_in_the_retry_message():
 
     answer, seen = asking(lambda r: "?", read=read)
     assert len(answer.error) == 2_000 and answer.error.endswith("…")
+
+
+def test_a_cut_answer_is_asked_again_with_a_reason_that_says_it_was_cut():
+    cut = AIMessage('{"value": 4', response_metadata={"finish_reason": "length"})
+
+    def respond(request):
+        return tool_call("Answer", {"value": 42}) if "cut off" in request.prompt else cut
+
+    answer, seen = asking(respond)
+    assert (answer.value, answer.calls) == (42, 2)
+    assert "shorter" in seen[1].prompt
+
+
+def test_a_complete_looking_call_the_output_limit_ended_is_not_read():
+    limited = AIMessage(
+        "", tool_calls=[tool_call("Answer", {"value": 4})], response_metadata={"finish_reason": "length"}
+    )
+    answer, _ = asking(lambda r: limited, retries=0)
+    assert answer.value is None and "cut off" in answer.error

@@ -10,6 +10,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from replangraph import AgentConfig
 from replangraph.llm.calls import StepClock, StepTimeout
+from replangraph.nodes.execution.executor import split_replan_marker
 from replangraph.nodes.execution.middleware import (
     BoundModels,
     ContextOverflow,
@@ -147,3 +148,37 @@ def test_a_binding_is_never_reused_for_a_tool_built_anew():
         models(ModelRequest(model=model, messages=[HumanMessage("hi")], tools=[tool], state={}))
     assert seen == [(f"tool_{n}",) for n in range(200)]
     assert len(models.bound) <= BOUND_MODELS_KEPT
+
+
+def test_repair_takes_reasoning_out_of_the_reply_and_keeps_it_on_the_message():
+    reply = AIMessage('<think>I should look x up</think>\n<tool_call>{"name": "look", "arguments": {"name": "x"}}')
+    repaired = RepairToolCalls(["look"])(request(), answer(reply)).result[0]
+    assert [(c["name"], c["args"]) for c in repaired.tool_calls] == [("look", {"name": "x"})]
+    assert repaired.content == "" and repaired.additional_kwargs["reasoning_content"] == "I should look x up"
+    final = RepairToolCalls(["look"])(request(), answer(AIMessage("<think>done?</think>All 19 items."))).result[0]
+    assert final.content == "All 19 items." and not final.tool_calls
+
+
+@pytest.mark.parametrize(
+    "text, marker",
+    [
+        ("got nothing [REPLAN] the shop page needs a login", ("got nothing", "the shop page needs a login")),
+        ("[REPLAN] still blocked", ("", "still blocked")),
+        (
+            "Items 1-4: a, b\n\n[REPLAN] still missing:\n- items 5-8\n- items 9-12",
+            ("Items 1-4: a, b", "still missing:\n- items 5-8\n- items 9-12"),
+        ),
+        ("Items 1-4:\na\nb\n- [REPLAN] the site blocks page 2", ("Items 1-4:\na\nb", "the site blocks page 2")),
+        (
+            "**[REPLAN]** the data does not exist\nI searched three sources.",
+            ("", "the data does not exist\nI searched three sources."),
+        ),
+        ("The rules say to reply with [REPLAN] and the reason.\nBut here are all 19 items:\na\nb", None),
+        ("All 19 items are below; no need for [REPLAN] here.\na\nb", None),
+        ('Done: a, b, c. (I did not write "[REPLAN]".)', None),
+        ("Done: a, b, c. The prompt's `[REPLAN]` was not needed.", None),
+        ("a, b, c", None),
+    ],
+)
+def test_replan_marker_counts_only_as_the_answers_own(text, marker):
+    assert split_replan_marker(text) == marker

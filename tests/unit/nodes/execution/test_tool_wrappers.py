@@ -11,6 +11,7 @@ from langgraph.types import Command
 
 from replangraph import AgentConfig
 from replangraph.llm.calls import StepClock, StepTimeout
+from replangraph.llm.reading import invalid_call
 from replangraph.nodes.execution.executor import is_repeated_refusal
 from replangraph.nodes.execution.middleware import (
     OutputOffload,
@@ -133,3 +134,10 @@ def test_a_tool_update_with_malformed_effects_is_refused_to_that_agent_only():
     fine = Command(update={"events": [{"event": "custom", "x": 1}]})
     reply, change = command_reply(fine, call, "1", {})
     assert reply.status != "error" and change == {"events": [{"event": "custom", "x": 1}]}
+
+
+def test_a_cut_call_is_answered_with_an_error_that_says_it_was_cut():
+    cut = invalid_call("look", "(cut off)", "c1")
+    answer = invoke_tool(lambda: ["look"])(ToolCallRequest(cut, look, {"messages": [], "task": {"id": "1"}}, None))
+    assert answer.status == "error" and answer.tool_call_id == "c1"
+    assert "cut off by the output limit" in answer.content and "shorter arguments" in answer.content

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
 import httpx
+import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_openai.chat_models.base import OpenAIRateLimitError
@@ -199,3 +202,65 @@ def test_goal_key_is_used_when_the_last_message_is_not_human():
     assert update["goal"] == GOAL
     assert update["messages"][0].content == GOAL
     assert update["tasks"]["x"]["content"] == GOAL
+
+
+# --------------------------------------------------------------------------- cut and text-format plans
+
+BIG_PLAN = [task(str(i), f"Extract items {i * 5 - 4}-{i * 5}") for i in range(1, 98)]
+CUT_MARK = "cut off"
+
+
+def cut_json(tasks) -> str:
+    """A plan's JSON cut by the output limit in the middle of a task: its first inner objects are whole."""
+    text = json.dumps({"tasks": tasks})
+    return text[: len(text) // 2]
+
+
+@pytest.mark.parametrize(
+    "cut",
+    [
+        AIMessage("", invalid_tool_calls=[{"name": "Plan", "args": cut_json(BIG_PLAN), "id": "c1", "error": None}]),
+        # a streamed call whose partial parse closed the brackets: only the finish reason tells
+        AIMessage(
+            "", tool_calls=[tool_call("Plan", {"tasks": BIG_PLAN[:1]})], response_metadata={"finish_reason": "length"}
+        ),
+        AIMessage(f'<tool_call>{{"name": "Plan", "arguments": {cut_json(BIG_PLAN)}'),
+        AIMessage(f"Here is the plan:\n```json\n{cut_json(BIG_PLAN)}"),
+    ],
+    ids=["invalid call", "finish reason length", "text call", "fenced text"],
+)
+def test_a_cut_plan_is_refused_and_asked_again_for_a_shorter_answer(cut):
+    prompts = []
+
+    def respond(request):
+        prompts.append(request.prompt)
+        return plan_call(*BIG_PLAN) if CUT_MARK in request.prompt else cut
+
+    tasks, calls, why, _ = planner_for(respond, max_tasks=200).plan(GOAL)
+    assert len(tasks) == 97 and calls == 2 and why == ""  # never one task read from the cut JSON
+    assert "shorter" in prompts[1]
+
+
+def test_a_plan_cut_every_time_falls_back_instead_of_running_a_fragment():
+    cut = AIMessage("", invalid_tool_calls=[{"name": "Plan", "args": cut_json(BIG_PLAN), "id": "c1", "error": None}])
+    tasks, calls, why, _ = planner_for(lambda r: cut, max_tasks=200).plan(GOAL)
+    assert calls == 3 and CUT_MARK in why
+    assert [t["content"] for t in tasks.values()] != [BIG_PLAN[0]["content"]]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<tool_call>\n{"name": "Plan", "arguments": %s}\n</tool_call>',
+        '[TOOL_CALLS] [{"name": "Plan", "arguments": %s}]',
+        '<|python_tag|>{"name": "Plan", "parameters": %s}<|eom_id|>',
+        "<function=Plan>%s</function>",
+        'I will plan first.\n```json\n{"name": "plan", "arguments": %s}\n```',
+    ],
+    ids=["qwen", "mistral", "llama", "llama function", "fenced"],
+)
+def test_a_plan_written_as_a_text_tool_call_is_read(text):
+    plan = {"tasks": [task("search"), task("compare", depends_on=["search"])]}
+    planner = planner_for(lambda r: "<think>two steps</think>" + text % json.dumps(plan))
+    tasks, calls, why, _ = planner.plan(GOAL)
+    assert list(tasks) == ["search", "compare"] and calls == 1 and why == ""

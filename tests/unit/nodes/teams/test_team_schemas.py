@@ -3,10 +3,12 @@ are covered by test_teams.py and test_judge_reading.py."""
 
 from __future__ import annotations
 
+import pytest
 from langchain_core.messages import AIMessage
 from scripting import run
 from test_teams import MEMBERS, Calls, team_graph
 
+from replangraph.llm.reading import UnreadableInput
 from replangraph.nodes.teams.judging import read_ballot, read_fused, read_pick
 from replangraph.testing import tool_call
 
@@ -105,3 +107,15 @@ def test_the_readers_take_tool_calls_loosely_and_text_as_the_fallback():
     assert ballot(structured(AIMessage("Candidate 1: 7/10\nCandidate 2: 5/10"))) == {0: 7, 1: 5}
     assert read_fused(structured(AIMessage("", tool_calls=[tool_call("Fusion", {"result": "both"})]))) == "both"
     assert read_fused(structured(AIMessage("Here is the combined result:\nboth"))) == "both"
+
+
+def test_the_readers_take_calls_written_as_text():
+    names = list(MEMBERS)
+    qwen = '<think>3 is best?</think><tool_call>{"name": "Pick", "arguments": {"winner": 2, "reason": "x"}}</tool_call>'
+    assert read_pick(names)(structured(AIMessage(qwen))) == (1, "x")
+    mistral = '[TOOL_CALLS] [{"name": "Ballot", "arguments": {"scores": [{"candidate": 1, "score": 7}]}}]'
+    assert read_ballot(names[:1])(structured(AIMessage(mistral))) == {0: 7}
+    llama = '<|python_tag|>{"name": "Fusion", "parameters": {"result": "both"}}'
+    assert read_fused(structured(AIMessage(llama))) == "both"
+    with pytest.raises(UnreadableInput, match="cut off"):
+        read_fused(structured(AIMessage('<tool_call>{"name": "Fusion", "arguments": {"result": "bo')))

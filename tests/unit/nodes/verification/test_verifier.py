@@ -78,7 +78,7 @@ def test_incomplete_results_get_follow_ups_that_are_checked_too():
 
 
 def test_without_the_check_a_lazy_agent_loses_the_rest():
-    state, _ = run(build_graph(model(), config=AgentConfig(retry_backoff_s=0)))
+    state, _ = run(build_graph(model(), config=AgentConfig(retry_backoff_s=0, verify_results=False)))
     assert items_in(state["final_answer"]) == set(ITEMS[:4])
 
 
@@ -232,3 +232,55 @@ def test_parallel_subtasks_are_checked_together():
     state, events = run(graph)
     assert {e["task_id"] for e in events if e["event"] == "step_verified"} == {"a", "b"}
     assert items_in(state["final_answer"]) == set(ITEMS[:8])
+
+
+PARROT = {
+    "complete": True,
+    "remaining_tasks": [],
+    "reason": "What is missing, or why the result is complete.",  # the schema's own field description
+}
+
+
+@pytest.mark.parametrize(
+    "parrot",
+    [
+        tool_call("Verdict", PARROT),
+        tool_call("Verdict", {**PARROT, "reason": "`reason`: what is missing, or why it is complete, in one sentence"}),
+        tool_call(
+            "Verdict",
+            {"complete": False, "remaining_tasks": ["Instructions for exactly the missing work; empty when complete."]},
+        ),
+    ],
+    ids=["field description", "prompt echoed", "remaining task echoed"],
+)
+def test_a_parroted_verdict_is_no_verdict_and_is_asked_again(parrot):
+    def check(request):
+        return fair_check(request) if "could not be used" in request.prompt else parrot
+
+    state, _ = run(build_graph(model(verdict=check), config=AgentConfig(**FAST)))
+    assert items_in(state["final_answer"]) == set(ITEMS)  # the real verdict found the missing items
+    first = state["tasks"]["1"]
+    assert first["verdict"]["complete"] is False and first["model_calls"] == 1 + 2  # the turn, two asks
+
+
+def test_a_verdict_parroted_every_time_lets_the_result_stand_and_says_why():
+    state, _ = run(build_graph(model(verdict=lambda r: tool_call("Verdict", PARROT)), config=AgentConfig(**FAST)))
+    task = state["tasks"]["1"]
+    assert task["status"] == "completed" and "repeats the tool's field descriptions" in task["verdict"]["error"]
+    assert list(state["tasks"]) == ["1"]
+
+
+def test_a_reasoning_verifier_judges_the_answer_without_its_think_block():
+    def worker(request):
+        first, last = wanted_range(subtask_of(request))
+        return "<think>all of them? item-99</think>" + ", ".join(ITEMS[first - 1 : last])
+
+    seen = []
+
+    def check(request):
+        seen.append(request.prompt.split("Result:", 1)[1])
+        return "<think>looks fine</think>" + '{"complete": true, "remaining_tasks": [], "reason": "every item"}'
+
+    state, _ = run(build_graph(model(verdict=check, worker=worker), config=AgentConfig(**FAST)))
+    assert "item-99" not in seen[0] and "think" not in state["tasks"]["1"]["result"]
+    assert state["tasks"]["1"]["verdict"]["reason"] == "every item"
