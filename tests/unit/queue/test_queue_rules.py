@@ -232,12 +232,13 @@ def test_replace_by_key_replaces_whole_values():
 def test_the_plan_message_lists_a_long_queue_running_and_coming_tasks_first_and_counts_the_rest():
     n = 3 * PLAN_MESSAGE_TASKS
     tasks = queue(*[(f"t{i}", [], "completed" if i < 2 * PLAN_MESSAGE_TASKS else "pending") for i in range(n)])
-    tasks["t60"]["status"] = "in_progress"
-    text = plan_markdown(tasks, {"t60": "Which one?"})
+    asking = f"t{2 * PLAN_MESSAGE_TASKS + 1}"
+    tasks[asking]["status"] = "in_progress"
+    text = plan_markdown(tasks, {asking: "Which one?"})
     lines = text.splitlines()
     assert lines[0] == f"**Plan**: {2 * PLAN_MESSAGE_TASKS} of {n} done"
     assert len(lines) == 2 + PLAN_MESSAGE_TASKS + 1  # bounded: it is checkpointed whole at every update
-    assert "- [ ] t60: do t60 — *waiting for your answer:* Which one?" in lines
+    assert f"- [ ] {asking}: do {asking} — *waiting for your answer:* Which one?" in lines
     assert lines[-1] == f"- *… and {n - PLAN_MESSAGE_TASKS} more ({n - PLAN_MESSAGE_TASKS} completed)*"
     short = plan_markdown(queue(("a", [], "failed"), ("b", ["a"], "skipped")))
     assert short == "**Plan**: 0 of 2 done\n\n- [ ] a: do a — *failed*\n- [ ] b: do b — *skipped*"
