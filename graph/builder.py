@@ -26,7 +26,7 @@ from replangraph.names import (
 )
 from replangraph.nodes.execution.middleware import split_middleware
 from replangraph.routing import default_rules, make_router, make_turn_router, start_router
-from replangraph.state import InputState, OutputState, ReplanState
+from replangraph.state import InputState, OutputState, ReplanState, with_plan_message
 
 HANDLER_TARGETS = {EXECUTOR: TOOLS, TOOLS: REPLANNER, COMPRESSOR: TOOLS}
 """Where each node's error handler sends the run after turning a crash into a failed subtask."""
@@ -189,7 +189,9 @@ def build_graph(
 
     # AgentConfig is the context schema: a run's context overrides the fields it sets (Studio shows a form).
     builder = StateGraph(ReplanState, context_schema=AgentConfig, input_schema=InputState, output_schema=OutputState)
-    builder.add_node(PLANNER, Planner(planner_model or model, planning, config, monitor, teams=team_names))
+    # The nodes that read the whole state keep the plan message (the queue, in ``messages``) up to date.
+    planner = Planner(planner_model or model, planning, config, monitor, teams=team_names)
+    builder.add_node(PLANNER, with_plan_message(planner, new_plan=True))
     # Error handlers turn an unexpected crash in a subtask's step into a failed subtask, not a crashed run.
     builder.add_node(
         EXECUTOR,
@@ -206,12 +208,14 @@ def build_graph(
     )
     builder.add_node(
         TOOLS,
-        ToolRunner(
-            profiles,
-            config,
-            teams=team_names,
-            feature_wrappers=[w for feature in features for w in feature.tool_wrappers],
-            middleware=tool_middleware,
+        with_plan_message(
+            ToolRunner(
+                profiles,
+                config,
+                teams=team_names,
+                feature_wrappers=[w for feature in features for w in feature.tool_wrappers],
+                middleware=tool_middleware,
+            )
         ),
         error_handler=fail_running_tool_calls(goto=HANDLER_TARGETS[TOOLS]),
     )
@@ -222,15 +226,16 @@ def build_graph(
     )
     hooks = [feature.after_replan for feature in features if feature.after_replan]
     replanner = Replanner(planner_model or model, planning, config, monitor, teams=team_names, after_round=hooks)
-    builder.add_node(REPLANNER, replanner)
-    builder.add_node(FINALIZE, Finalizer(model, config, monitor))
+    builder.add_node(REPLANNER, with_plan_message(replanner))
+    builder.add_node(FINALIZE, with_plan_message(Finalizer(model, config, monitor)))
     joining = nodes_where(features, lambda spec: spec.joins_tools)  # verifier, ask, a team's start and merge
     routed = [EXECUTOR, COMPRESSOR, REPLANNER, FINALIZE, *nodes_where(features, lambda spec: spec.routed)]
     after_plan = [EXECUTOR, FINALIZE, *nodes_where(features, lambda spec: spec.after_plan)]
     entries = [feature.entry(config) for feature in features if feature.entry]
     for feature in features:
         for node_name, spec in feature.nodes.items():
-            builder.add_node(node_name, spec.node, error_handler=spec.error_handler)
+            node = spec.node if spec.joins_tools else with_plan_message(spec.node)  # those read the whole state
+            builder.add_node(node_name, node, error_handler=spec.error_handler)
             if spec.joins_tools:
                 builder.add_edge(node_name, TOOLS)  # parallel branches join there, like model turns
                 continue

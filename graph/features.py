@@ -72,7 +72,8 @@ class Feature:
     """``wrap_model_call`` hooks for the executor's model calls (human in the loop offers ask_user)."""
     entry: Callable[[Any], Router] | None = None
     """Where a run may start instead of the planner: given the graph's settings, a function of the input
-    state that names one of ``entry_nodes``, or None for the planner (human in the loop: a slash command)."""
+    state that names one of ``entry_nodes`` (or sends to them), or None for the planner (human in the loop: a
+    slash command, or a message answering what the run waits for)."""
     entry_nodes: tuple[str, ...] = ()
     tool_wrappers: Sequence[Callable[..., Any]] = ()
     """``wrap_tool_call`` hooks for the executor's tool calls (human in the loop screens questions). A wrapper

@@ -260,11 +260,13 @@ def make_turn_router(route: Callable[[Mapping[str, Any]], list[Send | str] | str
     return after_turn
 
 
-def start_router(entries: Sequence[Callable[[Mapping[str, Any]], str | None]]) -> Callable[[Mapping[str, Any]], str]:
-    """Where a run starts: the first feature entry that names a node (a slash command: the commands node),
-    else the planner."""
+def start_router(
+    entries: Sequence[Callable[[Mapping[str, Any]], Decision | None]],
+) -> Callable[[Mapping[str, Any]], Decision]:
+    """Where a run starts: the first feature entry that decides (a slash command: the commands node; a message
+    to a thread that waits for the user: the node that waits), else the planner."""
 
-    def start(state: Mapping[str, Any]) -> str:
+    def start(state: Mapping[str, Any]) -> Decision:
         return next((node for entry in entries if (node := entry(state)) is not None), PLANNER)
 
     return start

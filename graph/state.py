@@ -3,6 +3,7 @@
 - the state schema (`ReplanState`, its input and output) and the channels' reducers;
 - the run's settings: the graph's `AgentConfig` overlaid by the run's context, read through LangGraph's
   public runtime API (`Configured`, `run_settings`);
+- the plan message: the queue as Markdown in ``messages``, one message updated in place (`with_plan_message`);
 - the events of the custom stream (``stream_mode="custom"``): update builders return them under an
   update's ``events`` key (`event`); the node's `collect_writes` wrapper emits them when it returns normally.
 """
@@ -12,11 +13,12 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import functools
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Annotated, Any, Literal
 
-from langchain_core.messages import AnyMessage
+from langchain_core.messages import AIMessage, AnyMessage
 from langgraph.channels import DeltaChannel, EphemeralValue
 from langgraph.config import get_config, get_stream_writer
 from langgraph.graph.message import add_messages
@@ -26,7 +28,8 @@ from pydantic import BaseModel, ValidationError
 from typing_extensions import NotRequired, TypedDict
 
 from replangraph.config import AgentConfig
-from replangraph.queue.tasks import RESET, Task, apply_writes
+from replangraph.llm.reading import as_text, waiting_questions
+from replangraph.queue.tasks import RESET, Task, apply_writes, plan_markdown
 
 # --------------------------------------------------------------------------- the state
 
@@ -190,6 +193,9 @@ class SubtaskInput(TypedDict):
     """Without a store: the keys this subtask holds in the workspace (no text), so new keys never clash."""
     alone: NotRequired[bool]
     """The only branch of its superstep: a turn that ends the subtask sets ``ended_alone``."""
+    reply: NotRequired[str]
+    """A message the user sent to the thread while the subtask's question waited: its answer (the ask node
+    then does not pause)."""
 
 
 # --------------------------------------------------------------------------- the run's settings
@@ -251,6 +257,27 @@ def _overlaid(base: AgentConfig, overrides: tuple[tuple[str, Any], ...]) -> Agen
         raise ValueError(f"invalid run settings (context or configurable): {problems}") from None
 
 
+CHECKPOINTER_KEY = "__pregel_checkpointer"
+"""Where LangGraph keeps the run's checkpointer in its config (None without one; a subgraph gets its parent's)."""
+
+
+def has_checkpointer() -> bool:
+    """Whether the run in progress can pause: it has a checkpointer (its own, its parent graph's, or the
+    one ``langgraph dev`` gives it at run time).
+
+    LangGraph 1.2 has no public way to ask: ``Runtime`` holds no checkpointer (``execution_info.thread_id``
+    is only the config's), and ``interrupt()`` without one raises nothing; the run just ends with
+    ``__interrupt__``. So this reads the private config key, here only; a ``Runtime.checkpointer`` (or
+    an error from ``interrupt()``) would replace it. Outside a run (a wrapper called alone) nothing says it
+    cannot: True.
+    """
+    try:
+        configurable = get_config().get("configurable", {})
+    except RuntimeError:
+        return True
+    return configurable.get(CHECKPOINTER_KEY) is not None
+
+
 class Configured:
     """A node or helper built with the graph's `AgentConfig` (``base_config``) whose ``config`` is the
     settings of the run in progress (`run_settings`), so a run's context reaches every limit it reads."""
@@ -260,6 +287,53 @@ class Configured:
     @property
     def config(self) -> AgentConfig:
         return run_settings(self.base_config)
+
+
+# --------------------------------------------------------------------------- the plan message
+
+PLAN_MESSAGE_ID = "replangraph-plan-"
+"""How the ids of plan messages start (one per goal: the rest of the id is new with each plan)."""
+
+
+def plan_message(state: Mapping[str, Any], update: Any, new_plan: bool = False) -> AIMessage | None:
+    """The plan message after ``update`` (a node's update of ``state``): the queue as `plan_markdown`, with
+    the question each subtask waits on. It keeps the id of the thread's latest plan message, so LangGraph's
+    ``add_messages`` replaces that message where it stands; ``new_plan``: a new message for a new plan.
+    None when the update changes neither tasks nor windows, there is no plan message to update, or its
+    text would not change."""
+    if not isinstance(update, Mapping) or not {"tasks", "windows"} & update.keys():
+        return None
+    messages = state.get("messages") or []
+    current = next((m for m in reversed(messages) if str(m.id or "").startswith(PLAN_MESSAGE_ID)), None)
+    if current is None and not new_plan:
+        return None
+    tasks = apply_writes(state.get("tasks") or {}, [update.get("tasks")])
+    windows = replace_by_key(state.get("windows"), update.get("windows"))
+    asking = {
+        task_id: as_text(args.get("question") if isinstance(args := calls[0].get("args"), Mapping) else args)
+        for task_id, window in windows.items()
+        if (calls := waiting_questions(window))
+    }
+    text = plan_markdown(tasks, asking)
+    if current is not None and not new_plan and current.content == text:
+        return None
+    message_id = PLAN_MESSAGE_ID + uuid.uuid4().hex if new_plan or current is None else current.id
+    return AIMessage(text, id=message_id, name="replangraph")
+
+
+def with_plan_message(node: Any, new_plan: bool = False) -> Any:
+    """``node`` (one that reads the whole state) whose update also writes the plan message (`plan_message`),
+    after the messages it writes itself: chat clients show the plan and its progress while the run works."""
+
+    @functools.wraps(node)
+    def run(state: Mapping[str, Any], *args: Any, **kwargs: Any) -> Any:
+        update = node(state, *args, **kwargs)
+        message = plan_message(state, update, new_plan)
+        if message is None:
+            return update
+        return {**update, "messages": [*(update.get("messages") or []), message]}
+
+    return run
 
 
 # --------------------------------------------------------------------------- events

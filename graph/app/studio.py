@@ -6,7 +6,8 @@ Without REPLANGRAPH_MODEL (or a ``model`` in ``configurable``), a base URL's
 server is asked for its models (``GET /models``) and its only model is used;
 a server that lists several or none, or does not answer yet, gets gpt-4o-mini
 (loading the graph never fails on it) and is asked again at the next run,
-while a model once found is remembered as long as the process runs.
+while a model once found is remembered as long as the process runs. ``chat_model_from_env`` called on the
+server's event loop (your own factory) asks at the model's first request instead, never on the loop.
 Your tools and agent types come from REPLANGRAPH_TOOLS (``module:attr``, comma
 separated: a tool, a function or a list of them) and REPLANGRAPH_AGENTS
 (``module:attr``: a dict of agent type to AgentProfile, or to Team for a team). ``make_demo_graph`` is
@@ -24,10 +25,12 @@ import functools
 import importlib
 import os
 import sys
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langchain_openai import ChatOpenAI
+from pydantic import Field
 
 from replangraph import build_graph
 from replangraph.app.server import KEY_ENV, MODEL_ENV, NoModel, ServerDown, env_base_url, listed_models
@@ -63,15 +66,60 @@ def served_model(url: str) -> str | None:
         return None
 
 
+class ServedChatOpenAI(ChatOpenAI):
+    """ChatOpenAI that asks its server for the model at its first request, in the request's thread (or a
+    worker thread for an async one), not where it was built: built on an event loop (a ``langgraph.json``
+    factory), asking there would block the loop. Until a model is found it asks again at each request
+    and uses its ``model`` (gpt-4o-mini)."""
+
+    models_url: str | None = Field(default=None, exclude=True)
+    """The server to ask (``GET /models``) for its only model; None once found."""
+
+    def use_served_model(self) -> None:
+        if self.models_url and (found := served_model(self.models_url)):
+            self.model_name, self.models_url = found, None
+
+    def _generate(self, *args: Any, **kwargs: Any) -> Any:
+        self.use_served_model()
+        return super()._generate(*args, **kwargs)
+
+    def _stream(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        self.use_served_model()
+        yield from super()._stream(*args, **kwargs)
+
+    async def _agenerate(self, *args: Any, **kwargs: Any) -> Any:
+        await asyncio.to_thread(self.use_served_model)
+        return await super()._agenerate(*args, **kwargs)
+
+    async def _astream(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        await asyncio.to_thread(self.use_served_model)
+        async for chunk in super()._astream(*args, **kwargs):
+            yield chunk
+
+
+def on_event_loop() -> bool:
+    """Whether this thread runs an event loop (where nothing may block: ``langgraph dev`` checks)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 def chat_model_from_env(model: str | None = None, base_url: str | None = None) -> ChatOpenAI:
     """ChatOpenAI for ``model`` (else $REPLANGRAPH_MODEL, else with a base URL the one model its server lists,
     else gpt-4o-mini) at ``base_url`` (else $OPENAI_BASE_URL, else OpenAI); the key is read at call time.
+    Called on an event loop (a factory ``langgraph dev`` calls), it does not ask the server there: the model
+    (a `ServedChatOpenAI`) asks at its first request.
 
     Its client does not retry (``max_retries=0``): replangraph's own policy does, once per try.
     """
     url = env_base_url(base_url)
-    name = model or os.environ.get(MODEL_ENV) or (url and served_model(url)) or DEFAULT_MODEL
-    return ChatOpenAI(model=name, api_key=lambda: _api_key(url), base_url=url, max_retries=0)
+    name = model or os.environ.get(MODEL_ENV)
+    settings: dict[str, Any] = {"api_key": lambda: _api_key(url), "base_url": url, "max_retries": 0}
+    if not name and url and on_event_loop():
+        return ServedChatOpenAI(model=DEFAULT_MODEL, models_url=url, **settings)
+    return ChatOpenAI(model=name or (url and served_model(url)) or DEFAULT_MODEL, **settings)
 
 
 def config_from_configurable(configurable: dict) -> AgentConfig:
@@ -143,11 +191,7 @@ def make_graph(config: RunnableConfig):
     instead, which the server awaits: the graph is built in a worker thread, since importing the tools and
     asking the model server for its model block, and ``langgraph dev`` refuses blocking calls on its loop.
     """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return graph_from_env(config)
-    return asyncio.to_thread(graph_from_env, config)
+    return asyncio.to_thread(graph_from_env, config) if on_event_loop() else graph_from_env(config)
 
 
 def make_demo_graph(config: RunnableConfig):

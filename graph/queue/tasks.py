@@ -343,3 +343,45 @@ def task_line(task: Task, preview_chars: int = 80) -> str:
 def plan_summary(tasks: Mapping[str, Task], preview_chars: int = 80) -> str:
     """The plan, one line per task in queue order."""
     return "\n".join(task_line(t, preview_chars) for t in ordered(tasks))
+
+
+PLAN_MESSAGE_TASKS = 12
+"""The most tasks the plan message lists: it is rewritten as the run goes, and each checkpoint holds it
+whole, so its size stays bounded however long the queue grows (checkpoint bytes grow with the work;
+the engine benchmark's subtasks cost 9 % more bytes with it)."""
+SHOWN_FIRST = {"in_progress": 0, "pending": 1, "failed": 2, "skipped": 2, "completed": 3}
+"""Which tasks a long plan message lists first: running ones, then those to come, then the rest."""
+
+
+def plan_markdown(tasks: Mapping[str, Task], asking: Mapping[str, str] | None = None) -> str:
+    """The plan as Markdown for a chat: how many tasks are done, then one task-list item per task (checked
+    when done; handed-off work nested under its task) with what it is doing: working, waiting for the
+    user's answer to the question in ``asking`` (by task id), failed or skipped and why. A queue longer
+    than `PLAN_MESSAGE_TASKS` lists that many, running and coming ones first, and counts the rest."""
+    solo = fallback_of(tasks)
+    queue = plan_tasks(tasks)
+    done = sum(t["status"] == "completed" for t in queue)
+    everything = [*queue, *([solo] if solo else [])]
+    picked = {t["id"] for t in sorted(everything, key=lambda t: SHOWN_FIRST[t["status"]])[:PLAN_MESSAGE_TASKS]}
+    lines = [f"**Plan**: {done} of {len(queue)} done", ""]
+    for task in [t for t in everything if t["id"] in picked]:
+        what = "one agent finishing the goal alone (the single-agent fallback)" if task is solo else task["content"]
+        indent = "  " * (len(ancestors(tasks, task["id"])) if task is not solo else 0)  # handed-off work: nested
+        line = f"{indent}- [{'x' if task['status'] == 'completed' else ' '}] {task['id']}: {preview(what, 120)}"
+        question = (asking or {}).get(task["id"])
+        if question is not None and task["status"] == "in_progress":
+            line += f" — *waiting for your answer:* {preview(question, 200)}"
+        elif task["status"] == "in_progress":
+            line += " — *working*"
+        elif task["status"] in ("failed", "skipped"):
+            line += f" — *{task['status']}*" + (f": {preview(task['error'], 120)}" if task.get("error") else "")
+        lines.append(line)
+    left = [t for t in everything if t["id"] not in picked]
+    if left:
+        counts = ", ".join(
+            f"{n} {status.replace('_', ' ')}"
+            for status, n in status_counts({str(i): t for i, t in enumerate(left)}).items()
+            if n
+        )
+        lines.append(f"- *… and {len(left)} more ({counts})*")
+    return "\n".join(lines)

@@ -10,6 +10,7 @@ is the answer."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -335,7 +336,7 @@ class Finalizer(Configured):
         update: StateUpdate = {
             **closing,
             "final_answer": answer,
-            "messages": [AIMessage(answer, name="replangraph")],
+            "messages": [AIMessage(chat_markdown(answer), name="replangraph")],  # its lines kept in a chat
             "windows": {RESET: True},
         }
         return announced([done], update)
@@ -367,3 +368,43 @@ class Finalizer(Configured):
             lambda exc: failed_answer(goal, tasks, exc),
         )
         return text or fallback_report(goal, tasks, "the model returned an empty final answer")
+
+
+# --------------------------------------------------------------------------- the answer as a chat shows it
+
+
+def line_kind(line: str) -> str:
+    """What a line is to Markdown: ``list`` (an item), ``more`` (indented: more of an item), ``table``,
+    ``quote``, ``heading``, ``fence`` or ``text``."""
+    if re.match(r"\s{0,3}(?:[-*+]|\d{1,9}[.)])\s", line):
+        return "list"
+    if line[:1] in (" ", "\t"):
+        return "more"
+    kinds = {"|": "table", ">": "quote", "#": "heading", "```": "fence", "~~~": "fence"}
+    return next((kind for mark, kind in kinds.items() if line.startswith(mark)), "text")
+
+
+KEPT_BREAKS = {("list", "list"), ("more", "list"), ("table", "table"), ("quote", "quote"), ("heading", "list")}
+"""Line breaks Markdown keeps as they are: within a list, a table or a quote, and after a heading."""
+
+
+def chat_markdown(text: str) -> str:
+    """``text`` as Markdown that shows its lines as written (Markdown joins the lines of a paragraph): a
+    line break between lines of prose becomes a paragraph break, one before an indented line a hard
+    line break (the line stays in its list item). Fenced code, blank lines and the lines of a list,
+    table or quote are left as they are."""
+    lines = text.split("\n")
+    out: list[str] = []
+    fenced = False
+    for line, after in zip(lines, [*lines[1:], None], strict=True):
+        kind = line_kind(line)
+        fenced = fenced != (kind == "fence")
+        out.append(line)
+        if fenced or after is None or not line.strip() or not after.strip():
+            continue
+        following = line_kind(after)
+        if following == "more" and kind in ("list", "more", "text"):
+            out[-1] = line.rstrip() + "  "  # a hard line break
+        elif (kind, following) not in KEPT_BREAKS:
+            out.append("")
+    return "\n".join(out)

@@ -1,5 +1,9 @@
 """ask node: pauses the run with one subtask's question; the user's answer becomes the reply to its ask_user call.
 
+The interrupt's value carries LangChain v1's HITL request too (an ``ask_user`` action whose ``answer``
+field is the reply box), and the answer may come as a HITL decision. A message sent to the thread
+instead reaches the node as the payload's ``reply``: then there is no interrupt.
+
 Its first step is ``interrupt()``: a resumed node re-runs from its start, and nothing
 before the interrupt may run twice (the model turn and the other tool calls ran in
 earlier nodes). The router sends one ask branch per waiting subtask, so questions
@@ -14,9 +18,18 @@ from typing import Any
 from langchain_core.messages import HumanMessage, ToolMessage
 
 from replangraph.config import AgentConfig
-from replangraph.llm.reading import waiting_questions
+from replangraph.llm.reading import as_text, waiting_questions
 from replangraph.names import ASK_USER
-from replangraph.nodes.human.interrupts import is_cancel, pause_for_user, slash_command, unwrapped
+from replangraph.nodes.human.interrupts import (
+    edited_args,
+    hitl_decision,
+    hitl_request,
+    is_cancel,
+    pause_for_user,
+    slash_command,
+    unwrapped,
+)
+from replangraph.nodes.human.prompts import DECLINED
 from replangraph.nodes.human.questions import answer_text, question_of
 from replangraph.queue.tasks import preview
 from replangraph.state import QUESTION_ANSWERED, Configured, StateUpdate, emit
@@ -25,14 +38,38 @@ from replangraph.state import QUESTION_ANSWERED, Configured, StateUpdate, emit
 def question_request(payload: Mapping[str, Any], call: Mapping[str, Any], prefix: str) -> dict[str, Any]:
     """The interrupt's value: what the user sees, and where it comes from."""
     task = payload["task"]
+    question = prefix + question_of(call)
+    described = f"{question}\n\nAsked by subtask {task['id']}: {task['content']}"
     return {
         "kind": "question",
-        "question": prefix + question_of(call),
+        "question": question,
         "task_id": task["id"],
         "task": task["content"],
         "agent_type": task["agent_type"],
         "tool_call_id": call.get("id") or "",
+        # A reply box in HITL clients: ``respond`` (LangChain's ask-user decision), or ``edit`` with ``answer``.
+        **hitl_request(ASK_USER, {"question": question, "answer": ""}, described, ["respond", "edit", "reject"]),
     }
+
+
+def reply_of(answer: Any, question: str) -> Any:
+    """The user's answer in a resume value: a HITL decision (``respond``'s message, ``edit``'s ``answer``
+    (or its question field when that alone was changed), ``reject`` as a refusal, ``approve`` as no
+    answer), else the value as `unwrapped` reads it."""
+    decision = hitl_decision(answer)
+    if decision is None:
+        return unwrapped(answer)
+    kind, message = decision["type"], as_text(decision.get("message")).strip()
+    if kind == "respond":
+        return message
+    if kind == "edit":
+        args = edited_args(decision)
+        typed = as_text(args.get("answer")).strip()
+        asked = as_text(args.get("question")).strip()
+        return typed or (asked if asked and asked != question else "")
+    if kind == "reject":
+        return DECLINED.format(reason=f": {message}" if message else "")
+    return ""
 
 
 class AskUser(Configured):
@@ -49,7 +86,9 @@ class AskUser(Configured):
     def __call__(self, payload: Mapping[str, Any]) -> StateUpdate:
         window = list(payload.get("window") or [])
         call = waiting_questions(window)[0]
-        answer = unwrapped(pause_for_user(question_request(payload, call, self.config.question_prefix), ASK_USER))
+        request = question_request(payload, call, self.config.question_prefix)
+        sent = payload.get("reply")  # a message sent to the waiting thread (see the feature's entry)
+        answer = sent if sent is not None else reply_of(pause_for_user(request, ASK_USER), request["question"])
         if is_cancel(answer, self.config):
             return {"cancelled": True}
         command = slash_command(answer)

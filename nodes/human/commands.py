@@ -1,4 +1,5 @@
-"""commands node: answers a slash command sent as input (``/plan``, ``/status``, ``/cancel``, ``/resume``, yours).
+"""commands node: answers a slash command sent as input (or says why a message sent while several questions
+wait was not used) (``/plan``, ``/status``, ``/cancel``, ``/resume``, yours).
 
 After it, a run paused for the user is paused again (its question or plan is shown
 anew), ``/cancel`` sends the run to the finalizer, and ``/resume`` continues a run that
@@ -39,7 +40,15 @@ class CommandRunner(Configured):
         text = pending_command(state, self.config.cancel_word) or ""
         name = (parse_command(text) or ("", ""))[0]
         update: StateUpdate = {}
-        if name == CANCEL or is_cancel(text, self.config):
+        if not text:  # a message sent while several questions wait (see `answer_waiting`)
+            waits = waiting_for(state)
+            reply = (
+                f"Your message was not used as an answer: the run waits for {len(waits)} answers ("
+                + "; ".join(waits)
+                + "). Answer each question in its own reply (resume its interrupt), or send "
+                + f"{self.config.cancel_word} to stop the run."
+            )
+        elif name == CANCEL or is_cancel(text, self.config):
             if unfinished(state) and not state.get("cancelled"):
                 reply = "Cancelled: the run stops here, and its final answer lists what was completed."
                 update["cancelled"] = True

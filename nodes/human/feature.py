@@ -61,8 +61,8 @@ def human_feature(
             ),
         },
         rules=human_rules(),
-        entry=make_entry_router,  # a slash command sent as input goes to the commands node
-        entry_nodes=(COMMANDS,),
+        entry=make_entry_router,  # a slash command goes to the commands node, an answer to the node that waits
+        entry_nodes=(COMMANDS, ASK, PLAN_REVIEW),
         agent_tools=[asker],
         model_wrappers=[OfferAskUser(config, asker)],  # ask_user is offered while the subtask may still ask
         tool_wrappers=[ScreenQuestions(config, asker)],  # questions the user need not see are answered at once

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langgraph.graph import END
 from langgraph.types import Send
@@ -18,11 +18,11 @@ from replangraph.config import AgentConfig
 from replangraph.llm.reading import message_text, waiting_questions
 from replangraph.names import ASK, ASK_USER, COMMANDS, FINALIZE, PLAN_REVIEW
 from replangraph.nodes.human.interrupts import COMMAND_RE
-from replangraph.nodes.human.prompts import ASK_USER_DESCRIPTION
+from replangraph.nodes.human.prompts import ASK_USER_DESCRIPTION, NO_USER
 from replangraph.nodes.human.questions import AskArgs, question_of, screen_question
 from replangraph.queue.tasks import Task, plan_summary, preview, spent_model_calls, status_counts
 from replangraph.routing import Decision, Route, Rule, subtask_input
-from replangraph.state import Configured, run_settings
+from replangraph.state import Configured, has_checkpointer, run_settings
 
 CommandHandler = Callable[[str, Mapping[str, Any]], Any]
 CANCEL = "/cancel"
@@ -47,6 +47,13 @@ def pending_command(state: Mapping[str, Any], cancel_word: str = CANCEL) -> str 
         return None
     text = message_text(last).strip()
     return text if parse_command(text) or text.casefold() == cancel_word.strip().casefold() else None
+
+
+def pending_reply(state: Mapping[str, Any]) -> str | None:
+    """The text of the thread's last message when that is a human message (input just sent), else None."""
+    messages = state.get("messages") or []
+    last = messages[-1] if messages else None
+    return message_text(last).strip() if isinstance(last, HumanMessage) else None
 
 
 def last_command(state: Mapping[str, Any]) -> str:
@@ -179,13 +186,33 @@ def human_rules() -> list[Rule]:
     ]
 
 
-def make_entry_router(config: AgentConfig) -> Callable[[Mapping[str, Any]], str | None]:
-    """The feature's entry: the commands node for a slash command (or the cancel word), else None (the planner)."""
+def make_entry_router(config: AgentConfig) -> Callable[[Mapping[str, Any]], Decision | None]:
+    """The feature's entry: the commands node for a slash command (or the cancel word); for a message sent
+    while the run waits for the user, the node that waits (`answer_waiting`); else None (the planner)."""
 
-    def entry(state: Mapping[str, Any]) -> str | None:
-        return COMMANDS if pending_command(state, run_settings(config).cancel_word) else None
+    def entry(state: Mapping[str, Any]) -> Decision | None:
+        if pending_command(state, run_settings(config).cancel_word):
+            return COMMANDS
+        return answer_waiting(state)
 
     return entry
+
+
+def answer_waiting(state: Mapping[str, Any]) -> Decision | None:
+    """A message sent to a thread that waits for the user answers what waits: the plan review or the one
+    waiting question get it as their input's ``reply``. With several questions waiting, the commands node
+    says why the message was not used, and the questions are asked again. None: nothing waits (a new goal)."""
+    reply = pending_reply(state)
+    if reply is None or not paused(state) or state.get("cancelled"):
+        return None
+    if state.get("plan_review") == "waiting":
+        return [Send(PLAN_REVIEW, {**state, "reply": reply})]
+    tasks: Mapping[str, Task] = state.get("tasks") or {}
+    windows = state.get("windows") or {}
+    asking = [t for t in tasks.values() if t["status"] == "in_progress" and waiting_questions(windows.get(t["id"], []))]
+    if len(asking) == 1 and len(waiting_questions(windows[asking[0]["id"]])) == 1:
+        return [Send(ASK, {**subtask_input(state, asking[0]), "reply": reply})]
+    return COMMANDS
 
 
 def make_command_router(route: Callable[[Mapping[str, Any]], list[Send | str] | str]) -> Callable[..., Any]:
@@ -219,7 +246,7 @@ class OfferAskUser(Configured):
 
     def __call__(self, request: Any, handler: Callable) -> Any:
         asked = len(request.state["task"].get("clarifications") or [])
-        if self.config.max_clarifications > asked:
+        if self.config.max_clarifications > asked and has_checkpointer():  # without one, nobody can answer
             request = request.override(tools=[*request.tools, self.tool])
         return handler(request)
 
@@ -235,6 +262,8 @@ class ScreenQuestions(Configured):
     def __call__(self, request: Any, handler: Callable) -> Any:
         if request.tool_call.get("name") != ASK_USER:
             return handler(request)
+        if not has_checkpointer():  # the run cannot pause: the agent is told so, the run goes on
+            return ToolMessage(NO_USER, tool_call_id=request.tool_call.get("id") or "", name=ASK_USER, status="error")
         return screen_question(request.tool_call, request.state["task"], self.config)
 
     def answered_tools(self) -> list[BaseTool]:

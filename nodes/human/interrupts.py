@@ -6,27 +6,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from langgraph.config import get_config
 from langgraph.types import interrupt
 
 from replangraph.config import AgentConfig
 from replangraph.llm.reading import as_text
-
-CHECKPOINTER_KEY = "__pregel_checkpointer"
-"""Where LangGraph keeps the run's checkpointer in its config (None without one; a subgraph gets its parent's)."""
-
-
-def has_checkpointer() -> bool:
-    """Whether the run in progress can pause: it has a checkpointer (its own, its parent graph's, or the
-    one ``langgraph dev`` gives it at run time).
-
-    LangGraph 1.2 has no public way to ask: ``Runtime`` holds no checkpointer (``execution_info.thread_id``
-    is only the config's), and ``interrupt()`` without one raises nothing; the run just ends with
-    ``__interrupt__``. So this reads the private config key, here only; a ``Runtime.checkpointer`` (or
-    an error from ``interrupt()``) would replace it.
-    """
-    return get_config().get("configurable", {}).get(CHECKPOINTER_KEY) is not None
-
+from replangraph.state import has_checkpointer
 
 COMMAND_RE = re.compile(r"^/([A-Za-z][\w-]*)(?:\s+(.*))?$", re.S)
 """A slash command: ``/name`` and optional argument text after white space."""
@@ -63,6 +47,37 @@ def slash_command(answer: Any) -> str | None:
     A path (``/home/me/data.csv``) is an answer, not a command."""
     text = answer.strip() if isinstance(answer, str) else ""
     return text if COMMAND_RE.match(text) else None
+
+
+DECISION_TYPES = ("approve", "edit", "reject", "respond")
+"""LangChain v1's human-in-the-loop decisions (``langchain.agents.middleware.human_in_the_loop``)."""
+
+
+def hitl_request(action: str, args: dict[str, Any], description: str, decisions: list[str]) -> dict[str, Any]:
+    """LangChain v1's ``HITLRequest`` for one action (``action_requests`` and ``review_configs``), the
+    interrupt shape chat UIs built for HumanInTheLoopMiddleware (agent-chat-ui) show with their buttons."""
+    return {
+        "action_requests": [{"name": action, "args": args, "description": description}],
+        "review_configs": [{"action_name": action, "allowed_decisions": decisions}],
+    }
+
+
+def hitl_decision(answer: Any) -> dict[str, Any] | None:
+    """The decision in a resume value shaped like LangChain v1's (``{"decisions": [{"type": ...}]}``, the first
+    one, or a bare ``{"type": "approve"}``), else None. Each of replangraph's interrupts carries one action."""
+    if not isinstance(answer, dict):
+        return None
+    decisions = answer.get("decisions")
+    if isinstance(decisions, list) and decisions and isinstance(decisions[0], dict):
+        answer = decisions[0]
+    return answer if answer.get("type") in DECISION_TYPES else None
+
+
+def edited_args(decision: dict[str, Any]) -> dict[str, Any]:
+    """The ``args`` of an ``edit`` decision's ``edited_action`` ({} when it has none)."""
+    action = decision.get("edited_action")
+    args = action.get("args") if isinstance(action, dict) else None
+    return args if isinstance(args, dict) else {}
 
 
 def unwrapped(answer: Any) -> Any:

@@ -1,7 +1,9 @@
 """plan_review node (``approve_plan``): pauses after planning until the user approves, edits or cancels the plan.
 
 Its first step is ``interrupt()``, so a resume runs no planner call again. An edited
-plan that does not validate is answered with a new interrupt carrying the error.
+plan that does not validate is answered with a new interrupt carrying the error. The interrupt
+carries LangChain v1's HITL request too (an ``approve_plan`` action: approve, edit its ``tasks``,
+reject), and a message sent to the thread reaches the node as its input's ``reply``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,15 @@ from langgraph.types import interrupt
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.llm.reading import UnreadableInput, as_text, match_name, plan_specs
 from replangraph.names import BUILT_IN_TOOLS
-from replangraph.nodes.human.interrupts import is_cancel, pause_for_user, slash_command, unwrapped
+from replangraph.nodes.human.interrupts import (
+    edited_args,
+    hitl_decision,
+    hitl_request,
+    is_cancel,
+    pause_for_user,
+    slash_command,
+    unwrapped,
+)
 from replangraph.queue.plans import (
     fit_required_tools,
     normalize_plan,
@@ -44,6 +54,31 @@ def decision_of(answer: Any) -> str | None:
     if isinstance(answer, str) and answer.strip().casefold() in ("cancel", "cancelled"):
         return "cancel"
     return None
+
+
+def plan_answer(answer: Any) -> Any:
+    """A HITL decision read as the answers `decision_of` and `edited_plan` know: ``approve``, ``reject``
+    (the plan is not carried out: the run is cancelled), ``edit`` (its ``tasks``), ``respond`` (its
+    message as text); any other value unchanged."""
+    decision = hitl_decision(answer)
+    if decision is None:
+        return answer
+    kind = decision["type"]
+    if kind == "edit":
+        args = edited_args(decision)
+        return args.get("tasks", args)
+    if kind == "respond":
+        return as_text(decision.get("message"))
+    return {"action": "cancel" if kind == "reject" else "approve"}
+
+
+def plan_request(goal: str, listing: list[dict[str, Any]], error: str = "") -> dict[str, Any]:
+    """The interrupt's value: ``kind``, ``goal``, ``tasks`` (and ``error`` after a bad edit), with the HITL
+    request of an ``approve_plan`` action whose ``tasks`` an edit changes."""
+    lines = [f"- {t['id']} ({t['agent_type']}): {t['content']}" for t in listing]
+    described = "\n\n".join(filter(None, [error, f"Goal: {goal}", "Plan:\n" + "\n".join(lines)]))
+    hitl = hitl_request("approve_plan", {"tasks": listing}, described, ["approve", "edit", "reject"])
+    return {"kind": "plan", "goal": goal, "tasks": listing, **({"error": error} if error else {}), **hitl}
 
 
 def edited_plan(
@@ -83,10 +118,11 @@ class PlanReview(Configured):
 
     def __call__(self, state: Mapping[str, Any]) -> StateUpdate:
         tasks: Mapping[str, Task] = state.get("tasks") or {}
-        request = {"kind": "plan", "goal": state.get("goal", ""), "tasks": plan_listing(tasks)}
-        answer = pause_for_user(request, "approve_plan")
+        request = plan_request(state.get("goal", ""), plan_listing(tasks))
+        sent = state.get("reply")  # a message sent to the waiting thread (see the feature's entry)
+        answer = sent if sent is not None else pause_for_user(request, "approve_plan")
         while True:  # each invalid edit asks again; a resume replays the earlier answers in order
-            answer = unwrapped(answer)
+            answer = unwrapped(plan_answer(answer))
             decision = decision_of(answer)
             if is_cancel(answer, self.config) or decision == "cancel":
                 emit(PLAN_REVIEWED, decision="cancelled", tasks=request["tasks"], notes=[])
@@ -106,7 +142,7 @@ class PlanReview(Configured):
                 error = f"The edited plan was not used: {exc}. {how}"
                 if isinstance(answer, str) and answer.strip()[:1] not in ("[", "{", "`"):
                     error = f"{as_text(answer)[:80]!r} is not a decision. {how}"
-                answer = interrupt({**request, "error": error})
+                answer = interrupt(plan_request(request["goal"], request["tasks"], error))
                 continue
             plan_id = next(iter(tasks.values()), {}).get("plan_id", "1")
             new_tasks = tasks_from_plan(specs, plan_id=plan_id)

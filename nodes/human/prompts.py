@@ -22,3 +22,12 @@ NO_MORE_QUESTIONS = (
     "No more questions: this subtask has asked {asked} (max_clarifications={limit}). "
     "Go on with what you have and say in your result what you assumed."
 )
+
+DECLINED = (
+    "The user declined to answer{reason}. Go on with your best judgement and say in your result what you assumed."
+)
+
+NO_USER = (
+    "No user can be asked in this run: the graph has no checkpointer to pause with. "
+    "Go on with what you have and say in your result what you assumed."
+)

@@ -15,7 +15,9 @@ from typing_extensions import is_typeddict
 
 from replangraph import AgentConfig, AgentProfile, ReplanState, build_graph
 from replangraph.app.demo import build_demo_graph, expected_products, read_ranking
+from replangraph.nodes.finalize.finalizer import chat_markdown
 from replangraph.queue.tasks import ordered
+from replangraph.state import PLAN_MESSAGE_ID
 from replangraph.testing import tool_call
 
 GOAL = "Extract the top 19 products from the store's bestseller ranking, with units sold and rating."
@@ -32,7 +34,7 @@ def test_nineteen_products_end_to_end():
     assert out["tasks"]["1_dyn_1"]["depends_on"] == ["1"]
     assert out["tasks"]["1_dyn_1"]["parent_id"] == "1"
     assert isinstance(out["messages"][-1], AIMessage)
-    assert out["messages"][-1].content == out["final_answer"]
+    assert out["messages"][-1].content == chat_markdown(out["final_answer"])  # the final answer, as Markdown
 
 
 def test_events_are_emitted_in_order():
@@ -140,7 +142,10 @@ def test_compiled_graph_as_node_of_a_messages_state_graph():
     parent.add_edge(START, "research")
     app = parent.compile()
     out = app.invoke({"messages": [HumanMessage(GOAL)]}, {"recursion_limit": inner.config["recursion_limit"]})
-    assert [type(m).__name__ for m in out["messages"]] == ["HumanMessage", "AIMessage"]
+    assert [type(m).__name__ for m in out["messages"]] == ["HumanMessage", "AIMessage", "AIMessage"]
+    assert out["messages"][1].id.startswith(PLAN_MESSAGE_ID)  # the plan, updated in place as the run went
+    assert "**Plan**: 4 of 4 done" in out["messages"][1].content
+    assert "\n  - [x] 1_dyn_0: " in out["messages"][1].content  # handed-off work, nested
     assert all(name in out["messages"][-1].content for name in expected_products(19))
 
 
@@ -158,7 +163,7 @@ def test_second_run_on_a_thread_starts_a_fresh_queue():
     out = graph.invoke({"messages": [("user", "Extract the top 3 products from the ranking.")]}, cfg)
     assert list(out["tasks"]) == ["1"]
     assert out["final_answer"].startswith("Top 3 bestsellers")
-    assert len(out["messages"]) == 4
+    assert len(out["messages"]) == 6  # each goal: the goal, its plan, its answer
 
 
 def test_dependency_results_reach_dependent_subtasks_including_handed_off_work():

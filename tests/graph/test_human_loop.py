@@ -13,6 +13,7 @@ from scripting import make_model, plan_of, subtask_of
 from replangraph import AgentConfig, build_graph
 from replangraph.nodes.human.interrupts import CheckpointerRequired
 from replangraph.testing import tool_call
+from replangraph.tools import SPLIT_TOOL
 
 TWO_TASKS = plan_of({"id": "1", "content": "paint the door"}, {"id": "2", "content": "paint the gate"})
 ONE_TASK = plan_of({"id": "1", "content": "paint the door"})
@@ -63,14 +64,20 @@ def test_a_subtask_asks_two_rounds_and_each_answer_reaches_it():
     graph = graph_for(work)
     out, cfg = start(graph)
     assert questions(out) == ["Please confirm: Which colour?"]
-    assert out["__interrupt__"][0].value | {"question": ""} == {
+    value = out["__interrupt__"][0].value
+    assert value | {"question": "", "action_requests": [], "review_configs": []} == {
         "kind": "question",
         "question": "",
         "task_id": "1",
         "task": "paint the door",
         "agent_type": "default",
-        "tool_call_id": out["__interrupt__"][0].value["tool_call_id"],
+        "tool_call_id": value["tool_call_id"],
+        "action_requests": [],
+        "review_configs": [],
     }
+    (action,) = value["action_requests"]  # LangChain v1's HITL request: a reply box in HITL chat UIs
+    assert action["name"] == "ask_user" and action["args"] == {"question": value["question"], "answer": ""}
+    assert value["review_configs"] == [{"action_name": "ask_user", "allowed_decisions": ["respond", "edit", "reject"]}]
     out = graph.invoke(Command(resume="green"), cfg)
     assert questions(out) == ["Please confirm: Which finish?"]
     out = graph.invoke(Command(resume="matte"), cfg)
@@ -191,10 +198,20 @@ def test_the_prefix_and_an_empty_answer_are_handled():
     assert "The user gave no answer" in out["final_answer"]
 
 
-def test_without_a_checkpointer_a_question_raises_an_error_naming_the_fix():
-    graph = build_graph(make_model(ONE_TASK, lambda r: tool_call("ask_user", {"question": "Go?"})))
-    with pytest.raises(CheckpointerRequired, match=r"checkpointer=InMemorySaver\(\).*max_clarifications=0"):
-        graph.invoke({"messages": [("user", "paint")]})
+def test_without_a_checkpointer_ask_user_is_not_offered_and_a_call_to_it_is_refused_to_the_agent():
+    offered = []
+
+    def work(request):
+        if SPLIT_TOOL in request.tool_names:  # the agent's turns (not the completion check's)
+            offered.append("ask_user" in request.tool_names)
+        if not request.tool_results:  # called anyway (a model that remembers the tool): refused, the run goes on
+            return tool_call("ask_user", {"question": "Go?"})
+        return f"went on: {request.tool_results[-1].text}"
+
+    out = build_graph(make_model(ONE_TASK, work)).invoke({"messages": [("user", "paint")]})
+    assert offered == [False, False]
+    assert out["tasks"]["1"]["status"] == "completed"
+    assert "No user can be asked in this run" in out["tasks"]["1"]["result"]
 
 
 def asking_graph(**settings):

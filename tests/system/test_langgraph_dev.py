@@ -7,6 +7,9 @@ a fresh id, so the requests of its run can be told apart in the loopback's log. 
 model is `langgraph_dev_script`; the server's environment names no model (the loopback lists
 one), and names tools and agent types ($REPLANGRAPH_TOOLS, $REPLANGRAPH_AGENTS).
 
+The server reads the project's langgraph.json with one graph added: docs/studio.md's own factory
+(``tests/helpers/own_factory.py``), which calls ``chat_model_from_env()`` on the server's event loop.
+
 The in-memory server keeps its data in ``.langgraph_api/`` under the folder it runs in (the
 repository root, which git ignores); a folder this module's server created is removed afterwards.
 """
@@ -54,6 +57,7 @@ from replangraph import state as events
 from replangraph.app.demo import DEMO_GOAL, expected_products
 from replangraph.config import AgentConfig
 from replangraph.names import ASK_USER, EXECUTOR, FINALIZE, PLANNER, TOOLS, VERIFIER
+from replangraph.state import PLAN_MESSAGE_ID
 
 pytestmark = pytest.mark.system  # a `langgraph dev` server, and a loopback model server for it
 
@@ -62,6 +66,7 @@ LANGGRAPH = Path(sys.executable).parent / "langgraph"
 READY_DEADLINE_S = 90
 GRAPH = "replangraph"
 DEMO_GRAPH = "replangraph-demo"
+OWN_GRAPH = "own-factory"
 
 # ----------------------------------------------------------------------------- the servers
 
@@ -144,7 +149,11 @@ def server(loopback: OpenAILoopback, tmp_path_factory: pytest.TempPathFactory) -
     log = tmp_path_factory.mktemp("langgraph-dev") / "server.log"
     data_dir = ROOT / ".langgraph_api"
     ours = not data_dir.exists()
-    command = [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--port", str(port), "--config", "langgraph.json"]
+    config = json.loads((ROOT / "langgraph.json").read_text())
+    config["graphs"][OWN_GRAPH] = "./tests/helpers/own_factory.py:make"  # graph paths are read from ROOT
+    config_path = log.parent / "langgraph.json"
+    config_path.write_text(json.dumps(config))
+    command = [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--port", str(port), "--config", str(config_path)]
     with log.open("wb") as out:
         process = subprocess.Popen(
             command,
@@ -401,3 +410,65 @@ def test_the_demo_graph_answers_with_every_product(client):
     values = client.runs.wait(thread_id, DEMO_GRAPH, input={"messages": [{"role": "user", "content": DEMO_GOAL}]})
     assert [name for name in expected_products(19) if name not in values["final_answer"]] == []
     assert {t["status"] for t in values["tasks"].values()} == {"completed"}
+
+
+# ----------------------------------------------------------------------------- chat clients (agent-chat-ui)
+
+
+def plan_message(values: dict) -> dict:
+    (found,) = [m for m in values["messages"] if str(m.get("id") or "").startswith(PLAN_MESSAGE_ID)]
+    return found
+
+
+def test_a_chat_client_sees_the_plan_and_answers_with_a_hitl_decision(client, loopback):
+    """What agent-chat-ui reads and sends: the plan message in the thread's values while the run waits, the
+    interrupt in LangChain v1's HITL shape, and the ``{"decisions": [...]}`` its edit form resumes with."""
+    goal, tag = tagged_goal(f"Write a report heading; ask me for the {ASK_MARK}.")
+    thread_id = client.threads.create()["thread_id"]
+    stream(client, thread_id, input={"messages": [{"type": "human", "content": goal}]}, stream_mode=["values"])
+    paused = client.threads.get_state(thread_id)
+    shown = plan_message(paused["values"])
+    assert shown["type"] == "ai" and shown["content"].startswith("**Plan**: 0 of 1 done")
+    assert f"- [ ] 1: {HEADING_TASK} — *waiting for your answer:* {QUESTION}" in shown["content"]
+    (waiting,) = paused["interrupts"]
+    (action,) = waiting["value"]["action_requests"]
+    assert action["name"] == ASK_USER and action["args"] == {"question": "Please confirm: " + QUESTION, "answer": ""}
+    assert waiting["value"]["review_configs"][0]["allowed_decisions"] == ["respond", "edit", "reject"]
+
+    edited = {"name": ASK_USER, "args": {**action["args"], "answer": "teal"}}
+    resume = {"decisions": [{"type": "edit", "edited_action": edited}]}
+    stream(client, thread_id, command={"resume": resume}, stream_mode=["values"])
+    values = client.threads.get_state(thread_id)["values"]
+    assert values["tasks"]["1"]["clarifications"] == [{"question": QUESTION, "answer": "teal"}]
+    done = plan_message(values)
+    assert done["id"] == shown["id"] and done["content"] == f"**Plan**: 1 of 1 done\n\n- [x] 1: {HEADING_TASK}"
+    assert [m["type"] for m in values["messages"]] == ["human", "ai", "ai"]
+    assert values["messages"][-1]["content"] == f"{SYNTHESIS}\n\nRESULT heading colour: teal"  # Markdown paragraphs
+    assert len([r for r in requests_of(loopback, tag) if "Plan" in tool_names(r)]) == 1
+
+
+def test_a_message_sent_to_a_thread_waiting_on_a_question_answers_it(client, loopback):
+    """agent-chat-ui's chat box sends a new run with a human message (content blocks), not a resume."""
+    goal, tag = tagged_goal(f"Write a report heading; ask me for the {ASK_MARK}.")
+    thread_id = client.threads.create()["thread_id"]
+    stream(client, thread_id, input={"messages": [{"type": "human", "content": goal}]}, stream_mode=["values"])
+    assert client.threads.get(thread_id)["status"] == "interrupted"
+    answer = {"type": "human", "content": [{"type": "text", "text": "teal"}]}
+    stream(client, thread_id, input={"messages": [answer]}, stream_mode=["values"])
+    state = client.threads.get_state(thread_id)
+    values = state["values"]
+    assert state["interrupts"] == [] and client.threads.get(thread_id)["status"] == "idle"
+    assert values["goal"] == goal and list(values["tasks"]) == ["1"]  # no new plan
+    assert values["final_answer"] == f"{SYNTHESIS}\nRESULT heading colour: teal"
+    assert len([r for r in requests_of(loopback, tag) if "Plan" in tool_names(r)]) == 1
+
+
+def test_the_docs_own_factory_asks_for_the_model_off_the_event_loop(client, loopback):
+    """``chat_model_from_env()`` in a factory the server calls on its loop, $OPENAI_BASE_URL set and no model
+    named: the served model is asked for at the first request, in a worker thread (no BlockingError)."""
+    goal, tag = tagged_goal("Tell me the vowel count of 'replangraph' and spell it backwards.")
+    thread_id = client.threads.create()["thread_id"]
+    stream(client, thread_id, OWN_GRAPH, input={"messages": [{"role": "user", "content": goal}]})
+    values = client.threads.get_state(thread_id)["values"]
+    assert values["final_answer"] == "\n".join([SYNTHESIS, WORK[COUNT_TASK], WORK[REVERSE_TASK]])
+    assert {r["model"] for r in requests_of(loopback, tag)} == {MODEL}

@@ -229,3 +229,29 @@ def test_in_an_event_loop_the_graph_is_built_in_a_thread(loopback, monkeypatch):
     graph = asyncio.run(serve())
     assert "executor" in graph.builder.nodes
     assert seen and seen[0] != loop_thread[0]
+
+
+@pytest.mark.system
+def test_on_an_event_loop_chat_model_from_env_asks_at_the_first_request_off_the_loop(loopback, monkeypatch):
+    """A langgraph.json factory of your own calls chat_model_from_env() on the server's loop: nothing is
+    asked there; the model asks at its first request (sync: in its thread; async: in a worker thread)."""
+    loopback.responder = lambda request: "ok"
+    monkeypatch.setenv("OPENAI_BASE_URL", loopback.base_url)
+    loopback.models = []  # not up yet: asked again at the next request
+    seen = []
+    served = studio.served_model
+    monkeypatch.setattr(studio, "served_model", lambda url: seen.append(threading.get_ident()) or served(url))
+
+    async def build_and_ask():
+        model = studio.chat_model_from_env()
+        assert seen == [] and model.model_name == studio.DEFAULT_MODEL
+        first = await model.ainvoke("hi")
+        loopback.models = ["late-model"]
+        second = await model.ainvoke("hi")
+        return model, threading.get_ident(), first, second
+
+    model, loop_thread, *_ = asyncio.run(build_and_ask())
+    assert len(seen) == 2 and loop_thread not in seen
+    assert [r["model"] for r in loopback.requests] == [studio.DEFAULT_MODEL, "late-model"]
+    model.invoke("hi")  # found: not asked again
+    assert len(seen) == 2 and loopback.requests[-1]["model"] == "late-model"

@@ -9,11 +9,13 @@ from hypothesis import strategies as st
 from replangraph.queue.index import apply_writes
 from replangraph.queue.plans import find_cycle, split_task, tasks_from_plan, validate_plan
 from replangraph.queue.tasks import (
+    PLAN_MESSAGE_TASKS,
     RESET,
     QueueError,
     dependency_results,
     new_task,
     ordered,
+    plan_markdown,
     plan_summary,
     ready_tasks,
     skip_dependents,
@@ -225,3 +227,18 @@ def test_concurrent_updates_for_different_tasks_merge_in_any_order():
 def test_replace_by_key_replaces_whole_values():
     assert replace_by_key({"a": [1, 2]}, {"a": [3], "b": [4]}) == {"a": [3], "b": [4]}
     assert replace_by_key({"a": [1]}, {"a": None}) == {}
+
+
+def test_the_plan_message_lists_a_long_queue_running_and_coming_tasks_first_and_counts_the_rest():
+    n = 3 * PLAN_MESSAGE_TASKS
+    tasks = queue(*[(f"t{i}", [], "completed" if i < 2 * PLAN_MESSAGE_TASKS else "pending") for i in range(n)])
+    asking = f"t{2 * PLAN_MESSAGE_TASKS + 1}"
+    tasks[asking]["status"] = "in_progress"
+    text = plan_markdown(tasks, {asking: "Which one?"})
+    lines = text.splitlines()
+    assert lines[0] == f"**Plan**: {2 * PLAN_MESSAGE_TASKS} of {n} done"
+    assert len(lines) == 2 + PLAN_MESSAGE_TASKS + 1  # bounded: it is checkpointed whole at every update
+    assert f"- [ ] {asking}: do {asking} — *waiting for your answer:* Which one?" in lines
+    assert lines[-1] == f"- *… and {n - PLAN_MESSAGE_TASKS} more ({n - PLAN_MESSAGE_TASKS} completed)*"
+    short = plan_markdown(queue(("a", [], "failed"), ("b", ["a"], "skipped")))
+    assert short == "**Plan**: 0 of 2 done\n\n- [ ] a: do a — *failed*\n- [ ] b: do b — *skipped*"
