@@ -29,6 +29,7 @@ Words, one noun per concept (the code and the docs use these):
 
 from replangraph.builder import build_graph
 from replangraph.config import AgentConfig, AgentProfile
+from replangraph.llm.calls import ModelServerDown
 from replangraph.queue.tasks import Task, TaskStatus, plan_summary
 from replangraph.state import EVENT_NAMES, InputState, OutputState, ReplanState
 
@@ -37,6 +38,7 @@ __all__ = [
     "AgentProfile",
     "EVENT_NAMES",
     "InputState",
+    "ModelServerDown",
     "OutputState",
     "ReplanState",
     "Task",

@@ -42,7 +42,24 @@ class AgentConfig(BaseModel):
     model_retries: int = Field(2, ge=0, description="Retries of a model call that failed transiently.")
     retry_backoff_s: float = Field(1.0, ge=0, description="First wait before a retry; doubles each time.")
     max_retry_wait_s: float = Field(60.0, ge=0, description="Longest wait before a retry, Retry-After included.")
-    step_timeout_s: float | None = Field(600.0, gt=0, description="Wall time one subtask may take; None: no limit.")
+    step_timeout_s: float | None = Field(
+        600.0,
+        gt=0,
+        description="Wall time one subtask may take, and one planner, replanner, check or final-answer call; "
+        "None: no limit.",
+    )
+    max_output_tokens: int | None = Field(
+        None,
+        ge=1,
+        description="Most tokens one model answer may take, sent with every call; None: the reserved output "
+        "(reserved_output, at most a quarter of context_window).",
+    )
+    pause_when_model_down: bool = Field(
+        False,
+        description="When the model server stops answering (connection refused or reset, timeouts) through every "
+        "retry, end the run with ModelServerDown, resumable from its checkpoint, instead of failing the work "
+        "(the replanner and the final report would only see more failures). The CLI sets it.",
+    )
     batch_size: int = Field(5, ge=1, description="Items an agent handles before it must hand off the rest.")
     verify_results: bool = Field(
         True,

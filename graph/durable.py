@@ -11,7 +11,7 @@ import os
 import re
 import sqlite3
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -121,3 +121,39 @@ def _open_postgres(url: str) -> Iterator[tuple[Any, Any]]:
         saver.setup()
         store.setup()
         yield saver, store
+
+
+# --------------------------------------------------------------------------- kept outputs of a run
+
+
+def run_workspace(values: Mapping[str, Any], store: Any, thread: str) -> Any:
+    """The results workspace of the run on ``thread``: the graph's ``store`` (its namespace for the thread),
+    else the ``workspace`` channel of its state ``values``."""
+    from replangraph.context.kept import WORKSPACE, Workspace
+
+    workspace = Workspace(values.get(WORKSPACE), store)
+    workspace.namespace = ("replangraph", thread) if store is not None else ()
+    return workspace
+
+
+def kept_output(values: Mapping[str, Any], store: Any, thread: str, ident: str) -> str | None:
+    """The whole text kept under output id ``ident`` (``2/window-at-failure``, ``2/result``, ``goal``) in the run
+    on ``thread`` (its state ``values`` and the graph's ``store``), or None when there is none."""
+    from replangraph.context.kept import read_saved, using
+
+    with using(run_workspace(values, store, thread)):
+        return read_saved(ident, values.get("tasks") or {}, values.get("goal", ""), "")
+
+
+def kept_output_ids(values: Mapping[str, Any], store: Any, thread: str) -> list[str]:
+    """Output ids of the run on ``thread`` that `kept_output` reads: each subtask's result and kept outputs."""
+    from replangraph.context.fitting import output_id, result_id
+    from replangraph.queue.tasks import ordered
+
+    workspace = run_workspace(values, store, thread)
+    found = []
+    for task in ordered(values.get("tasks") or {}):
+        if task.get("result") is not None:
+            found.append(result_id(task["id"]))
+        found += [output_id(task["id"], key) for key in workspace.keys(task, limit=1_000)]
+    return found

@@ -112,6 +112,9 @@ class OutputState(TypedDict):
     tasks: TaskQueueChannel
     replans: list[ReplanRecord]
     final_answer: str
+    stop_reason: NotRequired[str]
+    """Why the final answer is the fallback report (the run stopped unfinished, or the final answer could not
+    be written); '' when the model wrote it."""
     plan_review: NotRequired[PlanReviewStatus]
     cancelled: NotRequired[Annotated[bool, latest]]
     workspace: NotRequired[WorkspaceChannel]
@@ -134,6 +137,8 @@ class ReplanState(TypedDict):
     replans: NotRequired[list[ReplanRecord]]
     planner_calls: NotRequired[int]
     final_answer: NotRequired[str]
+    stop_reason: NotRequired[str]
+    """Why the final answer is the fallback report; '' when the model wrote it."""
     plan_review: NotRequired[PlanReviewStatus]
     """``waiting`` while the plan waits for the user's approval (``approve_plan``), then what they
     decided (``approved``, ``edited``, ``cancelled``); ``not_asked`` without ``approve_plan``."""
@@ -163,6 +168,7 @@ class StateUpdate(TypedDict, total=False):
     replans: list[ReplanRecord]
     planner_calls: int
     final_answer: str
+    stop_reason: str
     plan_review: PlanReviewStatus
     cancelled: bool
     ended_alone: bool
@@ -351,6 +357,7 @@ PLAN_REVIEWED = "plan_reviewed"
 QUESTION_ANSWERED = "question_answered"
 COMMAND_ANSWERED = "command_answered"
 TEAM_MERGED = "team_merged"
+ANSWER_CUT = "answer_cut"
 
 EVENT_NAMES = (
     PLAN_CREATED,
@@ -366,6 +373,7 @@ EVENT_NAMES = (
     QUESTION_ANSWERED,
     COMMAND_ANSWERED,
     TEAM_MERGED,
+    ANSWER_CUT,
 )
 
 

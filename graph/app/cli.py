@@ -214,6 +214,35 @@ def show_ended(session: Session, values: dict[str, Any], answers: list[str] | No
     return session.finish(values)
 
 
+def print_output(args: argparse.Namespace, out: TextIO) -> int:
+    """``replangraph output --thread ID [OUTPUT_ID]``: the whole text the run kept under the id, or the ids."""
+    from replangraph.durable import kept_output, kept_output_ids
+    from replangraph.testing import ScriptedChatModel
+
+    db = chosen_db(args.db)
+    with ExitStack() as stack:
+        checkpointer, store = open_db(stack, db, must_exist=True)
+        saved = checkpointer.get_tuple({"configurable": {"thread_id": args.thread, "checkpoint_ns": ""}})
+        if saved is None:
+            raise UsageError(
+                f"There is no run with thread id {args.thread!r} in {db_label(db)}: use the id printed when the run "
+                "started, or pass the --db it ran with."
+            )
+        settings = chosen_settings(args, recorded_settings(saved.metadata))
+        reader = build(settings, checkpointer, store, model=ScriptedChatModel(respond=lambda request: ""), tools=[])
+        values = reader.get_state({"configurable": {"thread_id": args.thread}}).values
+        ids = kept_output_ids(values, store, args.thread)
+        if args.output_id is None:
+            say(out, "\n".join(ids) if ids else f"The run on thread {args.thread} kept no outputs yet.")
+            return 0
+        text = kept_output(values, store, args.thread, args.output_id)
+        if text is None:
+            known = ", ".join(ids) if ids else "none yet"
+            raise UsageError(f"The run on thread {args.thread} kept no output {args.output_id!r}; it kept: {known}.")
+        say(out, text)
+        return 0
+
+
 def print_graph(args: argparse.Namespace, out: TextIO) -> int:
     """The graph `run` builds with these flags, as mermaid; a scripted stand-in takes the model's place."""
     from replangraph.testing import ScriptedChatModel
@@ -307,6 +336,8 @@ def run_command(argv: list[str], out: TextIO) -> int:
             return run_bench(args, out)
         if args.command == "resume":
             return resume_thread(args, output)
+        if args.command == "output":
+            return print_output(args, out)
         return run_goal(args.goal, args, output)
     except (UsageError, ServerDown) as error:
         code = EXIT_CONNECTION if isinstance(error, ServerDown) else EXIT_USAGE

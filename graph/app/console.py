@@ -15,6 +15,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 
 from replangraph.queue import plan_summary, preview, spent_model_calls, status_counts
 from replangraph.state import (
+    ANSWER_CUT,
     COMMAND_ANSWERED,
     CONTEXT_COMPRESSED,
     DYNAMIC_TASKS_ADDED,
@@ -122,6 +123,10 @@ def describe(event: Mapping[str, Any]) -> str:
         if not any(c.get("error") is None for c in event.get("candidates") or ()):
             kept = "every member failed"
         return f"{event['task_id']} team {event['strategy']}: {kept} ({preview(event.get('reason'), 80)})"
+    if name == ANSWER_CUT:
+        whose = f"{event['task_id']} " if event.get("task_id") else ""
+        limit = f" of {event['limit']} tokens" if event.get("limit") else ""
+        return f"{whose}{event['part']} cut at the output limit{limit} (max_output_tokens)"
     return f"{name}: {dict(event)}"
 
 

@@ -33,9 +33,10 @@ OUTPUT_HELP = (
 )
 
 EXIT_HELP = (
-    "Exit codes: 0 every subtask completed; 1 the run ended with the fallback report (failed, skipped or "
-    "cancelled); 2 usage, model or database error; 3 waiting for an answer; 4 the model server did not answer "
-    "(before the run, or during it when every failure was a connection error); 5 the run stopped on an "
+    "Exit codes: 0 every subtask completed and the model wrote the final answer; 1 the run ended with the "
+    "fallback report (failed, skipped or cancelled, or the final answer could not be written); 2 usage, model or "
+    "database error; 3 waiting for an answer; 4 the model server did not answer (before the run; or during it: "
+    "the run is paused, resume it once the server is back); 5 the run stopped on an "
     "unexpected error (traceback saved to a file; resume once fixed); 130 stopped with Ctrl-C; 141 the reader of "
     "the output went away (| head)."
 )
@@ -179,6 +180,14 @@ def add_run_flags(parser: argparse.ArgumentParser, resume: bool, model: bool = T
         help=f"questions one subtask may ask you; 0: agents cannot ask (default: "
         f"{default(str(config.max_clarifications))})",
     )
+    parser.add_argument(
+        "--max-output-tokens",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help=f"most tokens one model answer may take, sent with every call (default: "
+        f"{default('the reserved output, 8000')})",
+    )
     flag = argparse.BooleanOptionalAction if resume else "store_true"
     parser.add_argument(
         "--verify",
@@ -252,6 +261,16 @@ def make_parser() -> Parser:
         "(paste it into a Markdown file or https://mermaid.live). No model is called: a placeholder stands in.",
     )
     add_run_flags(graph, resume=False, model=False)
+    output = sub.add_parser(
+        "output",
+        formatter_class=ParagraphFormatter,
+        help="print an output a run kept: a subtask's result, or what a failed subtask had seen",
+        description="Print the whole text a run kept under OUTPUT_ID: a subtask's result (2/result), what a "
+        "failed subtask had seen and written (2/window-at-failure), a long tool output or folded history the "
+        "report or a note names. Without OUTPUT_ID, list the ids the run kept.",
+    )
+    add_db_flags(output, "thread id of the run (printed when it started)", thread_required=True)
+    output.add_argument("output_id", nargs="?", default=None, metavar="OUTPUT_ID", help="the id of the output")
     bench = sub.add_parser(
         "bench",
         formatter_class=ParagraphFormatter,

@@ -81,6 +81,18 @@ def lost_server_message(settings: Mapping[str, Any]) -> str:
     )
 
 
+def paused_message(settings: Mapping[str, Any], down: Exception) -> str:
+    """The sentence that pauses a run whose model server stopped answering (``down``: `ModelServerDown`)."""
+    url = base_url(settings) or getattr(down, "url", None) or OPENAI_URL
+    cause = down.__cause__ or down
+    what = "timed out" if "timeout" in type(cause).__name__.lower() else "connection error"
+    fix = "check your network connection" if is_openai(url) else "start it"
+    return (
+        f"The model server at {url_label(url)} stopped answering during the run ({what}); the run is paused, "
+        f"nothing failed: {fix}."
+    )
+
+
 def why_not(exc: Exception, timeout_s: float) -> str:
     """Why a request got no answer, in a few words."""
     import httpx

@@ -14,6 +14,7 @@ from typing import Any
 
 from langgraph.types import Command
 
+from replangraph import ModelServerDown
 from replangraph.app.console import (
     EXIT_CONNECTION,
     EXIT_CRASHED,
@@ -25,7 +26,7 @@ from replangraph.app.console import (
     is_tty,
     run_finished,
 )
-from replangraph.app.server import lost_server, lost_server_message
+from replangraph.app.server import lost_server, lost_server_message, paused_message
 from replangraph.app.settings import SETTINGS_KEY
 from replangraph.config import AgentConfig
 from replangraph.durable import is_postgres_url, masked_url
@@ -133,11 +134,12 @@ def work_left(snapshot: Any) -> bool:
 
 
 def succeeded(values: Mapping[str, Any]) -> bool:
-    """Whether the run ended with the model's answer: not cancelled, every subtask completed (or replanned)."""
+    """Whether the run ended with the model's answer: not cancelled, every subtask completed (or replanned), and
+    the final answer is the model's, not the fallback report (``stop_reason``)."""
     from replangraph.nodes.finalize import unresolved
 
     tasks = values.get("tasks") or {}
-    if values.get("cancelled") or not tasks or not values.get("final_answer"):
+    if values.get("cancelled") or not tasks or not values.get("final_answer") or values.get("stop_reason"):
         return False
     return not unresolved(tasks, values.get("replans") or [])
 
@@ -191,6 +193,12 @@ class Session:
             self.say()
             text = f"Stopped. The checkpoint keeps the run; resume with: {self.resume_command()}"
             return self.stopped(EXIT_INTERRUPTED, "interrupted", text)
+        except ModelServerDown as down:  # paused, not failed: nothing was lost, and no limit was too small
+            text = (
+                f"{paused_message(self.settings, down)} The checkpoint keeps the run: once the server answers "
+                f"again, resume with: {self.resume_command()}"
+            )
+            return self.stopped(EXIT_CONNECTION, "model server stopped answering", text)
         except Exception as exc:  # the steps checkpointed before the crash are kept; the traceback goes to a file
             saved = self.save_traceback(exc)
             text = (

@@ -25,6 +25,7 @@ DEFAULTS: dict[str, Any] = {
     "verify": True,
     "approve_plan": False,
     "max_clarifications": AgentConfig().max_clarifications,
+    "max_output_tokens": None,
 }
 
 
@@ -53,6 +54,8 @@ def agent_config(settings: Mapping[str, Any]) -> AgentConfig:
         verify_results=settings["verify"],
         approve_plan=settings["approve_plan"],
         max_clarifications=settings["max_clarifications"],
+        max_output_tokens=settings.get("max_output_tokens"),
+        pause_when_model_down=True,  # a run can always be resumed here: a lost server pauses it
     )
 
 

@@ -19,6 +19,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from replangraph.config import AgentConfig, AgentProfile
+from replangraph.llm.calls import overflow_sizes
 from replangraph.llm.reading import message_text
 from replangraph.names import REPLAN_MARKER
 from replangraph.state import Configured
@@ -39,23 +40,81 @@ def model_context_window(model: Any) -> int | None:
     return int(value) if value else None
 
 
+CALIBRATION_TOLERANCE = 0.1
+"""An approximate count within this share of the endpoint's own is left as it is."""
+CALIBRATION_RANGE = (0.25, 4.0)
+
+
+@dataclass
+class Learned:
+    """What the endpoint told about itself during the run, shared by every monitor of a graph."""
+
+    window: int | None = None
+    """The context window a provider's overflow error named (smaller than the configured one)."""
+    ratio: float | None = None
+    """The endpoint's token count over the approximate count of the same request (its ``usage``)."""
+
+
 class ContextMonitor(Configured):
     """Counts request tokens against the effective window (context window minus reserved output).
 
     Every phase (planner, executor, compressor, summarizer, verifier, replanner,
     finalizer) measures its requests with the same counter; `for_model` gives a
-    monitor for another model's window. The figures follow the run's settings.
+    monitor for another model's window. The figures follow the run's settings, and
+    what the endpoint said (`learn_overflow`, `observe`): the window its overflow
+    error named, and how its own token counts compare with the approximate counter's.
     """
 
-    def __init__(self, config: AgentConfig, model: Any = None, counter: TokenCounter | None = None):
+    def __init__(
+        self,
+        config: AgentConfig,
+        model: Any = None,
+        counter: TokenCounter | None = None,
+        learned: Learned | None = None,
+    ):
         self.base_config = config
         self.model_window = model_context_window(model)
         self.counter = counter or approximate_tokens
+        self.learned = learned or Learned()
 
     @property
     def context_window(self) -> int:
-        """Input tokens the model accepts: ``context_window``, else the model's profile, else 200,000."""
-        return self.config.context_window or self.model_window or DEFAULT_CONTEXT_WINDOW
+        """Input tokens the model accepts: ``context_window``, else the model's profile, else 200,000; the
+        window a provider's overflow error named when that is smaller."""
+        window = self.config.context_window or self.model_window or DEFAULT_CONTEXT_WINDOW
+        return min(window, self.learned.window) if self.learned.window else window
+
+    def learn_overflow(self, exc: BaseException | str, estimated: int | None = None) -> bool:
+        """Take what a provider's overflow error names: its window (remembered for the rest of the graph's
+        life), and the refused prompt's size by its count, against ``estimated`` (our count of it). Whether
+        the window was learned."""
+        window, refused = overflow_sizes(exc)
+        if refused and estimated:
+            self.calibrate(estimated, refused)
+        if window and window < self.context_window:
+            self.learned.window = window
+            return True
+        return False
+
+    def calibrate(self, estimated: int, actual: int) -> None:
+        """Scale the approximate counter by ``actual / estimated`` (the endpoint's count of a request over
+        ours), unless they agree within `CALIBRATION_TOLERANCE`; nothing for a counter of the user's."""
+        if self.counter is not approximate_tokens or estimated <= 0 or actual <= 0:
+            return
+        ratio = actual / estimated
+        low, high = CALIBRATION_RANGE
+        self.learned.ratio = None if abs(ratio - 1) <= CALIBRATION_TOLERANCE else min(max(ratio, low), high)
+
+    def observe(self, messages: Sequence[AnyMessage], tools: Sequence[Any], reply: Any) -> None:
+        """Calibrate from a reply's ``usage_metadata`` (``input_tokens``) to the request ``messages`` + ``tools``."""
+        usage = getattr(reply, "usage_metadata", None) or {}
+        if usage.get("input_tokens") and isinstance(messages, Sequence) and not isinstance(messages, str):
+            self.calibrate(approximate_tokens(list(messages), tools), usage["input_tokens"])
+
+    def approximate(self, messages: Sequence[AnyMessage], tools: Sequence[Any] = ()) -> int:
+        """The approximate count, scaled by the calibration."""
+        count = approximate_tokens(messages, tools)
+        return round(count * self.learned.ratio) if self.learned.ratio else count
 
     @property
     def reserved_output(self) -> int:
@@ -74,20 +133,22 @@ class ContextMonitor(Configured):
         """A monitor with this one's counter and ``model``'s window (``context_window`` still wins)."""
         if model is None or model_context_window(model) is None:
             return self
-        return ContextMonitor(self.base_config, model, self.counter)
+        return ContextMonitor(self.base_config, model, self.counter, self.learned)
 
     def tokens(self, messages: Sequence[AnyMessage], tools: Sequence[Any] = ()) -> int:
         """Tokens the request would use.
 
         With the default counter, the latest model reply's ``usage_metadata`` is
-        preferred: its input and output tokens plus an estimate of what came after.
+        preferred: its input and output tokens plus an estimate of what came after;
+        estimates are scaled by the calibration (`calibrate`).
         """
         if self.counter is approximate_tokens:
             for index in range(len(messages) - 1, -1, -1):
                 usage = getattr(messages[index], "usage_metadata", None)
                 if usage and usage.get("input_tokens"):
-                    later = approximate_tokens(messages[index + 1 :]) if index + 1 < len(messages) else 0
+                    later = self.approximate(messages[index + 1 :]) if index + 1 < len(messages) else 0
                     return usage["input_tokens"] + usage.get("output_tokens", 0) + later
+            return self.approximate(messages, tools)
         return self.counter(messages, tools)
 
     def usage(self, messages: Sequence[AnyMessage], tools: Sequence[Any] = ()) -> float:

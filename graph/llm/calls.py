@@ -36,7 +36,9 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from langchain_core.exceptions import ContextOverflowError, ModelError
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableBinding
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langgraph.errors import GraphBubbleUp
 from pydantic import BaseModel
@@ -47,8 +49,27 @@ from replangraph.llm.reading import CUT_OFF, CutOff, UnreadableInput, answer_tex
 T = TypeVar("T")
 R = TypeVar("R")
 
+
+class ModelServerDown(GraphBubbleUp, ConnectionError):
+    """The model server stopped answering (connection refused or reset, timeouts) through every retry, and the
+    run pauses instead of failing its work (``pause_when_model_down``): it ends with this error, its checkpoint
+    keeps the steps done, and resuming the thread (``invoke(None, config)``) goes on once the server is back.
+
+    A LangGraph bubble-up, so that no node's ``error_handler`` turns it into a failed subtask and the step
+    that raised it runs again on resume."""
+
+    def __init__(self, cause: BaseException):
+        self.url = server_url(cause)
+        where = f" at {self.url}" if self.url else ""
+        super().__init__(
+            f"the model server{where} stopped answering ({type(cause).__name__}: {cause}); the run is paused: start "
+            "the server again and resume the thread"
+        )
+
+
 BUBBLE_UP = (GraphBubbleUp,)
-"""LangGraph's control flow (interrupts, commands to a parent graph): never a failure, always re-raised."""
+"""LangGraph's control flow (interrupts, commands to a parent graph, a paused run): never a failure, always
+re-raised."""
 OVERFLOW_SHRINK = 0.5
 """After a provider refused a request as too long, the next try aims at this share of the budget
 (the compressor: of the part of the window it can shrink)."""
@@ -80,6 +101,52 @@ def status_code(exc: BaseException) -> int | None:
         if isinstance(code, int):
             return code
     return None
+
+
+SERVER_DOWN_NAMES = frozenset(
+    {"APIConnectionError", "APITimeoutError", "ConnectError", "ConnectTimeout", "ReadTimeout", "RemoteProtocolError"}
+)
+
+
+def is_server_down(exc: BaseException) -> bool:
+    """Whether ``exc`` says the model server did not answer at all (refused, reset, timed out), as opposed to
+    answering with an error (rate limits, 5xx, a refused request) or the step's own time limit."""
+    if isinstance(exc, ModelServerDown):
+        return True
+    if isinstance(exc, StepTimeout | GraphBubbleUp):
+        return False
+    if isinstance(exc, ConnectionError):
+        return True
+    return any(cls.__name__ in SERVER_DOWN_NAMES for cls in type(exc).__mro__)
+
+
+SERVER_DOWN_MARKS = ("connectionerror", "connecterror", "connection error", "connection refused", "connecttimeout")
+
+
+def says_server_down(error: str | None) -> bool:
+    """Whether a recorded error (a subtask's) says the model server could not be reached."""
+    text = (error or "").lower()
+    return any(mark in text for mark in SERVER_DOWN_MARKS)
+
+
+def server_url(exc: BaseException) -> str | None:
+    """The URL the failed request went to (the openai and httpx errors carry it), without its query."""
+    if isinstance(exc, ModelServerDown):
+        return exc.url
+    try:
+        url = getattr(getattr(exc, "request", None), "url", None)
+    except RuntimeError:  # httpx raises when the error has no request
+        return None
+    if url is None:
+        return None
+    text = str(url).split("?")[0]
+    return text.removesuffix("/chat/completions").removesuffix("/completions")
+
+
+def paused_if_down(exc: BaseException, config: Any) -> None:
+    """Raise `ModelServerDown` for ``exc`` when the server did not answer and the run pauses for that."""
+    if getattr(config, "pause_when_model_down", False) and is_server_down(exc):
+        raise ModelServerDown(exc) from exc
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -283,9 +350,159 @@ def attempt(call: Callable[[], T], config: Any, *, deadline: float | None = None
     return guarded(tried, Called.failed)
 
 
-def call_model(model: Any, request: Any, config: Any, *, deadline: float | None = None) -> Called:
-    """``model.invoke(request)`` through `attempt`: retried, timed, classified; never raises but bubble-up."""
-    return attempt(lambda: model.invoke(request), config, deadline=deadline)
+def call_model(
+    model: Any,
+    request: Any,
+    config: Any,
+    *,
+    deadline: float | None = None,
+    observe: Callable[[Any, Any], None] | None = None,
+) -> Called:
+    """``model.invoke(request)`` through `attempt`: retried, timed, classified; never raises but bubble-up
+    (and `ModelServerDown` when the run pauses for a server that stopped answering).
+
+    The answer is bounded (`output_limit`, sent as `with_output_bound` says), and the call's time too: without
+    a ``deadline``, ``step_timeout_s`` from now. ``observe(request, reply)`` sees each reply (to calibrate
+    token counts from its usage)."""
+    bounded_model = with_output_bound(model, output_limit(config))
+    if deadline is None and getattr(config, "step_timeout_s", None):
+        deadline = now() + config.step_timeout_s
+    called = attempt(lambda: bounded_model.invoke(request), config, deadline=deadline)
+    if called.error is not None:
+        paused_if_down(called.error, config)
+    elif observe is not None:
+        observe(request, raw_reply(called.reply))
+    return called
+
+
+# --------------------------------------------------------------------------- output bounds, cut answers, windows
+
+BOUND_FIELDS = ("max_tokens", "max_output_tokens", "num_predict", "max_new_tokens")
+"""A chat model's own field bounding its answer, by the names providers use (OpenAI, Anthropic and most others;
+Gemini; Ollama; Hugging Face)."""
+BOUND_COPIES_KEPT = 64
+_bound_copies: dict[tuple[int, int], tuple[Any, Any]] = {}
+_bound_lock = threading.Lock()
+
+
+def output_limit(config: Any) -> int | None:
+    """Most tokens one answer may take: ``max_output_tokens``, else the room requests leave for the answer
+    (``reserved_output``, at most a quarter of ``context_window``); None when that is 0."""
+    if getattr(config, "max_output_tokens", None):
+        return config.max_output_tokens
+    reserved = getattr(config, "reserved_output", 0)
+    window = getattr(config, "context_window", None)
+    room = min(reserved, window // 4) if window else reserved
+    return room or None
+
+
+def endpoint_url(model: Any) -> str:
+    """The base URL an OpenAI-client model sends to ('' for others, or when it is OpenAI's default)."""
+    client = getattr(model, "root_client", None)
+    url = getattr(client, "base_url", None) or getattr(model, "openai_api_base", None) or ""
+    return str(url)
+
+
+def output_bound(model: Any, tokens: int) -> dict[str, Any]:
+    """The fields to set on ``model`` so its answers stop at ``tokens`` (at most the model profile's
+    ``max_output_tokens``, and a smaller bound already set stays), in the form its endpoint honours.
+
+    langchain-openai sends ``max_tokens`` as ``max_completion_tokens``, which OpenAI wants but servers such as
+    llama.cpp's ignore: against any other base URL the bound goes as ``max_tokens`` in ``extra_body``."""
+    fields = getattr(type(model), "model_fields", {})
+    profile = getattr(model, "profile", None) or {}
+    cap = profile.get("max_output_tokens") if isinstance(profile, Mapping) else None
+    tokens = min(tokens, int(cap)) if cap else tokens
+    url = endpoint_url(model)
+    if "extra_body" in fields and url and "api.openai.com" not in url:
+        extra = dict(getattr(model, "extra_body", None) or {})
+        given = extra.get("max_tokens")
+        extra["max_tokens"] = min(given, tokens) if isinstance(given, int) and given > 0 else tokens
+        return {"extra_body": extra}
+    for name in BOUND_FIELDS:
+        if name in fields:
+            given = getattr(model, name, None)
+            return {name: min(given, tokens) if isinstance(given, int) and given > 0 else tokens}
+    return {}
+
+
+def bounded(model: Any, tokens: int) -> Any:
+    """A copy of the chat model ``model`` whose answers stop at ``tokens`` (`output_bound`); the model itself
+    when it has no such field. Copies are reused (and keep their model alive, so its id is not reused)."""
+    key = (id(model), tokens)
+    with _bound_lock:
+        found = _bound_copies.get(key)
+    if found is not None:
+        return found[1]
+    fields = output_bound(model, tokens)
+    if not fields or all(getattr(model, k, None) == v for k, v in fields.items()):
+        return model
+    copy = model.model_copy(update=fields)
+    with _bound_lock:
+        if len(_bound_copies) >= BOUND_COPIES_KEPT:
+            _bound_copies.pop(next(iter(_bound_copies)))
+        _bound_copies[key] = (model, copy)
+    return copy
+
+
+def with_output_bound(model: Any, tokens: int | None) -> Any:
+    """``model`` answering in at most ``tokens``: a chat model, one bound to tools or settings, or one bound to
+    a schema by `bind_schema`; anything else as it is."""
+    if tokens is None:
+        return model
+    if isinstance(model, Structured):
+        return model.bounded(tokens)
+    if isinstance(model, BaseChatModel):
+        return bounded(model, tokens)
+    if isinstance(model, RunnableBinding) and isinstance(model.bound, BaseChatModel):
+        inner = bounded(model.bound, tokens)
+        return model if inner is model.bound else model.model_copy(update={"bound": inner})
+    return model
+
+
+def was_cut(reply: Any) -> bool:
+    """Whether the model's answer (or the raw reply of a structured one) stopped at its output bound."""
+    return cut_by_limit(raw_reply(reply))
+
+
+def cut_note(limit: int | None) -> str:
+    """The note ending an answer that stopped at its output bound."""
+    bound = f" of {limit} tokens" if limit else ""
+    return f"[cut: this answer stopped at the model's output limit{bound} (max_output_tokens); the rest is missing]"
+
+
+WINDOW_PATTERNS = (
+    re.compile(r"maximum context length is (\d+)"),  # OpenAI, vLLM
+    re.compile(r"available context size \((\d+) tokens?\)"),  # llama.cpp server
+    re.compile(r"context window of (\d+)"),  # llama-cpp-python
+    re.compile(r"context length of only (\d+)"),  # LM Studio
+    re.compile(r"maximum model length (?:of |is )?(\d+)"),  # vLLM v1
+    re.compile(r"tokens? > (\d+) maximum"),  # Anthropic
+)
+REFUSED_PATTERNS = (
+    re.compile(r"\((\d+) in the messages"),  # OpenAI, vLLM: the prompt part of "you requested N tokens"
+    re.compile(r"messages resulted in (\d+) tokens"),  # OpenAI
+    re.compile(r"requested tokens \((\d+)\)"),  # llama-cpp-python
+    re.compile(r"request \((\d+) tokens?\)"),  # llama.cpp server
+    re.compile(r"prompt is too long: (\d+) tokens"),  # Anthropic
+    re.compile(r"prompt \(length (\d+)\)"),  # vLLM v1
+    re.compile(r"you requested (\d+) tokens"),  # OpenAI, vLLM (prompt and completion together)
+)
+
+
+def overflow_sizes(exc: BaseException | str | None) -> tuple[int | None, int | None]:
+    """``(window, refused)`` a provider's overflow error names: its context window in tokens, and the size of
+    the refused prompt by its own count; None for what it does not say."""
+    text = str(exc or "").lower().replace(",", "")
+
+    def first(patterns: Sequence[re.Pattern]) -> int | None:
+        for pattern in patterns:
+            found = pattern.search(text)
+            if found:
+                return int(found.group(1))
+        return None
+
+    return first(WINDOW_PATTERNS), first(REFUSED_PATTERNS)
 
 
 def overflowed(outcome: Any) -> bool:
@@ -293,17 +510,34 @@ def overflowed(outcome: Any) -> bool:
     return bool(getattr(outcome, "overflow", False))
 
 
-def refit_on_overflow(fitted: Callable[[float], R], refused: Callable[[R], bool] = overflowed) -> list[R]:
-    """``[fitted(1.0)]``, plus ``fitted(OVERFLOW_SHRINK)`` once when the provider refused the first
-    request as too long: ``refused(outcome)``, or a context-overflow error it raised. The outcomes
-    in order (sum their calls; the last one stands); other errors, and the second's, propagate."""
+def outcome_error(outcome: Any) -> BaseException | str | None:
+    """The error an outcome carries (a `Called`'s ``error``, a `StructuredAnswer`'s ``failure``, or the text
+    of an outcome's ``error``), if any."""
+    found = getattr(outcome, "failure", None) or getattr(outcome, "error", None)
+    return found if isinstance(found, BaseException | str) and found else None
+
+
+def refit_on_overflow(
+    fitted: Callable[[float], R],
+    refused: Callable[[R], bool] = overflowed,
+    learn: Callable[[BaseException | str], bool] | None = None,
+) -> list[R]:
+    """``[fitted(1.0)]``, plus one more try when the provider refused the first request as too long:
+    ``refused(outcome)``, or a context-overflow error it raised. When ``learn(error)`` took the real window
+    from the error (see `overflow_sizes`), the retry fits the whole of it (``fitted(1.0)``, the budget now
+    reflecting it), else ``fitted(OVERFLOW_SHRINK)``. The outcomes in order (sum their calls; the last one
+    stands); other errors, and the second's, propagate."""
+
+    def share(exc: BaseException | str | None) -> float:
+        return 1.0 if exc is not None and learn is not None and learn(exc) else OVERFLOW_SHRINK
+
     try:
         first = fitted(1.0)
     except Exception as exc:
         if not is_context_overflow(exc):
             raise
-        return [fitted(OVERFLOW_SHRINK)]
-    return [first, fitted(OVERFLOW_SHRINK)] if refused(first) else [first]
+        return [fitted(share(exc))]
+    return [first, fitted(share(outcome_error(first)))] if refused(first) else [first]
 
 
 def overflow_budget(budget: int, refused_tokens: int, fixed: int = 0) -> int:
@@ -430,9 +664,32 @@ class StructuredAnswer(Generic[T]):
     """The exception that ended the asking, when the model call failed."""
 
 
-def bind_schema(model: Any, schema: type[BaseModel]) -> Any:
+class Structured:
+    """A chat model answering with a schema through function calling, the raw reply included (see `bind_schema`);
+    `call_model` asks a copy bounded to the run's output limit."""
+
+    def __init__(self, model: Any, schema: type[BaseModel]):
+        self.model = model
+        self.schema = schema
+        self.runnable = model.with_structured_output(schema, method="function_calling", include_raw=True)
+        self.copies: dict[int, Structured] = {}
+
+    def invoke(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        return self.runnable.invoke(request, *args, **kwargs)
+
+    def bounded(self, tokens: int) -> Structured:
+        """This schema on the model bounded to ``tokens`` (`bounded`); itself when the model has no bound field."""
+        model = bounded(self.model, tokens)
+        if model is self.model:
+            return self
+        if tokens not in self.copies:
+            self.copies[tokens] = Structured(model, self.schema)
+        return self.copies[tokens]
+
+
+def bind_schema(model: Any, schema: type[BaseModel]) -> Structured:
     """``model`` answering with ``schema`` through function calling, the raw reply included (bind once, reuse)."""
-    return model.with_structured_output(schema, method="function_calling", include_raw=True)
+    return Structured(model, schema)
 
 
 def raw_reply(answer: Any) -> Any:
@@ -531,6 +788,7 @@ def ask_structured(
     config: Any,
     retry_prompt: str = RETRY_PROMPT,
     error_chars: int = RETRY_ERROR_CHARS,
+    observe: Callable[[Any, Any], None] | None = None,
 ) -> StructuredAnswer[T]:
     """Ask ``structured`` (see `bind_schema`) until ``read`` accepts an answer, at most ``retries + 1`` answers.
 
@@ -538,11 +796,12 @@ def ask_structured(
     fails ends the asking at once, its attempts counted. `UnreadableInput` from ``read`` asks again
     with ``retry_prompt`` (``{error}``: the reason, cut to ``error_chars``; ``{previous}``: the answer);
     `Provisional` too, its value used when no accepted answer comes. LangGraph's bubble-up passes through.
+    ``observe(request, reply)`` sees each reply (see `call_model`).
     """
     prompt, calls, error, answer = list(messages), 0, "", None
     kept: Provisional | None = None
     for _ in range(retries + 1):
-        called = call_model(structured, prompt, config)
+        called = call_model(structured, prompt, config, observe=observe)
         calls += called.attempts
         if called.error is not None:  # the model is down or refuses: the caller falls back
             return failed(called, calls, kept)

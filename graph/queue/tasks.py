@@ -138,6 +138,8 @@ class Task(TypedDict):
     """Wall-clock time (epoch seconds) of the subtask's first turn (information; see ``elapsed_s``)."""
     elapsed_s: NotRequired[float]
     """Seconds spent in this subtask's own model and tool calls (what ``step_timeout_s`` limits)."""
+    answer_cut: NotRequired[bool]
+    """The result stopped at the model's output limit (``max_output_tokens``); a note at its end says so."""
     replan_request: ReplanRequest | None
     """Set when this subtask asks for, or needs, a replan; cleared once handled."""
     result_ref: NotRequired[dict[str, Any] | None]

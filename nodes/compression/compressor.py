@@ -18,10 +18,10 @@ from replangraph.context.compression import Compression, answers_note, compress_
 from replangraph.context.fitting import PLAN_ID, ContextMonitor, excerpt, opening_window, output_id
 from replangraph.context.kept import collect_writes, failed_with_window, is_taken, keep_outputs
 from replangraph.context.summarizing import summarize_in_chunks
-from replangraph.llm.calls import StepClock, call_model, guarded, overflow_budget
+from replangraph.llm.calls import StepClock, call_model, cut_note, guarded, output_limit, overflow_budget, was_cut
 from replangraph.llm.reading import answer_text
 from replangraph.nodes.compression.prompts import MERGE_REQUEST, SUMMARIZER_PROMPT, SUMMARY_REQUEST
-from replangraph.state import CONTEXT_COMPRESSED, Configured, StateUpdate, emit
+from replangraph.state import ANSWER_CUT, CONTEXT_COMPRESSED, Configured, StateUpdate, emit
 
 PLAN_SHARE = 0.2
 """Most of the budget the plan re-injected with a summary may take; a longer one is shown as an excerpt."""
@@ -71,10 +71,19 @@ class Compressor(Configured):
 
     def ask(self, request: list[AnyMessage]) -> str:
         """The summary model's text for ``request``; its failure, or an empty answer, raised."""
-        text = answer_text(call_model(self.summary_model, request, self.config).result())
+        reply = call_model(self.summary_model, request, self.config, observe=self.observe).result()
+        text = answer_text(reply)
         if not text:
             raise ValueError("the summary model returned nothing")
+        if was_cut(reply):  # kept, with a note: the folded messages stay readable with read_output
+            limit = output_limit(self.config)
+            emit(ANSWER_CUT, task_id=None, part="summary", limit=limit)
+            text = f"{text}\n{cut_note(limit)}"
         return text
+
+    def observe(self, request: list[AnyMessage], reply: Any) -> None:
+        """Calibrate the summary model's token counts from its reply's usage."""
+        self.summary_monitor.observe(request, (), reply)
 
     def summarize(self, previous: str | None, messages: Sequence[AnyMessage]) -> str:
         """A summary of ``previous`` plus ``messages``, every character of them shown to the summary model."""
@@ -138,8 +147,9 @@ class Compressor(Configured):
         window = list(payload["window"])
         overflow = task.get("context_overflow") or {}
         budget = self.monitor.budget
-        if overflow and not overflow.get("compressed"):
-            # The provider counted more than we did: halve what can shrink (all but the system prompt and tools).
+        if overflow and not overflow.get("compressed") and not overflow.get("window"):
+            # The provider counted more than we did, and did not say its window (when it did, the monitor's
+            # budget follows it): halve what can shrink (all but the system prompt and tools).
             fixed = self.monitor.tokens(window[:1], tools)
             budget = overflow_budget(budget, overflow.get("tokens", budget), fixed)
         before = self.monitor.tokens(window, tools)

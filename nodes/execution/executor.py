@@ -25,6 +25,7 @@ from langgraph.types import Command
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.fitting import (
     ContextMonitor,
+    approximate_tokens,
     kept_id,
     message_key,
     opening_window,
@@ -47,8 +48,18 @@ from replangraph.context.kept import (
     window_outputs,
     with_more_result,
 )
-from replangraph.llm.calls import StepClock, StepTimeout, call_pool, guarded
-from replangraph.llm.reading import all_tool_calls, answer_text, message_text, pending_tool_calls
+from replangraph.llm.calls import (
+    StepClock,
+    StepTimeout,
+    call_pool,
+    cut_note,
+    guarded,
+    is_server_down,
+    paused_if_down,
+    server_url,
+    was_cut,
+)
+from replangraph.llm.reading import all_tool_calls, answer_text, message_text, pending_tool_calls, with_text
 from replangraph.names import ASK_USER, READ_OUTPUT, REPLAN_MARKER, REVIEW_TOOL, SPLIT_TOOL, TOOLKIT_NAMES
 from replangraph.nodes.execution.middleware import (
     BoundModels,
@@ -74,7 +85,7 @@ from replangraph.nodes.execution.middleware import (
     reply_of,
 )
 from replangraph.queue.tasks import Task, preview
-from replangraph.state import EVENTS, STEP_STARTED, Configured, StateUpdate, emit, held_events
+from replangraph.state import ANSWER_CUT, EVENTS, STEP_STARTED, Configured, StateUpdate, emit, held_events
 from replangraph.tools.read_output import read_output_tool
 from replangraph.tools.replan_toolkit.toolkit import (
     STILL_YOURS,
@@ -172,8 +183,13 @@ class Executor(Configured):
             messages=window[1:] if system is not None else list(window),
             system_message=system,
             tools=list(self.base_tools[agent_type]),
-            state={"messages": window, "task": task, "attempts": 0},
+            state={"messages": window, "task": task, "attempts": 0, "output_limit": self.output_limit},
         )
+
+    @property
+    def output_limit(self) -> int | None:
+        """Most tokens one answer may take: ``max_output_tokens``, else the output room the window leaves."""
+        return self.config.max_output_tokens or self.monitor.reserved_output or None
 
     @collect_writes
     def __call__(self, payload: Mapping[str, Any]) -> StateUpdate:
@@ -224,6 +240,8 @@ class Executor(Configured):
         if isinstance(outcome, Exception):  # a failed step is a failed task, not a crashed run
             return self.failure(task, window, started, spent + request.state["attempts"], outcome, clock)
         reply = outcome
+        if request.state.get("sent"):
+            self.monitor.observe(*request.state["sent"], reply)
         calls = spent + request.state["attempts"]
         cleared = {"context_overflow": None} if task.get("context_overflow") else {}
         if all_tool_calls(reply):
@@ -232,6 +250,12 @@ class Executor(Configured):
         text = answer_text(reply)
         if not text:
             return self.fail(task, window, "the model ended the subtask with an empty answer", calls)
+        cut = was_cut(reply)
+        if cut:  # kept, with a note: the agent's data is worth more than nothing, and the report names it
+            text = f"{text}\n\n{cut_note(self.output_limit)}"
+            reply = reply.model_copy(update={"content": with_text(reply.content, text)})
+            cleared["answer_cut"] = True
+            emit(ANSWER_CUT, task_id=task_id, part="result", limit=self.output_limit)
         marker = split_replan_marker(text)
         if marker:
             partial, reason = marker
@@ -254,7 +278,9 @@ class Executor(Configured):
     def failure(
         self, task: Mapping[str, Any], window: list, started: float, calls: int, exc: Exception, clock: StepClock
     ) -> StateUpdate:
-        """The update for a model turn that raised ``exc`` (``calls``: the model calls spent, tries included)."""
+        """The update for a model turn that raised ``exc`` (``calls``: the model calls spent, tries included);
+        `ModelServerDown` when the server stopped answering and the run pauses for that."""
+        paused_if_down(exc, self.config)
         if isinstance(exc, StepTimeout):
             return self.fail(task, window, f"step exceeded step_timeout_s={clock.limit_s}", calls)
         if isinstance(exc, StepFailed):
@@ -264,7 +290,9 @@ class Executor(Configured):
         calls = max(calls, task.get("model_calls", 0) + 1)  # the call was made, even if it never answered
         if isinstance(exc, RecursionError):  # the client could not even read the reply
             return self.fail(task, window, "model call failed: its reply nests too deeply to be read", calls)
-        return self.fail(task, window, f"model call failed: {type(exc).__name__}: {exc}", calls)
+        url = server_url(exc) if is_server_down(exc) else None
+        where = f" (the model server at {url} did not answer)" if url else ""
+        return self.fail(task, window, f"model call failed: {type(exc).__name__}: {exc}{where}", calls)
 
     def fail(self, task: Mapping[str, Any], window: list, error: str, calls: int, **extra: Any) -> StateUpdate:
         """A failed subtask whose window goes: what it had read and written is kept."""
@@ -282,14 +310,14 @@ class Executor(Configured):
                 calls,
             )
         tools = self.tool_schemas[task["agent_type"]]
+        # The window (and the size) the error names are learned; the compressor then fits the real window.
+        learned = self.monitor.learn_overflow(exc, approximate_tokens(window, tools))
         # Usage figures may come from a server that counts differently: take the larger count.
         tokens = max(self.monitor.tokens(window, tools), self.monitor.counter(window, tools))
-        change = {
-            "status": "in_progress",
-            "model_calls": calls,
-            "started_at": started,
-            "context_overflow": {"tokens": tokens, "compressed": False, "error": str(exc)[:300]},
-        }
+        record = {"tokens": tokens, "compressed": False, "error": str(exc)[:300]}
+        if learned:
+            record["window"] = self.monitor.context_window
+        change = {"status": "in_progress", "model_calls": calls, "started_at": started, "context_overflow": record}
         return {"tasks": {task["id"]: change}, "windows": {task["id"]: window}}
 
 

@@ -44,7 +44,15 @@ from langgraph.types import Command
 
 from replangraph.context.fitting import PAGE_RE, mentions_read_output
 from replangraph.context.kept import READ_OUTPUT, cut_observation, mark_kept
-from replangraph.llm.calls import StepClock, StepTimeout, call_with_timeout, guarded, is_context_overflow, retrying
+from replangraph.llm.calls import (
+    StepClock,
+    StepTimeout,
+    call_with_timeout,
+    guarded,
+    is_context_overflow,
+    retrying,
+    with_output_bound,
+)
 from replangraph.llm.reading import CUT_CALL, all_tool_calls, message_text, repair_tool_calls, split_reasoning
 from replangraph.names import TOOLKIT_NAMES
 from replangraph.queue.tasks import preview
@@ -328,7 +336,9 @@ BOUND_MODELS_KEPT = 64
 
 
 class BoundModels:
-    """The model call: ``request.model`` bound to the request's tools (bound once per model and tool list).
+    """The model call: ``request.model`` bound to the request's tools (bound once per model and tool list), its
+    answer bounded to ``request.state["output_limit"]`` tokens (`with_output_bound`). What was sent is left in
+    ``request.state["sent"]`` (messages, tools), to calibrate token counts from the reply's usage.
 
     A binding is looked up by the identity of the model and of each tool, and keeps them alive, so an
     identity is never reused for another object while its binding is kept (middleware may build tools
@@ -342,7 +352,9 @@ class BoundModels:
         request.state["attempts"] = request.state.get("attempts", 0) + 1
         model = self.bind(request)
         system = [request.system_message] if request.system_message is not None else []
-        return ModelResponse([model.invoke([*system, *request.messages])])
+        sent = [*system, *request.messages]
+        request.state["sent"] = (sent, list(request.tools))
+        return ModelResponse([model.invoke(sent)])
 
     def bind(self, request: ModelRequest) -> Any:
         """``request.model`` with its tools, tool choice and settings."""
@@ -350,13 +362,14 @@ class BoundModels:
         if request.tool_choice is not None:
             settings["tool_choice"] = request.tool_choice
         tools = tuple(request.tools)
-        key = (id(request.model), tuple(id(t) for t in tools), repr(sorted(settings.items())))
+        limit = request.state.get("output_limit")
+        key = (id(request.model), tuple(id(t) for t in tools), repr(sorted(settings.items())), limit)
         with self.lock:
             found = self.bound.get(key)
             if found is not None:
                 self.bound.move_to_end(key)
                 return found[2]
-        model = request.model
+        model = with_output_bound(request.model, request.state.get("output_limit"))
         bound = model.bind_tools(list(tools), **settings) if tools else model.bind(**settings)
         with self.lock:
             self.bound[key] = (model, tools, bound)  # kept alive: their ids are not reused while the key is

@@ -28,7 +28,15 @@ from replangraph.context.kept import (
     reading_pending,
     result_fields,
 )
-from replangraph.llm.calls import call_model, guarded, refit_on_overflow
+from replangraph.llm.calls import (
+    call_model,
+    cut_note,
+    guarded,
+    output_limit,
+    refit_on_overflow,
+    says_server_down,
+    was_cut,
+)
 from replangraph.llm.reading import answer_text, ends_with_answer
 from replangraph.nodes.finalize.prompts import (
     FINAL_MERGE_TEMPLATE,
@@ -38,8 +46,17 @@ from replangraph.nodes.finalize.prompts import (
 )
 from replangraph.nodes.finalize.report import fallback_report
 from replangraph.queue.index import index_of
-from replangraph.queue.tasks import RESET, Task, fallback_of, is_fallback, ordered, spent_model_calls, status_counts
-from replangraph.state import PLAN_COMPLETED, Configured, StateUpdate, event
+from replangraph.queue.tasks import (
+    RESET,
+    Task,
+    fallback_of,
+    is_fallback,
+    ordered,
+    preview,
+    spent_model_calls,
+    status_counts,
+)
+from replangraph.state import ANSWER_CUT, PLAN_COMPLETED, Configured, StateUpdate, emit, event
 
 Ask = Callable[[list[AnyMessage]], str]
 """One model call: the reply's text, stripped."""
@@ -283,6 +300,10 @@ def stop_reason(
     failed = [
         t["id"] for t in ordered(tasks) if t["status"] == "failed" and t["id"] not in covered and not is_fallback(t)
     ]
+    if failed and all(says_server_down(tasks[t].get("error")) for t in failed):
+        # Not a limit: every failure was the model server not answering (replans failed the same way).
+        first = preview(tasks[failed[0]]["error"], 200)
+        return f"the model server stopped answering (subtask {', '.join(failed)}: {first})"
     if model_calls >= config.max_steps:
         reason = (
             f"the step budget max_steps={config.max_steps} was used up "
@@ -331,19 +352,29 @@ class Finalizer(Configured):
         closing = stop_unfinished(tasks, reason, state.get("windows"), cancelled) if reason else {}
         closed = {tid: {**t, **closing.get("tasks", {}).get(tid, {})} for tid, t in tasks.items()}
         with reading_pending(closing):  # the partial results it keeps are read whole
-            answer = self.answer(goal, closed, reason)
-        done = event(PLAN_COMPLETED, final_answer=answer, counts=status_counts(closed), stop_reason=reason or None)
+            answer, reported = self.answer(goal, closed, reason)
+        answer += cut_results_note(closed)
+        done = event(PLAN_COMPLETED, final_answer=answer, counts=status_counts(closed), stop_reason=reported or None)
         update: StateUpdate = {
             **closing,
             "final_answer": answer,
+            "stop_reason": reported,
             "messages": [AIMessage(chat_markdown(answer), name="replangraph")],  # its lines kept in a chat
             "windows": {RESET: True},
         }
         return announced([done], update)
 
     def ask(self, request: list[AnyMessage]) -> str:
-        """The model's text for ``request``; its failure raised (`synthesize` stops at the first)."""
-        return answer_text(call_model(self.model, request, self.config).result())
+        """The model's text for ``request``; its failure raised (`synthesize` stops at the first). An answer
+        cut at the output limit ends with a note saying so (and an ``answer_cut`` event)."""
+        observe = lambda sent, reply: self.monitor.observe(sent, (), reply)  # noqa: E731
+        reply = call_model(self.model, request, self.config, observe=observe).result()
+        text = answer_text(reply)
+        if text and was_cut(reply):
+            limit = output_limit(self.config)
+            emit(ANSWER_CUT, task_id=None, part="final answer", limit=limit)
+            text = f"{text}\n\n{cut_note(limit)}"
+        return text
 
     def synthesize(self, goal: str, tasks: Mapping[str, Task], share: float = 1.0) -> Synthesis:
         """The model's answer over every result, each request within ``share`` of the budget and output room."""
@@ -356,18 +387,47 @@ class Finalizer(Configured):
             room=max(int(self.monitor.reserved_output * share), 1),
         )
 
-    def answer(self, goal: str, tasks: Mapping[str, Task], reason: str) -> str:
-        """The final answer: the model's synthesis when everything completed, else the report.
+    def answer(self, goal: str, tasks: Mapping[str, Task], reason: str) -> tuple[str, str]:
+        """``(final answer, why it is the fallback report)``: the model's synthesis when everything completed
+        (the reason then ''), else the report.
 
-        A provider that refuses a request as too long gets one more try with half the budget.
+        A provider that refuses a request as too long gets one more try, fitted to the window its error
+        names, else with half the budget.
         """
         if reason or not tasks:
-            return fallback_report(goal, tasks, reason or "no subtasks were planned")
+            reason = reason or "no subtasks were planned"
+            return fallback_report(goal, tasks, reason), reason
+        failure: list[str] = []
+
+        def failed(exc: Exception) -> str:
+            failure.append(f"the final answer could not be written ({type(exc).__name__})")
+            return failed_answer(goal, tasks, exc)
+
         text = guarded(
-            lambda: refit_on_overflow(lambda share: self.synthesize(goal, tasks, share))[-1].text,
-            lambda exc: failed_answer(goal, tasks, exc),
+            lambda: (
+                refit_on_overflow(lambda share: self.synthesize(goal, tasks, share), learn=self.monitor.learn_overflow)[
+                    -1
+                ].text
+            ),
+            failed,
         )
-        return text or fallback_report(goal, tasks, "the model returned an empty final answer")
+        if failure:
+            return text, failure[0]
+        if not text:
+            reason = "the model returned an empty final answer"
+            return fallback_report(goal, tasks, reason), reason
+        return text, ""
+
+
+def cut_results_note(tasks: Mapping[str, Task]) -> str:
+    """A closing note naming the subtasks whose results stopped at the output limit, or ''."""
+    cut = [t["id"] for t in ordered(tasks) if t.get("answer_cut")]
+    if not cut:
+        return ""
+    return (
+        f"\n\nNote: the result of subtask(s) {', '.join(cut)} stopped at the model's output limit "
+        "(max_output_tokens), so what they found may be incomplete; raise max_output_tokens to get it whole."
+    )
 
 
 # --------------------------------------------------------------------------- the answer as a chat shows it

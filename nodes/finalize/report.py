@@ -7,6 +7,11 @@ from collections.abc import Mapping
 from replangraph.context.kept import full_result
 from replangraph.queue.tasks import Task, fallback_of, is_fallback, plan_tasks, preview
 
+CUT_MARK = " (its answer stopped at the model's output limit, max_output_tokens)"
+KEPT_HINT = (
+    "- What a failed subtask had seen and written is kept under the output id its Why names: read it with "
+    "`replangraph output --thread THREAD OUTPUT_ID` (or a run's read_output tool)."
+)
 FALLBACK_LABEL = "one agent's attempt to finish the goal alone (the single-agent fallback)"
 """How the report names the fallback task (its content is the whole brief the agent got)."""
 
@@ -32,7 +37,9 @@ def fallback_report(goal: str, tasks: Mapping[str, Task], reason: str) -> str:
     if answered:
         lines += ["## Answer of the single-agent fallback", full_result(solo) or "", ""]
     lines.append("## Completed")
-    lines.extend(f"- {t['id']}: {t['content']}\n  Result: {full_result(t)}" for t in done)
+    lines.extend(
+        f"- {t['id']}: {t['content']}{CUT_MARK * bool(t.get('answer_cut'))}\n  Result: {full_result(t)}" for t in done
+    )
     if not done:
         lines.append("- nothing was completed")
     lines += ["", "## Not finished"]
@@ -40,7 +47,8 @@ def fallback_report(goal: str, tasks: Mapping[str, Task], reason: str) -> str:
     for t in unfinished:
         lines.append(f"- {t['id']} ({t['status']}): {FALLBACK_LABEL if is_fallback(t) else t['content']}")
         if t.get("error"):
-            lines.append(f"  Why: {preview(t['error'], 300)}")
+            why, kept, where = t["error"].partition(" (its window is kept as output ")
+            lines.append(f"  Why: {preview(why, 300)}{kept}{where}")
         if t.get("result"):
             lines.append(f"  Partial result: {full_result(t)}")
     if not unfinished:
@@ -53,6 +61,8 @@ def fallback_report(goal: str, tasks: Mapping[str, Task], reason: str) -> str:
     if waiting:
         ids = ", ".join(t["id"] for t in waiting)
         lines.append(f"- Run the unfinished subtasks ({ids}), e.g. as a new goal that includes the results above.")
+    if any("is kept as output" in (t.get("error") or "") for t in unfinished):
+        lines.append(KEPT_HINT)
     if "max_" in reason:
         lines.append("- A limit stopped the run: raise it in AgentConfig (max_steps, max_tasks, max_replans).")
     return "\n".join(lines)

@@ -175,14 +175,20 @@ class PlanAnswer:
 
 
 def request_plan(
-    structured: Any, messages: list[BaseMessage], *, retries: int, config: AgentConfig, check: Check
+    structured: Any,
+    messages: list[BaseMessage],
+    *,
+    retries: int,
+    config: AgentConfig,
+    check: Check,
+    observe: Callable[[Any, Any], None] | None = None,
 ) -> PlanAnswer:
     """Ask until ``check`` accepts a plan, at most ``retries + 1`` answers (`ask_structured`).
 
     Transient model errors are retried with backoff inside each ask; a model that
     still fails ends the asking at once (more answers would not come either). A
     `UsablePlan` is asked about again like an invalid one, but the latest one is
-    used when no accepted plan comes (its problems become notes).
+    used when no accepted plan comes (its problems become notes). ``observe(request, reply)`` sees each reply.
     """
     asked = ask_structured(
         structured,
@@ -192,6 +198,7 @@ def request_plan(
         config=config,
         retry_prompt=PLAN_RETRY,
         error_chars=RETRY_ERROR_CHARS,
+        observe=observe,
     )
     if asked.value is None:
         return PlanAnswer(None, asked.calls, asked.error, overflow=asked.overflow, unanswered=asked.unanswered)
@@ -302,7 +309,7 @@ class Planner(Configured):
         """``(tasks, model calls, why the fallback was used or "", notes on repairs)``."""
         system = SystemMessage(tools_prompt(PLANNER_PROMPT, self.profiles, self.tools_by_agent))
         # A provider that refuses the request as too long: once more, smaller.
-        answers = refit_on_overflow(lambda share: self.ask(goal, system, share))
+        answers = refit_on_overflow(lambda share: self.ask(goal, system, share), learn=self.monitor.learn_overflow)
         answer, calls = answers[-1], sum(a.calls for a in answers)
         specs = answer.specs or rule_plan_or_whole_goal(goal, list(self.profiles), self.config.max_tasks)
         return (
@@ -331,6 +338,7 @@ class Planner(Configured):
                 retries=self.config.planner_retries,
                 config=self.config,
                 check=self.check,
+                observe=lambda sent, reply: self.monitor.observe(sent, self.tools, reply),
             )
         else:
             needed = self.monitor.tokens(fitted.request, self.tools)

@@ -310,7 +310,9 @@ class Replanner(Configured):
             return check_required_tools(renamed, notes + agent_notes, self.tools_by_agent, validate, self.teams)
 
         # A provider that refuses the request as too long: once more, smaller.
-        answers = refit_on_overflow(lambda share: self.ask(goal, shown, flagged, system, check, share))
+        answers = refit_on_overflow(
+            lambda share: self.ask(goal, shown, flagged, system, check, share), learn=self.monitor.learn_overflow
+        )
         answer = answers[-1]
         answer.calls = sum(a.calls for a in answers)
         if not answer.specs:

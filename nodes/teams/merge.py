@@ -236,7 +236,9 @@ class TeamMerge(Configured):
         def within(share: float) -> StructuredAnswer[T] | None:
             return self.ask_within(model, schema, read, system, goal, task, shown, retries, share)
 
-        answers = refit_on_overflow(within, refused=lambda asked: asked is not None and asked.overflow)
+        answers = refit_on_overflow(
+            within, refused=lambda asked: asked is not None and asked.overflow, learn=self.monitor.learn_overflow
+        )
         calls = sum(asked.calls for asked in answers if asked is not None)
         asked = answers[-1]
         if asked is None:

@@ -233,7 +233,7 @@ SHELL_CHECKS: list[tuple[str, Callable[[str], None]]] = [
     (r"replangraph demo", run_cli("replangraph demo", "Check: 19/19 products in the final answer.")),
     (r"replangraph graph", run_cli("replangraph graph", "graph TD;")),
     (r"replangraph (--help|run --help)", run_cli("replangraph --help", "usage: replangraph")),
-    (r"replangraph (run|resume) .+", check_cli_parses),
+    (r"replangraph (run|resume|output) .+", check_cli_parses),
     (r"(replangraph bench|python -m benchmarks) \w+( .*)?", check_bench_flags),
     (r"export REPLANGRAPH_\w+=\S+", check_env_read),
     (r"LANGGRAPH_CLI_NO_ANALYTICS=1 langgraph dev( --[\w-]+)*", check_langgraph_dev),

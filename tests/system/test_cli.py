@@ -86,6 +86,7 @@ def test_every_event_has_a_readable_line():
             "reason": "complete",
             "candidates": [{"agent_type": "careful", "error": None}, {"agent_type": "fast", "error": "boom"}],
         },
+        "answer_cut": {"task_id": "a", "part": "result", "limit": 256},
     }
     assert set(samples) == set(EVENT_NAMES)
     lines = {name: console.describe({"event": name, **payload}) for name, payload in samples.items()}
@@ -95,6 +96,7 @@ def test_every_event_has_a_readable_line():
     assert lines["plan_reviewed"] == "plan edited (1 task(s))"
     assert lines["question_answered"] == "a asked 'Which year?': 2024"
     assert lines["team_merged"] == "a team best: kept careful (complete)"
+    assert lines["answer_cut"] == "a result cut at the output limit of 256 tokens (max_output_tokens)"
     assert "fallback: model down" in lines["plan_created"]
     assert "agent type 'x' does not exist" in lines["plan_created"]
     assert lines["step_verified"] == "a checked: incomplete (ranks 6-19 missing); queued a_dyn_0"
@@ -118,6 +120,10 @@ def test_exit_code_follows_how_the_run_ended():
     assert not session.succeeded({"tasks": {"1": done, "2": failed}, "final_answer": "report"})
     replanned = [{"outcome": "replanned", "task_ids": ["2"]}]  # a failed subtask whose work a new plan took over
     assert session.succeeded({"tasks": {"1": done, "2": failed}, "replans": replanned, "final_answer": "ok"})
+    # Every subtask done, but the final answer is the fallback report (the finalizer could not write it).
+    report = {"tasks": {"1": done}, "final_answer": "report", "stop_reason": "the final answer could not be written"}
+    assert not session.succeeded(report)
+    assert session.succeeded({**report, "stop_reason": ""})
 
 
 def test_studio_serves_your_tools_and_agents_from_the_environment(monkeypatch, tmp_path):
@@ -152,7 +158,7 @@ def test_every_command_and_flag_has_help_the_db_default_is_named_and_the_json_fo
 
     parser = cli.make_parser()
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
-    assert set(commands) == {"demo", "run", "resume", "graph", "bench"}
+    assert set(commands) == {"demo", "run", "resume", "output", "graph", "bench"}
     for name, command in commands.items():
         for action in command._actions:
             assert action.help, f"{name} {action.option_strings or action.dest} has no help"
@@ -161,7 +167,7 @@ def test_every_command_and_flag_has_help_the_db_default_is_named_and_the_json_fo
     for name in ("run", "resume"):
         flags = {f for a in commands[name]._actions for f in a.option_strings}
         assert {"--db", "--thread", "--model", "--base-url", "--tools", "--max-steps", "--concurrency"} <= flags
-        assert {"--verify", "--approve-plan", "--max-clarifications"} <= flags
+        assert {"--verify", "--approve-plan", "--max-clarifications", "--max-output-tokens"} <= flags
         db_help = next(a.help for a in commands[name]._actions if "--db" in a.option_strings)
         assert "$REPLANGRAPH_DB" in db_help and "runs.sqlite" in db_help
     assert "--answer" in {f for a in commands["resume"]._actions for f in a.option_strings}

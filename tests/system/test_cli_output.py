@@ -205,18 +205,21 @@ def test_an_unreachable_server_ends_the_command_at_once_naming_its_url(monkeypat
 
 
 @pytest.mark.system
-def test_a_server_lost_mid_run_is_named_and_exits_4(serve, monkeypatch, tmp_path):
+def test_a_server_lost_mid_run_pauses_the_run_names_the_server_and_exits_4(serve, monkeypatch, tmp_path):
     monkeypatch.setattr("replangraph.llm.calls.wait", lambda seconds: None)  # no backoff between the tries
     url = serve(DroppingServer)
     out = io.StringIO()
-    code = cli.main(["run", DEMO_GOAL, *TOOLS, "--model", "m", "--db", str(tmp_path / "runs.sqlite")], out=out)
+    db = str(tmp_path / "runs.sqlite")
+    code = cli.main(["run", DEMO_GOAL, *TOOLS, "--model", "m", "--db", db, "--thread", "lost"], out=out)
     text = out.getvalue()
     assert code == 4, text
-    assert "Connection error" in text  # the failure, as the subtask recorded it
+    assert "Final answer" not in text and "max_replans" not in text  # paused: no report, no limit blamed
     assert text.rstrip().endswith(
-        f"The model server at {url} stopped answering during the run (connection error): start it and run the goal "
-        "again."
+        f"The model server at {url} stopped answering during the run (connection error); the run is paused, "
+        f"nothing failed: start it. The checkpoint keeps the run: once the server answers again, resume with: "
+        f"replangraph resume --thread lost --db {db}"
     )
+    assert len(FakeOpenAI.requests) == 1 + 3  # the plan, then one call's three tries: no replanning, no report
 
 
 @pytest.mark.system
