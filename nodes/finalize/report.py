@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from replangraph.context.kept import full_result
+from replangraph.context.kept import full_result, run_namespace
 from replangraph.queue.tasks import Task, fallback_of, is_fallback, plan_tasks, preview
 
 CUT_MARK = " (its answer stopped at the model's output limit, max_output_tokens)"
 KEPT_HINT = (
     "- What a failed subtask had seen and written is kept under the output id its Why names: read it with "
-    "`replangraph output --thread THREAD OUTPUT_ID` (or a run's read_output tool)."
+    "`replangraph output --thread {thread} OUTPUT_ID` (or a run's read_output tool)."
 )
 FALLBACK_LABEL = "one agent's attempt to finish the goal alone (the single-agent fallback)"
 """How the report names the fallback task (its content is the whole brief the agent got)."""
@@ -62,7 +62,8 @@ def fallback_report(goal: str, tasks: Mapping[str, Task], reason: str) -> str:
         ids = ", ".join(t["id"] for t in waiting)
         lines.append(f"- Run the unfinished subtasks ({ids}), e.g. as a new goal that includes the results above.")
     if any("is kept as output" in (t.get("error") or "") for t in unfinished):
-        lines.append(KEPT_HINT)
+        thread = run_namespace()[1]  # the run's thread id ("default" without one)
+        lines.append(KEPT_HINT.format(thread=thread if thread != "default" else "THREAD"))
     if "max_" in reason:
         lines.append("- A limit stopped the run: raise it in AgentConfig (max_steps, max_tasks, max_replans).")
     return "\n".join(lines)

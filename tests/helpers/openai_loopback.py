@@ -7,6 +7,9 @@ says ``"stream": true`` (ChatOpenAI streams when a LangGraph run streams in ``me
 A request that breaks the provider's tool-message rules is refused with 400, as OpenAI does;
 so is one the responder cannot answer (its error is kept in ``errors``), which the client does
 not retry, so a test fails at once instead of waiting through backoff.
+Its ``usage`` is the approximate token count of the request, times ``usage_scale`` (a server whose
+tokenizer counts fewer tokens than the client's estimate); a responder's reply may set
+``response_metadata={"finish_reason": "length"}`` (an answer cut at its output bound).
 ``GET /v1/models`` lists ``models`` (with ``models_status`` other than 200, it answers that
 status instead, as a server that refuses the key answers 401).
 """
@@ -20,6 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from langchain_core.messages import AIMessage
+from langchain_core.messages.utils import count_tokens_approximately
 from langchain_openai.chat_models.base import _convert_dict_to_message, _convert_message_to_dict
 
 from replangraph.testing import Reply, ScriptedRequest, as_message
@@ -27,7 +31,14 @@ from replangraph.testing import Reply, ScriptedRequest, as_message
 Responder = Callable[[ScriptedRequest], Reply]
 CHAT_PATH = "/v1/chat/completions"
 MODELS_PATH = "/v1/models"
-USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+
+
+def request_usage(messages: list, tools: list | None, answer: AIMessage) -> dict:
+    """``usage`` as a server reports it, from the approximate counts: a client's calibration from it leaves
+    its counter as it is (`OpenAILoopback.usage_scale` makes the server count differently)."""
+    prompt = count_tokens_approximately(messages, tools=tools or None)
+    completion = count_tokens_approximately([answer])
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
 def tool_rule_violation(messages: list[dict]) -> str | None:
@@ -53,7 +64,7 @@ def scripted_request(body: dict) -> ScriptedRequest:
     return ScriptedRequest(messages=messages, tool_names=names)
 
 
-def completion(body: dict, answer: AIMessage) -> dict:
+def completion(body: dict, answer: AIMessage, usage: dict) -> dict:
     """A ``chat.completion`` object holding ``answer``."""
     message = _convert_message_to_dict(answer)
     message.setdefault("content", None)
@@ -63,12 +74,14 @@ def completion(body: dict, answer: AIMessage) -> dict:
         "created": 0,
         "model": body["model"],
         "choices": [{"index": 0, "message": message, "finish_reason": finish_reason(answer)}],
-        "usage": USAGE,
+        "usage": usage,
     }
 
 
 def finish_reason(answer: AIMessage) -> str:
-    return "tool_calls" if answer.tool_calls else "stop"
+    """The answer's own ``finish_reason`` when the responder set one (``length``: cut), else as OpenAI says."""
+    given = (answer.response_metadata or {}).get("finish_reason")
+    return given or ("tool_calls" if answer.tool_calls else "stop")
 
 
 def chunk(body: dict, choices: list[dict], **extra: object) -> dict:
@@ -83,7 +96,7 @@ def chunk(body: dict, choices: list[dict], **extra: object) -> dict:
     }
 
 
-def chunks(body: dict, answer: AIMessage, piece: int = 8) -> Iterator[dict]:
+def chunks(body: dict, answer: AIMessage, usage: dict, piece: int = 8) -> Iterator[dict]:
     """The chunks that stream ``answer``: the text in pieces of ``piece`` characters, then each tool
     call (id and name first, its arguments in pieces), then the finish reason, then the usage when
     ``stream_options.include_usage`` asks for it."""
@@ -104,7 +117,7 @@ def chunks(body: dict, answer: AIMessage, piece: int = 8) -> Iterator[dict]:
             yield delta({"tool_calls": [part]})
     yield delta({}, finish_reason(answer))
     if (body.get("stream_options") or {}).get("include_usage"):
-        yield chunk(body, [], usage=USAGE)
+        yield chunk(body, [], usage=usage)
 
 
 class OpenAILoopback:
@@ -114,8 +127,16 @@ class OpenAILoopback:
     for choosing replies); ``errors`` what was refused and why; ``gets`` the paths asked with GET.
     """
 
-    def __init__(self, responder: Responder, models: Sequence[str] = (), models_status: int = 200):
+    def __init__(
+        self,
+        responder: Responder,
+        models: Sequence[str] = (),
+        models_status: int = 200,
+        usage_scale: float = 1.0,
+        port: int = 0,
+    ):
         self.responder = responder
+        self.usage_scale = usage_scale
         self.models = list(models)
         self.models_status = models_status
         self.requests: list[dict] = []
@@ -134,7 +155,7 @@ class OpenAILoopback:
             def do_GET(self) -> None:
                 loopback.handle_get(self)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)  # port 0: a free one
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, name="openai-loopback", daemon=True)
 
@@ -184,11 +205,15 @@ class OpenAILoopback:
         except Exception as exc:  # the script has no answer: fail the call, visibly
             self.refuse(handler, 400, f"the responder failed: {type(exc).__name__}: {exc}")
             return
+        request = scripted_request(body)
+        usage = request_usage(list(request.messages), body.get("tools"), answer)
+        usage["prompt_tokens"] = round(usage["prompt_tokens"] * self.usage_scale)
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         if body.get("stream"):
-            events = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks(body, answer)) + "data: [DONE]\n\n"
+            events = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks(body, answer, usage)) + "data: [DONE]\n\n"
             self.send(handler, 200, events.encode(), "text/event-stream")
         else:
-            self.send(handler, 200, json.dumps(completion(body, answer)).encode(), "application/json")
+            self.send(handler, 200, json.dumps(completion(body, answer, usage)).encode(), "application/json")
 
     @staticmethod
     def send(handler: BaseHTTPRequestHandler, status: int, data: bytes, content_type: str) -> None:

@@ -66,7 +66,7 @@ def test_json_run_through_an_openai_compatible_server(fake_openai, capsys):  # n
     final = objects[-1]
     assert final["event"] == "run_finished" and final["exit_code"] == 0 and final["thread"] == "j1"
     assert final["counts"] == {"pending": 0, "in_progress": 0, "completed": 4, "failed": 0, "skipped": 0}
-    assert final["tokens"] == 15 * len(fake_openai)  # the fake server reports 15 tokens per request
+    assert final["tokens"] == sum(FakeOpenAI.tokens) > 0  # what the fake server reported, every request counted
     assert "thread: j1" in capsys.readouterr().err
 
 
@@ -164,6 +164,7 @@ def serve(monkeypatch):
         threading.Thread(target=server.serve_forever, daemon=True).start()
         servers.append(server)
         FakeOpenAI.requests, FakeOpenAI.failures, FakeOpenAI.context_chars = [], [], None
+        FakeOpenAI.tokens = []
         FakeOpenAI.responder = staticmethod(demo_responder)
         ModelServer.gets = []
         url = f"http://127.0.0.1:{server.server_port}/v1"

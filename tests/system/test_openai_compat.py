@@ -16,7 +16,7 @@ import pytest
 from cli_helpers import record_waits
 from langchain_core.messages import AIMessage
 from langchain_openai.chat_models.base import _convert_dict_to_message, _convert_message_to_dict
-from openai_loopback import tool_rule_violation
+from openai_loopback import request_usage, tool_rule_violation
 
 from replangraph.app import cli
 from replangraph.app.demo import DEMO_GOAL, demo_responder, expected_products
@@ -25,6 +25,8 @@ from replangraph.testing import ScriptedRequest, as_message
 
 class FakeOpenAI(BaseHTTPRequestHandler):
     requests: list[dict] = []
+    tokens: list[int] = []
+    """The ``total_tokens`` of each answer, as its ``usage`` reported them."""
     failures: list[tuple[int, dict]] = []
     """(status, headers) answered to the next requests, before normal answers resume."""
     responder = staticmethod(demo_responder)
@@ -61,7 +63,8 @@ class FakeOpenAI(BaseHTTPRequestHandler):
         message = _convert_message_to_dict(answer)
         message.setdefault("content", None)
         finish = "tool_calls" if answer.tool_calls else "stop"
-        usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        usage = request_usage(messages, body.get("tools"), answer)
+        FakeOpenAI.tokens.append(usage["total_tokens"])
         self.reply(
             200,
             {
@@ -91,6 +94,7 @@ def fake_openai(monkeypatch):
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     FakeOpenAI.requests = []
+    FakeOpenAI.tokens = []
     FakeOpenAI.failures = []
     FakeOpenAI.context_chars = None
     FakeOpenAI.responder = staticmethod(demo_responder)

@@ -1,0 +1,174 @@
+"""What a real OpenAI-compatible server shows (ChatOpenAI against the loopback server): every request carries its
+output bound as the server honours it, a cut answer is marked as cut, an overflow error that names the window is
+used, and the server's own token counts calibrate the estimate."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import socket
+
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+from openai_loopback import OpenAILoopback, request_usage, scripted_request
+
+from replangraph import AgentConfig, build_graph
+from replangraph.testing import ScriptedRequest, as_message, tool_call
+
+GOAL = "Find the colour of flag 1 and of flag 2."
+
+
+def two_subtasks(request: ScriptedRequest, cut: str = "") -> AIMessage | dict | str:
+    """Plans a subtask per flag; a subtask reports its colour; the final answer lists what they found. The part
+    named by ``cut`` (a subtask id, or ``final``) stops at the output bound."""
+    if "Plan" in request.tool_names:
+        tasks = [{"id": n, "content": f"Find the colour of flag {n}", "depends_on": []} for n in ("1", "2")]
+        return tool_call("Plan", {"tasks": tasks})
+    found = re.search(r"Your subtask \((\w+)\)", request.prompt)
+    part = found.group(1) if found else "final"
+    text = f"COLOUR {part}: teal" if found else "FINAL: " + ", ".join(re.findall(r"COLOUR \d: \w+", request.prompt))
+    return AIMessage(text, response_metadata={"finish_reason": "length" if part == cut else "stop"})
+
+
+def run(server: OpenAILoopback, config: AgentConfig, goal: str = GOAL) -> tuple[dict, list[dict]]:
+    model = ChatOpenAI(model="local", base_url=server.base_url, api_key="none", max_retries=0)
+    graph = build_graph(model, config=config)
+    events: list[dict] = []
+    state = None
+    for mode, chunk in graph.stream({"messages": [("user", goal)]}, stream_mode=["custom", "values"]):
+        if mode == "custom":
+            events.append(chunk)
+        else:
+            state = chunk
+    return state, events
+
+
+def test_every_request_carries_its_output_bound_as_max_tokens():
+    with OpenAILoopback(two_subtasks) as server:
+        state, _ = run(server, AgentConfig(max_output_tokens=300))
+    assert state["final_answer"] == "FINAL: COLOUR 1: teal, COLOUR 2: teal"
+    assert len(server.requests) == 4  # planner, two subtasks, final answer
+    assert all(body.get("max_tokens") == 300 and "max_completion_tokens" not in body for body in server.requests)
+    with OpenAILoopback(two_subtasks) as server:
+        run(server, AgentConfig(context_window=4_000))  # no bound set: the reserved output, a quarter of the window
+    assert {body.get("max_tokens") for body in server.requests} == {1_000}
+
+
+def test_a_cut_result_is_marked_in_the_result_an_event_and_the_final_answer():
+    with OpenAILoopback(lambda request: two_subtasks(request, cut="2")) as server:
+        state, events = run(server, AgentConfig(max_output_tokens=300))
+    task = state["tasks"]["2"]
+    assert task["status"] == "completed" and task["answer_cut"] is True
+    assert (
+        task["result"].startswith("COLOUR 2: teal") and "stopped at the model's output limit of 300" in task["result"]
+    )
+    assert "answer_cut" not in state["tasks"]["1"]
+    assert [e for e in events if e["event"] == "answer_cut"] == [
+        {"event": "answer_cut", "task_id": "2", "part": "result", "limit": 300}
+    ]
+    assert "the result of subtask(s) 2 stopped at the model's output limit" in state["final_answer"]
+
+
+def test_a_cut_final_answer_says_so():
+    with OpenAILoopback(lambda request: two_subtasks(request, cut="final")) as server:
+        state, events = run(server, AgentConfig(max_output_tokens=300))
+    assert state["final_answer"].startswith("FINAL: COLOUR 1: teal, COLOUR 2: teal")
+    assert "[cut: this answer stopped at the model's output limit of 300 tokens" in state["final_answer"]
+    assert {"event": "answer_cut", "task_id": None, "part": "final answer", "limit": 300} in events
+    assert state["stop_reason"] == ""  # the model wrote it, cut or not
+
+
+WINDOW = 3_000
+
+
+class SmallWindowServer(OpenAILoopback):
+    """A server whose window is `WINDOW` tokens (by the approximate count): a longer request is refused with
+    OpenAI's and vLLM's wording, which names the window and the refused size."""
+
+    def __init__(self):
+        super().__init__(two_subtasks)
+        self.sizes: list[int] = []
+
+    def handle(self, handler) -> None:
+        data = handler.rfile.read(int(handler.headers["Content-Length"]))
+        body = json.loads(data)
+        size = request_usage(list(scripted_request(body).messages), body.get("tools"), as_message(""))["prompt_tokens"]
+        self.sizes.append(size)
+        if size > WINDOW:
+            message = (
+                f"This model's maximum context length is {WINDOW} tokens. However, you requested "
+                f"{size + 300} tokens ({size} in the messages, 300 in the completion)."
+            )
+            self.refuse(handler, 400, message)
+            return
+        handler.rfile = io.BytesIO(data)  # read again by the server's own handling
+        super().handle(handler)
+
+
+def test_an_overflow_error_naming_the_window_is_used_for_the_retry_and_the_rest_of_the_run():
+    appendix = " ".join(f"note{n} about the flags" for n in range(1_200))  # about 7,500 tokens: over the window
+    with SmallWindowServer() as server:
+        state, _ = run(server, AgentConfig(max_output_tokens=200), goal=f"{GOAL}\n\nBackground: {appendix}")
+    assert state["final_answer"] == "FINAL: COLOUR 1: teal, COLOUR 2: teal"
+    assert len(server.errors) == 1  # the planner's first request; then every request fits the window it named
+    assert all(size <= WINDOW for size in server.sizes[1:])
+    assert all(t["status"] == "completed" for t in state["tasks"].values())
+
+
+def test_the_servers_own_token_counts_let_requests_that_fit_through():
+    # The server counts 55 % of the approximate estimate (a tokenizer the estimate over-counts). With a
+    # 700-token window (a budget of 472), the subtask's opening (about 600 tokens by the estimate) is over the
+    # budget until the planner's answer reports its usage; calibrated, it is sent.
+    config = AgentConfig(context_window=700, max_output_tokens=150, planner_retries=0)
+    with OpenAILoopback(two_subtasks, usage_scale=0.55) as server:
+        state, _ = run(server, config)
+    assert state["final_answer"] == "FINAL: COLOUR 1: teal, COLOUR 2: teal"
+    with OpenAILoopback(two_subtasks, usage_scale=1.0) as server:  # a server that agrees with the estimate
+        state, _ = run(server, config)
+    assert "context window too small for this subtask" in (state["tasks"]["1"]["error"] or "")
+
+
+def test_without_pausing_a_dead_server_is_named_in_the_report_not_a_limit(monkeypatch):
+    monkeypatch.setattr("replangraph.llm.calls.wait", lambda seconds: None)  # no backoff between the tries
+    with socket.socket() as probe:  # a port nothing listens on: connection refused
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    model = ChatOpenAI(model="local", base_url=url, api_key="none", max_retries=0)
+    state = build_graph(model, config=AgentConfig(max_replans=3)).invoke({"messages": [("user", GOAL)]})
+    first_line = state["final_answer"].splitlines()[0]
+    assert first_line.startswith("The run for this goal stopped before it was finished: the model server stopped")
+    assert f"(the model server at {url} did not answer)" in first_line
+    assert "max_replans" not in state["final_answer"] and state["stop_reason"].startswith("the model server")
+
+
+@tool
+def lookup(flag: str) -> str:
+    """Look a flag up: a long record."""
+    return f"flag {flag}: " + " ".join(f"field{n}=value{n}" for n in range(700))  # about 2,400 tokens
+
+
+def looks_up_first(request: ScriptedRequest):
+    """Like `two_subtasks`, but a subtask reads its flag's record before it answers."""
+    found = re.search(r"Your subtask \((\w+)\)", request.prompt)
+    if found and request.last_result("lookup") is None:
+        return tool_call("lookup", {"flag": found.group(1)})
+    return two_subtasks(request)
+
+
+def test_an_overflow_in_a_subtask_teaches_the_window_and_the_compressor_fits_it():
+    with SmallWindowServer() as server:
+        server.responder = looks_up_first
+        model = ChatOpenAI(model="local", base_url=server.base_url, api_key="none", max_retries=0)
+        graph = build_graph(model, [lookup], config=AgentConfig(max_output_tokens=200))
+        events, state = [], None
+        for mode, chunk in graph.stream({"messages": [("user", GOAL)]}, stream_mode=["custom", "values"]):
+            if mode == "custom":
+                events.append(chunk)
+            else:
+                state = chunk
+    assert state["final_answer"] == "FINAL: COLOUR 1: teal, COLOUR 2: teal"
+    assert len(server.errors) == 1  # subtask 1's turn after the lookup; subtask 2 is fitted to the window at once
+    assert graph.builder.nodes["executor"].runnable.func.monitor.context_window == WINDOW
+    assert any(e["event"] == "context_compressed" for e in events)

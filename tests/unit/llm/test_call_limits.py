@@ -1,0 +1,198 @@
+"""The limits every model call keeps: its output bound (in the form the endpoint honours), cut answers, the window
+an overflow error names, and a server that stopped answering."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_openai import ChatOpenAI
+from pydantic import BaseModel
+
+from replangraph import AgentConfig, ModelServerDown
+from replangraph.context.fitting import ContextMonitor, approximate_tokens
+from replangraph.llm import calls
+from replangraph.llm.calls import (
+    OVERFLOW_SHRINK,
+    bind_schema,
+    bounded,
+    call_model,
+    is_server_down,
+    output_bound,
+    output_limit,
+    overflow_sizes,
+    refit_on_overflow,
+    was_cut,
+    with_output_bound,
+)
+from replangraph.testing import ScriptedChatModel
+
+CONFIG = AgentConfig(retry_backoff_s=0)
+
+
+def openai_at(url: str | None, **fields) -> ChatOpenAI:
+    return ChatOpenAI(model="m", api_key="k", base_url=url, max_retries=0, **fields)
+
+
+def test_the_output_limit_is_max_output_tokens_else_the_reserved_output_within_a_quarter_of_the_window():
+    assert output_limit(AgentConfig()) == 8_000
+    assert output_limit(AgentConfig(context_window=1024)) == 256
+    assert output_limit(AgentConfig(context_window=1024, max_output_tokens=100)) == 100
+    assert output_limit(AgentConfig(reserved_output=0)) is None
+
+
+def test_chatopenai_against_another_server_gets_max_tokens_in_extra_body(monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    local = openai_at("http://127.0.0.1:8080/v1", extra_body={"top_k": 20})
+    assert output_bound(local, 256) == {"extra_body": {"top_k": 20, "max_tokens": 256}}
+    payload = bounded(local, 256)._get_request_payload([HumanMessage("hi")])
+    assert payload["extra_body"] == {"top_k": 20, "max_tokens": 256}
+    assert "max_completion_tokens" not in payload  # what llama.cpp's server ignores
+    # OpenAI itself: the field, which langchain-openai sends as max_completion_tokens.
+    hosted = openai_at(None)
+    assert output_bound(hosted, 256) == {"max_tokens": 256}
+    assert bounded(hosted, 256)._get_request_payload([HumanMessage("hi")])["max_completion_tokens"] == 256
+
+
+def test_a_smaller_bound_set_on_the_model_stays_and_the_profile_caps_it(monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert output_bound(openai_at(None, max_tokens=100), 256) == {"max_tokens": 100}
+    assert output_bound(openai_at("http://h/v1", extra_body={"max_tokens": 50}), 256)["extra_body"]["max_tokens"] == 50
+    capped = openai_at(None)
+    capped.profile = {"max_output_tokens": 64}
+    assert output_bound(capped, 256) == {"max_tokens": 64}
+
+
+def test_a_model_without_a_bound_field_is_left_as_it_is_and_copies_are_reused(monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    scripted = ScriptedChatModel(respond=lambda request: "ok")
+    assert bounded(scripted, 10) is scripted
+    model = openai_at("http://h/v1")
+    assert bounded(model, 10) is bounded(model, 10) is not model
+    tooled = model.bind_tools([{"type": "function", "function": {"name": "f", "parameters": {}}}])
+    assert with_output_bound(tooled, 10).bound is bounded(model, 10)
+    assert with_output_bound(model, None) is model
+
+
+class Answer(BaseModel):
+    text: str
+
+
+def test_a_schema_bound_model_is_asked_bounded(monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    model = openai_at("http://h/v1")
+    structured = bind_schema(model, Answer)
+    assert with_output_bound(structured, 32).model is bounded(model, 32)
+    assert with_output_bound(structured, 32) is with_output_bound(structured, 32)
+
+
+def test_cut_answers_are_told_by_their_finish_or_stop_reason():
+    assert was_cut(AIMessage("a", response_metadata={"finish_reason": "length"}))
+    assert was_cut(AIMessage("a", response_metadata={"stop_reason": "max_tokens"}))  # Anthropic
+    assert was_cut(AIMessage("a", response_metadata={"finish_reason": "MAX_TOKENS"}))  # Gemini
+    assert was_cut({"raw": AIMessage("a", response_metadata={"finish_reason": "length"}), "parsed": None})
+    assert not was_cut(AIMessage("a", response_metadata={"finish_reason": "stop"}))
+    assert not was_cut(AIMessage("a"))
+
+
+@pytest.mark.parametrize(
+    ("message", "sizes"),
+    [
+        (
+            "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens "
+            "(4000 in the messages, 1000 in the completion). Please reduce the length of the messages.",
+            (4096, 4000),
+        ),
+        (
+            "This model's maximum context length is 8,192 tokens. However, your messages resulted in 9,001 tokens.",
+            (8192, 9001),
+        ),
+        ("the request exceeds the available context size (1024 tokens), try increasing it", (1024, None)),
+        ("request (1500 tokens) exceeds the available context size (1024 tokens)", (1024, 1500)),
+        ("Requested tokens (1500) exceed context window of 1024", (1024, 1500)),
+        ("prompt is too long: 250000 tokens > 200000 maximum", (200000, 250000)),
+        ("The prompt (length 5000) is longer than the maximum model length of 4096.", (4096, 5000)),
+        ("context length exceeded", (None, None)),
+    ],
+)
+def test_overflow_errors_name_the_window_and_the_refused_size(message, sizes):
+    assert overflow_sizes(ContextOverflowError(message)) == sizes
+
+
+def test_a_learned_window_refits_to_the_whole_budget_else_to_a_share():
+    monitor = ContextMonitor(AgentConfig())
+    shares: list[float] = []
+
+    def fitted(share: float) -> str:
+        shares.append(share)
+        if len(shares) == 1:
+            raise ContextOverflowError("maximum context length is 1024 tokens. However, you requested 2000 tokens")
+        return "ok"
+
+    assert refit_on_overflow(fitted, learn=monitor.learn_overflow) == ["ok"]
+    assert shares == [1.0, 1.0]  # the second fit is against the window the error named
+    assert monitor.context_window == 1024 and monitor.budget == int((1024 - 256) * 0.9)
+    shares.clear()
+    assert refit_on_overflow(fitted, learn=monitor.learn_overflow) == ["ok"]
+    assert shares == [1.0, OVERFLOW_SHRINK]  # nothing new learned: half the budget, as before
+
+
+def test_the_learned_window_and_calibration_are_shared_by_every_monitor_of_a_graph():
+    monitor = ContextMonitor(AgentConfig())
+    other = monitor.for_model(openai_at("http://h/v1"))
+    other.model_window = 9_999  # a model of its own, for the sake of the test
+    request = [HumanMessage("word " * 400)]
+    estimate = approximate_tokens(request)
+    monitor.observe(request, (), AIMessage("x", usage_metadata=usage(int(estimate * 0.55))))
+    assert monitor.learned.ratio == pytest.approx(0.55, abs=0.01)
+    assert monitor.tokens(request) == pytest.approx(estimate * 0.55, abs=2)
+    monitor.learn_overflow("maximum context length is 2048 tokens")
+    assert monitor.context_window == 2048 and other.learned is monitor.learned
+    # An endpoint that agrees within 10 % leaves the estimate alone; a counter of the user's is never scaled.
+    monitor.observe(request, (), AIMessage("x", usage_metadata=usage(int(estimate * 1.05))))
+    assert monitor.learned.ratio is None and monitor.tokens(request) == estimate
+    exact = ContextMonitor(AgentConfig(), counter=lambda messages, tools: 7)
+    exact.observe(request, (), AIMessage("x", usage_metadata=usage(1)))
+    assert exact.tokens(request) == 7
+
+
+def usage(input_tokens: int) -> dict:
+    return {"input_tokens": input_tokens, "output_tokens": 1, "total_tokens": input_tokens + 1}
+
+
+class Down:
+    """A model whose server never answers."""
+
+    def __init__(self, exc: Exception):
+        self.exc = exc
+        self.calls = 0
+
+    def invoke(self, request):
+        self.calls += 1
+        raise self.exc
+
+
+def test_a_server_that_stops_answering_pauses_the_run_only_when_asked():
+    down = Down(ConnectionError("connection refused"))
+    called = call_model(down, "q", CONFIG)
+    assert called.unanswered and down.calls == 3  # recorded, as before
+    with pytest.raises(ModelServerDown, match="stopped answering"):
+        call_model(down, "q", CONFIG.model_copy(update={"pause_when_model_down": True}))
+    assert down.calls == 6  # after every retry
+
+
+def test_only_an_unanswered_request_counts_as_the_server_down():
+    assert is_server_down(ConnectionError("refused"))
+    assert not is_server_down(calls.StepTimeout("slow"))  # the step's own limit: the model answered too slowly
+    assert not is_server_down(ValueError("rate limited"))
+
+
+def test_calls_outside_a_subtask_are_timed_by_step_timeout(monkeypatch):
+    seen: list[float | None] = []
+    monkeypatch.setattr(calls, "now", lambda: 1_000.0)
+    monkeypatch.setattr(
+        calls, "attempt", lambda call, config, deadline=None: seen.append(deadline) or calls.Called("ok", 1)
+    )
+    call_model(Down(ValueError()), "q", AgentConfig(step_timeout_s=30))
+    call_model(Down(ValueError()), "q", AgentConfig(step_timeout_s=None))
+    assert seen == [1_030.0, None]
