@@ -748,13 +748,14 @@ def read_arguments(answer: Any, tool: str) -> Any:
     return load_json(text)
 
 
-def quoted(answer: Any) -> str:
-    """What the model actually said, for the retry message: its tool call's arguments, else its text."""
+def quoted(answer: Any, limit: int = QUOTED_CHARS) -> str:
+    """What the model actually said, for the retry message (at most ``limit`` characters): its tool call's
+    arguments, else its text."""
     raw = raw_reply(answer)
     if isinstance(raw, AIMessage) and raw.tool_calls:
-        return json.dumps(raw.tool_calls[0].get("args"), default=str)[:QUOTED_CHARS]
+        return json.dumps(raw.tool_calls[0].get("args"), default=str)[:limit]
     if isinstance(raw, BaseMessage):
-        return answer_text(raw)[:QUOTED_CHARS] or "(empty)"
+        return answer_text(raw)[:limit] or "(empty)"
     return "(none)"
 
 
@@ -764,9 +765,12 @@ def shortened(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: max(limit - 1, 0)] + "…"
 
 
-def retry_request(messages: Sequence[BaseMessage], prompt: str, error: str, answer: Any) -> list[BaseMessage]:
-    """The request asked again: ``messages`` and ``prompt`` filled with the reason and the previous answer."""
-    return [*messages, HumanMessage(prompt.format(error=error, previous=quoted(answer)))]
+def retry_request(
+    messages: Sequence[BaseMessage], prompt: str, error: str, answer: Any, quoted_chars: int = QUOTED_CHARS
+) -> list[BaseMessage]:
+    """The request asked again: ``messages`` and ``prompt`` filled with the reason and the previous answer
+    (at most ``quoted_chars`` of it)."""
+    return [*messages, HumanMessage(prompt.format(error=error, previous=quoted(answer, quoted_chars)))]
 
 
 def failed(called: Called, calls: int, kept: Provisional | None) -> StructuredAnswer:
@@ -788,13 +792,15 @@ def ask_structured(
     config: Any,
     retry_prompt: str = RETRY_PROMPT,
     error_chars: int = RETRY_ERROR_CHARS,
+    quoted_chars: int = QUOTED_CHARS,
     observe: Callable[[Any, Any], None] | None = None,
 ) -> StructuredAnswer[T]:
     """Ask ``structured`` (see `bind_schema`) until ``read`` accepts an answer, at most ``retries + 1`` answers.
 
     Transient errors are retried inside each ask (``config``'s retry settings); a call that still
     fails ends the asking at once, its attempts counted. `UnreadableInput` from ``read`` asks again
-    with ``retry_prompt`` (``{error}``: the reason, cut to ``error_chars``; ``{previous}``: the answer);
+    with ``retry_prompt`` (``{error}``: the reason, cut to ``error_chars``; ``{previous}``: the answer, cut to
+    ``quoted_chars``);
     `Provisional` too, its value used when no accepted answer comes. LangGraph's bubble-up passes through.
     ``observe(request, reply)`` sees each reply (see `call_model`).
     """
@@ -812,7 +818,7 @@ def ask_structured(
             kept, error = exc, shortened(str(exc), error_chars)
         except UnreadableInput as exc:
             error = shortened(str(exc), error_chars)
-        prompt = retry_request(messages, retry_prompt, error, answer)
+        prompt = retry_request(messages, retry_prompt, error, answer, quoted_chars)
     if kept is not None:
         return StructuredAnswer(kept.value, calls, answer=answer)
     return StructuredAnswer(None, calls, error, answer=answer)

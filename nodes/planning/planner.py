@@ -49,13 +49,30 @@ RETRY_PREVIOUS_CHARS = 2_000
 """Room kept for the previous answer of a plan retry (``replangraph.llm.calls.quoted`` caps it at this)."""
 
 
-def retry_room(monitor: ContextMonitor, retries: int) -> int:
-    """Tokens a plan retry adds to the request (its error and the previous answer, at their longest);
-    0 without retries."""
+RETRY_SHARE = 0.25
+"""Most of a request's budget kept for a plan retry's message: in a small window the retry quotes less
+(`retry_quotes`), rather than the first request never being sent."""
+MIN_QUOTED_CHARS = 200
+
+
+def retry_room(monitor: ContextMonitor, retries: int, budget: int | None = None) -> int:
+    """Tokens a plan retry adds to the request (its error and the previous answer, at their longest), at most
+    `RETRY_SHARE` of ``budget``; 0 without retries."""
     if retries <= 0:
         return 0
     text = PLAN_RETRY.format(error="x" * RETRY_ERROR_CHARS, previous="x" * RETRY_PREVIOUS_CHARS)
-    return monitor.tokens([HumanMessage(text)])
+    full = monitor.tokens([HumanMessage(text)])
+    return full if budget is None else min(full, int(budget * RETRY_SHARE))
+
+
+def retry_quotes(monitor: ContextMonitor, room: int) -> tuple[int, int]:
+    """``(error chars, previous answer chars)`` a plan retry quotes so that its message fits ``room`` tokens."""
+    full = retry_room(monitor, 1)
+    scale = min(room / full, 1.0) if full > 0 else 1.0
+    return (
+        max(int(RETRY_ERROR_CHARS * scale), MIN_QUOTED_CHARS),
+        max(int(RETRY_PREVIOUS_CHARS * scale), MIN_QUOTED_CHARS),
+    )
 
 
 def agent_types_text(descriptions: Mapping[str, str], tools: Mapping[str, Sequence[str]] | None = None) -> str:
@@ -182,13 +199,15 @@ def request_plan(
     config: AgentConfig,
     check: Check,
     observe: Callable[[Any, Any], None] | None = None,
+    quotes: tuple[int, int] = (RETRY_ERROR_CHARS, RETRY_PREVIOUS_CHARS),
 ) -> PlanAnswer:
     """Ask until ``check`` accepts a plan, at most ``retries + 1`` answers (`ask_structured`).
 
     Transient model errors are retried with backoff inside each ask; a model that
     still fails ends the asking at once (more answers would not come either). A
     `UsablePlan` is asked about again like an invalid one, but the latest one is
-    used when no accepted plan comes (its problems become notes). ``observe(request, reply)`` sees each reply.
+    used when no accepted plan comes (its problems become notes). ``observe(request, reply)`` sees each reply;
+    ``quotes``: the characters of the error and of the previous answer a retry quotes.
     """
     asked = ask_structured(
         structured,
@@ -197,7 +216,8 @@ def request_plan(
         retries=retries,
         config=config,
         retry_prompt=PLAN_RETRY,
-        error_chars=RETRY_ERROR_CHARS,
+        error_chars=quotes[0],
+        quoted_chars=quotes[1],
         observe=observe,
     )
     if asked.value is None:
@@ -322,7 +342,9 @@ class Planner(Configured):
     def ask(self, goal: str, system: SystemMessage, share: float) -> PlanAnswer:
         """The model's plan, from a request fitted to ``share`` of the budget."""
         # A retry adds its message to this request.
-        budget = int(self.monitor.budget * share) - retry_room(self.monitor, self.config.planner_retries)
+        whole = int(self.monitor.budget * share)
+        room = retry_room(self.monitor, self.config.planner_retries, whole)
+        budget = whole - room
         fitted = fit_request(
             {GOAL_ID: goal},
             lambda shown: [system, HumanMessage(shown[GOAL_ID])],
@@ -339,6 +361,7 @@ class Planner(Configured):
                 config=self.config,
                 check=self.check,
                 observe=lambda sent, reply: self.monitor.observe(sent, self.tools, reply),
+                quotes=retry_quotes(self.monitor, room),
             )
         else:
             needed = self.monitor.tokens(fitted.request, self.tools)

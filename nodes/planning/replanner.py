@@ -37,6 +37,7 @@ from replangraph.nodes.planning.planner import (
     check_required_tools,
     plan_schema,
     request_plan,
+    retry_quotes,
     retry_room,
     structured_planner,
     tools_prompt,
@@ -345,7 +346,9 @@ class Replanner(Configured):
     ) -> PlanAnswer:
         """The model's new plan, from a request fitted to ``share`` of the budget."""
         # A retry adds its message to this request.
-        budget = int(self.monitor.budget * share) - retry_room(self.monitor, self.config.replanner_retries)
+        whole = int(self.monitor.budget * share)
+        room = retry_room(self.monitor, self.config.replanner_retries, whole)
+        budget = whole - room
         fitted = fit_replan_prompt(
             goal,
             tasks,
@@ -360,7 +363,13 @@ class Replanner(Configured):
                 None, 0, f"the request does not fit the context window ({needed} tokens, {budget} allowed)"
             )
         return request_plan(
-            self.structured, messages, retries=self.config.replanner_retries, config=self.config, check=check
+            self.structured,
+            messages,
+            retries=self.config.replanner_retries,
+            config=self.config,
+            check=check,
+            observe=lambda sent, reply: self.monitor.observe(sent, self.tools, reply),
+            quotes=retry_quotes(self.monitor, room),
         )
 
     @staticmethod

@@ -11,8 +11,16 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_openai.chat_models.base import OpenAIRateLimitError
 
 from replangraph.config import AgentConfig, AgentProfile, resolve_profiles
+from replangraph.context.fitting import ContextMonitor
 from replangraph.llm import calls as retry
-from replangraph.nodes.planning.planner import Planner, plan_schema
+from replangraph.nodes.planning.planner import (
+    RETRY_ERROR_CHARS,
+    RETRY_PREVIOUS_CHARS,
+    Planner,
+    plan_schema,
+    retry_quotes,
+    retry_room,
+)
 from replangraph.queue.tasks import RESET
 from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
 
@@ -264,3 +272,14 @@ def test_a_plan_written_as_a_text_tool_call_is_read(text):
     planner = planner_for(lambda r: "<think>two steps</think>" + text % json.dumps(plan))
     tasks, calls, why, _ = planner.plan(GOAL)
     assert list(tasks) == ["search", "compare"] and calls == 1 and why == ""
+
+
+def test_a_small_window_keeps_at_most_a_quarter_for_a_retry_which_then_quotes_less():
+    monitor = ContextMonitor(AgentConfig())
+    full = retry_room(monitor, 2)
+    assert retry_room(monitor, 2, budget=100_000) == full  # a large window keeps room for the whole retry
+    assert retry_room(monitor, 2, budget=600) == 150 < full
+    assert retry_room(monitor, 0, budget=600) == 0
+    error_chars, previous_chars = retry_quotes(monitor, 150)
+    assert error_chars < RETRY_ERROR_CHARS and previous_chars < RETRY_PREVIOUS_CHARS
+    assert retry_quotes(monitor, full) == (RETRY_ERROR_CHARS, RETRY_PREVIOUS_CHARS)
