@@ -1,6 +1,7 @@
 """What a real OpenAI-compatible server shows (ChatOpenAI against the loopback server): every request carries its
 output bound as the server honours it, a cut answer is marked as cut, an overflow error that names the window is
-used, and the server's own token counts calibrate the estimate."""
+used, and the server's own token counts calibrate the estimate. The completion check is off: its requests are
+another subject."""
 
 from __future__ import annotations
 
@@ -32,6 +33,11 @@ def two_subtasks(request: ScriptedRequest, cut: str = "") -> AIMessage | dict | 
     return AIMessage(text, response_metadata={"finish_reason": "length" if part == cut else "stop"})
 
 
+def settings(**fields) -> AgentConfig:
+    """The run's settings, the completion check off."""
+    return AgentConfig(verify_results=False, **fields)
+
+
 def run(server: OpenAILoopback, config: AgentConfig, goal: str = GOAL) -> tuple[dict, list[dict]]:
     model = ChatOpenAI(model="local", base_url=server.base_url, api_key="none", max_retries=0)
     graph = build_graph(model, config=config)
@@ -47,18 +53,18 @@ def run(server: OpenAILoopback, config: AgentConfig, goal: str = GOAL) -> tuple[
 
 def test_every_request_carries_its_output_bound_as_max_tokens():
     with OpenAILoopback(two_subtasks) as server:
-        state, _ = run(server, AgentConfig(max_output_tokens=300))
+        state, _ = run(server, settings(max_output_tokens=300))
     assert state["final_answer"] == "FINAL: COLOUR 1: teal, COLOUR 2: teal"
     assert len(server.requests) == 4  # planner, two subtasks, final answer
     assert all(body.get("max_tokens") == 300 and "max_completion_tokens" not in body for body in server.requests)
     with OpenAILoopback(two_subtasks) as server:
-        run(server, AgentConfig(context_window=4_000))  # no bound set: the reserved output, a quarter of the window
+        run(server, settings(context_window=4_000))  # no bound set: the reserved output, a quarter of the window
     assert {body.get("max_tokens") for body in server.requests} == {1_000}
 
 
 def test_a_cut_result_is_marked_in_the_result_an_event_and_the_final_answer():
     with OpenAILoopback(lambda request: two_subtasks(request, cut="2")) as server:
-        state, events = run(server, AgentConfig(max_output_tokens=300))
+        state, events = run(server, settings(max_output_tokens=300))
     task = state["tasks"]["2"]
     assert task["status"] == "completed" and task["answer_cut"] is True
     assert (
@@ -73,7 +79,7 @@ def test_a_cut_result_is_marked_in_the_result_an_event_and_the_final_answer():
 
 def test_a_cut_final_answer_says_so():
     with OpenAILoopback(lambda request: two_subtasks(request, cut="final")) as server:
-        state, events = run(server, AgentConfig(max_output_tokens=300))
+        state, events = run(server, settings(max_output_tokens=300))
     assert state["final_answer"].startswith("FINAL: COLOUR 1: teal, COLOUR 2: teal")
     assert "[cut: this answer stopped at the model's output limit of 300 tokens" in state["final_answer"]
     assert {"event": "answer_cut", "task_id": None, "part": "final answer", "limit": 300} in events
@@ -110,7 +116,7 @@ class SmallWindowServer(OpenAILoopback):
 def test_an_overflow_error_naming_the_window_is_used_for_the_retry_and_the_rest_of_the_run():
     appendix = " ".join(f"note{n} about the flags" for n in range(1_200))  # about 7,500 tokens: over the window
     with SmallWindowServer() as server:
-        state, _ = run(server, AgentConfig(max_output_tokens=200), goal=f"{GOAL}\n\nBackground: {appendix}")
+        state, _ = run(server, settings(max_output_tokens=200), goal=f"{GOAL}\n\nBackground: {appendix}")
     assert state["final_answer"] == "FINAL: COLOUR 1: teal, COLOUR 2: teal"
     assert len(server.errors) == 1  # the planner's first request; then every request fits the window it named
     assert all(size <= WINDOW for size in server.sizes[1:])
@@ -122,7 +128,7 @@ def test_the_servers_own_token_counts_let_requests_that_fit_through():
     # window nothing was sent: the planner kept room for a retry bigger than its budget, and a subtask's opening
     # (about 920 tokens by the estimate, tool schemas included) is over the budget of 691. Now the planner's
     # request goes out, its reply's usage calibrates the estimate, and the subtasks fit.
-    config = AgentConfig(context_window=1_024)
+    config = settings(context_window=1_024)
     with OpenAILoopback(two_subtasks, usage_scale=0.55) as server:
         state, _ = run(server, config)
     assert state["final_answer"] == "FINAL: COLOUR 1: teal, COLOUR 2: teal"
@@ -138,7 +144,7 @@ def test_without_pausing_a_dead_server_is_named_in_the_report_not_a_limit(monkey
         probe.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
     model = ChatOpenAI(model="local", base_url=url, api_key="none", max_retries=0)
-    state = build_graph(model, config=AgentConfig(max_replans=3)).invoke({"messages": [("user", GOAL)]})
+    state = build_graph(model, config=settings(max_replans=3)).invoke({"messages": [("user", GOAL)]})
     first_line = state["final_answer"].splitlines()[0]
     assert first_line.startswith("The run for this goal stopped before it was finished: the model server stopped")
     assert f"(the model server at {url} did not answer)" in first_line
@@ -163,7 +169,7 @@ def test_an_overflow_in_a_subtask_teaches_the_window_and_the_compressor_fits_it(
     with SmallWindowServer() as server:
         server.responder = looks_up_first
         model = ChatOpenAI(model="local", base_url=server.base_url, api_key="none", max_retries=0)
-        graph = build_graph(model, [lookup], config=AgentConfig(max_output_tokens=200))
+        graph = build_graph(model, [lookup], config=settings(max_output_tokens=200))
         events, state = [], None
         for mode, chunk in graph.stream({"messages": [("user", GOAL)]}, stream_mode=["custom", "values"]):
             if mode == "custom":
