@@ -1,7 +1,7 @@
 """The loopback OpenAI-compatible server as a process of its own, for tests that kill it (a real server dying).
 
 ``python loopback_process.py PORT [hold]``: serves on 127.0.0.1:PORT (0: a free port) and prints ``PORT n`` once
-it listens. Every chat request prints ``REQUEST what`` (the subtask's id, ``plan`` or ``final``) before it is
+it listens. Every chat request prints ``REQUEST what`` (the subtask's id, ``plan``, ``check`` or ``final``) before it is
 answered; with ``hold``, the request of subtask 2 prints ``HOLDING`` and is never answered, so the test can kill
 the process while the client waits on it. The run: a plan of three subtasks, each finding one colour, and a
 final answer listing what the subtasks found.
@@ -30,6 +30,9 @@ def say(line: str) -> None:
 
 def responder(hold: bool):
     def respond(request: ScriptedRequest):
+        if "Verdict" in request.tool_names:  # the completion check: every result is complete
+            say("REQUEST check")
+            return tool_call("Verdict", {"complete": True, "remaining_tasks": [], "reason": "the colour is named"})
         if "Plan" in request.tool_names:
             say("REQUEST plan")
             tasks = [{"id": n, "content": f"Find the colour of flag {n}", "depends_on": []} for n in COLOURS]

@@ -94,7 +94,7 @@ def test_a_server_killed_mid_run_pauses_it_and_resume_finishes_it_once_the_serve
     run.join(timeout=WAIT_S)
     text = out.getvalue()
     assert ended == {"code": 4}, text
-    assert first.requests() == ["plan", "1", "2"]
+    assert first.requests() == ["plan", "1", "check", "2"]
     assert f"The model server at {url} stopped answering during the run" in text
     assert "the run is paused, nothing failed" in text and "max_replans" not in text and "Final answer" not in text
     assert text.rstrip().endswith(f"replangraph resume --thread t1 --db {db}")
@@ -104,4 +104,4 @@ def test_a_server_killed_mid_run_pauses_it_and_resume_finishes_it_once_the_serve
     assert cli.main(["resume", "--thread", "t1", "--db", db], out) == 0, out.getvalue()
     answer = out.getvalue().split("Final answer:", 1)[1]
     assert all(f"COLOUR {n}: {colour}" in answer for n, colour in COLOURS.items())
-    assert second.requests() == ["2", "3", "final"]  # subtask 1 is not run again, and nothing was replanned
+    assert second.requests() == ["2", "check", "3", "check", "final"]  # subtask 1 is not run again, nor replanned
