@@ -71,7 +71,7 @@ class Compressor(Configured):
 
     def ask(self, request: list[AnyMessage]) -> str:
         """The summary model's text for ``request``; its failure, or an empty answer, raised."""
-        reply = call_model(self.summary_model, request, self.config, observe=self.observe).result()
+        reply = call_model(self.summary_model, request, self.config).result()
         text = answer_text(reply)
         if not text:
             raise ValueError("the summary model returned nothing")
@@ -80,10 +80,6 @@ class Compressor(Configured):
             emit(ANSWER_CUT, task_id=None, part="summary", limit=limit)
             text = f"{text}\n{cut_note(limit)}"
         return text
-
-    def observe(self, request: list[AnyMessage], reply: Any) -> None:
-        """Calibrate the summary model's token counts from its reply's usage."""
-        self.summary_monitor.observe(request, (), reply)
 
     def summarize(self, previous: str | None, messages: Sequence[AnyMessage]) -> str:
         """A summary of ``previous`` plus ``messages``, every character of them shown to the summary model."""
