@@ -39,7 +39,7 @@ import httpx
 from langchain_core.messages import AIMessage
 from langchain_openai.chat_models.base import OpenAIConnectionError, OpenAIRateLimitError, OpenAITimeoutError
 
-from replangraph.llm.calls import is_transient
+from replangraph.llm.errors import is_transient
 from replangraph.testing import ScriptedChatModel, ScriptedRequest, as_message, tool_call
 from replangraph.tools import REVIEW_TOOL, SPLIT_TOOL
 

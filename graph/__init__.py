@@ -29,7 +29,7 @@ Words, one noun per concept (the code and the docs use these):
 
 from replangraph.builder import build_graph
 from replangraph.config import AgentConfig, AgentProfile
-from replangraph.llm.calls import ModelServerDown
+from replangraph.llm.errors import ModelServerDown
 from replangraph.queue.tasks import Task, TaskStatus, plan_summary
 from replangraph.state import EVENT_NAMES, InputState, OutputState, ReplanState
 

@@ -19,7 +19,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from replangraph.config import AgentConfig, AgentProfile
-from replangraph.llm.calls import overflow_sizes
+from replangraph.llm.errors import overflow_sizes
 from replangraph.llm.reading import message_text
 from replangraph.names import REPLAN_MARKER
 from replangraph.state import Configured

@@ -48,17 +48,8 @@ from replangraph.context.kept import (
     window_outputs,
     with_more_result,
 )
-from replangraph.llm.calls import (
-    StepClock,
-    StepTimeout,
-    call_pool,
-    cut_note,
-    guarded,
-    is_server_down,
-    paused_if_down,
-    server_url,
-    was_cut,
-)
+from replangraph.llm.calls import StepClock, call_pool, cut_note, guarded, paused_if_down, was_cut
+from replangraph.llm.errors import StepTimeout, is_server_down, server_url
 from replangraph.llm.reading import all_tool_calls, answer_text, message_text, pending_tool_calls, with_text
 from replangraph.names import ASK_USER, READ_OUTPUT, REPLAN_MARKER, REVIEW_TOOL, SPLIT_TOOL, TOOLKIT_NAMES
 from replangraph.nodes.execution.middleware import (

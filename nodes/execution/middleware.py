@@ -44,15 +44,8 @@ from langgraph.types import Command
 
 from replangraph.context.fitting import PAGE_RE, mentions_read_output
 from replangraph.context.kept import READ_OUTPUT, cut_observation, mark_kept
-from replangraph.llm.calls import (
-    StepClock,
-    StepTimeout,
-    call_with_timeout,
-    guarded,
-    is_context_overflow,
-    retrying,
-    with_output_bound,
-)
+from replangraph.llm.calls import StepClock, call_with_timeout, guarded, retrying, with_output_bound
+from replangraph.llm.errors import StepTimeout, is_context_overflow
 from replangraph.llm.reading import CUT_CALL, all_tool_calls, message_text, repair_tool_calls, split_reasoning
 from replangraph.names import TOOLKIT_NAMES
 from replangraph.queue.tasks import preview

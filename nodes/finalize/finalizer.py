@@ -28,15 +28,8 @@ from replangraph.context.kept import (
     reading_pending,
     result_fields,
 )
-from replangraph.llm.calls import (
-    call_model,
-    cut_note,
-    guarded,
-    output_limit,
-    refit_on_overflow,
-    says_server_down,
-    was_cut,
-)
+from replangraph.llm.calls import call_model, cut_note, guarded, output_limit, refit_on_overflow, was_cut
+from replangraph.llm.errors import says_server_down
 from replangraph.llm.reading import answer_text, ends_with_answer
 from replangraph.nodes.finalize.prompts import (
     FINAL_MERGE_TEMPLATE,

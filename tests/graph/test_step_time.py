@@ -15,7 +15,7 @@ from scripting import make_model, plan_of, subtask_of
 
 from replangraph import AgentConfig, build_graph
 from replangraph.llm import calls as retry
-from replangraph.llm.calls import StepTimeout
+from replangraph.llm.errors import StepTimeout
 from replangraph.nodes.execution import middleware
 from replangraph.testing import tool_call
 

@@ -17,14 +17,13 @@ from replangraph.llm.calls import (
     bind_schema,
     bounded,
     call_model,
-    is_server_down,
     output_bound,
     output_limit,
-    overflow_sizes,
     refit_on_overflow,
     was_cut,
     with_output_bound,
 )
+from replangraph.llm.errors import is_server_down, overflow_sizes
 from replangraph.testing import ScriptedChatModel
 
 CONFIG = AgentConfig(retry_backoff_s=0)

@@ -17,13 +17,13 @@ from replangraph.llm import calls
 from replangraph.llm.calls import (
     OVERFLOW_SHRINK,
     Called,
-    StepTimeout,
     attempt,
     call_model,
     guarded,
     overflow_budget,
     refit_on_overflow,
 )
+from replangraph.llm.errors import StepTimeout
 
 ROOT = Path(__file__).resolve().parents[3]
 REQUEST = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")

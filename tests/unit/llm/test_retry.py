@@ -21,16 +21,8 @@ from langchain_openai.chat_models.base import (
 )
 
 from replangraph.llm import calls as retry
-from replangraph.llm.calls import (
-    StepTimeout,
-    backoff_delays,
-    call_with_retries,
-    call_with_timeout,
-    is_context_overflow,
-    is_transient,
-    retry_after,
-    retry_delay,
-)
+from replangraph.llm.calls import backoff_delays, call_with_retries, call_with_timeout, retry_delay
+from replangraph.llm.errors import StepTimeout, is_context_overflow, is_transient, retry_after
 
 REQUEST = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
 

@@ -9,7 +9,8 @@ from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from replangraph import AgentConfig
-from replangraph.llm.calls import StepClock, StepTimeout
+from replangraph.llm.calls import StepClock
+from replangraph.llm.errors import StepTimeout
 from replangraph.nodes.execution.executor import split_replan_marker
 from replangraph.nodes.execution.middleware import (
     BoundModels,
