@@ -172,6 +172,17 @@ def run_goal(goal: str, args: argparse.Namespace, output: Output) -> int:
         return session.guarded({"messages": [("user", goal)]}, command)
 
 
+def saved_settings(args: argparse.Namespace, checkpointer: Any, db: str | Path) -> dict[str, Any]:
+    """The settings of the run on ``--thread`` (its flags over what it recorded); UsageError when there is none."""
+    saved = checkpointer.get_tuple({"configurable": {"thread_id": args.thread, "checkpoint_ns": ""}})
+    if saved is None:
+        raise UsageError(
+            f"There is no run with thread id {args.thread!r} in {db_label(db)}: use the id printed when the run "
+            "started, or pass the --db it ran with."
+        )
+    return chosen_settings(args, recorded_settings(saved.metadata))
+
+
 def resume_thread(args: argparse.Namespace, output: Output) -> int:
     """Go on with the run on ``--thread``: answer what it waits for, run the work it has left, or show how it ended."""
     from replangraph.nodes.human import unfinished
@@ -179,13 +190,7 @@ def resume_thread(args: argparse.Namespace, output: Output) -> int:
     db = chosen_db(args.db)
     with ExitStack() as stack:
         checkpointer, store = open_db(stack, db, must_exist=True)
-        saved = checkpointer.get_tuple({"configurable": {"thread_id": args.thread, "checkpoint_ns": ""}})
-        if saved is None:
-            raise UsageError(
-                f"There is no run with thread id {args.thread!r} in {db_label(db)}: use the id printed when the run "
-                "started, or pass the --db it ran with."
-            )
-        settings = chosen_settings(args, recorded_settings(saved.metadata))
+        settings = saved_settings(args, checkpointer, db)
         # The state is read without the run's tools: showing a run that ended needs none of them.
         reader = build(settings, checkpointer, store, tools=[])
         snapshot = reader.get_state({"configurable": {"thread_id": args.thread}})
@@ -222,13 +227,7 @@ def print_output(args: argparse.Namespace, out: TextIO) -> int:
     db = chosen_db(args.db)
     with ExitStack() as stack:
         checkpointer, store = open_db(stack, db, must_exist=True)
-        saved = checkpointer.get_tuple({"configurable": {"thread_id": args.thread, "checkpoint_ns": ""}})
-        if saved is None:
-            raise UsageError(
-                f"There is no run with thread id {args.thread!r} in {db_label(db)}: use the id printed when the run "
-                "started, or pass the --db it ran with."
-            )
-        settings = chosen_settings(args, recorded_settings(saved.metadata))
+        settings = saved_settings(args, checkpointer, db)
         reader = build(settings, checkpointer, store, model=ScriptedChatModel(respond=lambda request: ""), tools=[])
         values = reader.get_state({"configurable": {"thread_id": args.thread}}).values
         ids = kept_output_ids(values, store, args.thread)
