@@ -180,3 +180,24 @@ def test_verify_checks_the_answer(llama_server, tmp_path):
     assert verified, [e["event"] for e in events]
     assert all(isinstance(e["complete"], bool) for e in verified)
     print(summary(events, wall, len(log.chat_statuses(since))))
+
+
+def test_the_server_takes_a_turn_that_only_calls_a_tool_and_its_result(llama_server):
+    """ChatOpenAI sends such a turn with ``content: null``, which llama-cpp-python's server refuses with HTTP 500;
+    the launcher's filter passes it on. A tool result reaches the model as a turn of its own."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from langchain_openai import ChatOpenAI
+
+    base_url, log = llama_server
+    since = len(log.lines)
+    model = ChatOpenAI(model=MODEL_NAME, base_url=base_url, api_key="not-needed", max_retries=0, max_tokens=16)
+    call = {"name": "lookup", "args": {"city": "Lima"}, "id": "call_1", "type": "tool_call"}
+    reply = model.invoke(
+        [
+            HumanMessage("What is the population of Lima?"),
+            AIMessage(content="", tool_calls=[call]),
+            ToolMessage("Lima: 10,151,200 people.", tool_call_id="call_1"),
+        ]
+    )
+    assert isinstance(reply, AIMessage)
+    assert log.chat_statuses(since) == ["200"]
