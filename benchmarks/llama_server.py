@@ -8,7 +8,7 @@ differ from that command, both at the server, none in replangraph:
 
 - The chat format defaults to ``chatml-tools`` (``--chat_format gemma-tools`` for Gemma 3), made from
   `TOOLS_TEMPLATE`. The server's own formats show the model the request's tools only when ``tool_choice``
-  names one; a model's template (SmolLM2's) fails on ``content: null`` and has no tool turns; the ``gemma``
+  names one; a model's own template (SmolLM2's) fails on list content and has no tool turns; the ``gemma``
   format drops system messages and tool results; a GGUF without a template (Gemma 3 270M from PyPI) falls
   back to llama-2's turns. These formats put the system text and the tools, with how to call one as
   ``{"name": ..., "arguments": {...}}`` (which replangraph reads as that call), before the first turn, and
