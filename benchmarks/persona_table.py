@@ -3,6 +3,8 @@
     python -m benchmarks personas                      # scripted personas, the README table
     python -m benchmarks personas --sizes 19 100 --runs 1
     python -m benchmarks personas --base-url http://localhost:8000/v1 --model qwen2.5-7b-instruct
+    python -m benchmarks personas --base-url http://127.0.0.1:8000/v1 --model smollm2-135m --context-window 8192 \\
+        --reserved-output 512 --max-steps 40 --sizes 19 --runs 1 --worlds catalog   # a tiny local model
 
 Every cell: items recovered / N, model calls, total and largest worker prompt
 tokens, wall time (min / median of ``--runs``). Counts and tokens are the same
@@ -31,8 +33,12 @@ SCRIPTED_RETRY = {"retry_backoff_s": 0.01}
 """Scripted failures need no real wait; a real endpoint keeps the default backoff."""
 
 
-def agents(scripted: bool, with_deepagents: bool) -> dict[str, Callable[[BaseChatModel, World], Outcome]]:
-    extra = SCRIPTED_RETRY if scripted else {}
+def agents(
+    scripted: bool, with_deepagents: bool, **limits: int
+) -> dict[str, Callable[[BaseChatModel, World], Outcome]]:
+    """The agents of the table; ``limits`` are AgentConfig fields for replangraph (``context_window``,
+    ``reserved_output``, ``max_steps``) that a real model's server needs."""
+    extra = {**(SCRIPTED_RETRY if scripted else {}), **limits}
     table = {
         "replangraph --no-verify": replangraph_agent(verify=False, **extra),
         "replangraph": replangraph_agent(verify=True, **extra),  # the default: the completion check on
@@ -137,11 +143,23 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     parser.add_argument("--base-url", help="an OpenAI-compatible endpoint: run the real model instead of personas")
     parser.add_argument("--model", default="gpt-4o-mini", help="model name at --base-url")
     parser.add_argument("--deepagents", action="store_true", help="add a deepagents column (pip install deepagents)")
+    parser.add_argument(
+        "--context-window", type=int, help="replangraph's context_window: the window the server at --base-url has"
+    )
+    parser.add_argument(
+        "--reserved-output", type=int, help="replangraph's reserved_output: the longest reply the server writes"
+    )
+    parser.add_argument("--max-steps", type=int, help="replangraph's max_steps (a slow local model's runs are long)")
     args = parser.parse_args(argv)
     if args.deepagents and not deepagents_available():
         parser.error("--deepagents needs the deepagents package: pip install deepagents")
     scripted = args.base_url is None
-    table = agents(scripted, args.deepagents)
+    limits = {
+        "context_window": args.context_window,
+        "reserved_output": args.reserved_output,
+        "max_steps": args.max_steps,
+    }
+    table = agents(scripted, args.deepagents, **{k: v for k, v in limits.items() if v is not None})
     print(f"Machine: {machine()}\n", file=out)
     print(
         f"Cells: recovered/N · model requests · total prompt tokens · largest worker prompt · wall min/median "

@@ -220,6 +220,23 @@ def check_langgraph_dev(command: str) -> None:
     assert any("langgraph-cli" in d for d in EXTRAS["studio"])
 
 
+def check_real_model_script(command: str) -> None:
+    """``.ci/real-model ACTION``: the script has that action, and .ci/run runs it."""
+    script = ROOT / ".ci" / "real-model"
+    action = command.split()[1]
+    assert f"\n{action})" in script.read_text(), f".ci/real-model has no {action!r}"
+    assert f".ci/real-model {action}" in CI_SCRIPT, f".ci/run does not run .ci/real-model {action}"
+
+
+def check_llama_server(command: str) -> None:
+    """``python -m benchmarks.llama_server``: tests/system/test_real_model.py starts it with the same flags."""
+    started = (ROOT / "tests" / "system" / "test_real_model.py").read_text()
+    assert "benchmarks.llama_server" in started
+    for word in shlex.split(command):
+        if word.startswith("--"):
+            assert f'"{word}"' in started, f"tests/system/test_real_model.py does not use {word}"
+
+
 def check_jupyter(command: str) -> None:
     """``jupyter lab notebooks/``: the notebooks exist and the notebooks extra installs jupyterlab."""
     assert list((ROOT / "notebooks").glob("*.ipynb"))
@@ -238,6 +255,8 @@ SHELL_CHECKS: list[tuple[str, Callable[[str], None]]] = [
     (r"export REPLANGRAPH_\w+=\S+", check_env_read),
     (r"LANGGRAPH_CLI_NO_ANALYTICS=1 langgraph dev( --[\w-]+)*", check_langgraph_dev),
     (r"jupyter lab notebooks/", check_jupyter),
+    (r"\.ci/real-model \w+", check_real_model_script),
+    (r"python -m benchmarks\.llama_server( .*)?", check_llama_server),
 ]
 
 
