@@ -11,7 +11,7 @@ import pytest
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from benchmarks.llama_server import FORMATS, chat_template, fixed_request, request_filter
-from replangraph.llm.reading import calls_written_as_text
+from replangraph.llm.formats import calls_written_as_text
 
 LOOKUP = {
     "type": "function",
