@@ -429,11 +429,13 @@ def cut_results_note(tasks: Mapping[str, Task]) -> str:
 def line_kind(line: str) -> str:
     """What a line is to Markdown: ``list`` (an item), ``more`` (indented: more of an item), ``table``,
     ``quote``, ``heading``, ``fence`` or ``text``."""
+    if line.lstrip().startswith(("```", "~~~")):  # a fence, also one indented inside a list item
+        return "fence"
     if re.match(r"\s{0,3}(?:[-*+]|\d{1,9}[.)])\s", line):
         return "list"
     if line[:1] in (" ", "\t"):
         return "more"
-    kinds = {"|": "table", ">": "quote", "#": "heading", "```": "fence", "~~~": "fence"}
+    kinds = {"|": "table", ">": "quote", "#": "heading"}
     return next((kind for mark, kind in kinds.items() if line.startswith(mark)), "text")
 
 

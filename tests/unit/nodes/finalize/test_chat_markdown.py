@@ -17,3 +17,9 @@ def test_code_tables_and_blank_lines_are_left_as_they_are():
     table = "| a | b |\n| - | - |\n| 1 | 2 |"
     assert chat_markdown(f"{table}\nNote") == f"{table}\n\nNote"  # a plain line would be read as a row
     assert chat_markdown("one\n\ntwo\n") == "one\n\ntwo\n"
+
+
+def test_code_in_a_fence_indented_inside_a_list_item_is_left_as_written():
+    text = "Steps:\n1. Install it:\n   ```bash\n   pip install x\n   pip install y\n   ```\n2. Run it."
+    shown = chat_markdown(text)
+    assert "   pip install x\n   pip install y\n" in shown  # no hard breaks or blank lines inside the code
