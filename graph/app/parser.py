@@ -181,6 +181,14 @@ def add_run_flags(parser: argparse.ArgumentParser, resume: bool, model: bool = T
         f"{default(str(config.max_clarifications))})",
     )
     parser.add_argument(
+        "--context-window",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help=f"input tokens the model accepts, as the server was started with (e.g. llama.cpp's --n_ctx); "
+        f"learned from the server's errors otherwise (default: {default('the model profile, else 200,000')})",
+    )
+    parser.add_argument(
         "--max-output-tokens",
         type=positive_int,
         default=None,

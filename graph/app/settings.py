@@ -26,6 +26,7 @@ DEFAULTS: dict[str, Any] = {
     "approve_plan": False,
     "max_clarifications": AgentConfig().max_clarifications,
     "max_output_tokens": None,
+    "context_window": None,
 }
 
 
@@ -55,6 +56,7 @@ def agent_config(settings: Mapping[str, Any]) -> AgentConfig:
         approve_plan=settings["approve_plan"],
         max_clarifications=settings["max_clarifications"],
         max_output_tokens=settings.get("max_output_tokens"),
+        context_window=settings.get("context_window"),
         pause_when_model_down=True,  # a run can always be resumed here: a lost server pauses it
     )
 

@@ -168,6 +168,7 @@ def test_every_command_and_flag_has_help_the_db_default_is_named_and_the_json_fo
         flags = {f for a in commands[name]._actions for f in a.option_strings}
         assert {"--db", "--thread", "--model", "--base-url", "--tools", "--max-steps", "--concurrency"} <= flags
         assert {"--verify", "--approve-plan", "--max-clarifications", "--max-output-tokens"} <= flags
+        assert "--context-window" in flags
         db_help = next(a.help for a in commands[name]._actions if "--db" in a.option_strings)
         assert "$REPLANGRAPH_DB" in db_help and "runs.sqlite" in db_help
     assert "--answer" in {f for a in commands["resume"]._actions for f in a.option_strings}
@@ -369,3 +370,13 @@ def test_a_bad_agents_spec_is_a_one_sentence_usage_error(team_module, capsys, sp
     assert cli.main(["graph", "--agents", spec], out=io.StringIO()) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_the_context_window_flag_reaches_the_run_settings_and_is_recorded():
+    from replangraph.app.settings import agent_config, chosen_settings
+
+    args = cli.make_parser().parse_args(["run", "a goal", "--context-window", "8192"])
+    settings = chosen_settings(args, {})
+    assert agent_config(settings).context_window == 8192
+    resumed = cli.make_parser().parse_args(["resume", "--thread", "t"])
+    assert agent_config(chosen_settings(resumed, settings)).context_window == 8192  # resume keeps the recorded one
