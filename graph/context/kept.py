@@ -10,7 +10,7 @@ durable as the checkpointer. Nodes read it through `current_workspace()`.
 
 **Output ids** are ``goal``, ``{task_id}/result`` (a subtask's whole result) and ``{task_id}/{key}`` (a tool
 call id for tool outputs, ``history-N`` for folded messages, ``summary-N``/``message-…`` for cut messages,
-``window-at-failure``), and ``plan`` (the current plan).
+``window-at-failure``, ``turn-at-end``), and ``plan`` (the current plan).
 
 **Writes are effects.** The update builders (`entry_update`; `completed`, `failed`, `failed_with_window`,
 which end a subtask) are pure: an update carries the ``workspace`` entries to write and the ``events`` to emit,

@@ -18,7 +18,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AnyMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
@@ -326,14 +326,39 @@ NOT_ASKED = (
 )
 TURN_OUTPUTS = "Outputs of the other tool calls of the turn that ended this subtask (the agent never saw them):"
 """Heads the outputs a hand-off turn's other calls return, after the hand-off's summary."""
+TURN_KEPT = "The message of the turn that ended this subtask, with its calls' whole arguments, is kept as output {id}."
+ARGS_PREVIEW_CHARS = 200
+"""Longest arguments a result or a replan reason shows of a call of the ending turn; the rest is in its record."""
+
+
+def call_args(call: dict, record: str) -> str:
+    """The arguments of a call of the ending turn as its result or replan reason shows them. Longer
+    ones are cut, pointing at ``record`` (the output id of the turn's record, see `turn_record`);
+    an ``ask_user`` question is shown whole (nobody asked it: the result is where it is read)."""
+    args = json.dumps(call.get("args"), default=str, ensure_ascii=False)
+    if len(args) > ARGS_PREVIEW_CHARS and call.get("name") != ASK_USER:
+        return f"{preview(args, ARGS_PREVIEW_CHARS)} (whole call in output {record})"
+    return args
+
+
+def turn_record(message: AnyMessage | None, turn: Sequence[dict]) -> str:
+    """The ending turn's message in full: its text, then each call with its whole arguments."""
+    said = answer_text(message) if message is not None else ""
+    calls = [f"{c.get('name', '')} {json.dumps(c.get('args'), default=str, ensure_ascii=False)}" for c in turn]
+    return "\n".join([said, *calls] if said else calls)
 
 
 def turn_outputs(
-    task_id: str, turn: Sequence[dict], replies: Sequence[AnyMessage], skip: set[str], taken: Callable[[str], bool]
+    task_id: str,
+    turn: Sequence[dict],
+    replies: Sequence[AnyMessage],
+    skip: set[str],
+    taken: Callable[[str], bool],
+    record: str,
 ) -> tuple[str, dict[str, str]]:
     """``(text, outputs to keep by key)``: the replies to a turn's calls that the subtask's result
-    must carry, each labelled with its call, whether it failed, and the output id its whole text is
-    kept under (the reply as the window had it: a long one cut to ``max_observation_chars``).
+    must carry, each labelled with its call and arguments (`call_args`), whether it failed, and the output
+    id its whole text is kept under (the reply as the window had it: a long one cut to ``max_observation_chars``).
     Left out: ``skip`` (call ids) and the toolkit's own successful replies (the hand-off, a review)."""
     by_id = {r.tool_call_id: r for r in replies if isinstance(r, ToolMessage)}
     parts, keep = [], {}
@@ -348,12 +373,11 @@ def turn_outputs(
             key = unique_key(message_key(reply), lambda k: taken(k) or k in keep)
             keep[key] = message_text(reply)
             ident = output_id(task_id, key)
-        args = preview(json.dumps(call.get("args"), default=str, ensure_ascii=False), 200)
         failed_mark = " (failed)" if reply.status == "error" else ""
         body = message_text(reply).replace(STILL_YOURS, "").strip()  # the subtask has ended all the same
         if call.get("name") == SPLIT_TOOL and (summary := sent_summary(call.get("args"))):
             body += f"\nSummary it sent: {summary}"
-        parts.append(f"[{call.get('name', '')} {args}]{failed_mark} (output {ident})\n{body}")
+        parts.append(f"[{call.get('name', '')} {call_args(call, record)}]{failed_mark} (output {ident})\n{body}")
     return ("\n\n".join([TURN_OUTPUTS, *parts]) if parts else ""), keep
 
 
@@ -429,10 +453,10 @@ def is_repeated_refusal(window: Sequence[AnyMessage], reply: ToolMessage) -> boo
     )
 
 
-def turn_failures(turn: Sequence[dict], replies: Sequence[ToolMessage], skip: set[str]) -> list[str]:
+def turn_failures(turn: Sequence[dict], replies: Sequence[ToolMessage], skip: set[str], record: str) -> list[str]:
     """What failed in a turn that ended its subtask, which the agent will never see but the replanner
-    should: each failed call with its arguments (a review refused after the hand-off, an unasked
-    question and a call the timeout left unrun do not count)."""
+    should: each failed call with its arguments (`call_args`); ``skip`` (call ids), a review refused
+    after the hand-off, an unasked question and a call the timeout left unrun do not count."""
     by_id = {r.tool_call_id: r for r in replies}
     found = []
     for call in turn:
@@ -441,8 +465,8 @@ def turn_failures(turn: Sequence[dict], replies: Sequence[ToolMessage], skip: se
             continue
         if call.get("name") in (REVIEW_TOOL, ASK_USER) or message_text(reply).startswith("Not run:"):
             continue
-        args = preview(json.dumps(call.get("args"), default=str, ensure_ascii=False), 200)
-        found.append(f"the {call.get('name')} call {args} failed: {preview(message_text(reply), 200)}")
+        why = preview(message_text(reply), 200)
+        found.append(f"the {call.get('name')} call {call_args(call, record)} failed: {why}")
     return found
 
 
@@ -554,6 +578,7 @@ class ToolRunner(Configured):
         endings: list[dict] = []  # the updates of calls that ended the subtask, in call order
         waiting: list[dict] = []  # ask_user calls the ask node would put to the user
         timeout: str | None = None
+        timed_out: set[str] = set()  # the call the step's deadline stopped (its id)
         saved_before = is_taken(task)
 
         def taken(key: str) -> bool:
@@ -574,6 +599,7 @@ class ToolRunner(Configured):
                 result = run(ToolCallRequest(call, toolbox.get(name), state, None))
             except StepTimeout:
                 timeout = f"step exceeded step_timeout_s={self.config.step_timeout_s:g} in tool {name!r}"
+                timed_out.add(call.get("id") or "")
                 replies.append(
                     ToolMessage(
                         f"Error: {timeout}; it did not finish.",
@@ -600,23 +626,29 @@ class ToolRunner(Configured):
         if guard.refused is not None and not endings:  # the repeat guard ends only a subtask nothing else ended
             skip.add(guard.refused[0].get("id") or "")
             endings.append(repeated_refusal(task, *guard.refused, calls))
-        ends = bool(endings) or timeout is not None
-        if ends:  # nobody will wait for the answers: the questions go into the result
-            replies.extend(not_run(call, NOT_ASKED) for call in waiting)
-        new_window, dropped = drop_old_observations([*window, *replies], self.config.max_observations, task_id, taken)
-        to_keep = dict(dropped)
-        if not ends:
-            changes.append(keep_outputs(task, to_keep))
+        if not endings and timeout is None:
+            keep = self.config.max_observations
+            new_window, dropped = drop_old_observations([*window, *replies], keep, task_id, taken)
+            changes.append(keep_outputs(task, dropped))
             return merge_updates([*changes, {"windows": {task_id: new_window}}])
-        # The window goes: keep every output it had read.
-        to_keep.update(window_outputs(new_window[: len(window)], lambda k: taken(k) or k in dropped))
-        more, outputs = turn_outputs(task_id, turn, new_window[len(window) :], skip, lambda k: taken(k) or k in to_keep)
+        # The window goes: keep every output it had read, and the turn's replies whole (no drop notes).
+        replies.extend(not_run(call, NOT_ASKED) for call in waiting)  # nobody waits: the questions go in the result
+        to_keep = window_outputs(window, taken)
+        record_key = unique_key("turn-at-end", lambda k: taken(k) or k in to_keep)
+        record = output_id(task_id, record_key)
+        more, outputs = turn_outputs(task_id, turn, replies, skip, lambda k: taken(k) or k in to_keep, record)
         to_keep.update(outputs)
-        changes.append(keep_outputs(task, to_keep))
         if not endings:  # a timeout alone fails the step; the outputs are kept
+            changes.append(keep_outputs(task, to_keep))
             return merge_updates([*changes, failed(task, timeout or "", calls)])
         flags = [f"{timeout}, so its output and that of any tool call after it are missing"] * (timeout is not None)
-        ending = combined_ending(task_id, endings, [*flags, *turn_failures(turn, replies, skip)])
+        failures = turn_failures(turn, replies, skip | timed_out, record)  # the timeout is a flag already
+        message = next((m for m in reversed(window) if isinstance(m, AIMessage)), None)
+        if (message is not None and answer_text(message)) or any(record in t for t in (more, *failures)):
+            to_keep[record_key] = turn_record(message, turn)
+            more = "\n\n".join(part for part in (more, TURN_KEPT.format(id=record)) if part)
+        changes.append(keep_outputs(task, to_keep))
+        ending = combined_ending(task_id, endings, [*flags, *failures])
         return merge_updates([*changes, with_more_result(ending, task, more) if more else ending])
 
     @collect_writes  # the toolkit's events go out with the update that carries them

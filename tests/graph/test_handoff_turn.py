@@ -7,6 +7,7 @@ import json
 import threading
 from unittest.mock import patch
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
@@ -283,3 +284,65 @@ def test_every_item_a_call_returned_is_reachable_and_the_queue_stays_valid(specs
     assert find_cycle({k: t["depends_on"] for k, t in tasks.items()}) is None
     assert all(d in tasks for t in tasks.values() for d in t["depends_on"])
     assert len({tuple(t["position"]) for t in tasks.values()}) == len(tasks)
+
+
+# --------------------------------------------------------------------------- nothing of the ending turn is cut
+
+
+def test_a_long_question_beside_a_handoff_is_in_the_result_in_full():
+    question = "Which currency should the prices be in? " + "Say which market you mean, please. " * 20
+    assert len(question) > 700
+    config = AgentConfig(max_clarifications=2)
+    update = runner(wrappers=[ScreenQuestions(config)], max_clarifications=2)(
+        turn(tool_call("ask_user", {"question": question}, call_id="q"), handoff("products 6-19"))
+    )
+    assert question in result(update)
+
+
+def write_file(path: str, content: str) -> str:
+    """Writes a file."""
+    return f"wrote {len(content)} characters to {path}"
+
+
+@pytest.mark.parametrize("said", ["I wrote the table and hand off the rest.", ""])
+def test_the_ending_turns_message_and_whole_calls_are_kept_and_cited_from_the_result(said):
+    content = "".join(f"row {n}; " for n in range(200))
+    calls = [tool_call("write_file", {"path": "out.csv", "content": content}, call_id="w"), handoff("products 6-19")]
+    state = turn(*calls)
+    state["windows"]["1"][-1] = AIMessage(said, tool_calls=calls)
+    update = runner(write_file)(state)
+    text = result(update)
+    assert content not in text  # the result stays short: the label is a preview
+    cited = [key for key in kept(update, "1") if f"output 1/{key}" in text and key not in ("w", "split")]
+    assert len(cited) == 1, text
+    record = kept(update, "1")[cited[0]]
+    assert content in record and said in record
+
+
+def test_a_handoff_alone_keeps_no_turn_record():
+    update = runner()(turn(handoff("products 6-19")))
+    assert result(update) == "products 1-5 were read earlier" and kept(update, "1") == {}
+
+
+def test_the_ending_turns_outputs_reach_the_result_whole_with_more_calls_than_max_observations():
+    calls = [tool_call("fetch", {"start": s}, call_id=f"f{s}") for s in (1, 6, 11)]
+    update = runner(max_observations=1)(turn(*calls, handoff("products 16-19")))
+    text = result(update)
+    assert "removed from context" not in text and "read_output" not in text
+    assert all(f"item-{n}" in text for n in range(1, 16))
+
+
+def test_a_timeout_in_a_handoff_turn_is_reported_once_to_the_replanner():
+    release = threading.Event()
+
+    def stuck() -> str:
+        """Waits until released."""
+        release.wait(30)
+        return "late"
+
+    try:
+        update = runner(stuck, step_timeout_s=0.2)(turn(tool_call("stuck", {}, call_id="slow"), handoff("products 6")))
+    finally:
+        release.set()
+    reason = update["tasks"]["1"]["replan_request"]["reason"]
+    assert reason.count("step exceeded") == 1, reason

@@ -314,14 +314,10 @@ def test_a_crash_keeps_the_outputs_the_step_had_already_read(monkeypatch):
 def test_a_crash_after_a_handoff_fails_that_subtask_only_and_its_events_never_go_out(monkeypatch):
     import replangraph.nodes.execution.executor as executor_module
 
-    real = executor_module.drop_old_observations
+    def crash_for_1(task_id, *args, **kwargs):  # the hand-off ran; ending the subtask crashes
+        raise RuntimeError("bug after the handoff")
 
-    def crash_for_1(window, *args, **kwargs):
-        if any(getattr(m, "name", "") == SPLIT_TOOL for m in window):
-            raise RuntimeError("bug after the handoff")
-        return real(window, *args, **kwargs)
-
-    monkeypatch.setattr(executor_module, "drop_old_observations", crash_for_1)
+    monkeypatch.setattr(executor_module, "combined_ending", crash_for_1)
     tasks = running_queue()
     tasks["2"] = {**tasks["2"], "status": "in_progress", "depends_on": []}
     state = runner_state(tool_call(SPLIT_TOOL, split_args("rest"), call_id="s"), tasks=tasks)
