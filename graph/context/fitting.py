@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -19,6 +20,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from replangraph.config import AgentConfig, AgentProfile
+from replangraph.llm.calls import endpoint_url
 from replangraph.llm.errors import overflow_sizes
 from replangraph.llm.reading import message_text
 from replangraph.names import REPLAN_MARKER
@@ -43,16 +45,64 @@ def model_context_window(model: Any) -> int | None:
 CALIBRATION_TOLERANCE = 0.1
 """An approximate count within this share of the endpoint's own is left as it is."""
 CALIBRATION_RANGE = (0.25, 4.0)
+CALIBRATION_WEIGHT = 0.25
+"""How far each new count moves the ratio toward its own (the first sets it): parallel replies that differ
+a little (a different mix of code and prose) nudge it instead of throwing it away."""
 
 
 @dataclass
 class Learned:
-    """What the endpoint told about itself during the run, shared by every monitor of a graph."""
+    """What one model's endpoint told about itself. Updated under its lock, as parallel branches report."""
 
     window: int | None = None
     """The context window a provider's overflow error named (smaller than the configured one)."""
     ratio: float | None = None
-    """The endpoint's token count over the approximate count of the same request (its ``usage``)."""
+    """The running ratio of the endpoint's token count over the approximate count of the same request."""
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def narrow(self, window: int) -> None:
+        """Remember ``window`` unless a smaller one is already known."""
+        with self.lock:
+            self.window = min(self.window or window, window)
+
+    def count(self, ratio: float) -> None:
+        """Move the running ratio `CALIBRATION_WEIGHT` of the way toward ``ratio`` (kept in `CALIBRATION_RANGE`)."""
+        low, high = CALIBRATION_RANGE
+        ratio = min(max(ratio, low), high)
+        with self.lock:
+            self.ratio = ratio if self.ratio is None else self.ratio + (ratio - self.ratio) * CALIBRATION_WEIGHT
+
+    @property
+    def scale(self) -> float | None:
+        """The ratio to scale approximate counts by; None while it is within `CALIBRATION_TOLERANCE` of 1."""
+        ratio = self.ratio
+        return None if ratio is None or abs(ratio - 1) <= CALIBRATION_TOLERANCE else ratio
+
+
+def model_key(model: Any) -> tuple:
+    """Which model an entry of `LearnedByModel` describes: its class, base URL and model name when it has a
+    name, else the object itself (``id``)."""
+    name = getattr(model, "model_name", None) or getattr(model, "model", None)
+    if not isinstance(name, str) or not name:
+        return ("object", id(model))
+    url = endpoint_url(model) or str(getattr(model, "base_url", None) or "")
+    return (type(model).__name__, url, name)
+
+
+class LearnedByModel:
+    """One `Learned` per model (`model_key`), for every monitor of a compiled graph.
+
+    An entry describes a model's server, not anyone's data, so the graph's threads and runs share it: an
+    overflow in one run narrows that model's window for the next. A model never sees another's entry."""
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple, Learned] = {}
+        self.lock = threading.Lock()
+
+    def of(self, model: Any) -> Learned:
+        """``model``'s entry, made on first use."""
+        with self.lock:
+            return self.entries.setdefault(model_key(model), Learned())
 
 
 class ContextMonitor(Configured):
@@ -60,9 +110,10 @@ class ContextMonitor(Configured):
 
     Every phase (planner, executor, compressor, summarizer, verifier, replanner,
     finalizer) measures its requests with the same counter; `for_model` gives a
-    monitor for another model's window. The figures follow the run's settings, and
-    what the endpoint said (`learn_overflow`, `observe`): the window its overflow
-    error named, and how its own token counts compare with the approximate counter's.
+    monitor for another model. The figures follow the run's settings, and what the
+    model's endpoint said (`learn_overflow`, `observe`), kept per model in ``memory``:
+    the window its overflow error named, and how its own token counts compare with
+    the approximate counter's.
     """
 
     def __init__(
@@ -70,40 +121,41 @@ class ContextMonitor(Configured):
         config: AgentConfig,
         model: Any = None,
         counter: TokenCounter | None = None,
-        learned: Learned | None = None,
+        memory: LearnedByModel | None = None,
     ):
         self.base_config = config
+        self.model = model
         self.model_window = model_context_window(model)
         self.counter = counter or approximate_tokens
-        self.learned = learned or Learned()
+        self.memory = memory or LearnedByModel()
+        self.learned = self.memory.of(model)
 
     @property
     def context_window(self) -> int:
         """Input tokens the model accepts: ``context_window``, else the model's profile, else 200,000; the
-        window a provider's overflow error named when that is smaller."""
+        window the model's overflow error named when that is smaller."""
         window = self.config.context_window or self.model_window or DEFAULT_CONTEXT_WINDOW
-        return min(window, self.learned.window) if self.learned.window else window
+        learned = self.learned.window
+        return min(window, learned) if learned else window
 
     def learn_overflow(self, exc: BaseException | str, estimated: int | None = None) -> bool:
-        """Take what a provider's overflow error names: its window (remembered for the rest of the graph's
-        life), and the refused prompt's size by its count, against ``estimated`` (our count of it). Whether
-        the window was learned."""
+        """Take what a provider's overflow error names: its window (remembered for this model for the rest of
+        the graph's life), and the refused prompt's size by its count, against ``estimated`` (our count of
+        it). Whether the window was learned."""
         window, refused = overflow_sizes(exc)
         if refused and estimated:
             self.calibrate(estimated, refused)
         if window and window < self.context_window:
-            self.learned.window = window
+            self.learned.narrow(window)
             return True
         return False
 
     def calibrate(self, estimated: int, actual: int) -> None:
-        """Scale the approximate counter by ``actual / estimated`` (the endpoint's count of a request over
-        ours), unless they agree within `CALIBRATION_TOLERANCE`; nothing for a counter of the user's."""
+        """Count ``actual / estimated`` (the endpoint's count of a request over ours) into the model's running
+        ratio (`Learned.count`); nothing for a counter of the user's."""
         if self.counter is not approximate_tokens or estimated <= 0 or actual <= 0:
             return
-        ratio = actual / estimated
-        low, high = CALIBRATION_RANGE
-        self.learned.ratio = None if abs(ratio - 1) <= CALIBRATION_TOLERANCE else min(max(ratio, low), high)
+        self.learned.count(actual / estimated)
 
     def observe(self, messages: Sequence[AnyMessage], tools: Sequence[Any], reply: Any) -> None:
         """Calibrate from a reply's ``usage_metadata`` (``input_tokens``) to the request ``messages`` + ``tools``."""
@@ -114,7 +166,8 @@ class ContextMonitor(Configured):
     def approximate(self, messages: Sequence[AnyMessage], tools: Sequence[Any] = ()) -> int:
         """The approximate count, scaled by the calibration."""
         count = approximate_tokens(messages, tools)
-        return round(count * self.learned.ratio) if self.learned.ratio else count
+        scale = self.learned.scale
+        return round(count * scale) if scale else count
 
     @property
     def reserved_output(self) -> int:
@@ -130,10 +183,11 @@ class ContextMonitor(Configured):
         return self.config.compress_threshold
 
     def for_model(self, model: Any) -> ContextMonitor:
-        """A monitor with this one's counter and ``model``'s window (``context_window`` still wins)."""
-        if model is None or model_context_window(model) is None:
+        """A monitor with this one's counter and memory for ``model``: its profile's window (``context_window``
+        still wins) and what its endpoint said."""
+        if model is None or model is self.model:
             return self
-        return ContextMonitor(self.base_config, model, self.counter, self.learned)
+        return ContextMonitor(self.base_config, model, self.counter, self.memory)
 
     def tokens(self, messages: Sequence[AnyMessage], tools: Sequence[Any] = ()) -> int:
         """Tokens the request would use.

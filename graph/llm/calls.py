@@ -196,14 +196,15 @@ def call_model(
     *,
     deadline: float | None = None,
     observe: Callable[[Any, Any], None] | None = None,
+    monitor: Any = None,
 ) -> Called:
     """``model.invoke(request)`` through `attempt`: retried, timed, classified; never raises but bubble-up
     (and `ModelServerDown` when the run pauses for a server that stopped answering).
 
-    The answer is bounded (`output_limit`, sent as `with_output_bound` says), and the call's time too: without
-    a ``deadline``, ``step_timeout_s`` from now. ``observe(request, reply)`` sees each reply (to calibrate
-    token counts from its usage)."""
-    bounded_model = with_output_bound(model, output_limit(config))
+    The answer is bounded (`output_limit` of ``config`` and ``monitor``, the model's context monitor; sent as
+    `with_output_bound` says), and the call's time too: without a ``deadline``, ``step_timeout_s`` from now.
+    ``observe(request, reply)`` sees each reply (to calibrate token counts from its usage)."""
+    bounded_model = with_output_bound(model, output_limit(config, monitor))
     if deadline is None and getattr(config, "step_timeout_s", None):
         deadline = now() + config.step_timeout_s
     called = attempt(lambda: bounded_model.invoke(request), config, deadline=deadline)
@@ -224,11 +225,14 @@ _bound_copies: dict[tuple[int, int], tuple[Any, Any]] = {}
 _bound_lock = threading.Lock()
 
 
-def output_limit(config: Any) -> int | None:
-    """Most tokens one answer may take: ``max_output_tokens``, else the room requests leave for the answer
-    (``reserved_output``, at most a quarter of ``context_window``); None when that is 0."""
+def output_limit(config: Any, monitor: Any) -> int | None:
+    """Most tokens one answer may take: ``max_output_tokens``, else the room the model's requests leave for
+    the answer (the ``monitor``'s ``reserved_output``: at most a quarter of the window it knows, learned or
+    configured; without a monitor, ``reserved_output`` within a quarter of ``context_window``); None when 0."""
     if getattr(config, "max_output_tokens", None):
         return config.max_output_tokens
+    if monitor is not None:
+        return monitor.reserved_output or None
     reserved = getattr(config, "reserved_output", 0)
     window = getattr(config, "context_window", None)
     room = min(reserved, window // 4) if window else reserved
@@ -326,12 +330,13 @@ def refit_on_overflow(
     fitted: Callable[[float], R],
     refused: Callable[[R], bool] = overflowed,
     learn: Callable[[BaseException | str], bool] | None = None,
+    error: Callable[[R], BaseException | str | None] = outcome_error,
 ) -> list[R]:
     """``[fitted(1.0)]``, plus one more try when the provider refused the first request as too long:
-    ``refused(outcome)``, or a context-overflow error it raised. When ``learn(error)`` took the real window
-    from the error (see `overflow_sizes`), the retry fits the whole of it (``fitted(1.0)``, the budget now
-    reflecting it), else ``fitted(OVERFLOW_SHRINK)``. The outcomes in order (sum their calls; the last one
-    stands); other errors, and the second's, propagate."""
+    ``refused(outcome)`` (its overflow error: ``error(outcome)``), or a context-overflow error it raised. When
+    ``learn(error)`` took the real window from the error (see `overflow_sizes`), the retry fits the whole of it
+    (``fitted(1.0)``, the budget now reflecting it), else ``fitted(OVERFLOW_SHRINK)``. The outcomes in order
+    (sum their calls; the last one stands); other errors, and the second's, propagate."""
 
     def share(exc: BaseException | str | None) -> float:
         return 1.0 if exc is not None and learn is not None and learn(exc) else OVERFLOW_SHRINK
@@ -342,7 +347,7 @@ def refit_on_overflow(
         if not is_context_overflow(exc):
             raise
         return [fitted(share(exc))]
-    return [first, fitted(share(outcome_error(first)))] if refused(first) else [first]
+    return [first, fitted(share(error(first)))] if refused(first) else [first]
 
 
 def overflow_budget(budget: int, refused_tokens: int, fixed: int = 0) -> int:
@@ -599,6 +604,7 @@ def ask_structured(
     error_chars: int = RETRY_ERROR_CHARS,
     quoted_chars: int = QUOTED_CHARS,
     observe: Callable[[Any, Any], None] | None = None,
+    monitor: Any = None,
 ) -> StructuredAnswer[T]:
     """Ask ``structured`` (see `bind_schema`) until ``read`` accepts an answer, at most ``retries + 1`` answers.
 
@@ -607,12 +613,12 @@ def ask_structured(
     with ``retry_prompt`` (``{error}``: the reason, cut to ``error_chars``; ``{previous}``: the answer, cut to
     ``quoted_chars``);
     `Provisional` too, its value used when no accepted answer comes. LangGraph's bubble-up passes through.
-    ``observe(request, reply)`` sees each reply (see `call_model`).
+    ``observe(request, reply)`` sees each reply; ``monitor`` bounds the answers (see `call_model`).
     """
     prompt, calls, error, answer = list(messages), 0, "", None
     kept: Provisional | None = None
     for _ in range(retries + 1):
-        called = call_model(structured, prompt, config, observe=observe)
+        called = call_model(structured, prompt, config, observe=observe, monitor=monitor)
         calls += called.attempts
         if called.error is not None:  # the model is down or refuses: the caller falls back
             return failed(called, calls, kept)

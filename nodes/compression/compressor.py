@@ -71,12 +71,12 @@ class Compressor(Configured):
 
     def ask(self, request: list[AnyMessage]) -> str:
         """The summary model's text for ``request``; its failure, or an empty answer, raised."""
-        reply = call_model(self.summary_model, request, self.config).result()
+        reply = call_model(self.summary_model, request, self.config, monitor=self.summary_monitor).result()
         text = answer_text(reply)
         if not text:
             raise ValueError("the summary model returned nothing")
         if was_cut(reply):  # kept, with a note: the folded messages stay readable with read_output
-            limit = output_limit(self.config)
+            limit = output_limit(self.config, self.summary_monitor)
             emit(ANSWER_CUT, task_id=None, part="summary", limit=limit)
             text = f"{text}\n{cut_note(limit)}"
         return text

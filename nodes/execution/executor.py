@@ -48,7 +48,7 @@ from replangraph.context.kept import (
     window_outputs,
     with_more_result,
 )
-from replangraph.llm.calls import StepClock, call_pool, cut_note, guarded, paused_if_down, was_cut
+from replangraph.llm.calls import StepClock, call_pool, cut_note, guarded, output_limit, paused_if_down, was_cut
 from replangraph.llm.errors import StepTimeout, is_server_down, server_url
 from replangraph.llm.reading import all_tool_calls, answer_text, message_text, pending_tool_calls, with_text
 from replangraph.names import ASK_USER, READ_OUTPUT, REPLAN_MARKER, REVIEW_TOOL, SPLIT_TOOL, TOOLKIT_NAMES
@@ -174,13 +174,13 @@ class Executor(Configured):
             messages=window[1:] if system is not None else list(window),
             system_message=system,
             tools=list(self.base_tools[agent_type]),
-            state={"messages": window, "task": task, "attempts": 0, "output_limit": self.output_limit},
+            state={
+                "messages": window,
+                "task": task,
+                "attempts": 0,
+                "output_limit": output_limit(self.config, self.monitor),
+            },
         )
-
-    @property
-    def output_limit(self) -> int | None:
-        """Most tokens one answer may take: ``max_output_tokens``, else the output room the window leaves."""
-        return self.config.max_output_tokens or self.monitor.reserved_output or None
 
     @collect_writes
     def __call__(self, payload: Mapping[str, Any]) -> StateUpdate:
@@ -243,10 +243,11 @@ class Executor(Configured):
             return self.fail(task, window, "the model ended the subtask with an empty answer", calls)
         cut = was_cut(reply)
         if cut:  # kept, with a note: the agent's data is worth more than nothing, and the report names it
-            text = f"{text}\n\n{cut_note(self.output_limit)}"
+            limit = output_limit(self.config, self.monitor)
+            text = f"{text}\n\n{cut_note(limit)}"
             reply = reply.model_copy(update={"content": with_text(reply.content, text)})
             cleared["answer_cut"] = True
-            emit(ANSWER_CUT, task_id=task_id, part="result", limit=self.output_limit)
+            emit(ANSWER_CUT, task_id=task_id, part="result", limit=limit)
         marker = split_replan_marker(text)
         if marker:
             partial, reason = marker

@@ -361,23 +361,25 @@ class Finalizer(Configured):
         """The model's text for ``request``; its failure raised (`synthesize` stops at the first). An answer
         cut at the output limit ends with a note saying so (and an ``answer_cut`` event)."""
         observe = lambda sent, reply: self.monitor.observe(sent, (), reply)  # noqa: E731
-        reply = call_model(self.model, request, self.config, observe=observe).result()
+        reply = call_model(self.model, request, self.config, observe=observe, monitor=self.monitor).result()
         text = answer_text(reply)
         if text and was_cut(reply):
-            limit = output_limit(self.config)
+            limit = output_limit(self.config, self.monitor)
             emit(ANSWER_CUT, task_id=None, part="final answer", limit=limit)
             text = f"{text}\n\n{cut_note(limit)}"
         return text
 
     def synthesize(self, goal: str, tasks: Mapping[str, Task], share: float = 1.0) -> Synthesis:
-        """The model's answer over every result, each request within ``share`` of the budget and output room."""
+        """The model's answer over every result, each request within ``share`` of the budget and of the output
+        room: the answer's bound as sent (`output_limit`), else the whole window."""
+        room = output_limit(self.config, self.monitor) or self.monitor.effective_window
         return synthesize(
             goal,
             result_entries(tasks),
             ask=self.ask,
             tokens=self.monitor.tokens,
             budget=max(int(self.monitor.budget * share), 1),
-            room=max(int(self.monitor.reserved_output * share), 1),
+            room=max(int(room * share), 1),
         )
 
     def answer(self, goal: str, tasks: Mapping[str, Task], reason: str) -> tuple[str, str]:

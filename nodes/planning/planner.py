@@ -200,13 +200,15 @@ def request_plan(
     check: Check,
     observe: Callable[[Any, Any], None] | None = None,
     quotes: tuple[int, int] = (RETRY_ERROR_CHARS, RETRY_PREVIOUS_CHARS),
+    monitor: Any = None,
 ) -> PlanAnswer:
     """Ask until ``check`` accepts a plan, at most ``retries + 1`` answers (`ask_structured`).
 
     Transient model errors are retried with backoff inside each ask; a model that
     still fails ends the asking at once (more answers would not come either). A
     `UsablePlan` is asked about again like an invalid one, but the latest one is
-    used when no accepted plan comes (its problems become notes). ``observe(request, reply)`` sees each reply;
+    used when no accepted plan comes (its problems become notes). ``observe(request, reply)`` sees each reply,
+    ``monitor`` (the model's) bounds the answers;
     ``quotes``: the characters of the error and of the previous answer a retry quotes.
     """
     asked = ask_structured(
@@ -219,6 +221,7 @@ def request_plan(
         error_chars=quotes[0],
         quoted_chars=quotes[1],
         observe=observe,
+        monitor=monitor,
     )
     if asked.value is None:
         return PlanAnswer(None, asked.calls, asked.error, overflow=asked.overflow, unanswered=asked.unanswered)
@@ -362,6 +365,7 @@ class Planner(Configured):
                 check=self.check,
                 observe=lambda sent, reply: self.monitor.observe(sent, self.tools, reply),
                 quotes=retry_quotes(self.monitor, room),
+                monitor=self.monitor,
             )
         else:
             needed = self.monitor.tokens(fitted.request, self.tools)

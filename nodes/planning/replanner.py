@@ -370,6 +370,7 @@ class Replanner(Configured):
             check=check,
             observe=lambda sent, reply: self.monitor.observe(sent, self.tools, reply),
             quotes=retry_quotes(self.monitor, room),
+            monitor=self.monitor,
         )
 
     @staticmethod

@@ -237,7 +237,9 @@ class TeamMerge(Configured):
             return self.ask_within(model, schema, read, system, goal, task, shown, retries, share)
 
         answers = refit_on_overflow(
-            within, refused=lambda asked: asked is not None and asked.overflow, learn=self.monitor.learn_overflow
+            within,
+            refused=lambda asked: asked is not None and asked.overflow,
+            learn=self.monitor.for_model(model).learn_overflow,
         )
         calls = sum(asked.calls for asked in answers if asked is not None)
         asked = answers[-1]
@@ -290,6 +292,7 @@ class TeamMerge(Configured):
             config=self.config,
             retry_prompt=TEAM_RETRY.replace("{tool}", schema.__name__),
             error_chars=JUDGE_RETRY_ERROR_CHARS,
+            monitor=monitor,
         )
 
     # ------------------------------------------------------------------ the state update

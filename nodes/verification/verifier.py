@@ -151,29 +151,34 @@ class Verifier(Configured):
         """
         judged = refit_on_overflow(
             lambda share: self.judge_within(goal, task, result, int(self.monitor.budget * share), retries),
-            refused=lambda outcome: outcome[2],
+            refused=lambda outcome: outcome[2] is not None,
+            learn=self.monitor.learn_overflow,
+            error=lambda outcome: outcome[2],
         )
         return judged[-1][0], sum(calls for _, calls, _ in judged)
 
     def judge_within(
         self, goal: str, task: Task, result: str, budget: int, retries: int = VERIFY_RETRIES
-    ) -> tuple[TaskVerdict, int, bool]:
-        """`judge` with the request fitted to ``budget`` tokens; also whether the provider refused it as too long."""
+    ) -> tuple[TaskVerdict, int, BaseException | str | None]:
+        """`judge` with the request fitted to ``budget`` tokens; also the provider's error when it refused the
+        request as too long."""
         fitted = self.request(goal, task, result, budget)
         if not fitted.fits:
             needed = self.monitor.tokens(fitted.request, self.tools)
             error = f"the check's request does not fit the context window ({needed} tokens); the result stands"
-            return verdict_record(True, error=error), 0, False
-        asked = ask_structured(self.structured, fitted.request, read_verdict, retries=retries, config=self.config)
+            return verdict_record(True, error=error), 0, None
+        asked = ask_structured(
+            self.structured, fitted.request, read_verdict, retries=retries, config=self.config, monitor=self.monitor
+        )
         if asked.failure is not None:  # a broken check must not fail a subtask that has a result
             exc = asked.failure
             error = f"the check failed ({type(exc).__name__}: {exc}); the result stands"
-            return verdict_record(True, error=error), asked.calls, asked.overflow
+            return verdict_record(True, error=error), asked.calls, exc if asked.overflow else None
         if asked.value is None:
             error = f"the check's answer could not be read ({asked.error}); the result stands"
-            return verdict_record(True, error=error), asked.calls, False
+            return verdict_record(True, error=error), asked.calls, None
         complete, reason, remaining, note = asked.value
-        return verdict_record(complete, reason, remaining, error=note), asked.calls, False
+        return verdict_record(complete, reason, remaining, error=note), asked.calls, None
 
     def queue_follow_ups(self, tasks: Mapping[str, Task], task: Task, remaining: list[str]) -> tuple[dict, dict]:
         """``(follow-up tasks, task fields)``: the missing work as dynamic tasks of ``task``; when none

@@ -58,10 +58,12 @@ def test_the_verifier_checks_again_with_a_smaller_request():
 
     model = refusing(9_000, respond, refused, lambda r: "Verdict" in r.tool_names)
     config = CONFIG.model_copy(update={"verify_results": True})
-    state, _ = run(build_graph(model, config=config))
+    graph = build_graph(model, config=config)
+    state, _ = run(graph)
     assert len(refused) == 1
     verdict = state["tasks"]["a"]["verdict"]
     assert verdict["complete"] and verdict["reason"] == "all there" and verdict["error"] is None
+    assert monitor_of(graph).context_window == 9_000  # the window the error named, learned for the model
 
 
 def test_the_replanner_asks_again_with_a_smaller_request():
@@ -99,11 +101,21 @@ def test_a_team_judge_is_asked_again_with_a_smaller_request():
         text = f"{name}: {HUGE[: len(HUGE) // 2]}"  # ~6k tokens each: both fit our window, not the provider's
         return AgentProfile(description=f"the {name} agent", model=ScriptedChatModel(respond=lambda r: text))
 
-    model = refusing(9_000, respond, refused, lambda r: "You judge the results" in r.system)
+    judge = refusing(9_000, respond, refused, lambda r: "You judge the results" in r.system)
+    model = ScriptedChatModel(respond=respond)
+    agents = {"a": member("a"), "b": member("b")}
     graph = build_graph(
-        model, agents={"a": member("a"), "b": member("b")}, teams={"panel": Team(members=["a", "b"])}, config=CONFIG
+        model, agents=agents, teams={"panel": Team(members=["a", "b"])}, config=CONFIG, planner_model=judge
     )
     state, _ = run(graph)
     assert len(refused) == 1
     record = state["tasks"]["1"]["team"]
     assert (record["winner"], record["reason"], record["model_calls"]) == ("b", "b is better", 2)
+    # The judge (the planner's model) learned its window; the agents' model did not.
+    assert monitor_of(graph).for_model(judge).context_window == 9_000
+    assert monitor_of(graph).context_window == 20_000
+
+
+def monitor_of(graph):
+    """The context monitor of a compiled graph's main model (the executor's)."""
+    return graph.builder.nodes["executor"].runnable.func.monitor

@@ -86,6 +86,21 @@ def test_a_cut_final_answer_says_so():
     assert state["stop_reason"] == ""  # the model wrote it, cut or not
 
 
+def test_results_longer_than_the_output_bound_are_answered_in_parts_each_within_it():
+    def long_results(request: ScriptedRequest) -> AIMessage | dict | str:
+        answer = two_subtasks(request)
+        if "Your subtask" in request.prompt:  # about 400 tokens: two of them are more than one answer may hold
+            return AIMessage(answer.text + " " + "shade " * 300)
+        return answer
+
+    with OpenAILoopback(long_results) as server:
+        state, _ = run(server, settings(max_output_tokens=300))
+    final_requests = [body for body in server.requests if not body.get("tools")]
+    assert len(final_requests) > 1  # not one answer of 300 tokens asked to hold 800 tokens of results
+    assert {body["max_tokens"] for body in final_requests} == {300}
+    assert "COLOUR 1: teal" in state["final_answer"] and "COLOUR 2: teal" in state["final_answer"]
+
+
 WINDOW = 3_000
 
 
@@ -121,6 +136,36 @@ def test_an_overflow_error_naming_the_window_is_used_for_the_retry_and_the_rest_
     assert len(server.errors) == 1  # the planner's first request; then every request fits the window it named
     assert all(size <= WINDOW for size in server.sizes[1:])
     assert all(t["status"] == "completed" for t in state["tasks"].values())
+
+
+class AnswerRoomServer(SmallWindowServer):
+    """A server whose `WINDOW` must hold the request and the answer it asks room for (``max_tokens``), as
+    llama.cpp's and vLLM's do."""
+
+    def handle(self, handler) -> None:
+        data = handler.rfile.read(int(handler.headers["Content-Length"]))
+        body = json.loads(data)
+        size = request_usage(list(scripted_request(body).messages), body.get("tools"), as_message(""))["prompt_tokens"]
+        asked = size + int(body.get("max_tokens") or 0)
+        self.sizes.append(asked)
+        if asked > WINDOW:
+            message = (
+                f"This model's maximum context length is {WINDOW} tokens. However, you requested {asked} tokens "
+                f"({size} in the messages, {body.get('max_tokens')} in the completion)."
+            )
+            self.refuse(handler, 400, message)
+            return
+        handler.rfile = io.BytesIO(data)
+        super(SmallWindowServer, self).handle(handler)
+
+
+def test_after_an_overflow_every_call_asks_for_answer_room_within_the_window_it_named():
+    with AnswerRoomServer() as server:
+        state, _ = run(server, AgentConfig(), goal=GOAL)  # the default 8,000 tokens of answer room at first
+    assert state["final_answer"] == "FINAL: COLOUR 1: teal, COLOUR 2: teal"
+    assert len(server.errors) == 1  # the planner's first request; its retry and every later call fit
+    assert {body.get("max_tokens") for body in server.requests} == {WINDOW // 4}
+    assert all(t["status"] == "completed" and t.get("verdict") for t in state["tasks"].values())
 
 
 def test_the_servers_own_token_counts_let_requests_that_fit_through():

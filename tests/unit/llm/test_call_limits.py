@@ -3,6 +3,8 @@ an overflow error names, and a server that stopped answering."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, HumanMessage
@@ -10,7 +12,7 @@ from langchain_openai import ChatOpenAI
 from pydantic import BaseModel
 
 from replangraph import AgentConfig, ModelServerDown
-from replangraph.context.fitting import ContextMonitor, approximate_tokens
+from replangraph.context.fitting import CALIBRATION_WEIGHT, ContextMonitor, approximate_tokens
 from replangraph.llm import calls
 from replangraph.llm.calls import (
     OVERFLOW_SHRINK,
@@ -34,10 +36,21 @@ def openai_at(url: str | None, **fields) -> ChatOpenAI:
 
 
 def test_the_output_limit_is_max_output_tokens_else_the_reserved_output_within_a_quarter_of_the_window():
-    assert output_limit(AgentConfig()) == 8_000
-    assert output_limit(AgentConfig(context_window=1024)) == 256
-    assert output_limit(AgentConfig(context_window=1024, max_output_tokens=100)) == 100
-    assert output_limit(AgentConfig(reserved_output=0)) is None
+    assert output_limit(AgentConfig(), None) == 8_000
+    assert output_limit(AgentConfig(context_window=1024), None) == 256
+    assert output_limit(AgentConfig(context_window=1024, max_output_tokens=100), None) == 100
+    assert output_limit(AgentConfig(reserved_output=0), None) is None
+
+
+def test_the_output_limit_is_within_a_quarter_of_the_window_the_model_is_known_to_have():
+    monitor = ContextMonitor(AgentConfig())
+    assert output_limit(AgentConfig(), monitor) == 8_000
+    monitor.learn_overflow("maximum context length is 8192 tokens")
+    assert output_limit(AgentConfig(), monitor) == 2_048  # a prompt of 1,500 tokens and the answer fit 8,192
+    assert output_limit(AgentConfig(max_output_tokens=300), monitor) == 300
+    profiled = openai_at("http://h/v1")
+    profiled.profile = {"max_input_tokens": 4_000}
+    assert output_limit(AgentConfig(), monitor.for_model(profiled)) == 1_000
 
 
 def test_chatopenai_against_another_server_gets_max_tokens_in_extra_body(monkeypatch):
@@ -136,23 +149,51 @@ def test_a_learned_window_refits_to_the_whole_budget_else_to_a_share():
     assert shares == [1.0, OVERFLOW_SHRINK]  # nothing new learned: half the budget, as before
 
 
-def test_the_learned_window_and_calibration_are_shared_by_every_monitor_of_a_graph():
+def test_what_an_endpoint_tells_is_kept_for_its_model_only():
+    executor = ContextMonitor(AgentConfig(), openai_at("http://small/v1"))
+    planner = executor.for_model(openai_at("http://big/v1"))
+    twin = executor.for_model(openai_at("http://small/v1"))  # another object for the same model and server
+    scripted = executor.for_model(ScriptedChatModel(respond=lambda request: "ok"))
+    request = [HumanMessage("word " * 400)]
+    estimate = approximate_tokens(request)
+    executor.learn_overflow("maximum context length is 8192 tokens")
+    planner.observe(request, (), AIMessage("x", usage_metadata=usage(int(estimate * 0.55))))
+    assert executor.context_window == twin.context_window == 8192 and executor.tokens(request) == estimate
+    assert planner.context_window == scripted.context_window == 200_000
+    assert planner.tokens(request) == pytest.approx(estimate * 0.55, abs=2) and scripted.tokens(request) == estimate
+    assert executor.for_model(None) is executor.for_model(executor.model) is executor
+
+
+def test_calibration_is_a_running_ratio_that_a_close_count_nudges_and_a_users_counter_is_never_scaled():
     monitor = ContextMonitor(AgentConfig())
-    other = monitor.for_model(openai_at("http://h/v1"))
-    other.model_window = 9_999  # a model of its own, for the sake of the test
     request = [HumanMessage("word " * 400)]
     estimate = approximate_tokens(request)
     monitor.observe(request, (), AIMessage("x", usage_metadata=usage(int(estimate * 0.55))))
     assert monitor.learned.ratio == pytest.approx(0.55, abs=0.01)
     assert monitor.tokens(request) == pytest.approx(estimate * 0.55, abs=2)
-    monitor.learn_overflow("maximum context length is 2048 tokens")
-    assert monitor.context_window == 2048 and other.learned is monitor.learned
-    # An endpoint that agrees within 10 % leaves the estimate alone; a counter of the user's is never scaled.
+    # A parallel reply that agrees within 10 % moves the ratio a quarter of the way, not back to nothing.
     monitor.observe(request, (), AIMessage("x", usage_metadata=usage(int(estimate * 1.05))))
-    assert monitor.learned.ratio is None and monitor.tokens(request) == estimate
+    assert monitor.learned.ratio == pytest.approx(0.55 + 0.5 * CALIBRATION_WEIGHT, abs=0.01)
+    for _ in range(20):  # an endpoint that keeps agreeing: the estimate is left as it is
+        monitor.observe(request, (), AIMessage("x", usage_metadata=usage(estimate)))
+    assert monitor.learned.scale is None and monitor.tokens(request) == estimate
     exact = ContextMonitor(AgentConfig(), counter=lambda messages, tools: 7)
     exact.observe(request, (), AIMessage("x", usage_metadata=usage(1)))
     assert exact.tokens(request) == 7
+
+
+def test_parallel_overflows_keep_the_smallest_window():
+    monitor = ContextMonitor(AgentConfig())
+    windows = [8192, 4096, 16384, 2048, 32768] * 4
+    threads = [
+        threading.Thread(target=monitor.learn_overflow, args=(f"maximum context length is {w} tokens",))
+        for w in windows
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert monitor.context_window == 2048
 
 
 def usage(input_tokens: int) -> dict:
