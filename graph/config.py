@@ -13,6 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from replangraph.queue.tasks import DEFAULT_AGENT
 
+MAX_STEP_TIMEOUT_S = 30 * 24 * 3600.0
+"""The longest ``step_timeout_s`` taken (30 days): far longer ones overflow the clocks that wait on it."""
+
 DEFAULT_AGENT_PROMPT = (
     "You are a careful agent executing one subtask of a larger plan. Use your tools to do the "
     "whole subtask. Never stop early or claim you have 'enough data' while items remain."
@@ -40,13 +43,19 @@ class AgentConfig(BaseModel):
     planner_retries: int = Field(2, ge=0, description="Retries of an invalid plan before the fallback.")
     replanner_retries: int = Field(2, ge=0, description="Retries of an invalid replan before giving up.")
     model_retries: int = Field(2, ge=0, description="Retries of a model call that failed transiently.")
-    retry_backoff_s: float = Field(1.0, ge=0, description="First wait before a retry; doubles each time.")
-    max_retry_wait_s: float = Field(60.0, ge=0, description="Longest wait before a retry, Retry-After included.")
+    retry_backoff_s: float = Field(
+        1.0, ge=0, allow_inf_nan=False, description="First wait before a retry; doubles each time."
+    )
+    max_retry_wait_s: float = Field(
+        60.0, ge=0, allow_inf_nan=False, description="Longest wait before a retry, Retry-After included."
+    )
     step_timeout_s: float | None = Field(
         600.0,
         gt=0,
-        description="Wall time one subtask may take, and one planner, replanner, check or final-answer call; "
-        "None: no limit.",
+        le=MAX_STEP_TIMEOUT_S,
+        allow_inf_nan=False,
+        description="Wall time one subtask may take, and one planner, replanner, check or final-answer call, in "
+        "seconds (at most 30 days); None: no limit.",
     )
     max_output_tokens: int | None = Field(
         None,

@@ -12,7 +12,7 @@ import re
 import sqlite3
 import sys
 from collections.abc import Iterator, Mapping
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -70,12 +70,24 @@ def masked_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc, query=urlencode(query, safe="*") if query else ""))
 
 
+def create_private(path: Path) -> None:
+    """Create the SQLite file at ``path`` readable by its owner only (0600), in a folder created 0700 when
+    missing (its missing parents too): the checkpoints hold the run's prompts and results. An existing file or
+    folder keeps its mode; SQLite gives its journal files the file's mode."""
+    missing = [folder for folder in (path.parent, *path.parent.parents) if not folder.exists()]
+    for folder in reversed(missing):
+        folder.mkdir(mode=0o700, exist_ok=True)
+    with suppress(FileExistsError):
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+
+
 @contextmanager
 def open_saver(db: str | os.PathLike[str] | None = None) -> Iterator[tuple[Any, Any]]:
     """Open ``(checkpointer, store)`` on ``db``: a PostgreSQL URL gives ``PostgresSaver`` and ``PostgresStore``;
     a path (default ``$REPLANGRAPH_DB``, which may also be a URL, else `default_db_path`) gives ``SqliteSaver``
     and no store, as replangraph then keeps its results in a state channel the checkpointer saves.
-    Tables are created when missing; the connections close when the block ends."""
+    A new SQLite file is created 0600 in a folder created 0700 (`create_private`). Tables are created when
+    missing; the connections close when the block ends."""
     if db is None:
         db = os.environ.get(DB_ENV) or default_db_path()
     if is_postgres_url(db):
@@ -83,7 +95,7 @@ def open_saver(db: str | os.PathLike[str] | None = None) -> Iterator[tuple[Any, 
             yield opened
         return
     path = sqlite_path(db)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    create_private(path)
     conn = sqlite3.connect(path, check_same_thread=False)  # SqliteSaver serialises its calls with a lock
     try:
         saver = SqliteSaver(conn)

@@ -37,7 +37,13 @@ from replangraph.app.session import (
     slash_text,
     work_left,
 )
-from replangraph.app.settings import agent_config, chosen_settings, model_missing, recorded_settings
+from replangraph.app.settings import (
+    agent_config,
+    chosen_settings,
+    model_missing,
+    recorded_settings,
+    resumed_base_url,
+)
 from replangraph.nodes.human import RESUME
 
 __all__ = ["MISSING_MODEL", "UsageError", "main", "make_parser"]
@@ -199,6 +205,7 @@ def resume_thread(args: argparse.Namespace, output: Output) -> int:
         stopped = not snapshot.interrupts and not work_left(snapshot) and unfinished(snapshot.values)
         if not snapshot.interrupts and not work_left(snapshot) and not stopped:
             return show_ended(Session(reader, args.thread, settings, args.db, output), snapshot.values, args.answer)
+        settings["base_url"] = resumed_base_url(args.base_url, settings["base_url"])
         tools = load_tools(list(settings["tools"]))
         check_model(settings, "resume")
         session = Session(build(settings, checkpointer, store, tools=tools), args.thread, settings, args.db, output)

@@ -10,9 +10,10 @@ network, or a key it refuses, is said before the run instead of after it.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from replangraph.durable import masked_url
 
@@ -43,6 +44,20 @@ def env_base_url(given: str | None = None) -> str | None:
 def base_url(settings: Mapping[str, Any]) -> str | None:
     """The OpenAI-compatible server the run talks to: ``--base-url`` (or as recorded), else $OPENAI_BASE_URL."""
     return env_base_url(settings.get("base_url"))
+
+
+SECRET_NAME = re.compile(r"key|token|secret|pass|pwd|auth|sig|credential|session", re.I)
+"""Query parameter names whose values are taken for secrets: api_key, access_token, password, signature, ..."""
+
+
+def url_without_secrets(url: str | None) -> str | None:
+    """``url`` as it may be stored: without its user part (``user:password@``) and without the query parameters
+    whose names look secret (`SECRET_NAME`)."""
+    if not url:
+        return url
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not SECRET_NAME.search(k)]
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2], query=urlencode(query)))
 
 
 def url_label(url: str) -> str:

@@ -27,7 +27,7 @@ from replangraph.app.console import (
     run_finished,
 )
 from replangraph.app.server import lost_server, lost_server_message, paused_message
-from replangraph.app.settings import SETTINGS_KEY
+from replangraph.app.settings import SETTINGS_KEY, stored_settings
 from replangraph.config import AgentConfig
 from replangraph.durable import is_postgres_url, masked_url
 from replangraph.queue import preview
@@ -155,7 +155,7 @@ class Session:
         self.output = output
         self.config = {
             "configurable": {"thread_id": thread},
-            "metadata": {SETTINGS_KEY: json.dumps(dict(settings), sort_keys=True)},
+            "metadata": {SETTINGS_KEY: stored_settings(settings)},
         }
         self.answers: list[str] = []  # --answer values not used yet
         self.held: dict[Any, str] = {}  # answers given to questions still waiting (see `collect`)

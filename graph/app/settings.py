@@ -1,5 +1,7 @@
 """Settings: what the graph is built from. `run` records them in each checkpoint's metadata and `resume`
-reads them back, so `replangraph resume --thread ID` needs none of the flags the run was started with."""
+reads them back, so `replangraph resume --thread ID` needs none of the flags the run was started with. No secret
+is recorded (the base URL's password and key parameters are left out), and a recorded server is not used unless
+the environment names the same one or ``--base-url`` is given again (`resumed_base_url`)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from replangraph.app.server import KEY_ENV, base_url
+from replangraph.app.loading import UsageError
+from replangraph.app.server import BASE_URL_ENV, KEY_ENV, base_url, url_label, url_without_secrets
 from replangraph.config import AgentConfig
 
 SETTINGS_KEY = "replangraph_cli"
@@ -37,6 +40,29 @@ def chosen_settings(args: argparse.Namespace, recorded: Mapping[str, Any]) -> di
         given = getattr(args, name, None)
         settings[name] = given if given not in (None, []) else recorded.get(name, default)
     return settings
+
+
+def stored_settings(settings: Mapping[str, Any]) -> str:
+    """``settings`` as the checkpoint metadata records them (JSON), without the secrets of the base URL."""
+    return json.dumps({**settings, "base_url": url_without_secrets(settings.get("base_url"))}, sort_keys=True)
+
+
+def resumed_base_url(given: str | None, recorded: str | None) -> str | None:
+    """The ``base_url`` setting of a resumed run: ``--base-url`` when given; else None (the environment's server,
+    with its credentials) when the run recorded none or the environment's. A recorded server the environment does
+    not name is a UsageError: the database could have been changed to send the API key elsewhere."""
+    if given or not recorded:
+        return given or None
+    current = os.environ.get(BASE_URL_ENV) or None
+    if url_without_secrets(recorded) == url_without_secrets(current):
+        return None
+    now = f"${BASE_URL_ENV} names {url_label(current)}" if current else f"${BASE_URL_ENV} is not set (OpenAI)"
+    raise UsageError(
+        f"The run was recorded with the model server {url_label(recorded)}, but {now}. A server read from the "
+        f"database is not used on its own, as it could send your API key elsewhere: pass --base-url "
+        f"{url_label(recorded)} (with its credentials, if any) to resume with it, or --base-url with the server "
+        "you mean."
+    )
 
 
 def recorded_settings(metadata: Mapping[str, Any] | None) -> dict[str, Any]:

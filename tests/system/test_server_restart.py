@@ -101,7 +101,8 @@ def test_a_server_killed_mid_run_pauses_it_and_resume_finishes_it_once_the_serve
 
     second = servers(port=first.port)  # the same server, started again
     out = io.StringIO()
-    assert cli.main(["resume", "--thread", "t1", "--db", db], out) == 0, out.getvalue()
+    # the server the run recorded is named again: resume takes none from the database alone
+    assert cli.main(["resume", "--thread", "t1", "--db", db, "--base-url", url], out) == 0, out.getvalue()
     answer = out.getvalue().split("Final answer:", 1)[1]
     assert all(f"COLOUR {n}: {colour}" in answer for n, colour in COLOURS.items())
     assert second.requests() == ["2", "check", "3", "check", "final"]  # subtask 1 is not run again, nor replanned

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from scripting import make_model, plan_of, subtask_of
 
 from replangraph import AgentConfig, build_graph
-from replangraph.config import recursion_limit
+from replangraph.config import MAX_STEP_TIMEOUT_S, recursion_limit
 from replangraph.nodes.execution.executor import ToolRunner
 from replangraph.state import run_settings
 from replangraph.testing import tool_call
@@ -81,6 +81,21 @@ def test_bad_settings_are_refused_before_anything_runs():
         graph().invoke(goal(), context={"max_stepz": 3})
     with pytest.raises(ValueError, match=r"invalid run settings .*max_steps"):
         graph().invoke(goal(), {"configurable": {"max_steps": "lots"}})
+
+
+@pytest.mark.parametrize("seconds", [1e10, float("inf"), float("nan"), MAX_STEP_TIMEOUT_S + 1])
+def test_a_step_timeout_that_no_clock_can_wait_is_refused(seconds):
+    """Accepted, 1e10 or inf failed every subtask with OverflowError (past threading.TIMEOUT_MAX)."""
+    with pytest.raises(ValidationError, match="step_timeout_s"):
+        AgentConfig(step_timeout_s=seconds)
+    with pytest.raises(ValidationError, match="step_timeout_s"):
+        graph().invoke(goal(), context={"step_timeout_s": seconds})
+    assert AgentConfig(step_timeout_s=MAX_STEP_TIMEOUT_S).step_timeout_s == MAX_STEP_TIMEOUT_S
+
+
+def test_the_longest_step_timeout_runs_the_goal():
+    done = graph().invoke(goal(), context={"step_timeout_s": MAX_STEP_TIMEOUT_S})
+    assert all(task["status"] == "completed" for task in done["tasks"].values())
 
 
 def test_the_context_schema_is_a_form_with_types_defaults_and_descriptions():
