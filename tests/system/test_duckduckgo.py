@@ -401,3 +401,67 @@ def test_a_failed_search_inside_the_graph_is_an_observation_the_agent_reports(cl
     out, _ = run(build_graph(make_model(plan, searching_agent([])), tools=tools))
     assert out["tasks"]["1"]["status"] == "completed"
     assert "No reference found: Search failed: could not reach the search service" in out["final_answer"]
+
+
+@pytest.fixture
+def internal_service() -> Iterator[list[str]]:
+    """Another loopback server, standing for a service inside the network; the paths it was asked for."""
+    asked: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            asked.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Length", "6")
+            self.end_headers()
+            self.wfile.write(b"secret")
+
+        def log_message(self, *args) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    asked.append(f"http://127.0.0.1:{httpd.server_address[1]}")  # asked[0]: where it listens
+    try:
+        yield asked
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.mark.system
+@pytest.mark.parametrize("target", ["internal", "http://localhost:9/admin", "http://10.0.0.1/", "http://[::1]/"])
+def test_a_redirect_to_a_private_or_loopback_address_is_not_followed(server, internal_service, monkeypatch, target):
+    location = f"{internal_service[0]}/metadata" if target == "internal" else target
+    monkeypatch.setitem(ROUTES, "redirected", (302, "", {"Location": location}))
+    reply = call(internet_search_tool(ddg(server.url)), {"query": "redirected"})
+    assert reply.content.startswith("Search failed: the search service redirected to a private or local address")
+    assert reply.artifact["error"] == "unavailable"
+    assert internal_service[1:] == []  # nothing was asked there
+
+
+@pytest.mark.system
+def test_a_redirect_within_the_search_service_is_followed(server, monkeypatch):
+    monkeypatch.setitem(ROUTES, "moved", (301, "", {"Location": f"{server.url}?q={ASYNCIO.replace(' ', '+')}"}))
+    reply = call(internet_search_tool(ddg(server.url)), {"query": "moved"})
+    assert reply.artifact["status"] != "error", reply.content
+    assert TOP_ASYNCIO[0] in reply.content
+
+
+@pytest.mark.parametrize(
+    ("host", "private"),
+    [
+        ("127.0.0.1", True),
+        ("localhost", True),
+        ("10.1.2.3", True),
+        ("169.254.169.254", True),
+        ("[::1]", True),
+        ("::ffff:127.0.0.1", True),
+        ("192.168.0.1", True),
+        ("8.8.8.8", False),
+        ("2001:4860:4860::8888", False),
+    ],
+)
+def test_which_hosts_are_private(host, private):
+    assert duckduckgo.is_private_host(host) is private

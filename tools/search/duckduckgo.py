@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 import time
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -43,7 +45,8 @@ class DuckDuckGoHTML:
 
     Connecting and each read wait at most ``timeout_s``; a page still arriving ``timeout_s`` after the
     request started is given up (checked as data arrives), and at most ``max_bytes`` of it are read.
-    ``client`` replaces the httpx client made for each search (it is used as given and not closed).
+    ``client`` replaces the httpx client made for each search (it is used as given and not closed). The client
+    made here follows no redirect to a private or loopback address (`refuse_private_redirects`).
     """
 
     def __init__(
@@ -82,7 +85,10 @@ class DuckDuckGoHTML:
         try:
             if self.client is not None:
                 return self._get(self.client, query, headers)
-            with httpx.Client(timeout=httpx.Timeout(self.timeout_s), follow_redirects=True) as client:
+            hooks = {"request": [refuse_private_redirects(self.base_url)]}
+            with httpx.Client(
+                timeout=httpx.Timeout(self.timeout_s), follow_redirects=True, event_hooks=hooks
+            ) as client:
                 return self._get(client, query, headers)
         except httpx.TimeoutException:
             raise SearchTimeout(f"the search service did not answer within {waited}") from None
@@ -111,6 +117,39 @@ class DuckDuckGoHTML:
                 return bytes(body).decode(response.encoding or "utf-8", errors="replace")
             except LookupError:  # an unknown charset
                 return bytes(body).decode("utf-8", errors="replace")
+
+
+def is_private_host(host: str) -> bool:
+    """Whether ``host`` is ``localhost`` or is, or resolves to, an address that is not global: loopback, private,
+    link-local, reserved. A name that does not resolve is not (its request fails on its own)."""
+    host = host.strip("[]").rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        addresses = [ipaddress.ip_address(host)]
+    except ValueError:
+        try:
+            addresses = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in socket.getaddrinfo(host, None)]
+        except (OSError, ValueError):
+            return False
+    mapped = [getattr(a, "ipv4_mapped", None) or a for a in addresses]
+    return any(not a.is_global for a in mapped)
+
+
+def refuse_private_redirects(start: str):
+    """An httpx request hook: a request that leaves ``start``'s origin (a redirect) for a private or loopback
+    address is refused with `SearchUnavailable` before it is sent."""
+    parts = urlsplit(start)
+    origin = (parts.scheme.lower(), parts.netloc.lower())
+
+    def check(request: httpx.Request) -> None:
+        url = request.url
+        if (url.scheme, url.netloc.decode("ascii").lower()) != origin and is_private_host(url.host):
+            raise SearchUnavailable(
+                f"the search service redirected to a private or local address ({url.host}), which is not followed"
+            )
+
+    return check
 
 
 def parse_duckduckgo_html(page: str, base_url: str = DUCKDUCKGO_HTML_URL) -> list[SearchResult]:
