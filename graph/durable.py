@@ -141,10 +141,10 @@ def _open_postgres(url: str) -> Iterator[tuple[Any, Any]]:
 def run_workspace(values: Mapping[str, Any], store: Any, thread: str) -> Any:
     """The results workspace of the run on ``thread``: the graph's ``store`` (its namespace for the thread),
     else the ``workspace`` channel of its state ``values``."""
-    from replangraph.context.kept import WORKSPACE, Workspace
+    from replangraph.context.kept import WORKSPACE, Workspace, run_namespace
 
     workspace = Workspace(values.get(WORKSPACE), store)
-    workspace.namespace = ("replangraph", thread) if store is not None else ()
+    workspace.namespace = run_namespace(thread) if store is not None else ()
     return workspace
 
 

@@ -65,6 +65,20 @@ def replace_by_key(current: Mapping | None, update: Mapping | None) -> dict:
     return merged
 
 
+class RunKey(str):
+    """A run's own key: LangGraph makes a channel's first value by calling its type, so each run (and each
+    restore of a run from a checkpoint that lacks it) gets a fresh random one; a run without a thread id is
+    told apart by it."""
+
+    def __new__(cls, value: str | None = None) -> RunKey:
+        return super().__new__(cls, value or uuid.uuid4().hex)
+
+
+def first_value(current: Any, new: Any) -> Any:
+    """Reducer keeping the value the channel has."""
+    return current or new
+
+
 PlanReviewStatus = Literal["not_asked", "waiting", "approved", "edited", "cancelled"]
 
 
@@ -134,6 +148,7 @@ class ReplanState(TypedDict):
     tasks: NotRequired[TaskQueueChannel]
     windows: NotRequired[Annotated[dict[str, list[AnyMessage]], replace_by_key]]
     workspace: NotRequired[WorkspaceChannel]
+    run_key: NotRequired[Annotated[RunKey, first_value]]
     replans: NotRequired[list[ReplanRecord]]
     planner_calls: NotRequired[int]
     final_answer: NotRequired[str]

@@ -3,10 +3,11 @@ update builders that end a subtask.
 
 **The results workspace.** Entries live in the graph's LangGraph store when it has one (``InMemoryStore``,
 ``SqliteStore``, ``PostgresStore``, the store ``langgraph dev`` provides), under the run's namespace
-``("replangraph", thread_id)`` and keys ``plan:{plan_id}:step:{step_id}:result`` (the latest version; each
+``("replangraph", thread_label(thread_id))`` and keys ``plan:{plan_id}:step:{step_id}:result`` (the latest version; each
 version also under ``…:result:v{n}``) and ``plan:{plan_id}:step:{step_id}:output:{key}``. Without a store they
 live in the state's ``workspace`` channel, checkpointed as writes (each text once), so they are exactly as
-durable as the checkpointer. Nodes read it through `current_workspace()`.
+durable as the checkpointer. A run without a thread id keeps them in that channel too, store or not, so two
+such runs on one store never read each other's entries. Nodes read it through `current_workspace()`.
 
 **Output ids** are ``goal``, ``{task_id}/result`` (a subtask's whole result) and ``{task_id}/{key}`` (a tool
 call id for tool outputs, ``history-N`` for folded messages, ``summary-N``/``message-…`` for cut messages,
@@ -24,6 +25,7 @@ import contextlib
 import contextvars
 import dataclasses
 import functools
+import hashlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -61,6 +63,8 @@ from replangraph.state import (
     merge_workspace,
 )
 
+RUN_KEY = "run_key"
+"""The state channel holding the run's own key (`replangraph.state.RunKey`)."""
 WORKSPACE = "workspace"
 """The state channel holding the entries of a run without a store:
 ``{"plan:1:step:3": {":result": entry, ":result:v1": entry, ":output:call_7": entry}}``."""
@@ -88,21 +92,56 @@ def output_slot(task: Mapping[str, Any], key: str) -> Slot:
     return step_key(task), f":output:{key}"
 
 
-def run_namespace() -> tuple[str, ...]:
-    """The store namespace of this run: ``("replangraph", thread_id)``."""
+def thread_id() -> str | None:
+    """The thread id of the graph run going on (``configurable.thread_id``), or None (none, or no run)."""
     try:
-        thread = str(get_config().get("configurable", {}).get("thread_id") or "default")
+        found = get_config().get("configurable", {}).get("thread_id")
     except RuntimeError:
-        thread = "default"
-    return ("replangraph", thread)
+        return None
+    return None if found is None or found == "" else str(found)
+
+
+LABEL_MAX = 200
+"""Longest label `thread_label` returns whole; a longer one is cut and ends in a hash of the whole."""
+
+
+def thread_label(thread: str) -> str:
+    """``thread`` as one store-namespace label and file name: ``%``, ``.``, ``/``, ``\\``, ``~``, control
+    characters and NUL percent-encoded (``a.b`` → ``a%2Eb``), so it is never ``.`` or ``..``, holds no period
+    (LangGraph's stores refuse them) and two ids never share a label; one over `LABEL_MAX` characters (after encoding)
+    is cut and ends in ``~`` and 16 hex digits of its SHA-256."""
+    label = "".join(f"%{ord(c):02X}" if c in "%./\\~" or ord(c) < 32 or ord(c) == 127 else c for c in thread)
+    if len(label) > LABEL_MAX or len(label.encode("utf-8")) > LABEL_MAX:
+        digest = hashlib.sha256(thread.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        label = label.encode("utf-8")[: LABEL_MAX - 17].decode("utf-8", "ignore") + "~" + digest
+    return label or "%"
+
+
+def run_namespace(thread: str | None = None) -> tuple[str, ...]:
+    """The store namespace of the run on ``thread`` (default: the run going on):
+    ``("replangraph", thread_label(thread))``, ``("replangraph", "default")`` without a thread id."""
+    thread = thread if thread is not None else thread_id()
+    return ("replangraph", thread_label(thread) if thread is not None else "default")
+
+
+def run_label() -> str | None:
+    """The label of the run going on: its thread's (`thread_label`), else ``run-<its run key>`` (a run
+    without a thread id), else None (outside a graph run)."""
+    thread = thread_id()
+    if thread is not None:
+        return thread_label(thread)
+    key = current_workspace().run_key
+    return f"run-{key}" if key else None
 
 
 def graph_store() -> Any:
-    """The graph's store, or None (no store, or not inside a graph run)."""
+    """The graph's store, or None (no store, not inside a graph run, or a run without a thread id: its
+    entries stay in its own state, unseen by other runs on the store)."""
     try:
-        return get_store()
+        store = get_store()
     except (RuntimeError, KeyError):  # KeyError: inside a runnable (a tool call) but not a graph run
         return None
+    return store if thread_id() is not None else None
 
 
 class Workspace:
@@ -111,9 +150,14 @@ class Workspace:
     the keys it was given. Writing is `apply_effects`'s job."""
 
     def __init__(
-        self, entries: Mapping[str, Mapping[str, Any]] | None = None, store: Any = None, pending: Mapping | None = None
+        self,
+        entries: Mapping[str, Mapping[str, Any]] | None = None,
+        store: Any = None,
+        pending: Mapping | None = None,
+        run_key: str | None = None,
     ):
         self.store = store
+        self.run_key = run_key
         self.entries = entries or {}
         self.pending = pending or {}
         self.namespace = run_namespace() if store is not None else ()
@@ -153,7 +197,8 @@ class Workspace:
 
     def with_pending(self, update: Mapping[str, Any]) -> Workspace:
         """This workspace, also reading the entries ``update`` will write (nothing is written)."""
-        return Workspace(self.entries, self.store, merge_workspace(self.pending, [update.get(WORKSPACE)]))
+        pending = merge_workspace(self.pending, [update.get(WORKSPACE)])
+        return Workspace(self.entries, self.store, pending, self.run_key)
 
 
 def entry_update(slot: Slot, text: str, **meta: Any) -> dict[str, Any]:
@@ -187,9 +232,12 @@ def using(workspace: Workspace) -> Iterator[Workspace]:
         _current.reset(token)
 
 
-def open_workspace(entries: Mapping[str, Any] | None) -> contextlib.AbstractContextManager[Workspace]:
-    """Make a workspace over ``entries`` (and the graph's store) current for the calls inside the block."""
-    return using(Workspace(entries, graph_store()))
+def open_workspace(
+    entries: Mapping[str, Any] | None, run_key: str | None = None
+) -> contextlib.AbstractContextManager[Workspace]:
+    """Make a workspace over ``entries`` (and the graph's store) of the run with ``run_key`` current for the
+    calls inside the block."""
+    return using(Workspace(entries, graph_store(), run_key=run_key))
 
 
 @contextmanager
@@ -236,7 +284,8 @@ def collect_writes(node: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(node)
     def run(*args: Any, **kwargs: Any) -> Any:
         state = next((a for a in args if isinstance(a, Mapping)), None)  # after ``self`` for a method
-        with open_workspace(state.get(WORKSPACE) if state is not None else None) as workspace, held_events():
+        entries, key = (state.get(WORKSPACE), state.get(RUN_KEY)) if state is not None else (None, None)
+        with open_workspace(entries, key) as workspace, held_events():
             return apply_effects(node(*args, **kwargs), workspace.store)
 
     return run

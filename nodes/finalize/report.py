@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from replangraph.context.kept import full_result, run_namespace
+from replangraph.context.kept import full_result, thread_id
 from replangraph.queue.tasks import Task, fallback_of, is_fallback, plan_tasks, preview
 
 CUT_MARK = " (its answer stopped at the model's output limit, max_output_tokens)"
@@ -62,8 +62,7 @@ def fallback_report(goal: str, tasks: Mapping[str, Task], reason: str) -> str:
         ids = ", ".join(t["id"] for t in waiting)
         lines.append(f"- Run the unfinished subtasks ({ids}), e.g. as a new goal that includes the results above.")
     if any("is kept as output" in (t.get("error") or "") for t in unfinished):
-        thread = run_namespace()[1]  # the run's thread id ("default" without one)
-        lines.append(KEPT_HINT.format(thread=thread if thread != "default" else "THREAD"))
+        lines.append(KEPT_HINT.format(thread=thread_id() or "THREAD"))
     if "max_" in reason:
         lines.append("- A limit stopped the run: raise it in AgentConfig (max_steps, max_tasks, max_replans).")
     return "\n".join(lines)

@@ -1,6 +1,7 @@
 """write_file, read_file, list_files: workspace file tools for executing agents.
 
-Every path is relative to one workspace folder; a path that leaves it (``..``, an
+Every path is relative to one workspace folder (by default the run's thread's own folder under the root,
+`thread_folder`); a path that leaves it (``..``, an
 absolute path, a symbolic link pointing out) is refused with a `ToolException`
 before anything is touched; any other `OSError` comes back as a `ToolException` naming
 the tool and the error, never the absolute path. Writes are capped at ``max_write_bytes``
@@ -22,6 +23,7 @@ from typing import Annotated, Any
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import AliasChoices, BaseModel, BeforeValidator, Field, WithJsonSchema
 
+from replangraph.context.kept import run_label
 from replangraph.llm.reading import as_text, text_field, truthy
 from replangraph.tools.read_output import _whole_number
 from replangraph.tools.replan_toolkit.toolkit import bad_arguments
@@ -119,26 +121,47 @@ class ListArgs(BaseModel):
     path: _field(Any, _path_text, "Folder relative to the workspace ('.': all of it).", ("path", "folder", "dir"), ".")
 
 
+NO_RUN = "no-run"
+"""The folder under the root of calls made outside a graph run."""
+
+
+def thread_folder(root: str | os.PathLike) -> Path:
+    """The folder of the run going on under ``root``, named by `run_label`: ``root/<encoded thread id>``,
+    ``root/run-<run key>`` for a run without a thread id, ``root/no-run`` outside a graph run."""
+    return Path(root) / (run_label() or NO_RUN)
+
+
 def workspace_tools(
-    root: str | os.PathLike, *, max_read_chars: int = 10_000, max_write_bytes: int = 1_000_000
+    root: str | os.PathLike, *, shared: bool = False, max_read_chars: int = 10_000, max_write_bytes: int = 1_000_000
 ) -> list[BaseTool]:
-    """``write_file``, ``read_file`` and ``list_files`` on the files under ``root`` (created if missing).
+    """``write_file``, ``read_file`` and ``list_files`` on the files of each thread's own folder under ``root``
+    (`thread_folder`), or with ``shared=True`` on ``root`` itself for every thread (created if missing).
 
-    Each tool's ``metadata["workspace_root"]`` names the folder: `build_graph` lists it in the review
-    when ``AgentConfig.workspace_dir`` is not set."""
+    Each tool's ``metadata["workspace_root"]`` names the folder (``root/{thread}`` unless shared): `build_graph`
+    lists it in the review when ``AgentConfig.workspace_dir`` is not set."""
     os.makedirs(root, exist_ok=True)
-    base = Path(os.path.realpath(root))  # fixed now, whatever the working directory becomes
+    top = Path(os.path.realpath(root))  # fixed now, whatever the working directory becomes
 
-    def shown(real: Path) -> str:
+    def folder() -> Path:
+        """The folder of this call (made if missing)."""
+        if shared:
+            return top
+        found = thread_folder(top)
+        found.mkdir(exist_ok=True)
+        return found
+
+    def shown(real: Path, base: Path) -> str:
         return real.relative_to(base).as_posix()
 
     def write_file(path: Any, content: Any, append: bool = False) -> str:
+        base = folder()
         real = resolve_inside(base, path, writing=True)
+        name = shown(real, base)
         data = _content_text(content).encode("utf-8")
         if real.is_dir():
-            raise ToolException(f"{shown(real)} is a folder; give a file name inside it, e.g. {shown(real)}/notes.md")
+            raise ToolException(f"{name} is a folder; give a file name inside it, e.g. {name}/notes.md")
         if real.exists() and not real.is_file():  # a FIFO would block the open below
-            raise ToolException(f"{shown(real)} is not a regular file; write_file writes regular files only")
+            raise ToolException(f"{name} is not a regular file; write_file writes regular files only")
         before = real.stat().st_size if append and real.is_file() else 0
         if before + len(data) > max_write_bytes:
             size = f"{before} + {len(data)}" if before else str(len(data))
@@ -152,16 +175,17 @@ def workspace_tools(
             with os.fdopen(os.open(real, mode, 0o644), "wb") as file:
                 file.write(data)
         except (FileExistsError, NotADirectoryError):
-            raise ToolException(f"could not write {shown(real)}: a part of its path is a file, not a folder") from None
+            raise ToolException(f"could not write {name}: a part of its path is a file, not a folder") from None
         except OSError as exc:
-            raise ToolException(f"could not write {shown(real)}: {exc.strerror or type(exc).__name__}") from None
+            raise ToolException(f"could not write {name}: {exc.strerror or type(exc).__name__}") from None
         if append:
-            return f"Appended {len(data)} bytes to {shown(real)} (now {before + len(data)} bytes)."
-        return f"Wrote {len(data)} bytes to {shown(real)}."
+            return f"Appended {len(data)} bytes to {name} (now {before + len(data)} bytes)."
+        return f"Wrote {len(data)} bytes to {name}."
 
     def read_file(path: Any, offset: int | None = None, limit: int | None = None) -> str:
+        base = folder()
         real = resolve_inside(base, path)
-        name = shown(real)
+        name = shown(real, base)
         if real.is_dir():
             raise ToolException(f"{name} is a folder; call list_files with path={name!r} to see its files")
         if real.exists() and not real.is_file():
@@ -190,7 +214,12 @@ def workspace_tools(
         return _header(name, size, start, end) + text + _more(name, end)
 
     def list_files(path: Any = ".") -> str:
+        base = folder()
         real = resolve_inside(base, path or ".")
+
+        def shown(real: Path) -> str:
+            return real.relative_to(base).as_posix()
+
         if real.is_file():
             return f"- {shown(real)} ({real.stat().st_size} bytes)"
         if real.exists() and not real.is_dir():
@@ -218,7 +247,7 @@ def workspace_tools(
             args_schema=schema,
             handle_tool_error=True,
             handle_validation_error=bad_arguments,
-            metadata={"workspace_root": str(base)},
+            metadata={"workspace_root": str(top if shared else top / "{thread}")},
         )
 
     return [

@@ -40,6 +40,8 @@ MAX_WORKSPACE_FILES = 40
 """Most workspace entries a review names."""
 MAX_REVIEW_WALKED = 1_000
 """Most workspace entries a review looks at."""
+THREAD_PLACEHOLDER = "{thread}"
+"""In ``AgentConfig.workspace_dir``: the folder of the run's thread under the folder before it."""
 
 
 @dataclass
@@ -271,9 +273,12 @@ def replan_toolkit(session: ReplanSession | None) -> list[BaseTool]:
 
 def workspace_lines(path: str | None, limit: int = MAX_WORKSPACE_FILES, max_chars: int | None = None) -> list[str]:
     """The review's ``- relative/path (N bytes)`` lines for the files under ``path``: at most ``limit``
-    lines and ``max_chars`` characters, then a line saying how many more list_files would show."""
-    from replangraph.tools.files.workspace_files import workspace_listing  # it imports this module
+    lines and ``max_chars`` characters, then a line saying how many more list_files would show.
+    ``{thread}`` in ``path`` stands for the run's own folder (`thread_folder`)."""
+    from replangraph.tools.files.workspace_files import thread_folder, workspace_listing  # it imports this module
 
+    if path and THREAD_PLACEHOLDER in path:
+        path = str(thread_folder(path.replace(THREAD_PLACEHOLDER, "").rstrip("/\\") or "."))
     if not path or not os.path.isdir(path):
         return []
     try:

@@ -27,7 +27,8 @@ toolkit_module = importlib.import_module(
 
 
 def tools(root, **limits):
-    return {t.name: t for t in workspace_tools(root, **limits)}
+    """The tools on ``root`` itself (shared by every thread): what these tests check is the same per folder."""
+    return {t.name: t for t in workspace_tools(root, shared=True, **limits)}
 
 
 def call(tool, **args) -> ToolMessage:
@@ -255,7 +256,7 @@ def test_the_review_of_a_real_run_lists_what_the_agent_wrote(tmp_path):
     graph = build_graph(model, tools=workspace_tools(root))  # the review's folder comes from the tools
     state, _ = run(graph)
     assert state["tasks"]["1"]["status"] == "completed"
-    assert (root / "notes/result.md").read_text() == "# Notes\nall done"
+    assert (root / "t/notes/result.md").read_text() == "# Notes\nall done"  # thread "t" has its own folder
     assert reviews and "Workspace files (paths for read_file/write_file):" in reviews[-1]
     assert "- notes/result.md (16 bytes)" in reviews[-1] and str(tmp_path) not in reviews[-1]
 
@@ -263,7 +264,9 @@ def test_the_review_of_a_real_run_lists_what_the_agent_wrote(tmp_path):
 def test_the_review_folder_is_taken_from_the_tools_only_when_they_name_one(tmp_path):
     one, two = workspace_tools(tmp_path / "one"), workspace_tools(tmp_path / "two")
     found = with_workspace(AgentConfig(), resolve_profiles(None, one)).workspace_dir
-    assert found == str((tmp_path / "one").resolve())
+    assert found == str((tmp_path / "one").resolve() / "{thread}")  # each thread's own folder
+    shared = with_workspace(AgentConfig(), resolve_profiles(None, workspace_tools(tmp_path / "s", shared=True)))
+    assert shared.workspace_dir == str((tmp_path / "s").resolve())
     both = resolve_profiles({"a": AgentProfile(tools=one), "b": AgentProfile(tools=two)}, ())
     assert with_workspace(AgentConfig(), both).workspace_dir is None  # which one? the user says
     assert with_workspace(AgentConfig(workspace_dir="mine"), resolve_profiles(None, one)).workspace_dir == "mine"
@@ -352,3 +355,40 @@ def test_the_review_looks_at_a_bounded_number_of_entries(tmp_path, monkeypatch):
     for n in range(60):
         (tmp_path / f"f{n:02d}.txt").write_text("x")
     assert re.search(r"\n\(… \d+\+ more not shown; call list_files\)$", review_of(tmp_path))
+
+
+def file_graph(root, **options):
+    """A graph whose one subtask lists the workspace (into ``listings``), then writes ``mine.txt``."""
+    listings = []
+
+    def work(request):
+        if not request.called("list_files"):
+            return tool_call("list_files", {})
+        if not request.called("write_file"):
+            listings.append(request.last_result("list_files"))
+            return tool_call("write_file", {"path": "mine.txt", "content": "x"})
+        return "written"
+
+    model = make_model(plan_of({"id": "1", "content": "write mine"}), work)
+    return build_graph(model, tools=workspace_tools(root, **options)), listings
+
+
+@pytest.mark.parametrize("threads", [("a", "b"), ("a.b", "a/b"), (None, None)], ids=["plain", "odd", "none"])
+def test_each_thread_and_each_run_without_one_has_its_own_folder(tmp_path, threads):
+    graph, listings = file_graph(tmp_path / "ws")
+    for thread in threads:
+        config = {"configurable": {"thread_id": thread}} if thread else {}
+        final = graph.invoke({"messages": [("user", f"run {thread}")]}, config)
+        assert final["tasks"]["1"]["status"] == "completed"
+    assert listings == ["No files in the workspace.", "No files in the workspace."]  # the second saw nothing
+    folders = sorted(p.name for p in (tmp_path / "ws").iterdir())
+    assert len(folders) == 2 and all((tmp_path / "ws" / f / "mine.txt").is_file() for f in folders)
+    if threads[0] is None:
+        assert all(f.startswith("run-") for f in folders)
+
+
+def test_shared_tools_let_every_thread_see_one_folder(tmp_path):
+    graph, listings = file_graph(tmp_path / "ws", shared=True)
+    for thread in ("a", "b"):
+        graph.invoke({"messages": [("user", "run")]}, {"configurable": {"thread_id": thread}})
+    assert listings[0] == "No files in the workspace." and "- mine.txt" in listings[1]
