@@ -32,6 +32,11 @@ failed candidate, and what it hands off is held until its parent keeps a result.
 stored, so checkpoints from it read the same.)"""
 
 
+SETTLED = frozenset({"completed", "failed", "skipped"})
+"""Statuses of handed-off work that no longer holds back its parent's dependents: done, or never to be done
+(a replaced task leaves the queue). Its failure is the replanner's to handle, not a reason to wait forever."""
+
+
 def is_candidate(task: Mapping[str, Any] | None) -> bool:
     """Whether ``task`` is a candidate's run: its failure or replan request asks nothing of the replanner."""
     return bool(task) and task.get("origin") == CANDIDATE
@@ -152,13 +157,14 @@ class QueueIndex:
         return [*dict.fromkeys(task["depends_on"]), *self.handed_off(tasks, task)]
 
     def is_ready(self, tasks: Mapping[str, Mapping[str, Any]], task: Mapping[str, Any]) -> bool:
-        """Pending, and everything it waits for is completed (direct dependencies checked first).
-        Work a candidate handed off is held until its parent keeps a result (never ready)."""
+        """Pending, its dependencies completed (checked first) and the work they handed off settled
+        (completed, failed or skipped: see `SETTLED`). Work a candidate handed off is held until its
+        parent keeps a result (never ready)."""
         if task["status"] != "pending" or is_candidate(tasks.get(task.get("parent_id") or "")):
             return False
         if not all(dep in tasks and tasks[dep]["status"] == "completed" for dep in task["depends_on"]):
             return False
-        return all(tasks[dep]["status"] == "completed" for dep in self.handed_off(tasks, task))
+        return all(tasks[dep]["status"] in SETTLED for dep in self.handed_off(tasks, task))
 
     # ------------------------------------------------------------------ incremental update
 

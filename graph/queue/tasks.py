@@ -216,14 +216,15 @@ def effective_dependencies(tasks: Mapping[str, Task], task: Task) -> list[str]:
     """What ``task`` waits for: its dependencies plus the work they handed off.
 
     A task that depends on ``1`` also waits for ``1_dyn_0``... because ``1`` handed
-    part of its job to them. A dynamic task does not wait for its own siblings.
+    part of its job to them, until they complete, fail or are skipped (a failure is the
+    replanner's to handle). A dynamic task does not wait for its own siblings.
     """
     handed_off = index_of(tasks).handed_off(tasks, task)
     return [*dict.fromkeys(task["depends_on"]), *sorted(handed_off, key=lambda t: sort_key(tasks[t]))]
 
 
 def is_ready(tasks: Mapping[str, Task], task: Task) -> bool:
-    """Pending, and everything it waits for is completed."""
+    """Pending, its dependencies completed and the work they handed off settled (completed, failed or skipped)."""
     return index_of(tasks).is_ready(tasks, task)
 
 

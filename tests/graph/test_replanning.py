@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 from clocks import GUARD_S
 from scripting import is_replan, make_model, plan_of, run, subtask_of
 
@@ -279,3 +280,51 @@ def test_planner_failure_falls_back_to_rule_based_plan():
     assert [t["id"] for t in ordered(state["tasks"])] == ["1", "2", "3"]
     assert state["tasks"]["3"]["depends_on"] == ["2"]
     assert events_named(events, "plan_created")[0]["fallback_reason"]
+
+
+def handoff_then_failure_work(how: str, seen: dict):
+    """``1`` hands ``the rest`` off (``1_dyn_0``), which fails by ``how``; the rest of the work answers."""
+
+    def work(request):
+        subtask = subtask_of(request)
+        seen.setdefault(subtask, request.prompt)
+        if subtask == "collect":
+            handoff = {"summary": "first half", "tasks": '[{"content": "the rest"}]'}
+            return tool_call("replan_split_and_handoff", handoff)
+        if subtask == "the rest":
+            if how == "raises":
+                raise ValueError("parser crashed")
+            return "[REPLAN] the second half is behind a login"
+        if "Your subtask (fallback):" in request.prompt:
+            return "finished alone"
+        return f"result of {subtask}"
+
+    return work
+
+
+@pytest.mark.parametrize("how", ["raises", "marker"])
+def test_a_subtask_replanned_onto_a_parent_whose_handoff_failed_runs(how):
+    seen = {}
+    plan = plan_of(task("1", "collect"), task("2", "report", ["1"]))
+
+    def replan(request):
+        return plan_of(task("3", "finish from what was collected", ["1"]))
+
+    model = make_model(plan, handoff_then_failure_work(how, seen), replan=replan)
+    state, events = run(build_graph(model, config=AgentConfig(**FAST)))
+    assert statuses(state) == {"1": "completed", "1_dyn_0": "failed", "3": "completed"}  # 2 was replaced
+    assert "first half" in seen["finish from what was collected"]  # 1's result is its input
+    assert "result of finish from what was collected" in state["final_answer"]
+
+
+@pytest.mark.parametrize("how", ["raises", "marker"])
+def test_the_fallback_runs_after_a_failed_handoff_when_the_replanner_gives_up(how):
+    seen = {}
+    plan = plan_of(task("1", "collect"), task("2", "report", ["1"]))
+    model = make_model(plan, handoff_then_failure_work(how, seen))  # the replanner gives up
+    state, events = run(build_graph(model, config=AgentConfig(**FAST)))
+    assert statuses(state) == {"1": "completed", "1_dyn_0": "failed", "2": "skipped", "fallback": "completed"}
+    assert state["tasks"]["fallback"]["model_calls"] >= 1  # it ran (0 calls before the fix)
+    assert [e["task_id"] for e in events_named(events, "step_started")] == ["1", "1_dyn_0", "fallback"]
+    assert "finished alone" in state["final_answer"]
+    assert "did not finish it either" not in state["final_answer"]

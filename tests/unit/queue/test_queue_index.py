@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from replangraph.queue.index import QueueIndex, TaskQueue, apply_writes, index_of, sort_key
-from replangraph.queue.tasks import RESET, effective_dependencies, new_task, ready_tasks, skip_dependents
+from replangraph.queue.tasks import (
+    RESET,
+    dependency_results,
+    effective_dependencies,
+    is_ready,
+    new_task,
+    ready_tasks,
+    skip_dependents,
+)
 
 STATUSES = ["pending", "in_progress", "completed", "failed", "skipped"]
 
@@ -36,11 +45,15 @@ def naive_ready(tasks: dict) -> list[str]:
         if task["status"] != "pending":
             return False
         own = set(ancestors(task["id"]))
-        waits = set(task["depends_on"])
+        direct = set(task["depends_on"])
+        handed_off = set()
         for dep in task["depends_on"]:
             if dep not in own:
-                waits |= descendants(dep) - {task["id"]}
-        return all(d in tasks and tasks[d]["status"] == "completed" for d in waits)
+                handed_off |= descendants(dep) - {task["id"]} - direct
+        # Dependencies must complete; the work they handed off must only be settled (it may have failed).
+        return all(d in tasks and tasks[d]["status"] == "completed" for d in direct) and all(
+            tasks[d]["status"] in ("completed", "failed", "skipped") for d in handed_off
+        )
 
     return [t["id"] for t in sorted(tasks.values(), key=sort_key) if ready(t)]
 
@@ -61,9 +74,20 @@ def write_sequences(draw):
     known = list(plan)
     writes = [plan]
     for step in range(draw(st.integers(1, 25))):
-        kind = draw(st.sampled_from(["status", "status", "status", "split", "remove", "deps", "flags", "reset"]))
+        kinds = ["status", "status", "status", "split", "remove", "deps", "flags", "reset", "settle", "replace"]
+        kind = draw(st.sampled_from(kinds))
         target = draw(st.sampled_from(known))
-        if kind == "status":
+        if kind == "settle":  # handed-off work fails or is skipped (not completed)
+            children = [t for t in known if "_d" in t] or [target]
+            writes.append({draw(st.sampled_from(children)): {"status": draw(st.sampled_from(["failed", "skipped"]))}})
+        elif kind == "replace":  # what the replanner writes: pending work removed, new work on what completed
+            doomed = draw(st.lists(st.sampled_from(known), max_size=3, unique=True))
+            new_id = f"r{step}"
+            deps = draw(st.lists(st.sampled_from(known), max_size=2, unique=True))
+            added = new_task(new_id, "new", position=[10 + step], depends_on=deps)
+            writes.append({**dict.fromkeys(doomed), new_id: added})
+            known.append(new_id)
+        elif kind == "status":
             writes.append({target: {"status": draw(st.sampled_from(STATUSES))}})
         elif kind == "split":
             parent_position = [draw(st.integers(0, 9))]
@@ -163,3 +187,40 @@ def test_copies_keep_the_index_and_pickles_are_plain_dicts():
     assert copy.copy(queue).index is queue.index
     restored = pickle.loads(pickle.dumps(queue))
     assert type(restored) is dict and restored == dict(queue)
+
+
+def handed_off_then_failed(failure: str) -> TaskQueue:
+    """``1`` completed and handed part of its work to ``1_dyn_0``, which then ended ``failure``;
+    ``2`` depends on ``1``."""
+    plan = {
+        "1": new_task("1", "collect", position=[0]),
+        "2": new_task("2", "report", position=[1], depends_on=["1"]),
+    }
+    child = new_task("1_dyn_0", "the rest", position=[0, 0], parent_id="1", depth=1, origin="dynamic")
+    return apply_writes({}, [plan, {"1": {"status": "completed"}, "1_dyn_0": child}, {"1_dyn_0": {"status": failure}}])
+
+
+@pytest.mark.parametrize("failure", ["failed", "skipped"])
+def test_a_failed_or_skipped_handoff_no_longer_holds_back_its_parent_s_dependents(failure):
+    queue = handed_off_then_failed(failure)
+    assert [t["id"] for t in ready_tasks(queue)] == ["2"]
+    assert is_ready(queue, queue["2"]) and is_ready(dict(queue), queue["2"])  # a checkpoint's plain dict too
+    assert queue.index == QueueIndex.build(queue)
+    assert [t["id"] for t in dependency_results(queue, queue["2"])] == ["1"]  # no failed result fed in
+
+
+def test_a_running_or_pending_handoff_still_holds_them_back_and_a_direct_failure_blocks():
+    queue = handed_off_then_failed("in_progress")
+    assert ready_tasks(queue) == []
+    queue = apply_writes(queue, [{"1_dyn_0": {"status": "pending"}}])
+    assert [t["id"] for t in ready_tasks(queue)] == ["1_dyn_0"]
+    queue = apply_writes(queue, [{"1_dyn_0": {"status": "completed"}, "1": {"status": "failed"}}])
+    assert ready_tasks(queue) == []  # a dependency itself must complete
+
+
+def test_work_replanned_onto_a_parent_whose_handoff_failed_runs():
+    queue = handed_off_then_failed("failed")
+    replanned = new_task("2_r1", "report what was found", position=[2], depends_on=["1"], plan_id="2")
+    queue = apply_writes(queue, [{"2": None, "2_r1": replanned}])  # the replanner replaces the pending task
+    assert [t["id"] for t in ready_tasks(queue)] == ["2_r1"]
+    assert queue.index == QueueIndex.build(queue)
