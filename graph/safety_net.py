@@ -13,7 +13,7 @@ from typing import Any
 from langgraph.errors import NodeError
 from langgraph.types import Command
 
-from replangraph.context.kept import collect_writes, completed, failed_with_window, merge_updates
+from replangraph.context.kept import collect_writes, completed_with_window, failed_with_window, merge_updates
 from replangraph.llm.reading import answer_text, answers_waiting, calls_to_run
 from replangraph.queue.tasks import verdict_record
 
@@ -63,7 +63,7 @@ def let_results_stand(goto: str) -> Callable[..., Command]:
         tasks, windows = state.get("tasks") or {}, state.get("windows") or {}
         updates = []
         for tid in answers_waiting(tasks, windows):
-            update = completed(tasks[tid], answer_text(windows[tid][-1]))
+            update = completed_with_window(tasks[tid], windows[tid], answer_text(windows[tid][-1]))
             note = f"the check failed ({describe(error)}); the result stands"
             update["tasks"][tid]["verdict"] = verdict_record(True, error=note)
             updates.append(update)

@@ -13,10 +13,10 @@ such runs on one store never read each other's entries. Nodes read it through `c
 call id for tool outputs, ``history-N`` for folded messages, ``summary-N``/``message-…`` for cut messages,
 ``window-at-failure``, ``turn-at-end``), and ``plan`` (the current plan).
 
-**Writes are effects.** The update builders (`entry_update`; `completed`, `failed`, `failed_with_window`,
-which end a subtask) are pure: an update carries the ``workspace`` entries to write and the ``events`` to emit,
-and the node's `collect_writes` applies them when it returns (to the store when there is one, else as the
-channel's writes). Called outside a graph run they write and send nothing.
+**Writes are effects.** The update builders (`entry_update`; `completed`, `completed_with_window`, `failed`,
+`failed_with_window`, which end a subtask) are pure: an update carries the ``workspace`` entries to write and
+the ``events`` to emit, and the node's `collect_writes` applies them when it returns (to the store when there
+is one, else as the channel's writes). Called outside a graph run they write and send nothing.
 """
 
 from __future__ import annotations
@@ -536,6 +536,15 @@ def keep_window(task: Mapping[str, Any], window: Any) -> tuple[str, dict[str, An
     key = unique_key("window-at-failure", lambda k: taken(k) or k in outputs)
     outputs[key] = transcript(window)
     return f" (its window is kept as output {output_id(task['id'], key)})", keep_outputs(task, outputs)
+
+
+def completed_with_window(
+    task: Mapping[str, Any], window: Any, result: str, model_calls: int | None = None, **payload: Any
+) -> StateUpdate:
+    """`completed`, keeping the tool outputs still in the subtask's window that are not kept already (the
+    answer may not name all it read); the result is unchanged."""
+    kept = keep_outputs(task, window_outputs(list(window or []), is_taken(task)))
+    return merge_updates([kept, completed(task, result, model_calls, **payload)])
 
 
 def failed_with_window(task: Mapping[str, Any], window: Any, error: str, model_calls: int, **extra: Any) -> StateUpdate:

@@ -37,6 +37,7 @@ from replangraph.context.kept import (
     collect_writes,
     combined_ending,
     completed,
+    completed_with_window,
     drop_old_observations,
     failed,
     failed_with_window,
@@ -263,7 +264,7 @@ class Executor(Configured):
             # The answer waits in the window for the verifier node, which completes the subtask.
             change = {"status": "in_progress", "model_calls": calls, "started_at": started, **cleared}
             return {"tasks": {task_id: change}, "windows": {task_id: [*window, reply]}}
-        update = completed(task, text, calls)
+        update = completed_with_window(task, window, text, calls)  # what it read stays readable
         update["tasks"][task_id].update(cleared)
         return update
 

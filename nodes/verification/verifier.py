@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.fitting import GOAL_ID, ContextMonitor, Fitted, fit_request, result_id, schema_tools
-from replangraph.context.kept import announced, collect_writes, completed, limit_hit, merge_updates
+from replangraph.context.kept import announced, collect_writes, completed_with_window, limit_hit, merge_updates
 from replangraph.llm.calls import ask_structured, bind_schema, read_arguments, refit_on_overflow
 from replangraph.llm.reading import UnreadableInput, answer_text, answers_waiting, as_text, task_specs, truthy
 from replangraph.nodes.verification.prompts import VERIFIER_PROMPT, VERIFY_EXCERPT_NOTE, VERIFY_TEMPLATE
@@ -205,9 +205,10 @@ class Verifier(Configured):
             return {}, {"why": str(exc)}
 
     def settle(
-        self, tasks: Mapping[str, Task], task: Task, result: str, judged: TaskVerdict, calls: int
+        self, tasks: Mapping[str, Task], task: Task, result: str, judged: TaskVerdict, calls: int, window: Any = ()
     ) -> StateUpdate:
-        """The state update for one judged subtask: completed, with follow-ups when something is missing.
+        """The state update for one judged subtask: completed, with follow-ups when something is missing;
+        the tool outputs still in its ``window`` are kept.
 
         Missing work that could not be queued (none named, or a limit refused it) goes to the
         replanner, with the answer kept as the partial result.
@@ -231,7 +232,8 @@ class Verifier(Configured):
                 event(DYNAMIC_TASKS_ADDED, parent_id=task_id, task_ids=list(created), source="verifier", notes=[])
             )
         spent = task.get("model_calls", 0) + calls
-        update = announced(events, completed(task, result, spent, **({"handed_off": list(created)} if created else {})))
+        handed = {"handed_off": list(created)} if created else {}
+        update = announced(events, completed_with_window(task, window, result, spent, **handed))
         update["tasks"][task_id].update(verdict=judged, **extra)
         update["tasks"].update(created)
         return update
@@ -258,7 +260,7 @@ class Verifier(Configured):
         view = apply_writes(tasks, [])  # keeps the queue's index
         updates = []
         for task_id, (judgement, calls) in zip(waiting, judged, strict=True):
-            update = self.settle(view, tasks[task_id], results[task_id], judgement, calls)
+            update = self.settle(view, tasks[task_id], results[task_id], judgement, calls, windows[task_id])
             view = apply_writes(view, [update["tasks"]])
             updates.append(update)
         return merge_updates(updates)

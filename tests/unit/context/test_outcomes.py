@@ -9,14 +9,17 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langgraph.store.memory import InMemoryStore
 from scripting import kept
 
+from replangraph.context.fitting import mark_kept
 from replangraph.context.kept import (
     announced,
     apply_effects,
     collect_writes,
     completed,
+    completed_with_window,
     failed,
     failed_with_window,
     merge_updates,
+    open_workspace,
 )
 from replangraph.queue.tasks import new_task
 
@@ -48,6 +51,18 @@ def test_failed_keeps_a_partial_result_and_its_window_as_entries(sent):
     assert set(kept(update, "1")) == {"c", "window-at-failure"} and kept(update, "1")["c"] == "FACT"
     assert update["workspace"]["plan:1:step:1"][":result"]["content"] == "half done"
     assert [e["event"] for e in update["events"]] == ["step_failed"] and sent == []
+
+
+def test_completed_keeps_the_window_outputs_not_kept_already_and_the_result_unchanged(sent):
+    dropped = mark_kept(ToolMessage("x", tool_call_id="d"), "[output removed from context]", "1/d")
+    window = [SystemMessage("s"), HumanMessage("h"), AIMessage(""), dropped, ToolMessage("FACT", tool_call_id="c")]
+    before = {"plan:1:step:1": {":output:d": {"content": "OLD"}, ":output:c": {"content": "EARLIER"}}}
+    with open_workspace(before):
+        update = completed_with_window(TASK, window, "the answer", 3)
+    assert kept(update, "1") == {"c~2": "FACT"}  # ``d`` is kept already; ``c`` holds another text
+    assert update["workspace"]["plan:1:step:1"][":result"]["content"] == "the answer"
+    assert update["tasks"]["1"]["result"] == "the answer" and update["windows"] == {"1": None}
+    assert [e["event"] for e in update["events"]] == ["step_completed"] and sent == []
 
 
 def test_merged_updates_keep_every_entry_and_event_in_order():
