@@ -173,7 +173,9 @@ def test_a_review_after_the_handoff_is_not_a_failure():
     assert not update["tasks"]["1"].get("replan_request") and result(update) == "products 1-5 were read earlier"
 
 
-def test_a_tool_past_the_step_deadline_does_not_undo_the_handoff():
+@pytest.fixture
+def stuck():
+    """A tool that blocks until the test ends (a call past the step's deadline)."""
     release = threading.Event()
 
     def stuck() -> str:
@@ -181,16 +183,18 @@ def test_a_tool_past_the_step_deadline_does_not_undo_the_handoff():
         release.wait(30)
         return "late"
 
-    try:
-        update = runner(stuck, step_timeout_s=0.2)(
-            turn(
-                tool_call("stuck", {}, call_id="slow"),
-                handoff("products 6-19"),
-                tool_call("fetch", {"start": 1}, call_id="later"),
-            )
+    yield stuck
+    release.set()
+
+
+def test_a_tool_past_the_step_deadline_does_not_undo_the_handoff(stuck):
+    update = runner(stuck, step_timeout_s=0.2)(
+        turn(
+            tool_call("stuck", {}, call_id="slow"),
+            handoff("products 6-19"),
+            tool_call("fetch", {"start": 1}, call_id="later"),
         )
-    finally:
-        release.set()
+    )
     own = update["tasks"]["1"]
     assert own["status"] == "completed" and list(children(update)) == ["1_dyn_0"]
     assert "step exceeded step_timeout_s=0.2 in tool 'stuck'" in own["replan_request"]["reason"]
@@ -198,20 +202,10 @@ def test_a_tool_past_the_step_deadline_does_not_undo_the_handoff():
     assert "it did not finish" in text and "Not run: the step had no time left" in text
 
 
-def test_a_timeout_without_a_handoff_still_fails_the_step():
-    release = threading.Event()
-
-    def stuck() -> str:
-        """Waits until released."""
-        release.wait(30)
-        return "late"
-
-    try:
-        update = runner(stuck, step_timeout_s=0.2)(
-            turn(tool_call("fetch", {"start": 1}, call_id="f"), tool_call("stuck", {}, call_id="slow"))
-        )
-    finally:
-        release.set()
+def test_a_timeout_without_a_handoff_still_fails_the_step(stuck):
+    update = runner(stuck, step_timeout_s=0.2)(
+        turn(tool_call("fetch", {"start": 1}, call_id="f"), tool_call("stuck", {}, call_id="slow"))
+    )
     assert update["tasks"]["1"]["status"] == "failed" and "step_timeout_s" in update["tasks"]["1"]["error"]
     assert kept(update, "1")["f"] == fetch(1)
 
@@ -332,17 +326,7 @@ def test_the_ending_turns_outputs_reach_the_result_whole_with_more_calls_than_ma
     assert all(f"item-{n}" in text for n in range(1, 16))
 
 
-def test_a_timeout_in_a_handoff_turn_is_reported_once_to_the_replanner():
-    release = threading.Event()
-
-    def stuck() -> str:
-        """Waits until released."""
-        release.wait(30)
-        return "late"
-
-    try:
-        update = runner(stuck, step_timeout_s=0.2)(turn(tool_call("stuck", {}, call_id="slow"), handoff("products 6")))
-    finally:
-        release.set()
+def test_a_timeout_in_a_handoff_turn_is_reported_once_to_the_replanner(stuck):
+    update = runner(stuck, step_timeout_s=0.2)(turn(tool_call("stuck", {}, call_id="slow"), handoff("products 6")))
     reason = update["tasks"]["1"]["replan_request"]["reason"]
     assert reason.count("step exceeded") == 1, reason
