@@ -86,10 +86,18 @@ class ServerLog:
     def tail(self, n: int = 40) -> str:
         return "\n".join(self.lines[-n:])
 
-    def chat_statuses(self, since: int = 0) -> list[str]:
-        """The HTTP statuses of the chat requests logged from line ``since`` on."""
-        found = (re.search(r"POST /v1/chat/completions \S+ (\d+)", line) for line in self.lines[since:])
-        return [m.group(1) for m in found if m]
+    def chat_statuses(self, since: int = 0, at_least: int = 1, wait_s: float = 10.0) -> list[str]:
+        """The HTTP statuses of the chat requests logged from line ``since`` on.
+
+        Uvicorn logs a request after its response is sent and the reader thread takes a moment to read the
+        line, so this waits (up to ``wait_s``) until ``at_least`` statuses are in."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            found = (re.search(r"POST /v1/chat/completions \S+ (\d+)", line) for line in self.lines[since:])
+            statuses = [m.group(1) for m in found if m]
+            if len(statuses) >= at_least or time.monotonic() > deadline or self.ended.is_set():
+                return statuses
+            time.sleep(0.05)
 
 
 @pytest.fixture(scope="module")
