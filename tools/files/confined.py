@@ -63,6 +63,25 @@ def open_confined(top: Path, parts: Sequence[str], flags: int, *, shown: str, ma
         os.close(folder)
 
 
+def walk_folder(fd: int, where: str = ".") -> Iterator[tuple[str, list[str], list[str], int]]:
+    """`os.walk` from the open folder ``fd``, top-down: each folder's path relative to it, its folders and its
+    other entries (links included), sorted, and its descriptor. Each folder is opened from its parent's
+    descriptor without following links: one swapped for a link meanwhile is left out, never followed."""
+    with os.scandir(fd) as entries:
+        found = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
+    folders = sorted(name for name, is_folder in found if is_folder)
+    yield where, folders, sorted(name for name, is_folder in found if not is_folder), fd
+    for name in folders:
+        try:
+            inner = os.open(name, _FOLDER | getattr(os, "O_NONBLOCK", 0), dir_fd=fd)
+        except OSError:  # gone, or no longer a folder
+            continue
+        try:
+            yield from walk_folder(inner, name if where == "." else f"{where}/{name}")
+        finally:
+            os.close(inner)
+
+
 def _enter(folder: int, part: str, shown: str, make: bool) -> int:
     """The descriptor of the folder ``part`` inside ``folder`` (made if missing and ``make``), not through a link."""
     try:

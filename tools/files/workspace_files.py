@@ -13,12 +13,14 @@ the call; hard-linked files are refused; the cap is checked and the bytes writte
 from __future__ import annotations
 
 import codecs
+import contextlib
 import errno
 import functools
 import io
 import json
 import os
-from collections.abc import Callable, Mapping
+import stat
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO
 
@@ -27,6 +29,7 @@ from pydantic import AliasChoices, BaseModel, BeforeValidator, Field, WithJsonSc
 
 from replangraph.context.kept import run_label
 from replangraph.llm.reading import as_text, text_field, truthy
+from replangraph.tools.files import confined
 from replangraph.tools.files.confined import locked, open_confined, regular_size, write_all
 from replangraph.tools.read_output import _whole_number
 from replangraph.tools.replan_toolkit.toolkit import bad_arguments
@@ -221,19 +224,20 @@ def workspace_tools(
 
     def list_files(path: Any = ".") -> str:
         base = folder()
-        real = resolve_inside(base, path or ".")
-
-        def shown(real: Path) -> str:
-            return real.relative_to(base).as_posix()
-
+        real, name, parts = located(path or ".")
         if real.is_file():
-            return f"- {shown(real)} ({real.stat().st_size} bytes)"
+            return f"- {name} ({real.stat().st_size} bytes)"
         if real.exists() and not real.is_dir():
-            return f"- {shown(real)} (not a regular file)"
+            return f"- {name} (not a regular file)"
         if not real.is_dir():
-            raise ToolException(f"there is no folder {shown(real)} in the workspace; call list_files with path='.'")
-        lines, complete = workspace_listing(real, base)
-        where = "the workspace" if real == base else shown(real)
+            raise ToolException(f"there is no folder {name} in the workspace; call list_files with path='.'")
+        with contextlib.ExitStack() as stack:
+            fd = None
+            if confined.WALKS:  # the folder listed is the one checked, whatever is swapped in meanwhile
+                fd = open_confined(top, parts, os.O_RDONLY | os.O_DIRECTORY, shown=name)
+                stack.callback(os.close, fd)
+            lines, complete = workspace_listing(real, base, folder_fd=fd)
+        where = "the workspace" if real == base else name
         if not lines:
             return f"No files in {where}."
         plus = "" if complete else "+"
@@ -344,26 +348,57 @@ def _binary(head: bytes) -> bool:
     return odd > len(text) * 0.1
 
 
-def workspace_listing(folder: Path, base: Path | None = None, *, most: int = MAX_WALKED) -> tuple[list[str], bool]:
+def workspace_listing(
+    folder: Path, base: Path | None = None, *, most: int = MAX_WALKED, folder_fd: int | None = None
+) -> tuple[list[str], bool]:
     """Sorted ``- relative/path (N bytes)`` lines for what is under ``folder`` (paths relative to ``base``,
     default ``folder``; both real paths), and whether that is all of it: the walk stops after ``most`` entries.
-    Links are not followed; a link leading out of ``base`` is marked, never sized."""
+    Links are not followed; a link leading out of ``base`` is marked, never sized. The walk goes by folder
+    descriptors (from ``folder_fd`` if given) where the platform has them (`walk_folder`)."""
     base = folder if base is None else base
     lines: list[str] = []
-    for top, dirs, names in os.walk(folder):
-        dirs.sort()
-        if not names and not dirs and Path(top) != folder:
-            lines.append(f"- {Path(top).relative_to(base).as_posix()}/ (empty folder)")
-        for name in sorted(names) + [d for d in dirs if os.path.islink(os.path.join(top, d))]:
-            full = os.path.join(top, name)
-            lines.append(f"- {Path(full).relative_to(base).as_posix()}{_entry_kind(full, base)}")
-            if len(lines) >= most:
-                return sorted(lines), False
+    with contextlib.ExitStack() as stack:
+        if not confined.WALKS:
+            walk = _path_walk(folder)
+        elif folder_fd is None:
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+            stack.callback(os.close, fd)
+            walk = confined.walk_folder(fd)
+        else:
+            walk = confined.walk_folder(folder_fd)
+        stack.callback(getattr(walk, "close", lambda: None))
+        for where, dirs, names, dir_fd in walk:
+            here = folder / where
+            if not names and not dirs and where != ".":
+                lines.append(f"- {here.relative_to(base).as_posix()}/ (empty folder)")
+            for name in names:
+                lines.append(f"- {(here / name).relative_to(base).as_posix()}{_entry_kind(here, name, base, dir_fd)}")
+                if len(lines) >= most:
+                    return sorted(lines), False
     return sorted(lines), True
 
 
-def _entry_kind(full: str, base: Path) -> str:
-    """What follows an entry's name in a listing: its size, or what it is."""
+def _path_walk(folder: Path) -> Iterator[tuple[str, list[str], list[str], None]]:
+    """`confined.walk_folder`'s entries found by path, where there are no folder descriptors."""
+    for top, dirs, names in os.walk(folder):
+        dirs.sort()
+        links = [d for d in dirs if os.path.islink(os.path.join(top, d))]
+        dirs[:] = [d for d in dirs if d not in links]
+        yield os.path.relpath(top, folder), dirs, sorted(names + links), None
+
+
+def _entry_kind(here: Path, name: str, base: Path, dir_fd: int | None) -> str:
+    """What follows an entry's name in a listing: its size, or what it is (looked at from ``dir_fd``, the
+    descriptor of ``here``, where there is one; a link's target by path)."""
+    try:
+        info = os.stat(name if dir_fd is not None else here / name, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        return " (size unknown)"
+    if stat.S_ISREG(info.st_mode):
+        return f" ({info.st_size} bytes)"
+    if not stat.S_ISLNK(info.st_mode):
+        return " (not a regular file)"
+    full = str(here / name)
     target = os.path.realpath(full)
     if target != str(base) and not target.startswith(str(base) + os.sep):
         return " (link leading outside the workspace)"
@@ -374,6 +409,6 @@ def _entry_kind(full: str, base: Path) -> str:
         return " (size unknown)"
     if os.path.isdir(target):
         return "/ (link to a folder)"
-    if os.path.islink(full) and not os.path.exists(full):
+    if not os.path.exists(full):
         return " (broken link)"
     return " (not a regular file)"

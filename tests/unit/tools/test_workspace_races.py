@@ -19,6 +19,8 @@ from replangraph.tools.files import confined
 from replangraph.tools.files.workspace_files import workspace_tools
 
 SECRET = "TOP SECRET"
+OUTSIDE = {"only-outside.txt": b"", "secret.txt": SECRET.encode()}
+"""The files outside the workspace, as they must stay."""
 
 
 def tools(root, **limits):
@@ -39,6 +41,7 @@ def outside(tmp_path) -> Path:
     folder = tmp_path / "outside"
     folder.mkdir()
     (folder / "secret.txt").write_text(SECRET)
+    (folder / "only-outside.txt").write_text("")
     return folder
 
 
@@ -53,7 +56,7 @@ def test_a_hard_link_to_a_file_outside_is_neither_read_nor_written(tmp_path, out
     for append in (False, True):
         wrote = call(ws["write_file"], path="linked.txt", content="overwritten", append=append)
         assert wrote.status == "error" and "write_file refuses hard-linked files" in wrote.content
-    assert contents(outside) == {"secret.txt": SECRET.encode()}
+    assert contents(outside) == OUTSIDE
 
 
 @pytest.mark.parametrize("walks", [True, False], ids=["dir-fd", "path-fallback"])
@@ -70,6 +73,10 @@ def test_the_path_fallback_and_the_dir_fd_walk_do_the_same(tmp_path, monkeypatch
     )
     assert call(ws["read_file"], path="a/b/c.txt").content == "a/b/c.txt, characters 0-8 of 8 (the end):\n12345678"
     assert "is a folder" in call(ws["read_file"], path="a/b").content
+    os.symlink("b/c.txt", tmp_path / "ws/a/alias.txt")
+    (tmp_path / "ws/a/empty").mkdir()
+    listing = "Files in a (3):\n- a/alias.txt (8 bytes)\n- a/b/c.txt (8 bytes)\n- a/empty/ (empty folder)"
+    assert call(ws["list_files"], path="a").content == listing
     assert "is a file, not a folder" in call(ws["write_file"], path="a/b/c.txt/d.txt", content="x").content
 
 
@@ -162,10 +169,11 @@ def test_a_link_swapped_in_while_the_tools_run_never_leads_outside(tmp_path, out
     link, target = (root / "d", outside) if swapped == "folder" else (root / "d/secret.txt", outside / "secret.txt")
     racer = threading.Thread(target=swapper, args=(link, target, stop, swaps))
     racer.start()
-    reads, writes = [], []
+    reads, writes, lists = [], [], []
     try:
-        for _ in range(500):
+        for _ in range(300):
             reads.append(call(ws["read_file"], path="d/secret.txt"))
+            lists.append(call(ws["list_files"], path="d"))
             writes.append(call(ws["write_file"], path="d/secret.txt", content="x", append=True))
             writes.append(call(ws["write_file"], path="d/new.txt", content="y", append=True))
     finally:
@@ -173,7 +181,8 @@ def test_a_link_swapped_in_while_the_tools_run_never_leads_outside(tmp_path, out
         racer.join()
     assert swaps[0] > 100
     assert not [r.content for r in reads if SECRET in r.content]
-    assert contents(outside) == {"secret.txt": SECRET.encode()}  # nothing written or made outside
+    assert not [r.content for r in lists if "only-outside" in r.content]
+    assert contents(outside) == OUTSIDE  # nothing written or made outside
     assert os.path.isdir(root / "d") and not os.path.islink(root / "d/secret.txt")  # an even number of swaps
     assert any(r.status == "success" for r in reads) and any(w.status == "success" for w in writes)
     written = sum(w.content.startswith("Appended 1 bytes to d/secret.txt") for w in writes)
