@@ -187,3 +187,17 @@ def test_a_link_swapped_in_while_the_tools_run_never_leads_outside(tmp_path, out
     assert any(r.status == "success" for r in reads) and any(w.status == "success" for w in writes)
     written = sum(w.content.startswith("Appended 1 bytes to d/secret.txt") for w in writes)
     assert (root / "d/secret.txt").read_text() == "inside" + "x" * written  # every append landed inside
+
+
+def test_a_thread_folder_that_is_a_link_out_is_refused(tmp_path, outside):
+    root = tmp_path / "ws"
+    ws = {t.name: t for t in workspace_tools(root)}  # per thread: outside a run the folder is root/no-run
+    (root / "no-run").symlink_to(outside, target_is_directory=True)
+    replies = [
+        call(ws["read_file"], path="secret.txt"),
+        call(ws["write_file"], path="new.txt", content="x"),
+        call(ws["list_files"]),
+    ]
+    assert [r.status for r in replies] == ["error"] * 3
+    assert all("the workspace folder is a symbolic link; nothing was done" in r.content for r in replies)
+    assert contents(outside) == OUTSIDE
