@@ -22,15 +22,22 @@ LONG = "FIRST " + "detail " * 2_000 + "LAST"
 ODD_IDS = ["a.b", "run.2026.11.25", "team/alpha/../beta", "线程-ünï.cødé", "x" * 1_000, "é" * 1_000, ".", "%2E"]
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.system)])
 def store(request, tmp_path):
+    """An empty store of each kind runs use: in memory, SQLite, and PostgreSQL (`postgres_db`, marked ``system``)."""
     if request.param == "memory":
         yield InMemoryStore()
-        return
-    with sqlite3.connect(tmp_path / "store.db", check_same_thread=False, isolation_level=None) as conn:
-        found = SqliteStore(conn)
-        found.setup()
-        yield found
+    elif request.param == "sqlite":
+        with sqlite3.connect(tmp_path / "store.db", check_same_thread=False, isolation_level=None) as conn:
+            found = SqliteStore(conn)
+            found.setup()
+            yield found
+    else:
+        from langgraph.store.postgres import PostgresStore
+
+        with PostgresStore.from_conn_string(request.getfixturevalue("postgres_db")) as found:
+            found.setup()
+            yield found
 
 
 NAMES = ["dot", "dots", "slashes", "unicode", "1000", "1000-wide", "a-dot", "pct"]
@@ -55,8 +62,8 @@ def test_thread_labels_are_store_labels_file_names_and_never_shared():
     assert kept.thread_label("t") == "t" and kept.thread_label("a.b") == "a%2Eb"  # plain ids keep their namespace
 
 
-def test_runs_without_a_thread_id_on_one_store_read_none_of_each_other_s_outputs():
-    store, seen_ids, replies = InMemoryStore(), [], []
+def test_runs_without_a_thread_id_on_one_store_read_none_of_each_other_s_outputs(store):
+    seen_ids, replies = [], []
 
     def big() -> str:
         """Big output."""

@@ -5,26 +5,32 @@ Every path is relative to one workspace folder (by default the run's thread's ow
 absolute path, a symbolic link pointing out) is refused with a `ToolException`
 before anything is touched; any other `OSError` comes back as a `ToolException` naming
 the tool and the error, never the absolute path. Writes are capped at ``max_write_bytes``
-per file and reads come in pages of at most ``max_read_chars`` characters. The checks guard
-against a model's mistakes, not against other processes changing the folder
-while a call runs.
+per file and reads come in pages of at most ``max_read_chars`` characters. Files are opened a folder at a
+time without following links (`open_confined`), so a link another process swaps in while a call runs fails
+the call; hard-linked files are refused; the cap is checked and the bytes written under a lock on the file.
 """
 
 from __future__ import annotations
 
 import codecs
+import contextlib
+import errno
 import functools
+import io
 import json
 import os
-from collections.abc import Callable, Mapping
+import stat
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, BinaryIO
 
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import AliasChoices, BaseModel, BeforeValidator, Field, WithJsonSchema
 
 from replangraph.context.kept import run_label
 from replangraph.llm.reading import as_text, text_field, truthy
+from replangraph.tools.files import confined
+from replangraph.tools.files.confined import locked, open_confined, regular_size, write_all
 from replangraph.tools.read_output import _whole_number
 from replangraph.tools.replan_toolkit.toolkit import bad_arguments
 
@@ -153,81 +159,85 @@ def workspace_tools(
     def shown(real: Path, base: Path) -> str:
         return real.relative_to(base).as_posix()
 
-    def write_file(path: Any, content: Any, append: bool = False) -> str:
+    def located(path: Any, *, writing: bool = False) -> tuple[Path, str, tuple[str, ...]]:
+        """The real path ``path`` names in this call's folder, the name shown for it, and its parts below ``top``
+        (links inside the folder resolved; `open_confined` follows none of them)."""
         base = folder()
-        real = resolve_inside(base, path, writing=True)
-        name = shown(real, base)
+        real = resolve_inside(base, path, writing=writing)
+        try:
+            name = shown(real, base)
+        except ValueError:  # the folder itself became a link between the two looks
+            raise ToolException("the workspace folder is a symbolic link; nothing was done") from None
+        return real, name, base.relative_to(top).parts + Path(name).parts
+
+    def write_file(path: Any, content: Any, append: bool = False) -> str:
+        real, name, parts = located(path, writing=True)
         data = _content_text(content).encode("utf-8")
         if real.is_dir():
             raise ToolException(f"{name} is a folder; give a file name inside it, e.g. {name}/notes.md")
-        if real.exists() and not real.is_file():  # a FIFO would block the open below
-            raise ToolException(f"{name} is not a regular file; write_file writes regular files only")
-        before = real.stat().st_size if append and real.is_file() else 0
-        if before + len(data) > max_write_bytes:
-            size = f"{before} + {len(data)}" if before else str(len(data))
-            raise ToolException(
-                f"refused: {size} bytes is over the {max_write_bytes}-byte limit of a file; nothing was written. "
-                "Write less, or split it across several files."
-            )
+        if len(data) > max_write_bytes:
+            raise _too_big(str(len(data)), max_write_bytes)
+        flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NONBLOCK", 0) | (os.O_APPEND if append else 0)
         try:
-            real.parent.mkdir(parents=True, exist_ok=True)
-            mode = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC) | getattr(os, "O_NOFOLLOW", 0)
-            with os.fdopen(os.open(real, mode, 0o644), "wb") as file:
-                file.write(data)
+            fd = open_confined(top, parts, flags, shown=name, make_folders=True)
         except (FileExistsError, NotADirectoryError):
             raise ToolException(f"could not write {name}: a part of its path is a file, not a folder") from None
         except OSError as exc:
+            if exc.errno in (errno.ENXIO, errno.EISDIR):  # a pipe nobody reads; a folder
+                raise ToolException(f"{name} is not a regular file; write_file writes regular files only") from None
             raise ToolException(f"could not write {name}: {exc.strerror or type(exc).__name__}") from None
+        try:
+            with locked(fd, exclusive=True):  # the size checked is the size written to
+                size = regular_size(fd, name, "write_file")  # a folder, a pipe, a hard link: refused
+                before = size if append else 0
+                if before + len(data) > max_write_bytes:
+                    raise _too_big(f"{before} + {len(data)}", max_write_bytes)
+                if not append:
+                    os.ftruncate(fd, 0)
+                write_all(fd, data)
+        finally:
+            os.close(fd)
         if append:
             return f"Appended {len(data)} bytes to {name} (now {before + len(data)} bytes)."
         return f"Wrote {len(data)} bytes to {name}."
 
     def read_file(path: Any, offset: int | None = None, limit: int | None = None) -> str:
-        base = folder()
-        real = resolve_inside(base, path)
-        name = shown(real, base)
+        real, name, parts = located(path)
         if real.is_dir():
             raise ToolException(f"{name} is a folder; call list_files with path={name!r} to see its files")
-        if real.exists() and not real.is_file():
-            raise ToolException(f"{name} is not a regular file; read_file reads regular files only")
-        if not real.is_file():
-            raise ToolException(f"there is no file {name} in the workspace; call list_files to see what is there")
-        size, start = real.stat().st_size, offset or 0
+        start = offset or 0
         if start < 0:
             raise ToolException("offset must be 0 or more (the character to start reading at)")
-        with open(real, "rb") as raw:
-            if _binary(raw.read(SNIFF_BYTES)):
-                return f"{name} is a binary file ({size} bytes); read_file shows text files only."
-        room = max_read_chars - len(_header(name, size, size, size)) - len(_more(name, size))  # offsets <= size
-        room = max(room if not limit or limit < 1 else min(limit, room), 1)
-        with open(real, encoding="utf-8", errors="replace") as file:
-            skipped = 0
-            while skipped < start:
-                chunk = len(file.read(min(start - skipped, 1 << 20)))
-                if not chunk:
-                    raise ToolException(f"offset {start} is past the end of {name}, which has {skipped} characters")
-                skipped += chunk
-            text = file.read(room)
-            end = start + len(text)
-            if not file.read(1):
-                return f"{name}, characters {start}-{end} of {end} (the end):\n{text}" if size else f"{name} is empty."
-        return _header(name, size, start, end) + text + _more(name, end)
+        try:
+            fd = open_confined(top, parts, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0), shown=name)
+        except FileNotFoundError:
+            missing = f"there is no file {name} in the workspace; call list_files to see what is there"
+            raise ToolException(missing) from None
+        try:
+            size = regular_size(fd, name, "read_file")  # a folder, a pipe, a hard link: refused
+            raw = os.fdopen(fd, "rb")
+        except BaseException:
+            os.close(fd)
+            raise
+        with raw, locked(raw.fileno(), exclusive=False):
+            return _page(raw, name, size, start, limit, max_read_chars)
 
     def list_files(path: Any = ".") -> str:
         base = folder()
-        real = resolve_inside(base, path or ".")
-
-        def shown(real: Path) -> str:
-            return real.relative_to(base).as_posix()
-
+        real, name, parts = located(path or ".")
         if real.is_file():
-            return f"- {shown(real)} ({real.stat().st_size} bytes)"
+            return f"- {name} ({real.stat().st_size} bytes)"
         if real.exists() and not real.is_dir():
-            return f"- {shown(real)} (not a regular file)"
+            return f"- {name} (not a regular file)"
         if not real.is_dir():
-            raise ToolException(f"there is no folder {shown(real)} in the workspace; call list_files with path='.'")
-        lines, complete = workspace_listing(real, base)
-        where = "the workspace" if real == base else shown(real)
+            raise ToolException(f"there is no folder {name} in the workspace; call list_files with path='.'")
+        with contextlib.ExitStack() as stack:
+            fd = None
+            if confined.WALKS:  # the folder listed is the one checked, whatever is swapped in meanwhile
+                fd = open_confined(top, parts, os.O_RDONLY | os.O_DIRECTORY, shown=name)
+                stack.callback(os.close, fd)
+            lines, complete = workspace_listing(real, base, folder_fd=fd)
+        where = "the workspace" if real == base else name
         if not lines:
             return f"No files in {where}."
         plus = "" if complete else "+"
@@ -274,6 +284,13 @@ def workspace_tools(
     ]
 
 
+def _too_big(size: str, most: int) -> ToolException:
+    return ToolException(
+        f"refused: {size} bytes is over the {most}-byte limit of a file; nothing was written. "
+        "Write less, or split it across several files."
+    )
+
+
 def _os_errors_refused(function: Callable[..., str], outcome: str) -> Callable[..., str]:
     """``function`` with an `OSError` turned into a `ToolException` naming the tool and the error,
     never the absolute path (``outcome`` says what did not happen)."""
@@ -287,6 +304,31 @@ def _os_errors_refused(function: Callable[..., str], outcome: str) -> Callable[.
             raise ToolException(f"{function.__name__} failed: {reason}; {outcome}") from None
 
     return guarded
+
+
+def _page(raw: BinaryIO, name: str, size: int, start: int, limit: int | None, most: int) -> str:
+    """Characters ``start`` on of the open file ``raw`` (``size`` bytes): at most ``limit``, and a page of at most
+    ``most`` characters with its header and the offset to read on from."""
+    if _binary(raw.read(SNIFF_BYTES)):
+        return f"{name} is a binary file ({size} bytes); read_file shows text files only."
+    raw.seek(0)
+    room = most - len(_header(name, size, size, size)) - len(_more(name, size))  # offsets <= size
+    room = max(room if not limit or limit < 1 else min(limit, room), 1)
+    file = io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
+    try:
+        skipped = 0
+        while skipped < start:
+            chunk = len(file.read(min(start - skipped, 1 << 20)))
+            if not chunk:
+                raise ToolException(f"offset {start} is past the end of {name}, which has {skipped} characters")
+            skipped += chunk
+        text = file.read(room)
+        end = start + len(text)
+        if not file.read(1):
+            return f"{name}, characters {start}-{end} of {end} (the end):\n{text}" if size else f"{name} is empty."
+    finally:
+        file.detach()  # the caller closes raw
+    return _header(name, size, start, end) + text + _more(name, end)
 
 
 def _header(name: str, size: int, start: int, end: int) -> str:
@@ -306,26 +348,57 @@ def _binary(head: bytes) -> bool:
     return odd > len(text) * 0.1
 
 
-def workspace_listing(folder: Path, base: Path | None = None, *, most: int = MAX_WALKED) -> tuple[list[str], bool]:
+def workspace_listing(
+    folder: Path, base: Path | None = None, *, most: int = MAX_WALKED, folder_fd: int | None = None
+) -> tuple[list[str], bool]:
     """Sorted ``- relative/path (N bytes)`` lines for what is under ``folder`` (paths relative to ``base``,
     default ``folder``; both real paths), and whether that is all of it: the walk stops after ``most`` entries.
-    Links are not followed; a link leading out of ``base`` is marked, never sized."""
+    Links are not followed; a link leading out of ``base`` is marked, never sized. The walk goes by folder
+    descriptors (from ``folder_fd`` if given) where the platform has them (`walk_folder`)."""
     base = folder if base is None else base
     lines: list[str] = []
-    for top, dirs, names in os.walk(folder):
-        dirs.sort()
-        if not names and not dirs and Path(top) != folder:
-            lines.append(f"- {Path(top).relative_to(base).as_posix()}/ (empty folder)")
-        for name in sorted(names) + [d for d in dirs if os.path.islink(os.path.join(top, d))]:
-            full = os.path.join(top, name)
-            lines.append(f"- {Path(full).relative_to(base).as_posix()}{_entry_kind(full, base)}")
-            if len(lines) >= most:
-                return sorted(lines), False
+    with contextlib.ExitStack() as stack:
+        if not confined.WALKS:
+            walk = _path_walk(folder)
+        elif folder_fd is None:
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+            stack.callback(os.close, fd)
+            walk = confined.walk_folder(fd)
+        else:
+            walk = confined.walk_folder(folder_fd)
+        stack.callback(getattr(walk, "close", lambda: None))
+        for where, dirs, names, dir_fd in walk:
+            here = folder / where
+            if not names and not dirs and where != ".":
+                lines.append(f"- {here.relative_to(base).as_posix()}/ (empty folder)")
+            for name in names:
+                lines.append(f"- {(here / name).relative_to(base).as_posix()}{_entry_kind(here, name, base, dir_fd)}")
+                if len(lines) >= most:
+                    return sorted(lines), False
     return sorted(lines), True
 
 
-def _entry_kind(full: str, base: Path) -> str:
-    """What follows an entry's name in a listing: its size, or what it is."""
+def _path_walk(folder: Path) -> Iterator[tuple[str, list[str], list[str], None]]:
+    """`confined.walk_folder`'s entries found by path, where there are no folder descriptors."""
+    for top, dirs, names in os.walk(folder):
+        dirs.sort()
+        links = [d for d in dirs if os.path.islink(os.path.join(top, d))]
+        dirs[:] = [d for d in dirs if d not in links]
+        yield os.path.relpath(top, folder), dirs, sorted(names + links), None
+
+
+def _entry_kind(here: Path, name: str, base: Path, dir_fd: int | None) -> str:
+    """What follows an entry's name in a listing: its size, or what it is (looked at from ``dir_fd``, the
+    descriptor of ``here``, where there is one; a link's target by path)."""
+    try:
+        info = os.stat(name if dir_fd is not None else here / name, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        return " (size unknown)"
+    if stat.S_ISREG(info.st_mode):
+        return f" ({info.st_size} bytes)"
+    if not stat.S_ISLNK(info.st_mode):
+        return " (not a regular file)"
+    full = str(here / name)
     target = os.path.realpath(full)
     if target != str(base) and not target.startswith(str(base) + os.sep):
         return " (link leading outside the workspace)"
@@ -336,6 +409,6 @@ def _entry_kind(full: str, base: Path) -> str:
         return " (size unknown)"
     if os.path.isdir(target):
         return "/ (link to a folder)"
-    if os.path.islink(full) and not os.path.exists(full):
+    if not os.path.exists(full):
         return " (broken link)"
     return " (not a regular file)"

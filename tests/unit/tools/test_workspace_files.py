@@ -293,7 +293,7 @@ def test_a_refused_open_is_a_tool_error_as_root_too(tmp_path, ws, monkeypatch):
     def refused(*args, **kwargs):
         raise PermissionError(13, "Permission denied", str(tmp_path / "ws/locked.txt"))
 
-    monkeypatch.setattr(workspace_module, "open", refused, raising=False)
+    monkeypatch.setattr(workspace_module, "open_confined", refused)
     assert call(ws["read_file"], path="locked.txt").content == "read_file failed: Permission denied; nothing was read"
 
 
