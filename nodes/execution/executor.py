@@ -50,7 +50,16 @@ from replangraph.context.kept import (
     window_outputs,
     with_more_result,
 )
-from replangraph.llm.calls import StepClock, call_pool, cut_note, guarded, output_limit, paused_if_down, was_cut
+from replangraph.llm.calls import (
+    StepClock,
+    call_pool,
+    cut_note,
+    guarded,
+    output_limit,
+    paused_if_down,
+    replangraph_retries,
+    was_cut,
+)
 from replangraph.llm.errors import StepTimeout, is_server_down, server_url
 from replangraph.llm.reading import all_tool_calls, answer_text, message_text, pending_tool_calls, with_text
 from replangraph.names import ASK_USER, READ_OUTPUT, REPLAN_MARKER, REVIEW_TOOL, SPLIT_TOOL, TOOLKIT_NAMES
@@ -181,6 +190,7 @@ class Executor(Configured):
                 "task": task,
                 "attempts": 0,
                 "output_limit": output_limit(self.config, self.monitor),
+                "client_retries": replangraph_retries(self.config) == 0,  # one retry policy: the Retries wrapper's
             },
         )
 
