@@ -14,6 +14,7 @@ from langgraph.graph.state import CompiledStateGraph
 from replangraph.config import AgentConfig, AgentProfile, ToolLike, recursion_limit, resolve_profiles
 from replangraph.context.fitting import ContextMonitor, TokenCounter
 from replangraph.features import Feature, nodes_where, planning_types
+from replangraph.llm.calls import stacked_retries
 from replangraph.names import (
     COMPRESSOR,
     EXECUTOR,
@@ -32,20 +33,12 @@ HANDLER_TARGETS = {EXECUTOR: TOOLS, TOOLS: REPLANNER, COMPRESSOR: TOOLS}
 """Where each node's error handler sends the run after turning a crash into a failed subtask."""
 
 
-def client_retries(model: Any) -> int | None:
-    """How often a chat model's own client retries a failed request (ChatOpenAI: ``max_retries``)."""
-    own = getattr(model, "max_retries", None)
-    if isinstance(own, int):
-        return own
-    client = getattr(getattr(model, "root_client", None), "max_retries", None)
-    return client if isinstance(client, int) else None
-
-
 def warn_stacked_retries(models: Mapping[str, Any], config: AgentConfig) -> None:
-    """Warn when a model's client retries on its own as well: each of our tries would become several."""
+    """Warn when a model's client retries on its own and replangraph cannot turn that off for its calls (a
+    client other than OpenAI's, `stacked_retries`): each of our tries would become several."""
     if not config.model_retries:
         return
-    stacked = {role: n for role, m in models.items() if m is not None and (n := client_retries(m))}
+    stacked = {role: n for role, m in models.items() if m is not None and (n := stacked_retries(m))}
     if stacked:
         names = ", ".join(f"{role} (max_retries={n})" for role, n in stacked.items())
         warnings.warn(
@@ -53,7 +46,8 @@ def warn_stacked_retries(models: Mapping[str, Any], config: AgentConfig) -> None
             f"(model_retries={config.model_retries}), so one failure costs up to "
             f"{(config.model_retries + 1) * (max(stacked.values()) + 1)} requests. Build the model with "
             "max_retries=0 to let replangraph retry (it honours Retry-After and counts tries against max_steps), "
-            "or set AgentConfig(model_retries=0).",
+            "or set AgentConfig(model_retries=0). (An OpenAI client's retries are turned off for replangraph's "
+            "calls without this.)",
             UserWarning,
             stacklevel=3,
         )

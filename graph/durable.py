@@ -158,14 +158,18 @@ def kept_output(values: Mapping[str, Any], store: Any, thread: str, ident: str) 
 
 
 def kept_output_ids(values: Mapping[str, Any], store: Any, thread: str) -> list[str]:
-    """Output ids of the run on ``thread`` that `kept_output` reads: each subtask's result and kept outputs."""
+    """Output ids of the run on ``thread`` that `kept_output` reads: each subtask's result and kept outputs,
+    then the whole lists the fallback report kept."""
     from replangraph.context.fitting import output_id, result_id
+    from replangraph.context.kept import report_task
     from replangraph.queue.tasks import ordered
 
     workspace = run_workspace(values, store, thread)
+    tasks = values.get("tasks") or {}
     found = []
-    for task in ordered(values.get("tasks") or {}):
+    for task in ordered(tasks):
         if task.get("result") is not None:
             found.append(result_id(task["id"]))
         found += [output_id(task["id"], key) for key in workspace.keys(task, limit=1_000)]
-    return found
+    report = report_task(tasks)
+    return found + [output_id(report["id"], key) for key in workspace.keys(report, limit=1_000)]

@@ -8,13 +8,14 @@ A subtask's opening window (its prompt, rules, goal and inputs) is fitted here t
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -260,19 +261,33 @@ def note(output: str, start: int, end: int, total: int, readable: bool = True) -
     return (NOTE if readable else KEPT_NOTE).format(id=output, start=start, end=end, total=total)
 
 
-def excerpt(text: str, limit: int, output: str, readable: bool = True) -> str:
+def excerpt(text: str, limit: int, output: str, readable: bool = True, *, at: int = 0, total: int | None = None) -> str:
     """``text`` within about ``limit`` characters: its head, a note naming the omitted range, its tail.
 
-    ``text`` itself must be kept under ``output``; with ``readable`` the note tells
-    the agent how to read the range with ``read_output``.
+    ``text`` itself must be kept under ``output`` (or be the part of the ``total`` characters kept there
+    that starts at character ``at``: the note names the range in the kept text); with ``readable`` the
+    note tells the agent how to read the range with ``read_output``.
     """
     if len(text) <= limit:
         return text
-    marker = note(output, len(text), len(text), len(text), readable)
+    total = len(text) if total is None else total
+    marker = note(output, total, total, total, readable)
     keep = max(limit - len(marker), 0)
     head, tail = keep - keep // 3, keep // 3
     end = len(text) - tail
-    return text[:head] + "\n" + note(output, head, end, len(text), readable) + "\n" + text[end:]
+    return text[:head] + "\n" + note(output, at + head, at + end, total, readable) + "\n" + text[end:]
+
+
+def fair_shares(sizes: Sequence[int], room: int, floor: int = 300) -> list[int]:
+    """The most characters each of several texts of ``sizes`` may show so that together they take about
+    ``room``: a text within its fair share of what is left stays whole (its limit is its size), the
+    longer ones share the rest equally, none below ``floor``."""
+    limits = list(sizes)
+    for left, index in zip(range(len(sizes), 0, -1), sorted(range(len(sizes)), key=lambda i: sizes[i]), strict=True):
+        share = max(room // left, floor)
+        limits[index] = min(sizes[index], share)
+        room -= limits[index]
+    return limits
 
 
 def recut(text: str, limit: int, fallback_id: str, kept: str | None = None, readable: bool = True) -> tuple[str, bool]:
@@ -395,6 +410,105 @@ def mark_kept(message: AnyMessage, content: str, ident: str) -> AnyMessage:
     return message.model_copy(update={"content": content, "response_metadata": metadata})
 
 
+ARGS_FLOOR = 300
+"""Fewest characters a cut argument value is shown in."""
+
+
+def json_pairs(args: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Each key and value of a tool call's arguments as JSON text (keys as text, as JSON writes them)."""
+    dumps = json.dumps
+    return [(dumps(str(k), ensure_ascii=False), dumps(v, ensure_ascii=False, default=str)) for k, v in args.items()]
+
+
+def args_text(args: Any) -> str:
+    """A tool call's arguments as JSON text (arguments written as text: that text)."""
+    if isinstance(args, str):
+        return args
+    if isinstance(args, Mapping):
+        return "{" + ", ".join(f"{k}: {v}" for k, v in json_pairs(args)) + "}"
+    return json.dumps(args, ensure_ascii=False, default=str)
+
+
+def cut_args(args: Any, limit: int, ident: str) -> tuple[Any, str]:
+    """``(arguments within about limit characters, the whole arguments' text to keep under ident)``.
+
+    An object keeps its keys: its small values stay whole, the largest become excerpts of their JSON text
+    whose notes name the range in the kept text (`excerpt`); arguments written as text (an unreadable
+    call's) become an excerpt. Arguments within ``limit`` come back as they are."""
+    whole = args_text(args)
+    if len(whole) <= limit:
+        return args, whole
+    if not isinstance(args, Mapping):
+        shown = excerpt(whole, limit, ident)
+        return (shown if isinstance(args, str) else {"arguments": shown}), whole
+    pairs = json_pairs(args)
+    keys, values = [k for k, _ in pairs], [v for _, v in pairs]
+    starts, at = [], 1  # where each value starts in ``whole``
+    for key, value in pairs:
+        starts.append(at + len(key) + 2)
+        at += len(key) + len(value) + 4
+    shown = list(args.values())
+    limits = fair_shares([len(v) for v in values], limit - sum(len(k) + 4 for k in keys), ARGS_FLOOR)
+    for index, (value, most) in enumerate(zip(values, limits, strict=True)):
+        if len(value) > most:
+            shown[index] = excerpt(value, most, ident, at=starts[index], total=len(whole))
+    return dict(zip(args, shown, strict=True)), whole
+
+
+def with_cut_args(message: AIMessage, cut: Mapping[str, Any]) -> AIMessage:
+    """``message`` with the arguments of the calls in ``cut`` (call id -> arguments) replaced, wherever the
+    message holds them (its tool calls, unreadable calls, a provider's raw calls and content blocks), and
+    without its usage figures (they counted the whole arguments)."""
+
+    def raw(call: Mapping[str, Any]) -> Mapping[str, Any]:
+        if call.get("id") not in cut or not isinstance(call.get("function"), Mapping):
+            return call
+        args = cut[call["id"]]
+        text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        return {**call, "function": {**call["function"], "arguments": text}}
+
+    def block(item: Any) -> Any:
+        if not isinstance(item, Mapping) or item.get("id") not in cut:
+            return item
+        field_name = next((f for f in ("input", "args", "arguments") if f in item), None)
+        return {**item, field_name: cut[item["id"]]} if field_name else item
+
+    extra = dict(message.additional_kwargs)
+    if isinstance(extra.get("tool_calls"), list):
+        extra["tool_calls"] = [raw(c) for c in extra["tool_calls"]]
+    update = {
+        "tool_calls": [{**c, "args": cut[c["id"]]} if c.get("id") in cut else c for c in message.tool_calls],
+        "invalid_tool_calls": [
+            {**c, "args": cut[c["id"]]} if c.get("id") in cut else c for c in message.invalid_tool_calls
+        ],
+        "additional_kwargs": extra,
+        "usage_metadata": None,
+    }
+    if isinstance(message.content, list):
+        update["content"] = [block(item) for item in message.content]
+    return message.model_copy(update=update)
+
+
+def cut_call_args(
+    message: AIMessage, answered: set[str], limit: int, task_id: str, taken: Callable[[str], bool] = lambda key: False
+) -> tuple[AIMessage, dict[str, str]]:
+    """``(message, whole arguments to keep by key)``: the arguments of each ``answered`` call (by id) over
+    ``limit`` characters cut (`cut_args`), the whole kept under ``{call id}-args``; the call stays a valid
+    record of what was sent, and its notes say how to read the rest (``read_output``)."""
+    cut: dict[str, Any] = {}
+    kept: dict[str, str] = {}
+    for call in [*message.tool_calls, *message.invalid_tool_calls]:
+        call_id = call.get("id") or ""
+        if call_id not in answered:
+            continue
+        args = call.get("args")
+        if len(args_text(args)) <= limit:
+            continue
+        key = unique_key(f"{call_id}-args", lambda k: taken(k) or k in kept)
+        cut[call_id], kept[key] = cut_args(args, limit, output_id(task_id, key))
+    return (with_cut_args(message, cut) if cut else message), kept
+
+
 R = TypeVar("R")
 
 
@@ -491,5 +605,15 @@ def opening_window(
 
 
 def mentions_read_output(window: Sequence[AnyMessage]) -> bool:
-    """Whether anything in the window points at kept text (so the agent needs ``read_output``)."""
-    return any(READ_OUTPUT_MENTION in message_text(m) for m in window)
+    """Whether anything in the window points at kept text (so the agent needs ``read_output``): a
+    message's text, or the arguments of a tool call cut in the window (their values' text)."""
+    return any(READ_OUTPUT_MENTION in message_text(m) or READ_OUTPUT_MENTION in cut_args_text(m) for m in window)
+
+
+def cut_args_text(message: AnyMessage) -> str:
+    """The text values of an AI message's tool-call arguments (where a cut call's notes are), or ""."""
+    if not isinstance(message, AIMessage):
+        return ""
+    found = [c["args"] for c in message.invalid_tool_calls if isinstance(c.get("args"), str)]
+    found += [v for c in message.tool_calls if isinstance(c.get("args"), dict) for v in c["args"].values()]
+    return "\n".join(v for v in found if isinstance(v, str))

@@ -341,6 +341,17 @@ def full_result(task: Mapping[str, Any]) -> str | None:
     return task.get("result")
 
 
+REPORT_PREFIX = "report-"
+
+
+def report_task(tasks: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """The stand-in task whose kept outputs hold the fallback report's whole lists, for the queue's latest
+    plan ``p``: id ``report-{p}``, so its output ids are ``report-{p}/{key}``."""
+    numbers = [int(p) for t in tasks.values() if str(p := t.get("plan_id") or "1").isdigit()]
+    plan = str(max(numbers, default=1))
+    return {"id": f"{REPORT_PREFIX}{plan}", "plan_id": plan}
+
+
 def read_saved(ident: str, tasks: Mapping[str, Mapping[str, Any]], goal: str, current: str) -> str | None:
     """The full text behind an output id; ids without a task part are looked up in ``current``'s outputs."""
     ident = ident.strip().strip("'\"` ")
@@ -354,6 +365,11 @@ def read_saved(ident: str, tasks: Mapping[str, Mapping[str, Any]], goal: str, cu
             found = full_result(tasks[task_id]) if key == RESULT_KEY else saved_text(tasks[task_id], key)
             if found is not None:
                 return found
+    report, _, key = ident.partition("/")
+    if report.startswith(REPORT_PREFIX) and key:  # a list the fallback report kept
+        found = saved_text({"id": report, "plan_id": report.removeprefix(REPORT_PREFIX)}, key)
+        if found is not None:
+            return found
     return saved_text(tasks[current], ident) if current in tasks else None
 
 

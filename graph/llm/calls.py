@@ -127,6 +127,12 @@ def call_with_retries(
             sleep(delay)
 
 
+def replangraph_retries(config: Any) -> int:
+    """How often replangraph retries a failed model call (``model_retries``); while it does, a model's client
+    does not retry on its own (`bounded`), so one policy applies: (model_retries + 1) requests a call at most."""
+    return int(getattr(config, "model_retries", 0) or 0)
+
+
 def retrying(call: Callable[[], T], config: Any, deadline: float | None = None) -> tuple[T, int]:
     """``call()`` with the run's retry settings (an `AgentConfig`); ``(result, attempts)``."""
     return call_with_retries(
@@ -202,9 +208,10 @@ def call_model(
     (and `ModelServerDown` when the run pauses for a server that stopped answering).
 
     The answer is bounded (`output_limit` of ``config`` and ``monitor``, the model's context monitor; sent as
-    `with_output_bound` says), and the call's time too: without a ``deadline``, ``step_timeout_s`` from now.
+    `with_output_bound` says), the client's own retries are off while replangraph retries (`replangraph_retries`),
+    and the call's time is bounded too: without a ``deadline``, ``step_timeout_s`` from now.
     ``observe(request, reply)`` sees each reply (to calibrate token counts from its usage)."""
-    bounded_model = with_output_bound(model, output_limit(config, monitor))
+    bounded_model = with_output_bound(model, output_limit(config, monitor), replangraph_retries(config) == 0)
     if deadline is None and getattr(config, "step_timeout_s", None):
         deadline = now() + config.step_timeout_s
     called = attempt(lambda: bounded_model.invoke(request), config, deadline=deadline)
@@ -269,16 +276,52 @@ def output_bound(model: Any, tokens: int) -> dict[str, Any]:
     return {}
 
 
-def bounded(model: Any, tokens: int) -> Any:
-    """A copy of the chat model ``model`` whose answers stop at ``tokens`` (`output_bound`); the model itself
-    when it has no such field. Copies are reused (and keep their model alive, so its id is not reused)."""
-    key = (id(model), tokens)
+def client_retries(model: Any) -> int | None:
+    """How often a chat model's own client retries a failed request (ChatOpenAI: ``max_retries``, its client's
+    2 when unset), or None when it does not say."""
+    own = getattr(model, "max_retries", None)
+    if isinstance(own, int):
+        return own
+    client = getattr(getattr(model, "root_client", None), "max_retries", None)
+    return client if isinstance(client, int) else None
+
+
+def stacked_retries(model: Any) -> int:
+    """Retries a chat model's client makes on its own that replangraph cannot turn off for its calls (a client
+    other than OpenAI's: `quiet_client` quiets those); 0 when none."""
+    return 0 if hasattr(getattr(model, "root_client", None), "with_options") else client_retries(model) or 0
+
+
+def quiet_client(model: Any) -> dict[str, Any]:
+    """The fields that make an OpenAI-client chat model (ChatOpenAI, AzureChatOpenAI and the other
+    ``BaseChatOpenAI`` kinds) send each request once: its clients copied with ``max_retries=0``
+    (``with_options`` keeps their base URL, key, headers, timeout and HTTP connection pool); {} for a model
+    whose client does not retry, or that has no OpenAI client to copy."""
+    sync, run_async = getattr(model, "root_client", None), getattr(model, "root_async_client", None)
+    if not client_retries(model) or not hasattr(sync, "with_options"):
+        return {}
+    fields: dict[str, Any] = {"max_retries": 0, "root_client": sync.with_options(max_retries=0)}
+    fields["client"] = fields["root_client"].chat.completions
+    if hasattr(run_async, "with_options"):
+        fields["root_async_client"] = run_async.with_options(max_retries=0)
+        fields["async_client"] = fields["root_async_client"].chat.completions
+    return fields
+
+
+def bounded(model: Any, tokens: int | None, client_retries: bool = True) -> Any:
+    """A copy of the chat model ``model`` whose answers stop at ``tokens`` (`output_bound`; None: no bound) and,
+    without ``client_retries``, whose client sends each request once (`quiet_client`: replangraph retries
+    them, with the provider's ``Retry-After`` and each try counted); the model itself when nothing changes.
+    Copies are reused (and keep their model alive, so its id is not reused)."""
+    key = (id(model), tokens, client_retries)
     with _bound_lock:
         found = _bound_copies.get(key)
     if found is not None:
         return found[1]
-    fields = output_bound(model, tokens)
-    if not fields or all(getattr(model, k, None) == v for k, v in fields.items()):
+    fields = output_bound(model, tokens) if tokens else {}
+    if not client_retries:
+        fields.update(quiet_client(model))
+    if not fields or all(getattr(model, k, None) is v or getattr(model, k, None) == v for k, v in fields.items()):
         return model
     copy = model.model_copy(update=fields)
     with _bound_lock:
@@ -288,17 +331,18 @@ def bounded(model: Any, tokens: int) -> Any:
     return copy
 
 
-def with_output_bound(model: Any, tokens: int | None) -> Any:
-    """``model`` answering in at most ``tokens``: a chat model, one bound to tools or settings, or one bound to
-    a schema by `bind_schema`; anything else as it is."""
-    if tokens is None:
+def with_output_bound(model: Any, tokens: int | None, client_retries: bool = True) -> Any:
+    """``model`` answering in at most ``tokens`` and, without ``client_retries``, sending each request once
+    (`bounded`): a chat model, one bound to tools or settings, or one bound to a schema by `bind_schema`;
+    anything else as it is."""
+    if tokens is None and client_retries:
         return model
     if isinstance(model, Structured):
-        return model.bounded(tokens)
+        return model.bounded(tokens, client_retries)
     if isinstance(model, BaseChatModel):
-        return bounded(model, tokens)
+        return bounded(model, tokens, client_retries)
     if isinstance(model, RunnableBinding) and isinstance(model.bound, BaseChatModel):
-        inner = bounded(model.bound, tokens)
+        inner = bounded(model.bound, tokens, client_retries)
         return model if inner is model.bound else model.model_copy(update={"bound": inner})
     return model
 
@@ -482,19 +526,19 @@ class Structured:
         self.model = model
         self.schema = schema
         self.runnable = model.with_structured_output(schema, method="function_calling", include_raw=True)
-        self.copies: dict[int, Structured] = {}
+        self.copies: dict[tuple[int | None, bool], Structured] = {}
 
     def invoke(self, request: Any, *args: Any, **kwargs: Any) -> Any:
         return self.runnable.invoke(request, *args, **kwargs)
 
-    def bounded(self, tokens: int) -> Structured:
-        """This schema on the model bounded to ``tokens`` (`bounded`); itself when the model has no bound field."""
-        model = bounded(self.model, tokens)
+    def bounded(self, tokens: int | None, client_retries: bool = True) -> Structured:
+        """This schema on the model as `bounded` makes it; itself when that changes nothing."""
+        model = bounded(self.model, tokens, client_retries)
         if model is self.model:
             return self
-        if tokens not in self.copies:
-            self.copies[tokens] = Structured(model, self.schema)
-        return self.copies[tokens]
+        if (tokens, client_retries) not in self.copies:
+            self.copies[tokens, client_retries] = Structured(model, self.schema)
+        return self.copies[tokens, client_retries]
 
 
 def bind_schema(model: Any, schema: type[BaseModel]) -> Structured:

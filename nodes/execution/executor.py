@@ -26,6 +26,7 @@ from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.fitting import (
     ContextMonitor,
     approximate_tokens,
+    cut_call_args,
     kept_id,
     message_key,
     opening_window,
@@ -49,7 +50,16 @@ from replangraph.context.kept import (
     window_outputs,
     with_more_result,
 )
-from replangraph.llm.calls import StepClock, call_pool, cut_note, guarded, output_limit, paused_if_down, was_cut
+from replangraph.llm.calls import (
+    StepClock,
+    call_pool,
+    cut_note,
+    guarded,
+    output_limit,
+    paused_if_down,
+    replangraph_retries,
+    was_cut,
+)
 from replangraph.llm.errors import StepTimeout, is_server_down, server_url
 from replangraph.llm.reading import all_tool_calls, answer_text, message_text, pending_tool_calls, with_text
 from replangraph.names import ASK_USER, READ_OUTPUT, REPLAN_MARKER, REVIEW_TOOL, SPLIT_TOOL, TOOLKIT_NAMES
@@ -180,6 +190,7 @@ class Executor(Configured):
                 "task": task,
                 "attempts": 0,
                 "output_limit": output_limit(self.config, self.monitor),
+                "client_retries": replangraph_retries(self.config) == 0,  # one retry policy: the Retries wrapper's
             },
         )
 
@@ -630,6 +641,7 @@ class ToolRunner(Configured):
             endings.append(repeated_refusal(task, *guard.refused, calls))
         if not endings and timeout is None:
             keep = self.config.max_observations
+            window = self.cut_answered_args(task_id, window, replies, taken, cut)
             new_window, dropped = drop_old_observations([*window, *replies], keep, task_id, taken)
             changes.append(keep_outputs(task, dropped))
             return merge_updates([*changes, {"windows": {task_id: new_window}}])
@@ -652,6 +664,27 @@ class ToolRunner(Configured):
         changes.append(keep_outputs(task, to_keep))
         ending = combined_ending(task_id, endings, [*flags, *failures])
         return merge_updates([*changes, with_more_result(ending, task, more) if more else ending])
+
+    def cut_answered_args(
+        self,
+        task_id: str,
+        window: Sequence[AnyMessage],
+        replies: Sequence[ToolMessage],
+        taken: Callable[[str], bool],
+        cut: dict[str, str],
+    ) -> list[AnyMessage]:
+        """``window`` with the arguments of its last turn's answered calls that are longer than
+        ``max_observation_chars`` cut, like long outputs (`cut_call_args`); their whole text goes to ``cut``
+        (``taken``: whether a key holds kept text, ``cut``'s included)."""
+        window = list(window)
+        at = next((i for i in range(len(window) - 1, -1, -1) if isinstance(window[i], AIMessage)), None)
+        if at is None:
+            return window
+        answered = {r.tool_call_id for r in replies}
+        limit = self.config.max_observation_chars
+        window[at], whole = cut_call_args(window[at], answered, limit, task_id, taken)
+        cut.update(whole)
+        return window
 
     @collect_writes  # the toolkit's events go out with the update that carries them
     def __call__(self, state: Mapping) -> StateUpdate:

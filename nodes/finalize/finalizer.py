@@ -23,9 +23,11 @@ from replangraph.context.kept import (
     announced,
     collect_writes,
     full_result,
+    keep_outputs,
     keep_window,
     merge_updates,
     reading_pending,
+    report_task,
     result_fields,
 )
 from replangraph.llm.calls import call_model, cut_note, guarded, output_limit, refit_on_overflow, was_cut
@@ -37,7 +39,7 @@ from replangraph.nodes.finalize.prompts import (
     FINAL_TEMPLATE,
     FINALIZER_PROMPT,
 )
-from replangraph.nodes.finalize.report import fallback_report
+from replangraph.nodes.finalize.report import report_with_lists
 from replangraph.queue.index import index_of
 from replangraph.queue.tasks import (
     RESET,
@@ -228,11 +230,12 @@ def stop_unfinished(
 CANCELLED = "the user cancelled the run"
 
 
-def failed_answer(goal: str, tasks: Mapping[str, Task], exc: Exception) -> str:
-    """The report when the synthesis failed: the results too big, or the model down (the queue keeps every result)."""
+def failed_answer(goal: str, tasks: Mapping[str, Task], exc: Exception) -> tuple[str, dict[str, str]]:
+    """The report (and its whole lists, `report_with_lists`) when the synthesis failed: the results too big, or the
+    model down (the queue keeps every result)."""
     if isinstance(exc, ResultsTooBig):
-        return fallback_report(goal, tasks, f"the results do not fit the model's context window ({exc})")
-    return fallback_report(goal, tasks, f"the final model call failed ({type(exc).__name__}: {exc})")
+        return report_with_lists(goal, tasks, f"the results do not fit the model's context window ({exc})")
+    return report_with_lists(goal, tasks, f"the final model call failed ({type(exc).__name__}: {exc})")
 
 
 def replanned_ids(replans: Sequence[Mapping]) -> set[str]:
@@ -345,11 +348,12 @@ class Finalizer(Configured):
         closing = stop_unfinished(tasks, reason, state.get("windows"), cancelled) if reason else {}
         closed = {tid: {**t, **closing.get("tasks", {}).get(tid, {})} for tid, t in tasks.items()}
         with reading_pending(closing):  # the partial results it keeps are read whole
-            answer, reported = self.answer(goal, closed, reason)
+            answer, reported, lists = self.answer(goal, closed, reason)
+            kept = keep_outputs(report_task(closed), lists)
         answer += cut_results_note(closed)
         done = event(PLAN_COMPLETED, final_answer=answer, counts=status_counts(closed), stop_reason=reported or None)
         update: StateUpdate = {
-            **closing,
+            **merge_updates([closing, kept]),
             "final_answer": answer,
             "stop_reason": reported,
             "messages": [AIMessage(chat_markdown(answer), name="replangraph")],  # its lines kept in a chat
@@ -382,21 +386,23 @@ class Finalizer(Configured):
             room=max(int(room * share), 1),
         )
 
-    def answer(self, goal: str, tasks: Mapping[str, Task], reason: str) -> tuple[str, str]:
-        """``(final answer, why it is the fallback report)``: the model's synthesis when everything completed
-        (the reason then ''), else the report.
+    def answer(self, goal: str, tasks: Mapping[str, Task], reason: str) -> tuple[str, str, dict[str, str]]:
+        """``(final answer, why it is the fallback report, the report's whole lists to keep)``: the model's
+        synthesis when everything completed (the reason then '', no lists), else the report.
 
         A provider that refuses a request as too long gets one more try, fitted to the window its error
         names, else with half the budget.
         """
         if reason or not tasks:
             reason = reason or "no subtasks were planned"
-            return fallback_report(goal, tasks, reason), reason
-        failure: list[str] = []
+            report, lists = report_with_lists(goal, tasks, reason)
+            return report, reason, lists
+        failure: list[tuple[str, dict[str, str]]] = []
 
         def failed(exc: Exception) -> str:
-            failure.append(f"the final answer could not be written ({type(exc).__name__})")
-            return failed_answer(goal, tasks, exc)
+            text, lists = failed_answer(goal, tasks, exc)
+            failure.append((f"the final answer could not be written ({type(exc).__name__})", lists))
+            return text
 
         text = guarded(
             lambda: (
@@ -407,11 +413,12 @@ class Finalizer(Configured):
             failed,
         )
         if failure:
-            return text, failure[0]
+            return text, *failure[0]
         if not text:
             reason = "the model returned an empty final answer"
-            return fallback_report(goal, tasks, reason), reason
-        return text, ""
+            report, lists = report_with_lists(goal, tasks, reason)
+            return report, reason, lists
+        return text, "", {}
 
 
 def cut_results_note(tasks: Mapping[str, Task]) -> str:

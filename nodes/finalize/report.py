@@ -1,10 +1,16 @@
-"""The fallback report: a final answer built from the queue alone, without a model."""
+"""The fallback report: a final answer built from the queue alone, without a model.
+
+Its size has a cap whatever the queue holds (`REPORT_LISTED` subtasks a list, `REPORT_RESULTS_CHARS` of
+results, `FALLBACK_ANSWER_CHARS` of the fallback's answer): a longer list ends in a line naming the output id
+(``report-{plan}/completed``, ``report-{plan}/not-finished``) its whole list is kept under in the results
+workspace, and a result that does not fit is an excerpt naming its own output id (``{id}/result``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from replangraph.context.kept import full_result, thread_id
+from replangraph.context.fitting import GOAL_ID, excerpt, fair_shares, output_id, result_id, unique_key
+from replangraph.context.kept import full_result, is_taken, report_task, thread_id
 from replangraph.queue.tasks import Task, fallback_of, is_fallback, plan_tasks, preview
 
 CUT_MARK = " (its answer stopped at the model's output limit, max_output_tokens)"
@@ -14,10 +20,33 @@ KEPT_HINT = (
 )
 FALLBACK_LABEL = "one agent's attempt to finish the goal alone (the single-agent fallback)"
 """How the report names the fallback task (its content is the whole brief the agent got)."""
+REPORT_LISTED = 40
+"""Most subtasks each list of the report (completed, not finished, next steps) shows one by one."""
+REPORT_RESULTS_CHARS = 200_000
+"""Most characters the results and partial results the report shows take together: when they are longer,
+each gets a fair share (a short one stays whole) and a longer one is an excerpt naming its output id."""
+FALLBACK_ANSWER_CHARS = 20_000
+"""Longest single-agent fallback answer the report shows whole; a longer one is an excerpt."""
+GOAL_CHARS = 2_000
+"""Longest goal the report shows whole."""
+CONTENT_CHARS = 300
+"""Longest subtask content or reason a line of the report shows (a longer one is a one-line preview)."""
+REPORT_MAX_CHARS = 300_000
+"""About the most characters a report takes, whatever the queue holds (the sum of the limits above)."""
+MORE = "- … and {count} more; the whole list is kept as output {ident}"
+LISTED_CHARS = 200
+"""Longest content, reason or result preview of a line in a kept whole list."""
 
 
 def fallback_report(goal: str, tasks: Mapping[str, Task], reason: str) -> str:
-    """Three sections: what was completed, what was not finished and why, suggested next steps.
+    """The report's text (see `report_with_lists`)."""
+    return report_with_lists(goal, tasks, reason)[0]
+
+
+def report_with_lists(goal: str, tasks: Mapping[str, Task], reason: str) -> tuple[str, dict[str, str]]:
+    """``(report, whole lists to keep by key of the run's report_task)``: three sections, what was
+    completed, what was not finished and why, suggested next steps; lists past `REPORT_LISTED` subtasks
+    end in a line naming the output id of the whole list.
 
     When the single-agent fallback finished, its answer comes first, in a section of its own; the
     sections after it still list what the plan did not finish and why.
@@ -27,42 +56,83 @@ def fallback_report(goal: str, tasks: Mapping[str, Task], reason: str) -> str:
     queue = plan_tasks(tasks)  # a team's members and the work they hold: its task stands for them
     done = [t for t in queue if t["status"] == "completed"]
     open_ = [t for t in queue if t["status"] != "completed"]
+    unfinished = open_ + ([solo] if solo is not None and not answered else [])
+    report = report_task(tasks)
+    taken = is_taken(report)
+    long_lists = {
+        key: items for key, items in (("completed", done), ("not-finished", unfinished)) if len(items) > REPORT_LISTED
+    }
+    keys = {name: unique_key(name, taken) for name in long_lists}  # kept text is written once
+    kept = {keys[name]: whole_list(items) for name, items in long_lists.items()}
+    idents = {name: output_id(report["id"], key) for name, key in keys.items()}
+    more = {name: MORE.format(count=len(long_lists[name]) - REPORT_LISTED, ident=idents[name]) for name in keys}
+    shown_done, shown_open = done[:REPORT_LISTED], unfinished[:REPORT_LISTED]
+    results = [full_result(t) or "" for t in shown_done] + [full_result(t) or "" for t in shown_open if t.get("result")]
+    limits = iter(fair_shares([len(r) for r in results], REPORT_RESULTS_CHARS))
     lines = [f"The run for this goal stopped before it was finished: {reason}"]
     if answered:
         lines[0] += (
             ". One agent then took the goal over alone (the single-agent fallback): its answer comes first, "
             "then what the plan finished and what it did not."
         )
-    lines += [f"Goal: {goal}", ""]
+    lines += [f"Goal: {excerpt(goal, GOAL_CHARS, GOAL_ID)}", ""]
     if answered:
-        lines += ["## Answer of the single-agent fallback", full_result(solo) or "", ""]
+        answer = excerpt(full_result(solo) or "", FALLBACK_ANSWER_CHARS, result_id(solo["id"]))
+        lines += ["## Answer of the single-agent fallback", answer, ""]
     lines.append("## Completed")
-    lines.extend(
-        f"- {t['id']}: {t['content']}{CUT_MARK * bool(t.get('answer_cut'))}\n  Result: {full_result(t)}" for t in done
-    )
+    for t in shown_done:
+        result = excerpt(full_result(t) or "", next(limits), result_id(t["id"]))
+        content = preview(t["content"], CONTENT_CHARS)
+        lines.append(f"- {t['id']}: {content}{CUT_MARK * bool(t.get('answer_cut'))}\n  Result: {result}")
+    lines += [more["completed"]] if "completed" in more else []
     if not done:
         lines.append("- nothing was completed")
     lines += ["", "## Not finished"]
-    unfinished = open_ + ([solo] if solo is not None and not answered else [])
-    for t in unfinished:
-        lines.append(f"- {t['id']} ({t['status']}): {FALLBACK_LABEL if is_fallback(t) else t['content']}")
+    for t in shown_open:
+        content = FALLBACK_LABEL if is_fallback(t) else preview(t["content"], CONTENT_CHARS)
+        lines.append(f"- {t['id']} ({t['status']}): {content}")
         if t.get("error"):
-            why, kept, where = t["error"].partition(" (its window is kept as output ")
-            lines.append(f"  Why: {preview(why, 300)}{kept}{where}")
+            why, kept_at, where = t["error"].partition(" (its window is kept as output ")
+            lines.append(f"  Why: {preview(why, CONTENT_CHARS)}{kept_at}{preview(where, CONTENT_CHARS)}")
         if t.get("result"):
-            lines.append(f"  Partial result: {full_result(t)}")
+            lines.append(f"  Partial result: {excerpt(full_result(t) or '', next(limits), result_id(t['id']))}")
+    lines += [more["not-finished"]] if "not-finished" in more else []
     if not unfinished:
         lines.append("- every subtask was completed")
-    lines += ["", "## Suggested next steps"]
-    failed = [t for t in open_ if t["status"] == "failed"]
-    if failed:
-        lines.extend(f"- Fix the cause of {t['id']} failing, then run it again." for t in failed)
-    waiting = [t for t in open_ if t["status"] in ("pending", "in_progress", "skipped")]
-    if waiting:
-        ids = ", ".join(t["id"] for t in waiting)
-        lines.append(f"- Run the unfinished subtasks ({ids}), e.g. as a new goal that includes the results above.")
+    lines += ["", "## Suggested next steps", *next_steps(open_, idents.get("not-finished", ""))]
     if any("is kept as output" in (t.get("error") or "") for t in unfinished):
         lines.append(KEPT_HINT.format(thread=thread_id() or "THREAD"))
     if "max_" in reason:
         lines.append("- A limit stopped the run: raise it in AgentConfig (max_steps, max_tasks, max_replans).")
+    return "\n".join(lines), kept
+
+
+def next_steps(open_: list[Task], listed_in: str) -> list[str]:
+    """The suggested next steps for the subtasks not finished (``listed_in``: the output id of their whole list)."""
+    failed = [t for t in open_ if t["status"] == "failed"]
+    lines = [f"- Fix the cause of {t['id']} failing, then run it again." for t in failed[:REPORT_LISTED]]
+    if len(failed) > REPORT_LISTED:
+        lines.append(
+            f"- The same for the {len(failed) - REPORT_LISTED} other failed subtasks (listed in output {listed_in})."
+        )
+    waiting = [t for t in open_ if t["status"] in ("pending", "in_progress", "skipped")]
+    if waiting:
+        ids = ", ".join(t["id"] for t in waiting[:REPORT_LISTED])
+        ids += f" and {len(waiting) - REPORT_LISTED} more" if len(waiting) > REPORT_LISTED else ""
+        lines.append(f"- Run the unfinished subtasks ({ids}), e.g. as a new goal that includes the results above.")
+    return lines
+
+
+def whole_list(items: list[Task]) -> str:
+    """Every subtask of a report list, one line each: status, content, why, where its whole result is."""
+    lines = []
+    for t in items:
+        line = (
+            f"- {t['id']} ({t['status']}): {preview(FALLBACK_LABEL if is_fallback(t) else t['content'], LISTED_CHARS)}"
+        )
+        if t.get("error"):
+            line += f"\n  Why: {preview(t['error'], LISTED_CHARS)}"
+        if t.get("result"):
+            line += f"\n  Result ({result_id(t['id'])}): {preview(t['result'], LISTED_CHARS)}"
+        lines.append(line)
     return "\n".join(lines)

@@ -9,13 +9,16 @@ import io
 import json
 import re
 import socket
+import warnings
 
+import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from openai_loopback import OpenAILoopback, request_usage, scripted_request
 
 from replangraph import AgentConfig, build_graph
+from replangraph.llm import calls
 from replangraph.testing import ScriptedRequest, as_message, tool_call
 
 GOAL = "Find the colour of flag 1 and of flag 2."
@@ -225,3 +228,39 @@ def test_an_overflow_in_a_subtask_teaches_the_window_and_the_compressor_fits_it(
     assert len(server.errors) == 1  # subtask 1's turn after the lookup; subtask 2 is fitted to the window at once
     assert graph.builder.nodes["executor"].runnable.func.monitor.context_window == WINDOW
     assert any(e["event"] == "context_compressed" for e in events)
+
+
+SHOP = "fetch the prices from the shop"
+
+
+def shop_down(request: ScriptedRequest) -> tuple[int, dict[str, str]] | None:
+    """The server fails every request of the shop subtask (a 500, then a 429 asking for a short wait)."""
+    if SHOP not in request.prompt:
+        return None
+    return (429, {"retry-after": "0.01"}) if "Colour" in request.prompt else (500, {"retry-after-ms": "1"})
+
+
+@pytest.mark.parametrize("goal", ["Colour: " + SHOP, SHOP], ids=["429", "500"])
+def test_a_default_chatopenai_sends_model_retries_plus_one_requests_per_failed_step(goal, monkeypatch):
+    """One retry policy without the user doing anything: ChatOpenAI's own client retries twice by default,
+    which stacked under replangraph's tries (9 requests a failed call on 0.8.0, with a warning only)."""
+    waits: list[float] = []
+    monkeypatch.setattr(calls, "wait", waits.append)  # replangraph's waits, as the server asked
+
+    def respond(request: ScriptedRequest):
+        if "Plan" in request.tool_names:
+            return tool_call("Plan", {"tasks": [{"id": "1", "content": goal, "depends_on": []}]})
+        return "the report"
+
+    with OpenAILoopback(respond, refusal=shop_down) as server:
+        model = ChatOpenAI(model="local", base_url=server.base_url, api_key="none")  # max_retries not given
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # nothing to warn about: the one policy is replangraph's
+            graph = build_graph(model, config=settings(model_retries=2, single_agent_fallback=False))
+        state = graph.invoke({"messages": [("user", "do it")]})
+    sent = [json.dumps(body["messages"]) for body in server.requests]
+    step = [text for text in sent if SHOP in text and "Your subtask (1)" in text]
+    replanner = [text for text in sent if SHOP in text and "replanner" in text and text not in step]
+    assert state["tasks"]["1"]["status"] == "failed" and state["tasks"]["1"]["model_calls"] == 3
+    assert (len(step), len(replanner)) == (3, 3)  # model_retries + 1 a failed call; the step's counted in max_steps
+    assert waits == [0.01 if goal.startswith("Colour") else 0.001] * 4  # Retry-After honoured, 2 a failed call

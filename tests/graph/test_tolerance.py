@@ -215,15 +215,22 @@ def test_a_split_refused_by_max_tasks_is_named_in_the_report():
     assert "first part" in state["final_answer"]  # the partial result is in the report
 
 
-def test_stacked_retries_are_warned_about():
+class OwnClientModel(ScriptedChatModel):
+    """A chat model whose own (non-OpenAI) client retries, as ChatAnthropic's does (``max_retries``)."""
+
+    max_retries: int = 2
+
+
+def test_stacked_retries_are_warned_about_only_where_they_cannot_be_turned_off():
     from langchain_openai import ChatOpenAI
 
     with pytest.warns(UserWarning, match=r"model \(max_retries=2\) retries failed requests itself"):
-        build_graph(ChatOpenAI(model="m", api_key="k"))
+        build_graph(OwnClientModel(respond=lambda request: "x"))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        build_graph(ChatOpenAI(model="m", api_key="k", max_retries=0))
-        build_graph(ChatOpenAI(model="m", api_key="k"), config=AgentConfig(model_retries=0))
+        build_graph(ChatOpenAI(model="m", api_key="k"))  # its client's retries are off for replangraph's calls
+        build_graph(OwnClientModel(respond=lambda request: "x", max_retries=0))
+        build_graph(OwnClientModel(respond=lambda request: "x"), config=AgentConfig(model_retries=0))
 
 
 def invalid_call(name, args, call_id="bad1"):

@@ -10,6 +10,8 @@ not retry, so a test fails at once instead of waiting through backoff.
 Its ``usage`` is the approximate token count of the request, times ``usage_scale`` (a server whose
 tokenizer counts fewer tokens than the client's estimate); a responder's reply may set
 ``response_metadata={"finish_reason": "length"}`` (an answer cut at its output bound).
+``refusal(ScriptedRequest)`` may answer a request with an error status instead, as ``(status, headers)``
+(a server that is down, or rate limits, for the requests it names); None lets the responder answer.
 ``GET /v1/models`` lists ``models`` (with ``models_status`` other than 200, it answers that
 status instead, as a server that refuses the key answers 401).
 """
@@ -29,6 +31,7 @@ from langchain_openai.chat_models.base import _convert_dict_to_message, _convert
 from replangraph.testing import Reply, ScriptedRequest, as_message
 
 Responder = Callable[[ScriptedRequest], Reply]
+Refusal = Callable[[ScriptedRequest], "tuple[int, dict[str, str]] | None"]
 CHAT_PATH = "/v1/chat/completions"
 MODELS_PATH = "/v1/models"
 
@@ -134,8 +137,10 @@ class OpenAILoopback:
         models_status: int = 200,
         usage_scale: float = 1.0,
         port: int = 0,
+        refusal: Refusal | None = None,
     ):
         self.responder = responder
+        self.refusal = refusal
         self.usage_scale = usage_scale
         self.models = list(models)
         self.models_status = models_status
@@ -200,6 +205,12 @@ class OpenAILoopback:
         if problem:
             self.refuse(handler, 400, problem)
             return
+        refused = self.refusal(scripted_request(body)) if self.refusal else None
+        if refused is not None:
+            status, headers = refused
+            payload = json.dumps({"error": {"message": f"HTTP {status}", "type": "server_error"}}).encode()
+            self.send(handler, status, payload, "application/json", headers)
+            return
         try:
             answer = as_message(self.responder(scripted_request(body)))
         except Exception as exc:  # the script has no answer: fail the call, visibly
@@ -216,9 +227,13 @@ class OpenAILoopback:
             self.send(handler, 200, json.dumps(completion(body, answer, usage)).encode(), "application/json")
 
     @staticmethod
-    def send(handler: BaseHTTPRequestHandler, status: int, data: bytes, content_type: str) -> None:
+    def send(
+        handler: BaseHTTPRequestHandler, status: int, data: bytes, content_type: str, headers: dict | None = None
+    ) -> None:
         handler.send_response(status)
         handler.send_header("Content-Type", content_type)
+        for name, value in (headers or {}).items():
+            handler.send_header(name, value)
         handler.send_header("Content-Length", str(len(data)))
         handler.end_headers()
         handler.wfile.write(data)

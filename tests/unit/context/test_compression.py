@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from hypothesis import HealthCheck, assume, given, settings
@@ -18,7 +19,18 @@ from replangraph.context.compression import (
     split_window,
     transcript,
 )
-from replangraph.context.fitting import NOTE_RE, ContextMonitor, excerpt, kept_id, mark_kept, recut, split_text
+from replangraph.context.fitting import (
+    NOTE_RE,
+    ContextMonitor,
+    cut_args,
+    cut_call_args,
+    excerpt,
+    kept_id,
+    mark_kept,
+    mentions_read_output,
+    recut,
+    split_text,
+)
 from replangraph.context.kept import drop_old_observations, is_dropped
 from replangraph.context.summarizing import summarize_in_chunks
 from replangraph.llm.reading import all_tool_calls, message_text
@@ -417,3 +429,41 @@ def test_a_reasoning_summary_models_think_block_is_no_summary():
     compressor = Compressor(ScriptedChatModel(respond=respond), {}, {"default": []}, config, ContextMonitor(config))
     summary = compressor.summarize(None, long_window()[2:])
     assert "F999" not in summary and "think" not in summary and facts(summary)
+
+
+# --------------------------------------------------------------------------- huge tool-call arguments
+
+
+def test_cut_args_keeps_small_values_and_points_each_cut_at_its_place_in_the_whole():
+    args = {"summary": "short", "tasks": [f"task {i}" for i in range(5_000)], "rows": "x" * 40_000}
+    shown, whole = cut_args(args, 2_000, "1/c-args")
+    assert whole == json.dumps(args, ensure_ascii=False)
+    assert shown["summary"] == "short" and len(json.dumps(shown)) < 2_600
+    for key in ("tasks", "rows"):
+        match = NOTE_RE.search(shown[key])
+        start, end = int(match.group(2)), int(match.group(3))
+        head, tail = shown[key][: match.start() - 1], shown[key][match.end() + 1 :]
+        assert whole[start - len(head) : start] == head and whole[end : end + len(tail)] == tail
+    assert cut_args({"a": 1}, 2_000, "x") == ({"a": 1}, '{"a": 1}')
+
+
+def test_cut_call_args_cuts_only_answered_calls_wherever_the_message_holds_them():
+    big = {"content": "y" * 30_000}
+    raw = [{"id": i, "type": "function", "function": {"name": "w", "arguments": json.dumps(big)}} for i in "ab"]
+    message = AIMessage(
+        content=[{"type": "text", "text": "writing"}, {"type": "tool_use", "id": "a", "name": "w", "input": big}],
+        tool_calls=[tool_call("w", big, call_id="a"), tool_call("ask_user", {"question": "q" * 30_000}, "b")],
+        invalid_tool_calls=[{"type": "invalid_tool_call", "id": "c", "name": "w", "args": "{" * 30_000, "error": "e"}],
+        additional_kwargs={"tool_calls": raw},
+        usage_metadata={"input_tokens": 10, "output_tokens": 20_000, "total_tokens": 20_010},
+    )
+    cut, kept = cut_call_args(message, {"a", "c"}, 1_000, "7", taken=lambda key: key == "a-args")
+    assert set(kept) == {"a-args~2", "c-args"} and kept["c-args"] == "{" * 30_000
+    assert 'read_output(output_id="7/a-args~2"' in cut.tool_calls[0]["args"]["content"]
+    assert cut.tool_calls[1] == message.tool_calls[1]  # a question waiting for its answer stays whole
+    assert len(cut.invalid_tool_calls[0]["args"]) < 1_100
+    assert cut.content[1]["input"] == cut.tool_calls[0]["args"] and cut.content[0]["text"] == "writing"
+    assert json.loads(cut.additional_kwargs["tool_calls"][0]["function"]["arguments"]) == cut.tool_calls[0]["args"]
+    assert cut.additional_kwargs["tool_calls"][1] == raw[1] and cut.usage_metadata is None
+    assert mentions_read_output([cut]) and not mentions_read_output([message])
+    assert cut_call_args(message, set(), 1_000, "7") == (message, {})

@@ -19,9 +19,11 @@ from replangraph.llm.calls import (
     bind_schema,
     bounded,
     call_model,
+    client_retries,
     output_bound,
     output_limit,
     refit_on_overflow,
+    stacked_retries,
     was_cut,
     with_output_bound,
 )
@@ -84,6 +86,25 @@ def test_a_model_without_a_bound_field_is_left_as_it_is_and_copies_are_reused(mo
     tooled = model.bind_tools([{"type": "function", "function": {"name": "f", "parameters": {}}}])
     assert with_output_bound(tooled, 10).bound is bounded(model, 10)
     assert with_output_bound(model, None) is model
+
+
+def test_an_openai_client_that_retries_is_copied_quiet_keeping_its_settings(monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    model = ChatOpenAI(model="m", api_key="k", base_url="http://h/v1", timeout=7, default_headers={"X-A": "1"})
+    assert client_retries(model) == 2 and stacked_retries(model) == 0  # the client's default; it can be quieted
+    quiet = bounded(model, None, client_retries=False)
+    assert quiet is bounded(model, None, client_retries=False) is not model
+    assert model.root_client.max_retries == model.root_async_client.max_retries == 2  # the user's model unchanged
+    for client in (quiet.root_client, quiet.root_async_client):
+        assert client.max_retries == 0 and str(client.base_url) == "http://h/v1/" and client.timeout == 7
+        assert client.api_key == "k" and client.default_headers["X-A"] == "1"
+    assert quiet.client._client is quiet.root_client and quiet.async_client._client is quiet.root_async_client
+    assert quiet.root_client._client is model.root_client._client  # the same connection pool
+    assert with_output_bound(model, 10, client_retries=False).root_client.max_retries == 0
+    already = openai_at("http://h/v1")
+    assert bounded(already, None, client_retries=False) is already  # a client that does not retry: itself
+    scripted = ScriptedChatModel(respond=lambda request: "ok")
+    assert bounded(scripted, None, client_retries=False) is scripted
 
 
 class Answer(BaseModel):
