@@ -239,6 +239,10 @@ class LeaseTable:
             f"WHERE {LEASE_TABLE}.expires_at <= lease_now() OR {LEASE_TABLE}.owner = excluded.owner",
             (thread_id, owner, ttl_s),
         )
+        return self.holder(thread_id)
+
+    def holder(self, thread_id: str) -> tuple[str, float, float] | None:
+        """``(holder, expires at, seconds left)`` of the thread's lease, or None when nobody holds it."""
         rows, _ = self.run(
             f"SELECT owner, expires_at, expires_at - lease_now() FROM {LEASE_TABLE} WHERE thread_id = ?", (thread_id,)
         )
@@ -278,10 +282,23 @@ def open_lease_table(db: str | os.PathLike[str]) -> Iterator[LeaseTable]:
         conn.close()
 
 
+class LeaseLost(RuntimeError):
+    """Another runner took this process's lease of a thread (it went unrenewed for longer than its TTL)."""
+
+    def __init__(self, thread_id: str, ttl_s: float, holder: str | None):
+        self.thread_id, self.holder = thread_id, holder
+        host, pid = owner_parts(holder) if holder else ("?", "?")
+        super().__init__(
+            f"This process's lease of thread {thread_id!r} went unrenewed for over {ttl_s:g} s and another process "
+            f"(pid {pid} on {host}) took the thread: this run stops here so that only one process runs it."
+        )
+
+
 class Lease:
     """A thread's lease held by this process (`thread_lease`): a thread of its own renews it every third of
     ``ttl_s``. ``lost`` is set when a renewal found it taken by another runner (this process was stalled, or the
-    database unreachable, for longer than ``ttl_s``): the run should stop, as two runners now share the thread."""
+    database unreachable, for longer than ``ttl_s``): the run should stop (`check`), as two runners now share
+    the thread."""
 
     def __init__(self, table: LeaseTable, thread_id: str, owner: str, ttl_s: float):
         self.table, self.thread_id, self.owner, self.ttl_s = table, thread_id, owner, ttl_s
@@ -290,15 +307,31 @@ class Lease:
         self.heartbeat = threading.Thread(target=self.renew_until_stopped, name="replangraph-lease", daemon=True)
         self.heartbeat.start()
 
+    def renew(self) -> None:
+        """Extend the lease by ``ttl_s`` now; set `lost` when another runner holds it. A database that does not
+        answer changes nothing (the next renewal tries again)."""
+        if self.lost.is_set():
+            return
+        try:
+            held = self.table.renew(self.thread_id, self.owner, self.ttl_s)
+        except Exception:  # noqa: BLE001  sqlite3 or psycopg: the database did not answer
+            return
+        if not held:
+            self.lost.set()
+
     def renew_until_stopped(self) -> None:
-        while not self.stopped.wait(self.ttl_s / 3):
+        while not self.stopped.wait(self.ttl_s / 3) and not self.lost.is_set():
+            self.renew()
+
+    def check(self) -> None:
+        """Renew the lease now, between two steps of the run; `LeaseLost` when another runner took it."""
+        self.renew()
+        if self.lost.is_set():
             try:
-                held = self.table.renew(self.thread_id, self.owner, self.ttl_s)
-            except Exception:  # noqa: BLE001  the database did not answer: the next beat tries again
-                continue
-            if not held:
-                self.lost.set()
-                return
+                holder = self.table.holder(self.thread_id)
+            except Exception:  # noqa: BLE001
+                holder = None
+            raise LeaseLost(self.thread_id, self.ttl_s, holder[0] if holder else None)
 
     def release(self) -> None:
         """Stop renewing and delete the lease (one the database cannot delete now runs out after ``ttl_s``)."""

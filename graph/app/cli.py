@@ -45,7 +45,7 @@ from replangraph.app.settings import (
     recorded_settings,
     resumed_base_url,
 )
-from replangraph.durable import ThreadBusy
+from replangraph.durable import Lease, ThreadBusy
 from replangraph.nodes.human import RESUME
 
 __all__ = ["MISSING_MODEL", "UsageError", "main", "make_parser"]
@@ -159,13 +159,13 @@ def open_db(stack: ExitStack, db: str | Path, *, must_exist: bool = False) -> tu
         raise UsageError(f"Cannot open the database {db_label(db)}: {sentence(str(exc))}") from None
 
 
-def hold_thread(stack: ExitStack, db: str | Path, thread: str) -> None:
+def hold_thread(stack: ExitStack, db: str | Path, thread: str) -> Lease:
     """Hold the thread's lease in ``db`` until ``stack`` closes, so that no other process runs it meanwhile; one
     held by another process raises `ThreadBusy` (exit 6)."""
     from replangraph.durable import thread_lease
 
     try:
-        stack.enter_context(thread_lease(db, thread))
+        return stack.enter_context(thread_lease(db, thread))
     except ConnectionError as exc:
         raise UsageError(sentence(str(exc))) from None
     except (OSError, ValueError, sqlite3.Error) as exc:  # ValueError: a bad $REPLANGRAPH_LEASE_TTL_S
@@ -189,8 +189,9 @@ def run_goal(goal: str, args: argparse.Namespace, output: Output) -> int:
     with ExitStack() as stack:
         db = chosen_db(args.db)
         checkpointer, store = open_db(stack, db)
-        hold_thread(stack, db, thread)
+        lease = hold_thread(stack, db, thread)
         session = Session(build(settings, checkpointer, store, tools=tools), thread, settings, args.db, output)
+        session.lease = lease
         session.started()
         return session.guarded({"messages": [("user", goal)]}, command)
 
@@ -214,7 +215,7 @@ def resume_thread(args: argparse.Namespace, output: Output) -> int:
     with ExitStack() as stack:
         checkpointer, store = open_db(stack, db, must_exist=True)
         settings = saved_settings(args, checkpointer, db)
-        hold_thread(stack, db, args.thread)
+        lease = hold_thread(stack, db, args.thread)
         # The state is read without the run's tools: showing a run that ended needs none of them.
         reader = build(settings, checkpointer, store, tools=[])
         snapshot = reader.get_state({"configurable": {"thread_id": args.thread}})
@@ -228,6 +229,7 @@ def resume_thread(args: argparse.Namespace, output: Output) -> int:
         check_model(settings, "resume")
         session = Session(build(settings, checkpointer, store, tools=tools), args.thread, settings, args.db, output)
         session.answers = list(args.answer or [])
+        session.lease = lease
         waits = f", {len(snapshot.interrupts)} answer(s) waited for" if snapshot.interrupts else ""
         session.say(f"thread: {args.thread} (resuming{waits})")
         session.output.result({"event": "run_started", "thread": args.thread, "resume": session.resume_command()})

@@ -38,7 +38,7 @@ EXIT_HELP = (
     "database error; 3 waiting for an answer; 4 the model server did not answer (before the run; or during it: "
     "the run is paused, resume it once the server is back); 5 the run stopped on an "
     "unexpected error (traceback saved to a file; resume once fixed); 6 another process is running the thread "
-    "(nothing ran); 130 stopped with Ctrl-C; 141 the reader of "
+    "(nothing ran) or took it over (the run stopped after its step); 130 stopped with Ctrl-C; 141 the reader of "
     "the output went away (| head)."
 )
 

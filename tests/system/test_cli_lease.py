@@ -1,5 +1,6 @@
 """`replangraph run` and `resume` hold the thread's lease: a `resume` of a thread that another process is running
-ends at once with exit code 6 and one sentence naming that process, and runs nothing; on SQLite and PostgreSQL.
+ends at once with exit code 6 and one sentence naming that process, and runs nothing; a run whose lease another
+process took (it went unrenewed too long) stops after its step with exit code 6. On SQLite and PostgreSQL.
 
 The model is the loopback OpenAI server (tests/helpers/openai_loopback.py) in the test process, answering as
 loopback_process.py does; the first request of subtask 2 waits until the test releases it, so the run is in
@@ -24,6 +25,7 @@ from openai_loopback import OpenAILoopback
 
 from replangraph.app import cli
 from replangraph.app.console import EXIT_BUSY
+from replangraph.durable import LEASE_TABLE, open_lease_table
 from replangraph.testing import ScriptedRequest, tool_call
 
 pytestmark = pytest.mark.system  # a second process, a loopback server (and PostgreSQL for `durable_db`)
@@ -102,3 +104,36 @@ def test_a_resume_of_a_thread_another_process_runs_ends_with_exit_6_and_runs_not
     assert held.asked == Counter({"plan": 1, "1": 1, "2": 1, "3": 1, "check": 3, "final": 1}), held.asked
     answer = out.getvalue().split("Final answer:", 1)[1]
     assert all(f"COLOUR {n}: {colour}" in answer for n, colour in COLOURS.items())
+
+
+def test_a_run_whose_lease_another_process_took_stops_after_its_step_with_exit_6(durable_db, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("REPLANGRAPH_LEASE_TTL_S", raising=False)  # the default, 30 s: renewed every 10 s
+    held = HeldServer()
+    with OpenAILoopback(held.respond, models=["local"]) as server:
+        flags = ["--base-url", server.base_url, "--model", "local", "--db", durable_db]
+        out, ended = io.StringIO(), {}
+        run = threading.Thread(target=lambda: ended.update(code=cli.main(["run", GOAL, *flags, "--thread", "t1"], out)))
+        run.start()
+        try:
+            assert held.holding.wait(WAIT_S), out.getvalue()
+            # As if this run had stalled past its lease's TTL and another process had taken the thread over.
+            with open_lease_table(durable_db) as table:
+                taken = table.run(
+                    f"UPDATE {LEASE_TABLE} SET owner = 'other-host:4343:tok', expires_at = lease_now() + 60 "
+                    "WHERE thread_id = 't1'"
+                )[1]
+            assert taken == 1
+        finally:
+            held.release.set()
+            run.join(WAIT_S)
+
+    text = out.getvalue()
+    assert ended == {"code": EXIT_BUSY}, text
+    assert (
+        "This process's lease of thread 't1' went unrenewed for over 30 s and another process (pid 4343 on "
+        "other-host) took the thread: this run stops here so that only one process runs it." in text
+    )
+    # The step in flight (subtask 2) ended; nothing after it ran.
+    assert held.asked == Counter({"plan": 1, "1": 1, "check": 1, "2": 1}), held.asked
+    assert "Final answer" not in text

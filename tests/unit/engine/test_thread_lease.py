@@ -8,7 +8,15 @@ import time
 
 import pytest
 
-from replangraph.durable import LEASE_TABLE, LEASE_TTL_ENV, ThreadBusy, lease_ttl, open_lease_table, thread_lease
+from replangraph.durable import (
+    LEASE_TABLE,
+    LEASE_TTL_ENV,
+    LeaseLost,
+    ThreadBusy,
+    lease_ttl,
+    open_lease_table,
+    thread_lease,
+)
 
 GUARD_S = 30
 """How long a test waits for what must happen long before (a renewal, an expiry): a guard, not a timing."""
@@ -74,12 +82,31 @@ def test_a_crashed_holders_lease_is_taken_over_once_it_expired(durable_db):
         assert row(durable_db, "t1")[0] == taken.owner
 
 
+def steal(db: str) -> None:
+    """Another process takes the lease, as if its holder had stalled past its TTL."""
+    with open_lease_table(db) as table:
+        table.run(f"UPDATE {LEASE_TABLE} SET owner = 'other-host:4343:new', expires_at = lease_now() + 60")
+
+
 def test_a_holder_whose_lease_was_taken_is_told_and_leaves_the_new_holders_lease(durable_db):
     with thread_lease(durable_db, "t1", ttl_s=0.3) as held:
-        with open_lease_table(durable_db) as table:  # as if this process stalled past its TTL and was replaced
-            table.run(f"UPDATE {LEASE_TABLE} SET owner = 'other:1:new', expires_at = lease_now() + 60")
-        assert held.lost.wait(GUARD_S)
-    assert row(durable_db, "t1")[0] == "other:1:new"
+        held.check()  # held: nothing to say
+        steal(durable_db)
+        assert held.lost.wait(GUARD_S)  # the heartbeat found out
+    assert row(durable_db, "t1")[0] == "other-host:4343:new"
+
+
+def test_check_between_steps_finds_a_taken_lease_at_once(durable_db, monkeypatch):
+    monkeypatch.delenv(LEASE_TTL_ENV, raising=False)
+    with thread_lease(durable_db, "t1") as held:  # renewed every 10 s: the check, not the heartbeat, finds out
+        steal(durable_db)
+        with pytest.raises(LeaseLost) as lost:
+            held.check()
+    assert str(lost.value) == (
+        "This process's lease of thread 't1' went unrenewed for over 30 s and another process (pid 4343 on "
+        "other-host) took the thread: this run stops here so that only one process runs it."
+    )
+    assert row(durable_db, "t1")[0] == "other-host:4343:new"
 
 
 def test_the_lease_ttl_is_a_positive_number_of_seconds(monkeypatch):
