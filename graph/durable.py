@@ -334,11 +334,13 @@ class Lease:
             raise LeaseLost(self.thread_id, self.ttl_s, holder[0] if holder else None)
 
     def release(self) -> None:
-        """Stop renewing and delete the lease (one the database cannot delete now runs out after ``ttl_s``)."""
+        """Stop renewing and delete the lease (one the database cannot delete now runs out after ``ttl_s``). A
+        renewal stuck on a database that stopped answering is left behind, as is the lease, rather than waited for."""
         self.stopped.set()
-        self.heartbeat.join()
-        with suppress(Exception):
-            self.table.release(self.thread_id, self.owner)
+        self.heartbeat.join(self.ttl_s)
+        if not self.heartbeat.is_alive():
+            with suppress(Exception):
+                self.table.release(self.thread_id, self.owner)
 
 
 @contextmanager
