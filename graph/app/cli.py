@@ -45,7 +45,7 @@ from replangraph.app.settings import (
     recorded_settings,
     resumed_base_url,
 )
-from replangraph.durable import Lease, ThreadBusy
+from replangraph.durable import Lease, ThreadBusy, thread_lease
 from replangraph.nodes.human import RESUME
 
 __all__ = ["MISSING_MODEL", "UsageError", "main", "make_parser"]
@@ -162,8 +162,6 @@ def open_db(stack: ExitStack, db: str | Path, *, must_exist: bool = False) -> tu
 def hold_thread(stack: ExitStack, db: str | Path, thread: str) -> Lease:
     """Hold the thread's lease in ``db`` until ``stack`` closes, so that no other process runs it meanwhile; one
     held by another process raises `ThreadBusy` (exit 6)."""
-    from replangraph.durable import thread_lease
-
     try:
         return stack.enter_context(thread_lease(db, thread))
     except ConnectionError as exc:

@@ -211,7 +211,7 @@ class Session:
             self.say()
             text = f"Stopped. The checkpoint keeps the run; resume with: {self.resume_command()}"
             return self.stopped(EXIT_INTERRUPTED, "interrupted", text)
-        except LeaseLost as lost:  # another process runs the thread now: no resume command to offer
+        except LeaseLost as lost:  # another process runs the thread now: the sentence offers no resume command
             return self.stopped(EXIT_BUSY, "lease lost", str(lost))
         except ModelServerDown as down:  # paused, not failed: nothing was lost, and no limit was too small
             text = (
