@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from replangraph.app.console import (
+    EXIT_BUSY,
     EXIT_CONNECTION,
     EXIT_INTERRUPTED,
     EXIT_PIPE,
@@ -44,6 +45,7 @@ from replangraph.app.settings import (
     recorded_settings,
     resumed_base_url,
 )
+from replangraph.durable import Lease, ThreadBusy, thread_lease
 from replangraph.nodes.human import RESUME
 
 __all__ = ["MISSING_MODEL", "UsageError", "main", "make_parser"]
@@ -157,6 +159,17 @@ def open_db(stack: ExitStack, db: str | Path, *, must_exist: bool = False) -> tu
         raise UsageError(f"Cannot open the database {db_label(db)}: {sentence(str(exc))}") from None
 
 
+def hold_thread(stack: ExitStack, db: str | Path, thread: str) -> Lease:
+    """Hold the thread's lease in ``db`` until ``stack`` closes, so that no other process runs it meanwhile; one
+    held by another process raises `ThreadBusy` (exit 6)."""
+    try:
+        return stack.enter_context(thread_lease(db, thread))
+    except ConnectionError as exc:
+        raise UsageError(sentence(str(exc))) from None
+    except (OSError, ValueError, sqlite3.Error) as exc:  # ValueError: a bad $REPLANGRAPH_LEASE_TTL_S
+        raise UsageError(f"Cannot hold the thread's lease in {db_label(db)}: {sentence(str(exc))}") from None
+
+
 # Commands
 
 
@@ -172,8 +185,11 @@ def run_goal(goal: str, args: argparse.Namespace, output: Output) -> int:
     thread = args.thread or uuid.uuid4().hex[:8]
     command = goal.strip() if slash_text(goal) or is_cancel_word(goal) else None  # e.g. `--thread ID /status`
     with ExitStack() as stack:
-        checkpointer, store = open_db(stack, chosen_db(args.db))
+        db = chosen_db(args.db)
+        checkpointer, store = open_db(stack, db)
+        lease = hold_thread(stack, db, thread)
         session = Session(build(settings, checkpointer, store, tools=tools), thread, settings, args.db, output)
+        session.lease = lease
         session.started()
         return session.guarded({"messages": [("user", goal)]}, command)
 
@@ -197,6 +213,7 @@ def resume_thread(args: argparse.Namespace, output: Output) -> int:
     with ExitStack() as stack:
         checkpointer, store = open_db(stack, db, must_exist=True)
         settings = saved_settings(args, checkpointer, db)
+        lease = hold_thread(stack, db, args.thread)
         # The state is read without the run's tools: showing a run that ended needs none of them.
         reader = build(settings, checkpointer, store, tools=[])
         snapshot = reader.get_state({"configurable": {"thread_id": args.thread}})
@@ -210,6 +227,7 @@ def resume_thread(args: argparse.Namespace, output: Output) -> int:
         check_model(settings, "resume")
         session = Session(build(settings, checkpointer, store, tools=tools), args.thread, settings, args.db, output)
         session.answers = list(args.answer or [])
+        session.lease = lease
         waits = f", {len(snapshot.interrupts)} answer(s) waited for" if snapshot.interrupts else ""
         session.say(f"thread: {args.thread} (resuming{waits})")
         session.output.result({"event": "run_started", "thread": args.thread, "resume": session.resume_command()})
@@ -345,8 +363,8 @@ def run_command(argv: list[str], out: TextIO) -> int:
         if args.command == "output":
             return print_output(args, out)
         return run_goal(args.goal, args, output)
-    except (UsageError, ServerDown) as error:
-        code = EXIT_CONNECTION if isinstance(error, ServerDown) else EXIT_USAGE
+    except (UsageError, ServerDown, ThreadBusy) as error:
+        code = {ServerDown: EXIT_CONNECTION, ThreadBusy: EXIT_BUSY}.get(type(error), EXIT_USAGE)
         print(error, file=sys.stderr, flush=True)
         output.result({"event": "error", "exit_code": code, "message": str(error)})
         return code

@@ -46,6 +46,8 @@ EXIT_CONNECTION = 4
 EXIT_CRASHED = 5
 """The run stopped on an unexpected error (a bug, a lost database): its traceback is saved to a file, the steps
 checkpointed before it are kept, and ``replangraph resume`` goes on once the cause is fixed."""
+EXIT_BUSY = 6
+"""Another process is running the thread (it holds the thread's lease): nothing ran."""
 EXIT_INTERRUPTED = 130
 """Ctrl-C: the checkpoint keeps the run."""
 EXIT_PIPE = 141

@@ -26,7 +26,7 @@ OUTPUT_HELP = (
     '"thread"}; {"event": "waiting", "exit_code": 3, "interrupts", "resume"} (the command that answers them); '
     '{"event": "command_done", "exit_code": 0, "run_ended", "resume"} after a slash command such as /status '
     'sent as the goal or an answer; {"event": "stopped", "exit_code", "reason", "resume"} (Ctrl-C, or a run that '
-    'stopped early); or {"event": "error", "exit_code", "message"} (exit code 2, bad arguments included, or 4). '
+    'stopped early); or {"event": "error", "exit_code", "message"} (exit code 2, bad arguments included, 4 or 6). '
     'Before its events, run (and a resume that goes on with a run) writes {"event": "run_started", "thread", '
     '"resume"}. '
     "Values JSON cannot hold are written as strings."
@@ -37,7 +37,8 @@ EXIT_HELP = (
     "fallback report (failed, skipped or cancelled, or the final answer could not be written); 2 usage, model or "
     "database error; 3 waiting for an answer; 4 the model server did not answer (before the run; or during it: "
     "the run is paused, resume it once the server is back); 5 the run stopped on an "
-    "unexpected error (traceback saved to a file; resume once fixed); 130 stopped with Ctrl-C; 141 the reader of "
+    "unexpected error (traceback saved to a file; resume once fixed); 6 another process is running the thread "
+    "(nothing ran) or took it over (the run stopped after its step); 130 stopped with Ctrl-C; 141 the reader of "
     "the output went away (| head)."
 )
 

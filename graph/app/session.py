@@ -9,13 +9,15 @@ import shlex
 import sys
 import tempfile
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import closing
 from typing import Any
 
 from langgraph.types import Command
 
 from replangraph import ModelServerDown
 from replangraph.app.console import (
+    EXIT_BUSY,
     EXIT_CONNECTION,
     EXIT_CRASHED,
     EXIT_DONE,
@@ -29,7 +31,7 @@ from replangraph.app.console import (
 from replangraph.app.server import lost_server, lost_server_message, paused_message
 from replangraph.app.settings import SETTINGS_KEY, stored_settings
 from replangraph.config import AgentConfig
-from replangraph.durable import is_postgres_url, masked_url
+from replangraph.durable import Lease, LeaseLost, is_postgres_url, masked_url
 from replangraph.queue import preview
 from replangraph.state import COMMAND_ANSWERED, PLAN_COMPLETED
 
@@ -144,6 +146,21 @@ def succeeded(values: Mapping[str, Any]) -> bool:
     return not unresolved(tasks, values.get("replans") or [])
 
 
+class LeaseChecked:
+    """``graph`` as `Output.stream` streams it, checking the thread's ``lease`` after each step (a ``values``
+    chunk): a lease another process took stops the run there (`LeaseLost`), before its next step starts."""
+
+    def __init__(self, graph: Any, lease: Lease):
+        self.graph, self.lease = graph, lease
+
+    def stream(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        with closing(self.graph.stream(*args, **kwargs)) as chunks:
+            for chunk in chunks:
+                yield chunk
+                if chunk[0] == "values":
+                    self.lease.check()
+
+
 class Session:
     """One thread driven from the terminal: streams it, answers its pauses, and says how to come back."""
 
@@ -160,6 +177,7 @@ class Session:
         self.answers: list[str] = []  # --answer values not used yet
         self.held: dict[Any, str] = {}  # answers given to questions still waiting (see `collect`)
         self.inline = is_tty(sys.stdin) and output.interactive  # questions asked inline
+        self.lease: Lease | None = None  # the thread's lease, checked after each step
 
     def say(self, text: str = "") -> None:
         self.output.note(text)
@@ -193,6 +211,8 @@ class Session:
             self.say()
             text = f"Stopped. The checkpoint keeps the run; resume with: {self.resume_command()}"
             return self.stopped(EXIT_INTERRUPTED, "interrupted", text)
+        except LeaseLost as lost:  # another process runs the thread now: the sentence offers no resume command
+            return self.stopped(EXIT_BUSY, "lease lost", str(lost))
         except ModelServerDown as down:  # paused, not failed: nothing was lost, and no limit was too small
             text = (
                 f"{paused_message(self.settings, down)} The checkpoint keeps the run: once the server answers "
@@ -224,7 +244,8 @@ class Session:
             if inputs is not NO_INPUT:
                 events = []
                 quiet = {COMMAND_ANSWERED} if command else ()
-                self.output.stream(self.graph, inputs, self.config, quiet, events, self.settings.get("max_steps"))
+                graph = self.graph if self.lease is None else LeaseChecked(self.graph, self.lease)
+                self.output.stream(graph, inputs, self.config, quiet, events, self.settings.get("max_steps"))
                 if command is not None:
                     self.show_reply(command, events)
             snapshot = self.graph.get_state(self.config)

@@ -14,11 +14,16 @@ superstep, until the parent kills it (the run cannot end before the parent has s
 ends it writes `result_path(LOG)` (final answer and task statuses, as JSON), prints the final answer and exits 0.
 A worker whose stdin closes while it blocks (its parent is gone) exits 4.
 
+With ``$DURABLE_WORKER_LEASE_TTL`` set (seconds), the run holds the thread's lease (``thread_lease``, with that
+TTL, waiting up to ``$DURABLE_WORKER_LEASE_WAIT`` seconds for it, default 0): the worker logs ``LEASED`` once it
+holds it; a lease held by another process is logged ``BUSY`` and exits `EXIT_BUSY`, with nothing run.
+
 Log lines are tab-separated: ``CALL pid kind who turn step`` for a model call (kind ``plan``, ``subtask``,
 ``replan``, ``final``; ``who`` the item or ``-``; ``turn`` the tool results the request already holds),
 ``TOOL pid fetch item - step`` for a tool call, ``DONE pid subtask item turn step`` once a subtask's answer
-is returned, ``HELD pid subtask item turn step``, ``WAITING pid question`` and ``END pid``. Each line is
-written, flushed and fsynced before the call goes on, so a SIGKILL loses no line of a call that was made.
+is returned, ``HELD pid subtask item turn step``, ``WAITING pid question``, ``LEASED pid time`` (seconds since
+the epoch), ``BUSY pid message`` and ``END pid``. Each line is written, flushed and fsynced before the call goes
+on, so a SIGKILL loses no line of a call that was made.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ import os
 import re
 import sys
 import threading
+import time
+from contextlib import ExitStack
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -41,7 +48,7 @@ from langgraph.types import Command  # noqa: E402
 from scripting import is_replan, make_model, plan_of, subtask_of  # noqa: E402
 
 from replangraph import AgentConfig, build_graph  # noqa: E402
-from replangraph.durable import open_saver  # noqa: E402
+from replangraph.durable import ThreadBusy, open_saver, thread_lease  # noqa: E402
 from replangraph.testing import tool_call  # noqa: E402
 
 GOAL = "collect the eight items and report them"
@@ -53,6 +60,8 @@ ASKING = "item 5"
 QUESTION = "Which colour should item 5 be?"
 CONFIG = AgentConfig(max_concurrency=2, verify_results=False)  # the worker answers every request as a subtask
 HOLD_ENV = "DURABLE_WORKER_HOLD_AFTER"
+LEASE_ENV, LEASE_WAIT_ENV = "DURABLE_WORKER_LEASE_TTL", "DURABLE_WORKER_LEASE_WAIT"
+EXIT_BUSY = 6
 
 
 def task_id(item: str) -> str:
@@ -191,7 +200,16 @@ def main(argv: list[str]) -> int:
         return 2
     db, thread, log, mode = argv[:4]
     out = Log(log)
-    with open_saver(db) as (checkpointer, store):
+    with open_saver(db) as (checkpointer, store), ExitStack() as leased:
+        if os.environ.get(LEASE_ENV):
+            ttl, wait = float(os.environ[LEASE_ENV]), float(os.environ.get(LEASE_WAIT_ENV) or 0)
+            try:
+                leased.enter_context(thread_lease(db, thread, ttl_s=ttl, wait_s=wait))
+            except ThreadBusy as busy:
+                out.write("BUSY", busy)
+                print(busy, file=sys.stderr)
+                return EXIT_BUSY
+            out.write("LEASED", f"{time.time():.3f}")
         hold = os.environ.get(HOLD_ENV)
         graph = build(checkpointer, store, log, mode in ("question", "answer"), int(hold) if hold else None)
         config = run_config(thread)
