@@ -103,21 +103,26 @@ def secret(thread: int) -> str:
     return f"SECRET-{thread:04d}-of-thread"
 
 
+def file_of(thread: int) -> str:
+    return f"file-of-{thread:04d}.txt"
+
+
 def thread_number(text: str) -> int:
     return int(text.rsplit("thread number ", 1)[1].split()[0])
 
 
 def tenant_model(root: str, seen: dict[int, list[str]]) -> ScriptedChatModel:
     """Each thread's subtask writes its secret to a file, reads its big output back by the id its note gives,
-    then tries another thread's file by its absolute path and by ``..``, and lists the folder above its own;
-    what the tools answered is put in ``seen`` under the thread's number."""
+    then tries another thread's file by its absolute path and by ``..``, and lists the folder above its own and
+    its own; what the tools answered is put in ``seen`` under the thread's number."""
     steps = [
-        ("write_file", lambda n: {"path": "secret.txt", "content": secret(n)}),
+        ("write_file", lambda n: {"path": file_of(n), "content": secret(n)}),
         ("big", lambda n: {"thread": n}),
         ("read_output", None),  # the id the note of the big output gives
-        ("read_file", lambda n: {"path": f"{root}/{kept.thread_label(f't-{(n + 1) % 1_000}')}/secret.txt"}),
-        ("read_file", lambda n: {"path": f"../{kept.thread_label(f't-{(n + 1) % 1_000}')}/secret.txt"}),
+        ("read_file", lambda n: {"path": f"{root}/{kept.thread_label(f't-{n + 1}')}/{file_of(n + 1)}"}),
+        ("read_file", lambda n: {"path": f"../{kept.thread_label(f't-{n + 1}')}/{file_of(n + 1)}"}),
         ("list_files", lambda n: {"path": ".."}),
+        ("list_files", lambda n: {"path": "."}),
     ]
 
     def respond(request: ScriptedRequest):
@@ -144,6 +149,13 @@ def big(thread: int) -> str:
     return secret(thread) + " A" * 6_000
 
 
+def reads_another(replies: list[str], number: int, threads: int) -> bool:
+    """Whether a thread's tool replies hold another thread's secret, or list another thread's file."""
+    others = [n for n in range(threads) if n != number]
+    listed = replies[-1] if replies else ""
+    return any(secret(n) in text for text in replies for n in others) or any(file_of(n) in listed for n in others)
+
+
 def tenancy_on(store: Any, root: str, threads: int) -> tuple[bool, str]:
     """``threads`` runs at once, 16 at a time, on one graph with ``store`` and the file tools on ``root``."""
     seen: dict[int, list[str]] = {}
@@ -162,11 +174,8 @@ def tenancy_on(store: Any, root: str, threads: int) -> tuple[bool, str]:
 
     with ThreadPoolExecutor(max_workers=16) as pool:
         statuses = list(pool.map(one, range(threads)))
-    own_files = sum((Path(root) / kept.thread_label(f"t-{n}") / "secret.txt").is_file() for n in range(threads))
-    leaks = sum(
-        any(secret(other) in text for text in seen.get(n, []) for other in range(threads) if other != n)
-        for n in range(threads)
-    )
+    own_files = sum((Path(root) / kept.thread_label(f"t-{n}") / file_of(n)).is_file() for n in range(threads))
+    leaks = sum(reads_another(seen.get(n, []), n, threads) for n in range(threads))
     own_read = sum(secret(n) in (seen.get(n) or ["", "", ""])[2] for n in range(threads))
     completed = statuses.count("completed")
     held = leaks == 0 and completed == threads == own_read == own_files
@@ -283,7 +292,7 @@ def odd_ids_on(checkpointer: Any, store: Any) -> tuple[list[str], int]:
             final = graph.invoke({"messages": [("user", "go")]}, run)
             again = graph.get_state(run).values
         except Exception as exc:
-            crashes.append(f"{thread[:12]!r}: {type(exc).__name__}: {str(exc)[:120]}")
+            crashes.append(f"{thread[:12]!r}: {type(exc).__name__}: {str(exc)[:60]}")
             continue
         wrong += kept_output(final, store, thread, "1/result") != long or again["tasks"] != final["tasks"]
     return crashes, wrong
