@@ -9,6 +9,7 @@ BENCHMARKS = {
     "context": "benchmarks.context_table",
     "engine": "benchmarks.engine",
     "teams": "benchmarks.team_table",
+    "faults": "benchmarks.faults",
 }
 
 

@@ -11,6 +11,7 @@ from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 from scripting import make_model, plan_of
 
+from benchmarks.fault_probes import ODD_THREAD_IDS as ODD_IDS
 from replangraph import AgentConfig, build_graph
 from replangraph.context import kept
 from replangraph.context.fitting import NOTE_RE
@@ -19,7 +20,6 @@ from replangraph.llm.reading import message_text
 from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
 
 LONG = "FIRST " + "detail " * 2_000 + "LAST"
-ODD_IDS = ["a.b", "run.2026.11.25", "team/alpha/../beta", "线程-ünï.cødé", "x" * 1_000, "é" * 1_000, ".", "%2E"]
 
 
 @pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.system)])
