@@ -27,6 +27,7 @@ from pathlib import Path
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from replangraph.app.console import EXIT_BUSY
 from replangraph.durable import open_saver
 from replangraph.testing import ScriptedRequest, tool_call
 
@@ -274,12 +275,16 @@ class Resumes:
             self.overlap.wait(WAIT_S)
 
 
+LEASE_TTL_S = 2.0
+"""The runs' lease time here, so that the killed run's lease expires within the probe."""
+
+
 def double_resume_on(db: str, folder: Path) -> tuple[dict, list[int]]:
     """``(subtask requests after the kill by id, exit codes of the two resumes)``."""
     side = Resumes()
     with OpenAILoopback(three_flags(side.on_subtask), models=["local"]) as server:
         server.server.handle_error = lambda *args: None  # the killed run's request, answered to no one
-        env = cli_env(folder, OPENAI_BASE_URL=server.base_url)
+        env = cli_env(folder, OPENAI_BASE_URL=server.base_url, REPLANGRAPH_LEASE_TTL_S=str(LEASE_TTL_S))
         thread = f"twice-{uuid.uuid4().hex[:8]}"
         first = command(["run", "Find the colours of three flags", "--db", db, "--thread", thread, "--no-verify"], env)
         try:
@@ -287,6 +292,7 @@ def double_resume_on(db: str, folder: Path) -> tuple[dict, list[int]]:
             os.kill(first.pid, signal.SIGKILL)
         finally:
             stop(first)
+        time.sleep(LEASE_TTL_S + 0.5)  # the killed run's lease expires: both resumes may take the thread
         with side.lock:
             side.phase = "resume"
         resumes = [command(["resume", "--thread", thread, "--db", db], env) for _ in range(2)]
@@ -308,7 +314,7 @@ def double_resume(args: argparse.Namespace) -> Finding:
         for name, db in databases(args, folder).items():
             asked, codes = double_resume_on(db, Path(folder))
             twice = sorted(n for n, count in asked.items() if count > 1)
-            bad += len(twice) + asked.get("1", 0)
+            bad += len(twice) + asked.get("1", 0) + (sorted(codes) != [0, EXIT_BUSY])
             figures.append(
                 f"{name}: subtasks run twice {len(twice)} {twice or ''}, completed one re-run {asked.get('1', 0)}, "
                 f"resume exit codes {codes}"

@@ -100,7 +100,6 @@ PROBES = (
         "two `replangraph resume` of one killed thread at once",
         "subtasks run twice: 0",
         fault_processes.double_resume,
-        pending="thread-lease",
     ),
     Probe(
         "storage-failure",
@@ -114,7 +113,6 @@ PROBES = (
         "a default ChatOpenAI() against a loopback server that always answers 500",
         "HTTP requests per failed step: model_retries + 1",
         fault_probes.retries_per_step,
-        pending="bounds",
     ),
 )
 
