@@ -8,6 +8,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from langgraph._internal._constants import CONFIG_KEY_DURABILITY
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
@@ -100,7 +102,9 @@ def build_graph(
     ``(args, state) -> str`` for slash commands sent as input (``/plan``, ``/status`` and
     ``/cancel`` are built in). The compiled graph takes MessagesState-style input and
     returns ``final_answer``, ``tasks`` and ``messages``. Questions (``ask_user``) and
-    ``approve_plan`` pause the run: they need a ``checkpointer``.
+    ``approve_plan`` pause the run: they need a ``checkpointer``. With a checkpointer that
+    outlives the process (not ``InMemorySaver``) the graph runs with ``durability="sync"``
+    unless a call passes its own ``durability=`` (see `default_durability`).
 
     ``middleware`` wraps the executor's model and tool calls of every subtask: LangChain v1
     ``AgentMiddleware`` (its ``wrap_model_call`` / ``wrap_tool_call``) or any object with those
@@ -248,7 +252,25 @@ def build_graph(
     builder.add_edge(FINALIZE, END)
 
     graph = builder.compile(checkpointer=checkpointer, store=store, name=name)
-    return graph.with_config(recursion_limit=recursion_limit(config), max_concurrency=branch_pool_size(config))
+    defaults: dict[str, Any] = {"recursion_limit": recursion_limit(config), "max_concurrency": branch_pool_size(config)}
+    if durability := default_durability(checkpointer):
+        defaults["configurable"] = {CONFIG_KEY_DURABILITY: durability}
+    return graph.with_config(**defaults)
+
+
+def default_durability(checkpointer: Any) -> str | None:
+    """The durability a graph with ``checkpointer`` runs with when a call names none: ``"sync"`` for one
+    that outlives the process, None (LangGraph's ``"async"``) for ``InMemorySaver`` or none.
+
+    With ``"async"`` a step's checkpoint is written while the next step runs, so a database that fails
+    mid-run is only noticed when the run ends, and a resume repeats every tool call made since. With
+    ``"sync"`` a failed write stops the run before the next step: a resume repeats at most the calls of
+    the step whose write failed. LangGraph reads the default from the graph's ``configurable``, where
+    a subgraph's inherited mode goes too; a call's own ``durability=`` wins.
+    """
+    if checkpointer is None or isinstance(checkpointer, bool | InMemorySaver):
+        return None
+    return "sync"
 
 
 def branch_pool_size(config: AgentConfig) -> int:
