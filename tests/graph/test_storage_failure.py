@@ -8,12 +8,11 @@ graphs built on a durable checkpointer default to ``"sync"``, which stops at the
 
 from __future__ import annotations
 
-import functools
 import sqlite3
-import threading
 from collections import Counter
 
 import pytest
+from full_disk import Disk
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -26,33 +25,6 @@ from replangraph.testing import tool_call
 
 ITEMS = [f"item {n}" for n in range(1, 7)]
 THREAD = {"configurable": {"thread_id": "disk-full"}}
-
-
-class Disk:
-    """Checkpoint writes of the savers it `breaks` raise once `fill` has been called."""
-
-    def __init__(self) -> None:
-        self.full = threading.Event()
-        self.refused = 0
-
-    def fill(self) -> None:
-        self.full.set()
-
-    def breaks(self, saver):
-        """``saver`` with ``put`` and ``put_writes`` raising sqlite3.OperationalError once the disk is full."""
-        for name in ("put", "put_writes"):
-            setattr(saver, name, self._failing(getattr(saver, name)))
-        return saver
-
-    def _failing(self, write):
-        @functools.wraps(write)  # keeps the signature LangGraph inspects (put_writes' task_path)
-        def failing(*args, **kwargs):
-            if self.full.is_set():
-                self.refused += 1
-                raise sqlite3.OperationalError("database or disk is full")
-            return write(*args, **kwargs)
-
-        return failing
 
 
 def build(checkpointer, store, fetched: Counter, disk: Disk):
