@@ -6,14 +6,17 @@
 
 Every model is scripted and answers at once, from the request alone, so the
 figures are the engine's: routing, state updates, checkpoints, the thread pool.
-Three tables: overhead per subtask beside a bare LangGraph superstep; a run of
+Four tables: overhead per subtask beside a bare LangGraph superstep; a run of
 N independent subtasks with a SqliteSaver (each size in a fresh process, for
-its own peak RSS); and 16 sleeping subtasks at max_concurrency 1, 8 and 16.
+its own peak RSS); 16 sleeping subtasks at max_concurrency 1, 8 and 16; and
+the cost of ``durability="sync"`` (the default on a durable checkpointer)
+beside LangGraph's ``"async"`` on SQLite.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import resource
@@ -23,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter as Tally
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO, TypedDict
@@ -42,6 +46,7 @@ BIG_OUTPUT_TASKS = 24
 BARE_LAPS = 2_000
 PARALLEL_TASKS = 16
 PARALLEL_SLEEP_S = 0.2
+DURABILITY_TASKS = 100
 
 Work = Callable[[ScriptedRequest, int], Any]
 """A subtask's reply, given the request and the item index its text names."""
@@ -330,13 +335,88 @@ def parallel_table(concurrencies: Sequence[int], runs: int, out: TextIO) -> dict
     return medians
 
 
+# Table 4: durability ------------------------------------------------------------------------------------------
+
+
+def counting_writes(saver: Any) -> Tally:
+    """Count ``saver``'s ``put`` (checkpoints) and ``put_writes`` (a task's writes) calls from now on."""
+    calls: Tally = Tally()
+
+    def counted(name: str, write: Callable) -> Callable:
+        @functools.wraps(write)  # keeps the signature LangGraph inspects
+        def call(*args: Any, **kwargs: Any) -> Any:
+            calls[name] += 1
+            return write(*args, **kwargs)
+
+        return call
+
+    for name in ("put", "put_writes"):
+        setattr(saver, name, counted(name, getattr(saver, name)))
+    return calls
+
+
+def durability_run(n: int, path: Path, durability: str) -> dict:
+    """Table 2's run of ``n`` items on a new SQLite file at ``path`` with ``durability``: wall time and writes."""
+    connection = sqlite3.connect(str(path), check_same_thread=False)
+    saver = SqliteSaver(connection)
+    writes = counting_writes(saver)
+    graph = build_graph(
+        scripted(independent_plan(n, "Read"), read_then_report),
+        tools=[reader(None)],
+        config=config_for(n),
+        checkpointer=saver,
+    )
+    started = time.perf_counter()
+    state = graph.invoke(
+        {"messages": [("user", f"Read items 1 to {n}.")]}, {"configurable": {"thread_id": "d"}}, durability=durability
+    )
+    wall = time.perf_counter() - started
+    connection.close()
+    if completed(state) != n:
+        raise RuntimeError(f"only {completed(state)}/{n} subtasks completed with durability={durability}")
+    return {"wall_s": wall, "put": writes["put"], "put_writes": writes["put_writes"]}
+
+
+def durability_table(n: int, runs: int, out: TextIO) -> dict[str, float]:
+    """Print table 4 (both modes in this process, alternating, each run on a new file); median ms per subtask."""
+    print(
+        f"**4. Durability on SQLite** ({n} independent subtasks as in table 2, in one process, "
+        f"{runs} run(s) of each mode, alternating, each on a new file, after a warm-up run)\n",
+        file=out,
+    )
+    print(
+        "| durability | ms per subtask (min / median) | × async (median) | checkpoints / task writes per subtask |",
+        file=out,
+    )
+    print("|---|---|---|---|", file=out)
+    results: dict[str, list[dict]] = {"sync": [], "async": []}
+    with tempfile.TemporaryDirectory() as folder:
+        durability_run(5, Path(folder) / "warm-up.sqlite", "sync")  # imports and first-call costs, not timed
+        for run in range(runs):
+            for mode in results:
+                results[mode].append(durability_run(n, Path(folder) / f"{mode}-{run}.sqlite", mode))
+    medians = {mode: statistics.median(r["wall_s"] for r in rows) * 1e3 / n for mode, rows in results.items()}
+    for mode, rows in results.items():
+        per = [r["wall_s"] * 1e3 / n for r in rows]
+        writes = f"{rows[0]['put'] / n:.1f} / {rows[0]['put_writes'] / n:.1f}"
+        print(
+            f"| {mode} | {min_median(per, '.2f')} | {medians[mode] / medians['async']:.2f}× | {writes} |",
+            file=out,
+            flush=True,
+        )
+    print(file=out)
+    return medians
+
+
 # Command line --------------------------------------------------------------------------------------------------
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks engine", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=None, help="runs per row of tables 1 and 3 (default 3; quick 1)")
-    parser.add_argument("--quick", action="store_true", help="chains of 150 and 300, 100 and 300 items, 1 run (CI)")
+    parser.add_argument("--runs", type=int, default=None, help="runs per row of tables 1, 3 and 4 (default 3; quick 1)")
+    parser.add_argument(
+        "--quick", action="store_true", help="chains of 150 and 300, 100 and 300 items, 20 for table 4, 1 run (CI)"
+    )
     parser.add_argument("--max-seconds", type=float, default=300.0, help="seconds one table 2 row may take")
     parser.add_argument("--scale-child", nargs=2, metavar=("N", "PATH"), help=argparse.SUPPRESS)
     parser.add_argument("--big-index", type=int, default=None, help=argparse.SUPPRESS)
@@ -353,8 +433,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
         return 0
     chains, items = ([150, 300], [100, 300]) if args.quick else ([150, 250, 500, 1000], [100, 1000, 5000])
     print(f"Machine: {machine()}\n", file=out)
-    print(f"Scripted models answer at once; min / median over {args.runs} run(s) in tables 1 and 3.\n", file=out)
+    print(f"Scripted models answer at once; min / median over {args.runs} run(s) in tables 1, 3 and 4.\n", file=out)
     overhead_table(chains, args.runs, out)
     scale_table(items, args.max_seconds, out)
     parallel_table([1, 8, 16], args.runs, out)
+    durability_table(20 if args.quick else DURABILITY_TASKS, args.runs, out)
     return 0

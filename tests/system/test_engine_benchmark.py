@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import sqlite3
 
 import pytest
 from clocks import InFlight, Ticking
@@ -86,3 +87,21 @@ def test_subtask_index_reads_the_item_from_the_request():
     prompt = HumanMessage("Your subtask (3): Read item 42 and report it")
     request = ScriptedRequest(messages=[prompt], tool_names=("read_item",))
     assert engine.subtask_index(request) == 42
+
+
+def test_durability_table_has_a_row_per_mode_with_its_writes():
+    out = io.StringIO()
+    medians = engine.durability_table(3, runs=1, out=out)
+    text = out.getvalue()
+    assert set(medians) == {"sync", "async"} and all(m > 0 for m in medians.values())
+    rows = [line for line in text.splitlines() if line.startswith(("| sync |", "| async |"))]
+    assert len(rows) == 2 and rows[1].split("|")[3].strip() == "1.00×"
+    writes = {row.split("|")[4].strip() for row in rows}
+    assert len(writes) == 1  # both modes write the same checkpoints; only when the run waits for them differs
+
+
+def test_durability_run_counts_the_checkpoints_it_wrote(tmp_path):
+    result = engine.durability_run(2, tmp_path / "run.sqlite", "sync")
+    with sqlite3.connect(tmp_path / "run.sqlite") as connection:
+        saved = connection.execute("SELECT count(*) FROM checkpoints").fetchone()[0]
+    assert result["put"] == saved > 0 and result["put_writes"] > 0 and result["wall_s"] > 0
