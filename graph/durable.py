@@ -97,7 +97,8 @@ def open_saver(db: str | os.PathLike[str] | None = None) -> Iterator[tuple[Any, 
     a path (default ``$REPLANGRAPH_DB``, which may also be a URL, else `default_db_path`) gives ``SqliteSaver``
     and no store, as replangraph then keeps its results in a state channel the checkpointer saves.
     A new SQLite file is created 0600 in a folder created 0700 (`create_private`). Tables are created when
-    missing; the connections close when the block ends."""
+    missing; the connections close when the block ends. A graph `build_graph` compiles with this checkpointer
+    runs with ``durability="sync"`` unless a call names another (`replangraph.builder.default_durability`)."""
     db = chosen_db(db)
     if is_postgres_url(db):
         with _open_postgres(re.sub(r"^postgres(ql)?\+\w+://", "postgresql://", str(db), flags=re.I)) as opened:
