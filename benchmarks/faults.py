@@ -106,7 +106,6 @@ PROBES = (
         "the checkpointer failing at a put mid-run (`replangraph run`), then `replangraph resume`",
         "tool calls made twice: 0",
         fault_processes.storage_failure,
-        pending="durable-default",
     ),
     Probe(
         "retries",
