@@ -10,13 +10,12 @@ Four tables: overhead per subtask beside a bare LangGraph superstep; a run of
 N independent subtasks with a SqliteSaver (each size in a fresh process, for
 its own peak RSS); 16 sleeping subtasks at max_concurrency 1, 8 and 16; and
 the cost of ``durability="sync"`` (the default on a durable checkpointer)
-beside LangGraph's ``"async"`` on SQLite.
+beside LangGraph's ``"async"`` on SQLite (`benchmarks/durability_table.py`).
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import re
 import resource
@@ -26,7 +25,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter as Tally
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO, TypedDict
@@ -46,7 +44,6 @@ BIG_OUTPUT_TASKS = 24
 BARE_LAPS = 2_000
 PARALLEL_TASKS = 16
 PARALLEL_SLEEP_S = 0.2
-DURABILITY_TASKS = 100
 
 Work = Callable[[ScriptedRequest, int], Any]
 """A subtask's reply, given the request and the item index its text names."""
@@ -335,88 +332,6 @@ def parallel_table(concurrencies: Sequence[int], runs: int, out: TextIO) -> dict
     return medians
 
 
-# Table 4: durability ------------------------------------------------------------------------------------------
-
-
-def counting_writes(saver: Any) -> Tally:
-    """Count ``saver``'s ``put`` (checkpoints) and ``put_writes`` (a task's writes) calls from now on, and the
-    seconds they take (``put_s``, ``put_writes_s``)."""
-    calls: Tally = Tally()
-
-    def counted(name: str, write: Callable) -> Callable:
-        @functools.wraps(write)  # keeps the signature LangGraph inspects
-        def call(*args: Any, **kwargs: Any) -> Any:
-            calls[name] += 1
-            started = time.perf_counter()
-            try:
-                return write(*args, **kwargs)
-            finally:
-                calls[f"{name}_s"] += time.perf_counter() - started
-
-        return call
-
-    for name in ("put", "put_writes"):
-        setattr(saver, name, counted(name, getattr(saver, name)))
-    return calls
-
-
-def durability_run(n: int, path: Path, durability: str) -> dict:
-    """Table 2's run of ``n`` items on a new SQLite file at ``path`` with ``durability``: wall time, the writes
-    and the seconds spent in them."""
-    connection = sqlite3.connect(str(path), check_same_thread=False)
-    saver = SqliteSaver(connection)
-    writes = counting_writes(saver)
-    graph = build_graph(
-        scripted(independent_plan(n, "Read"), read_then_report),
-        tools=[reader(None)],
-        config=config_for(n),
-        checkpointer=saver,
-    )
-    started = time.perf_counter()
-    state = graph.invoke(
-        {"messages": [("user", f"Read items 1 to {n}.")]}, {"configurable": {"thread_id": "d"}}, durability=durability
-    )
-    wall = time.perf_counter() - started
-    connection.close()
-    if completed(state) != n:
-        raise RuntimeError(f"only {completed(state)}/{n} subtasks completed with durability={durability}")
-    return {"wall_s": wall, **writes}
-
-
-def durability_table(n: int, runs: int, out: TextIO) -> dict[str, float]:
-    """Print table 4 (both modes in this process, alternating, each run on a new file); median ms per subtask."""
-    print(
-        f"**4. Durability on SQLite** ({n} independent subtasks as in table 2, in one process, "
-        f"{runs} run(s) of each mode, alternating, each on a new file, after a warm-up run)\n",
-        file=out,
-    )
-    print(
-        "| durability | ms per subtask (min / median) | × async (median) | checkpoints / task writes per subtask "
-        "| ms in those writes per subtask (min / median) |",
-        file=out,
-    )
-    print("|---|---|---|---|---|", file=out)
-    results: dict[str, list[dict]] = {"sync": [], "async": []}
-    with tempfile.TemporaryDirectory() as folder:
-        durability_run(5, Path(folder) / "warm-up.sqlite", "sync")  # imports and first-call costs, not timed
-        for run in range(runs):
-            for mode in results:
-                results[mode].append(durability_run(n, Path(folder) / f"{mode}-{run}.sqlite", mode))
-    medians = {mode: statistics.median(r["wall_s"] for r in rows) * 1e3 / n for mode, rows in results.items()}
-    for mode, rows in results.items():
-        per = [r["wall_s"] * 1e3 / n for r in rows]
-        writes = f"{rows[0]['put'] / n:.1f} / {rows[0]['put_writes'] / n:.1f}"
-        writing = [(r["put_s"] + r["put_writes_s"]) * 1e3 / n for r in rows]
-        print(
-            f"| {mode} | {min_median(per, '.2f')} | {medians[mode] / medians['async']:.2f}× | {writes} "
-            f"| {min_median(writing, '.2f')} |",
-            file=out,
-            flush=True,
-        )
-    print(file=out)
-    return medians
-
-
 # Command line --------------------------------------------------------------------------------------------------
 
 
@@ -446,5 +361,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     overhead_table(chains, args.runs, out)
     scale_table(items, args.max_seconds, out)
     parallel_table([1, 8, 16], args.runs, out)
+    from .durability_table import DURABILITY_TASKS, durability_table  # it builds on this module's runs
+
     durability_table(20 if args.quick else DURABILITY_TASKS, args.runs, out)
     return 0

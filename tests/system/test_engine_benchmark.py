@@ -9,7 +9,7 @@ import pytest
 from clocks import InFlight, Ticking
 from langchain_core.messages import HumanMessage
 
-from benchmarks import engine
+from benchmarks import durability_table, engine
 from benchmarks.__main__ import BENCHMARKS
 from replangraph.testing import ScriptedRequest
 
@@ -91,7 +91,7 @@ def test_subtask_index_reads_the_item_from_the_request():
 
 def test_durability_table_has_a_row_per_mode_with_its_writes():
     out = io.StringIO()
-    medians = engine.durability_table(3, runs=1, out=out)
+    medians = durability_table.durability_table(3, runs=1, out=out)
     text = out.getvalue()
     assert set(medians) == {"sync", "async"} and all(m > 0 for m in medians.values())
     rows = [line for line in text.splitlines() if line.startswith(("| sync |", "| async |"))]
@@ -101,7 +101,7 @@ def test_durability_table_has_a_row_per_mode_with_its_writes():
 
 
 def test_durability_run_counts_the_checkpoints_it_wrote(tmp_path):
-    result = engine.durability_run(2, tmp_path / "run.sqlite", "sync")
+    result = durability_table.durability_run(2, tmp_path / "run.sqlite", "sync")
     with sqlite3.connect(tmp_path / "run.sqlite") as connection:
         saved = connection.execute("SELECT count(*) FROM checkpoints").fetchone()[0]
     assert result["put"] == saved > 0 and result["put_writes"] > 0
