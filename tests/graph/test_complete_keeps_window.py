@@ -5,44 +5,26 @@ from __future__ import annotations
 
 import pytest
 from langgraph.store.memory import InMemoryStore
+from scenarios import WINDOW_ANSWER, item_reader, item_text, read_item
 from scripting import make_model, plan_of, run
 
 from replangraph import AgentConfig, build_graph
 from replangraph.durable import kept_output, kept_output_ids
-from replangraph.testing import ScriptedRequest, tool_call
 
 ITEMS = 8
-ANSWER = "Items: ITEM-1 and ITEM-2 are the ones that matter."
-
-
-def item_text(n: int) -> str:
-    return f"ITEM-{n}: serial S-{n * 7919}"
-
-
-def read_item(n: int) -> str:
-    """Read item number ``n``."""
-    return item_text(n)
-
-
-def worker(request: ScriptedRequest):
-    """Reads the items one per turn, then answers naming only the first two; the check finds it complete."""
-    if "Verdict" in request.tool_names:
-        return {"name": "Verdict", "args": {"complete": True, "reason": "done", "remaining_tasks": []}}
-    done = len(request.tool_results)
-    return tool_call("read_item", {"n": done + 1}) if done < ITEMS else ANSWER
 
 
 @pytest.mark.parametrize("verify_results", [False, True], ids=["executor-completes", "verifier-completes"])
 @pytest.mark.parametrize("with_store", [False, True], ids=["state", "store"])
 def test_every_item_a_completing_subtask_read_stays_readable(verify_results, with_store):
     store = InMemoryStore() if with_store else None
-    model = make_model(plan_of({"id": "1", "content": "read the items"}), worker)
+    model = make_model(plan_of({"id": "1", "content": "read the items"}), item_reader(ITEMS))
     config = AgentConfig(verify_results=verify_results, max_observations=3, max_step_iterations=20)
     graph = build_graph(model, tools=[read_item], config=config, store=store)
     state, events = run(graph)
     task = state["tasks"]["1"]
     assert task["status"] == "completed"
-    assert task["result"] == ANSWER  # the result text is unchanged
+    assert task["result"] == WINDOW_ANSWER  # the result text is unchanged
     assert any(e["event"] == "step_verified" for e in events) == verify_results
     texts = [kept_output(state, store, "t", ident) for ident in kept_output_ids(state, store, "t")]
     for n in range(1, ITEMS + 1):

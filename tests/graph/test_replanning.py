@@ -6,6 +6,7 @@ import threading
 
 import pytest
 from clocks import GUARD_S
+from scenarios import handoff_then_failure_work
 from scripting import is_replan, make_model, plan_of, run, subtask_of
 
 from replangraph import AgentConfig, build_graph
@@ -280,26 +281,6 @@ def test_planner_failure_falls_back_to_rule_based_plan():
     assert [t["id"] for t in ordered(state["tasks"])] == ["1", "2", "3"]
     assert state["tasks"]["3"]["depends_on"] == ["2"]
     assert events_named(events, "plan_created")[0]["fallback_reason"]
-
-
-def handoff_then_failure_work(how: str, seen: dict):
-    """``1`` hands ``the rest`` off (``1_dyn_0``), which fails by ``how``; the rest of the work answers."""
-
-    def work(request):
-        subtask = subtask_of(request)
-        seen.setdefault(subtask, request.prompt)
-        if subtask == "collect":
-            handoff = {"summary": "first half", "tasks": '[{"content": "the rest"}]'}
-            return tool_call("replan_split_and_handoff", handoff)
-        if subtask == "the rest":
-            if how == "raises":
-                raise ValueError("parser crashed")
-            return "[REPLAN] the second half is behind a login"
-        if "Your subtask (fallback):" in request.prompt:
-            return "finished alone"
-        return f"result of {subtask}"
-
-    return work
 
 
 @pytest.mark.parametrize("how", ["raises", "marker"])

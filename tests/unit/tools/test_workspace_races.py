@@ -3,52 +3,38 @@ call runs, and appends racing for the size cap."""
 
 from __future__ import annotations
 
-import ctypes
 import os
 import re
 import subprocess
 import sys
-import threading
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import ToolMessage
+from scenarios import (
+    OUTSIDE,
+    SECRET,
+    append_at_once,
+    call,
+    contents,
+    exchanger,
+    file_tools,
+    make_outside,
+    race_a_swapped_link,
+)
 
 from replangraph.tools.files import confined
 from replangraph.tools.files.workspace_files import workspace_tools
 
-SECRET = "TOP SECRET"
-OUTSIDE = {"only-outside.txt": b"", "secret.txt": SECRET.encode()}
-"""The files outside the workspace, as they must stay."""
-
-
-def tools(root, **limits):
-    return {t.name: t for t in workspace_tools(root, shared=True, **limits)}
-
-
-def call(tool, **args) -> ToolMessage:
-    return tool.invoke({"name": tool.name, "args": args, "id": "c1", "type": "tool_call"})
-
-
-def contents(folder: Path) -> dict[str, bytes]:
-    """Every file under ``folder`` with its bytes."""
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-
 
 @pytest.fixture
 def outside(tmp_path) -> Path:
-    folder = tmp_path / "outside"
-    folder.mkdir()
-    (folder / "secret.txt").write_text(SECRET)
-    (folder / "only-outside.txt").write_text("")
-    return folder
+    return make_outside(tmp_path / "outside")
 
 
 @pytest.mark.parametrize("walks", [True, False], ids=["dir-fd", "path-fallback"])
 def test_a_hard_link_to_a_file_outside_is_neither_read_nor_written(tmp_path, outside, monkeypatch, walks):
     monkeypatch.setattr(confined, "WALKS", walks)
-    ws = tools(tmp_path / "ws")
+    ws = file_tools(tmp_path / "ws")
     os.link(outside / "secret.txt", tmp_path / "ws/linked.txt")
     read = call(ws["read_file"], path="linked.txt")
     assert read.status == "error" and SECRET not in read.content
@@ -63,7 +49,7 @@ def test_a_hard_link_to_a_file_outside_is_neither_read_nor_written(tmp_path, out
 def test_the_path_fallback_and_the_dir_fd_walk_do_the_same(tmp_path, monkeypatch, walks):
     """Where there is no dir_fd (Windows) whole paths are opened: the tools still work and say the same."""
     monkeypatch.setattr(confined, "WALKS", walks)
-    ws = tools(tmp_path / "ws", max_write_bytes=10)
+    ws = file_tools(tmp_path / "ws", max_write_bytes=10)
     assert call(ws["write_file"], path="a/b/c.txt", content="12345").content == "Wrote 5 bytes to a/b/c.txt."
     grown = call(ws["write_file"], path="a/b/c.txt", content="678", append=True).content
     assert grown == "Appended 3 bytes to a/b/c.txt (now 8 bytes)."
@@ -80,22 +66,9 @@ def test_the_path_fallback_and_the_dir_fd_walk_do_the_same(tmp_path, monkeypatch
     assert "is a file, not a folder" in call(ws["write_file"], path="a/b/c.txt/d.txt", content="x").content
 
 
-def appender_replies(ws, times: int, start: threading.Barrier) -> list[str]:
-    replies = []
-    start.wait()
-    for n in range(times):
-        replies.append(call(ws["write_file"], path="log.txt", content=f"{n % 10}" * 10, append=True).content)
-    return replies
-
-
 def test_threads_appending_at_once_never_pass_the_size_cap(tmp_path):
-    ws = tools(tmp_path / "ws", max_write_bytes=2_000)
-    threads, start, replies = 8, threading.Barrier(8), []
-    workers = [threading.Thread(target=lambda: replies.extend(appender_replies(ws, 50, start))) for _ in range(threads)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
+    ws = file_tools(tmp_path / "ws", max_write_bytes=2_000)
+    replies = append_at_once(ws, threads=8, times=50)
     appended = [r for r in replies if r.startswith("Appended 10 bytes")]
     assert len(replies) == 400 and all(r in appended or "over the 2000-byte limit" in r for r in replies)
     size = (tmp_path / "ws/log.txt").stat().st_size
@@ -135,50 +108,12 @@ def test_two_processes_appending_at_once_never_pass_the_size_cap(tmp_path):
     assert {p.stat().st_size for p in root.iterdir()} == {30}
 
 
-def exchanger() -> Callable[[Path, Path], None] | None:
-    """Linux's renameat2(RENAME_EXCHANGE): two names swap what they name in one step, so neither is ever
-    missing (None where the C library lacks it)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if not sys.platform.startswith("linux") or not hasattr(libc, "renameat2"):
-        return None
-
-    def exchange(one: Path, other: Path) -> None:
-        if libc.renameat2(-100, os.fsencode(one), -100, os.fsencode(other), 2):  # AT_FDCWD, RENAME_EXCHANGE
-            raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
-
-    return exchange
-
-
-def swapper(name: Path, target: Path, stop: threading.Event, swaps: list[int]) -> None:
-    """Until ``stop``: ``name`` becomes a symbolic link to ``target`` and back again, never missing."""
-    exchange, link = exchanger(), name.with_name(name.name + ".link")
-    link.symlink_to(target)
-    while not stop.is_set():
-        exchange(name, link)
-        exchange(name, link)
-        swaps[0] += 1
-
-
 @pytest.mark.parametrize("swapped", ["folder", "file"])
 @pytest.mark.skipif(exchanger() is None, reason="needs Linux's renameat2")
 def test_a_link_swapped_in_while_the_tools_run_never_leads_outside(tmp_path, outside, swapped):
     root = tmp_path / "ws"
-    (root / "d").mkdir(parents=True)
-    (root / "d/secret.txt").write_text("inside")
-    ws, stop, swaps = tools(root), threading.Event(), [0]
-    link, target = (root / "d", outside) if swapped == "folder" else (root / "d/secret.txt", outside / "secret.txt")
-    racer = threading.Thread(target=swapper, args=(link, target, stop, swaps))
-    racer.start()
-    reads, writes, lists = [], [], []
-    try:
-        for _ in range(300):
-            reads.append(call(ws["read_file"], path="d/secret.txt"))
-            lists.append(call(ws["list_files"], path="d"))
-            writes.append(call(ws["write_file"], path="d/secret.txt", content="x", append=True))
-            writes.append(call(ws["write_file"], path="d/new.txt", content="y", append=True))
-    finally:
-        stop.set()
-        racer.join()
+    race = race_a_swapped_link(root, outside, swapped, rounds=300)
+    reads, writes, lists, swaps = race["reads"], race["writes"], race["lists"], race["swaps"]
     assert swaps[0] > 100
     assert not [r.content for r in reads if SECRET in r.content]
     assert not [r.content for r in lists if "only-outside" in r.content]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from scenarios import huge_queue
+
 from replangraph import AgentConfig
 from replangraph.durable import kept_output, kept_output_ids
 from replangraph.nodes.finalize.finalizer import Finalizer
@@ -15,23 +17,8 @@ from replangraph.testing import ScriptedChatModel
 DONE, FAILED, WAITING = 3_000, 1_500, 500
 
 
-def huge_queue() -> dict:
-    """Thousands of subtasks with long contents, results and errors: 0.8.0 wrote a report of ~20 MB."""
-    tasks = {}
-    for n in range(DONE + FAILED + WAITING):
-        task = new_task(f"t{n}", f"extract catalogue page {n} " + "with every field " * 40, position=[n])
-        if n < DONE:
-            task.update(status="completed", result=f"PAGE-{n}: " + "price, size, colour; " * 300)
-        elif n < DONE + FAILED:
-            task.update(status="failed", error=f"shop refused page {n}: " + "HTTP 429 " * 100, result="half " * 500)
-        else:
-            task.update(status="skipped")
-        tasks[task["id"]] = task
-    return tasks
-
-
 def test_the_report_of_a_huge_queue_is_capped_and_its_whole_lists_are_kept():
-    tasks = huge_queue()
+    tasks = huge_queue(DONE, FAILED, WAITING)
     goal = "Extract the whole catalogue " * 2_000
     finalizer = Finalizer(ScriptedChatModel(respond=lambda request: "unused"), AgentConfig())
     update = finalizer({"tasks": tasks, "goal": goal, "replans": [{"outcome": "gave_up"}] * 2})
