@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import TextIO
 
-from . import fault_probes, fault_processes
+from . import fault_limits, fault_probes, fault_processes
 from .fault_probes import Finding
 from .persona_table import machine
 
@@ -112,6 +112,38 @@ PROBES = (
         "a default ChatOpenAI() against a loopback server that always answers 500",
         "HTTP requests per failed step: model_retries + 1",
         fault_probes.retries_per_step,
+    ),
+    Probe(
+        "failed-child",
+        "a completed subtask's handed-off child fails (raises, [REPLAN]); a 30 % failing provider, 50 items "
+        "with splits, 8 seeds",
+        "recovery paths that do not run: 0; items lost: 0",
+        fault_limits.failed_child,
+    ),
+    Probe(
+        "window-outputs",
+        "a subtask reads 60 items one per turn into a window of 15 outputs, then completes",
+        "items kept 0 times: 0",
+        fault_limits.window_outputs,
+    ),
+    Probe(
+        "huge-call",
+        "a refused split with 100,000 tasks (over 4 MB of arguments)",
+        "the subtask goes on; later requests within budget; whole arguments readable",
+        fault_limits.huge_call,
+    ),
+    Probe(
+        "huge-report",
+        "the fallback report on a queue of 5,000 subtasks with long results",
+        "report within its cap; whole lists readable by id",
+        fault_limits.huge_report,
+    ),
+    Probe(
+        "workspace-attacks",
+        "workspace files: a hard link to a file outside, 8 threads appending past a cap, a link swapped in "
+        "while the tools run",
+        "refused; size over the cap: 0; reads or writes outside: 0",
+        fault_limits.workspace_attacks,
     ),
 )
 

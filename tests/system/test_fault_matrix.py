@@ -15,6 +15,15 @@ from benchmarks.faults import HEADER, PROBES
 pytestmark = pytest.mark.system  # processes, loopback servers, SQLite files
 
 ROOT = Path(__file__).resolve().parents[2]
+FIGURES = {
+    "failed-child": r"recovery paths run 4/4 .*answers lost 0; .*handed-off children failed \d+, items lost 0 ",
+    "window-outputs": r"60 items(.*kept 0 times 0, twice 0){4}",
+    "huge-call": r"refused True; subtasks \{'1': 'completed', '1_dyn_0': 'completed'\}.*equal True.*equal True",
+    "huge-report": r"report [\d,]+ characters \(cap 300,000\); whole lists read back by id: 5,000 of 5,000",
+    "workspace-attacks": r"refused 3/3 .*changed 0; .*largest size seen 2,000; .*reads outside 0, listings outside "
+    r"0, files outside changed 0",
+}
+"""What the figures of issue 23's later rows (13-17) must say: the row's own numbers, not only its verdict."""
 
 
 def table_rows(text: str) -> list[list[str]]:
@@ -45,6 +54,9 @@ def test_the_quick_fault_matrix_has_a_row_per_probe_and_what_must_hold_holds():
         assert re.search(r"\d", row[4]) and "probe crashed" not in row[4], row  # figures, not a bare verdict
         assert row[5] in ("pass", "FAIL"), row
         assert row[6] == (f"until {probe.pending}" if probe.pending else ""), row
+    for row in rows:
+        if row[1] in FIGURES:
+            assert re.search(FIGURES[row[1]], row[4]), row
     must_hold = [row for row, probe in zip(rows, PROBES, strict=True) if not probe.pending]
     assert [row[1] for row in must_hold if row[5] != "pass"] == [], done.stdout
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
