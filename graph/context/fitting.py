@@ -509,6 +509,27 @@ def cut_call_args(
     return (with_cut_args(message, cut) if cut else message), kept
 
 
+def cut_answered_args(
+    task_id: str,
+    window: Sequence[AnyMessage],
+    replies: Sequence[ToolMessage],
+    limit: int,
+    taken: Callable[[str], bool],
+    cut: dict[str, str],
+) -> list[AnyMessage]:
+    """``window`` with the arguments of its last turn's answered calls that are longer than
+    ``limit`` characters cut, like long outputs (`cut_call_args`); their whole text goes to ``cut``
+    (``taken``: whether a key holds kept text, ``cut``'s included)."""
+    window = list(window)
+    at = next((i for i in range(len(window) - 1, -1, -1) if isinstance(window[i], AIMessage)), None)
+    if at is None:
+        return window
+    answered = {r.tool_call_id for r in replies}
+    window[at], whole = cut_call_args(window[at], answered, limit, task_id, taken)
+    cut.update(whole)
+    return window
+
+
 R = TypeVar("R")
 
 

@@ -8,17 +8,17 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import AnyMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 
 from replangraph.context.fitting import approximate_tokens
 from replangraph.context.kept import completed, failed
-from replangraph.llm.calls import StepClock, paused_if_down
+from replangraph.llm.calls import StepClock, cut_note, paused_if_down
 from replangraph.llm.errors import StepTimeout, is_server_down, server_url
-from replangraph.llm.reading import answer_text, message_text
+from replangraph.llm.reading import answer_text, message_text, with_text
 from replangraph.names import ASK_USER
 from replangraph.nodes.execution.middleware import ContextOverflow, StepFailed
 from replangraph.queue.tasks import preview
-from replangraph.state import StateUpdate
+from replangraph.state import ANSWER_CUT, StateUpdate, emit
 from replangraph.tools.replan_toolkit.toolkit import STILL_YOURS, sent_summary
 
 if TYPE_CHECKING:
@@ -108,3 +108,37 @@ def overflowed(
         record["window"] = executor.monitor.context_window
     change = {"status": "in_progress", "model_calls": calls, "started_at": started, "context_overflow": record}
     return {"tasks": {task["id"]: change}, "windows": {task["id"]: window}}
+
+
+def too_small(task: Mapping[str, Any], needed: int, budget: int, calls: int) -> StateUpdate:
+    """A subtask whose opening window (``needed`` tokens, every input an excerpt) exceeds ``budget``."""
+    return failed(
+        task,
+        f"context window too small for this subtask: its prompt, instructions and tool schemas "
+        f"need {needed} tokens with the goal and every input shown as an excerpt, "
+        f"budget {budget}",
+        calls,
+    )
+
+
+def unfinished(call: dict, timeout: str) -> ToolMessage:
+    """The reply to the call the step's deadline stopped (``timeout``: why)."""
+    name = call.get("name", "")
+    return ToolMessage(
+        f"Error: {timeout}; it did not finish.", tool_call_id=call.get("id") or "", name=name, status="error"
+    )
+
+
+def no_reply(call: dict) -> ToolMessage:
+    """The reply to a call a middleware answered with nothing (the call still needs a reply)."""
+    name = call.get("name", "")
+    text = f"Error: no reply came back for this {name} call (a middleware returned none)."
+    return ToolMessage(text, tool_call_id=call.get("id") or "", name=name, status="error")
+
+
+def with_cut_note(reply: AIMessage, text: str, limit: int | None, task_id: str) -> tuple[str, AIMessage]:
+    """``(text, reply)`` of an answer the output limit cut, ending in a note that says so (`cut_note`)."""
+    text = f"{text}\n\n{cut_note(limit)}"
+    reply = reply.model_copy(update={"content": with_text(reply.content, text)})
+    emit(ANSWER_CUT, task_id=task_id, part="result", limit=limit)
+    return text, reply

@@ -23,7 +23,7 @@ from langgraph.types import Command
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.fitting import (
     ContextMonitor,
-    cut_call_args,
+    cut_answered_args,
     opening_window,
     output_id,
     unique_key,
@@ -38,29 +38,30 @@ from replangraph.context.kept import (
     is_taken,
     keep_outputs,
     merge_updates,
-    read_saved,
-    saved_keys,
     window_outputs,
     with_more_result,
 )
 from replangraph.llm.calls import (
     StepClock,
     call_pool,
-    cut_note,
     guarded,
     output_limit,
     replangraph_retries,
     was_cut,
 )
 from replangraph.llm.errors import StepTimeout
-from replangraph.llm.reading import all_tool_calls, answer_text, message_text, pending_tool_calls, with_text
+from replangraph.llm.reading import all_tool_calls, answer_text, message_text, pending_tool_calls
 from replangraph.names import ASK_USER, READ_OUTPUT, TOOLKIT_NAMES
 from replangraph.nodes.execution.endings import (  # rare ends of a turn; a turn that goes well runs none of them
     NOT_ASKED,
     TURN_KEPT,
+    no_reply,
     not_run,
     repeated_refusal,
+    too_small,
     turn_record,
+    unfinished,
+    with_cut_note,
 )
 from replangraph.nodes.execution.middleware import (
     BoundModels,
@@ -86,8 +87,8 @@ from replangraph.nodes.execution.middleware import (
     reply_of,
 )
 from replangraph.queue.tasks import Task
-from replangraph.state import ANSWER_CUT, STEP_STARTED, Configured, StateUpdate, emit, held_events
-from replangraph.tools.read_output import read_output_tool
+from replangraph.state import STEP_STARTED, Configured, StateUpdate, emit, held_events
+from replangraph.tools.read_output import read_output_tool, subtask_reader
 from replangraph.tools.replan_toolkit.toolkit import (
     ReplanSession,
     replan_toolkit,
@@ -203,14 +204,7 @@ class Executor(Configured):
                 self.monitor.budget,
             )
             if not opening.fits:
-                needed = self.monitor.tokens(opening.request, tools)
-                return failed(
-                    task,
-                    f"context window too small for this subtask: its prompt, instructions and tool schemas "
-                    f"need {needed} tokens with the goal and every input shown as an excerpt, "
-                    f"budget {self.monitor.budget}",
-                    spent,
-                )
+                return too_small(task, self.monitor.tokens(opening.request, tools), self.monitor.budget, spent)
             window = opening.request
         started = task.get("started_at") or time.time()
         request = self.request(task, window)
@@ -228,13 +222,9 @@ class Executor(Configured):
         text = answer_text(reply)
         if not text:
             return self.fail(task, window, "the model ended the subtask with an empty answer", calls)
-        cut = was_cut(reply)
-        if cut:  # kept, with a note: the agent's data is worth more than nothing, and the report names it
-            limit = output_limit(self.config, self.monitor)
-            text = f"{text}\n\n{cut_note(limit)}"
-            reply = reply.model_copy(update={"content": with_text(reply.content, text)})
+        if was_cut(reply):  # kept, with a note: the agent's data is worth more than nothing, and the report names it
+            text, reply = with_cut_note(reply, text, output_limit(self.config, self.monitor), task_id)
             cleared["answer_cut"] = True
-            emit(ANSWER_CUT, task_id=task_id, part="result", limit=limit)
         marker = split_replan_marker(text)
         if marker:
             partial, reason = marker
@@ -361,13 +351,7 @@ class ToolRunner(Configured):
         answered = [t for w in self.feature_wrappers for t in getattr(w, "answered_tools", list)()]
         tools = [*self.profiles[task["agent_type"]].tools, *replan_toolkit(session), *answered]
         if any(call.get("name") == READ_OUTPUT for call in pending_tool_calls(window)):
-            # built only when called: it reads this subtask's kept text and its dependencies' results
-            reader = read_output_tool(
-                lambda ident: read_saved(ident, tasks, goal, task_id),
-                lambda: saved_keys(tasks, task_id),
-                self.config.max_observation_chars,
-            )
-            tools.append(reader)
+            tools.append(subtask_reader(tasks, goal, task_id, self.config.max_observation_chars))  # built when called
         toolbox = {t.name: t for t in tools}
         calls = task.get("model_calls", 0)
         changes: list[dict] = []  # what the tools returned for the state, in call order
@@ -396,21 +380,13 @@ class ToolRunner(Configured):
             except StepTimeout:
                 timeout = f"step exceeded step_timeout_s={self.config.step_timeout_s:g} in tool {name!r}"
                 timed_out.add(call.get("id") or "")
-                replies.append(
-                    ToolMessage(
-                        f"Error: {timeout}; it did not finish.",
-                        tool_call_id=call.get("id") or "",
-                        name=name,
-                        status="error",
-                    )
-                )
+                replies.append(unfinished(call, timeout))
                 continue
             if result is None and name == ASK_USER:  # it waits for the user: the ask node answers it
                 waiting.append(call)
                 continue
             if result is None:  # a middleware that answered nothing: the call still needs a reply
-                text = f"Error: no reply came back for this {name} call (a middleware returned none)."
-                result = ToolMessage(text, tool_call_id=call.get("id") or "", name=name, status="error")
+                result = no_reply(call)
             reply, change = command_reply(result, call, task_id, tasks) if isinstance(result, Command) else (result, {})
             if change and ends_subtask(change, task_id):
                 endings.append(merge_updates([change, {"windows": {task_id: None}}]))
@@ -424,7 +400,7 @@ class ToolRunner(Configured):
             endings.append(repeated_refusal(task, *guard.refused, calls))
         if not endings and timeout is None:
             keep = self.config.max_observations
-            window = self.cut_answered_args(task_id, window, replies, taken, cut)
+            window = cut_answered_args(task_id, window, replies, self.config.max_observation_chars, taken, cut)
             new_window, dropped = drop_old_observations([*window, *replies], keep, task_id, taken)
             changes.append(keep_outputs(task, dropped))
             return merge_updates([*changes, {"windows": {task_id: new_window}}])
@@ -447,27 +423,6 @@ class ToolRunner(Configured):
         changes.append(keep_outputs(task, to_keep))
         ending = combined_ending(task_id, endings, [*flags, *failures])
         return merge_updates([*changes, with_more_result(ending, task, more) if more else ending])
-
-    def cut_answered_args(
-        self,
-        task_id: str,
-        window: Sequence[AnyMessage],
-        replies: Sequence[ToolMessage],
-        taken: Callable[[str], bool],
-        cut: dict[str, str],
-    ) -> list[AnyMessage]:
-        """``window`` with the arguments of its last turn's answered calls that are longer than
-        ``max_observation_chars`` cut, like long outputs (`cut_call_args`); their whole text goes to ``cut``
-        (``taken``: whether a key holds kept text, ``cut``'s included)."""
-        window = list(window)
-        at = next((i for i in range(len(window) - 1, -1, -1) if isinstance(window[i], AIMessage)), None)
-        if at is None:
-            return window
-        answered = {r.tool_call_id for r in replies}
-        limit = self.config.max_observation_chars
-        window[at], whole = cut_call_args(window[at], answered, limit, task_id, taken)
-        cut.update(whole)
-        return window
 
     @collect_writes  # the toolkit's events go out with the update that carries them
     def __call__(self, state: Mapping) -> StateUpdate:
