@@ -48,8 +48,8 @@ from replangraph.llm.errors import (
     is_transient,
     retry_after,
 )
-from replangraph.llm.formats import read_text_calls
-from replangraph.llm.reading import CUT_OFF, CutOff, UnreadableInput, answer_text, cut_by_limit, load_json
+from replangraph.llm.formats import load_json, read_text_calls
+from replangraph.llm.reading import CUT_OFF, CutOff, UnreadableInput, answer_text, cut_by_limit
 
 T = TypeVar("T")
 R = TypeVar("R")

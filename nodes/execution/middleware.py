@@ -47,7 +47,8 @@ from replangraph.context.fitting import PAGE_RE, mentions_read_output
 from replangraph.context.kept import READ_OUTPUT, WORKSPACE, cut_observation, mark_kept
 from replangraph.llm.calls import StepClock, call_with_timeout, guarded, retrying, with_output_bound
 from replangraph.llm.errors import StepTimeout, is_context_overflow
-from replangraph.llm.reading import CUT_CALL, all_tool_calls, message_text, repair_tool_calls, split_reasoning
+from replangraph.llm.formats import CUT_CALL
+from replangraph.llm.reading import all_tool_calls, message_text, repair_tool_calls, split_reasoning
 from replangraph.names import TOOLKIT_NAMES
 from replangraph.nodes.execution.adapting import split_middleware  # noqa: F401  # where builder.py imports it
 from replangraph.queue.tasks import Task, preview

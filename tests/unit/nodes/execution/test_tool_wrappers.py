@@ -12,7 +12,7 @@ from langgraph.types import Command
 from replangraph import AgentConfig
 from replangraph.llm.calls import StepClock
 from replangraph.llm.errors import StepTimeout
-from replangraph.llm.reading import invalid_call
+from replangraph.llm.formats import invalid_call
 from replangraph.nodes.execution.executor import is_repeated_refusal
 from replangraph.nodes.execution.middleware import (
     OutputOffload,
