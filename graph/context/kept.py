@@ -35,9 +35,9 @@ from langgraph.config import get_config, get_store
 from langgraph.types import Command
 
 from replangraph.context.compression import transcript
+from replangraph.context.excerpts import PAGE_RE
 from replangraph.context.fitting import (
     GOAL_ID,
-    PAGE_RE,
     PLAN_ID,
     RESULT_KEY,
     excerpt,

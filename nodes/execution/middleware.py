@@ -43,7 +43,8 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
-from replangraph.context.fitting import PAGE_RE, mentions_read_output
+from replangraph.context.excerpts import PAGE_RE
+from replangraph.context.fitting import mentions_read_output
 from replangraph.context.kept import READ_OUTPUT, WORKSPACE, cut_observation, mark_kept
 from replangraph.llm.calls import StepClock, call_with_timeout, guarded, retrying, with_output_bound
 from replangraph.llm.errors import StepTimeout, is_context_overflow

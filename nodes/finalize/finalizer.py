@@ -18,7 +18,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
 
 from replangraph.config import FINALIZE_MARGIN, AgentConfig, recursion_limit
-from replangraph.context.fitting import GOAL_ID, ContextMonitor, fit_parts, pack, split_text
+from replangraph.context.fitting import GOAL_ID, ContextMonitor, fit_parts
 from replangraph.context.kept import (
     announced,
     collect_writes,
@@ -30,6 +30,7 @@ from replangraph.context.kept import (
     report_task,
     result_fields,
 )
+from replangraph.context.summarizing import pack, split_text
 from replangraph.llm.calls import call_model, cut_note, guarded, output_limit, refit_on_overflow, was_cut
 from replangraph.llm.errors import says_server_down
 from replangraph.llm.reading import answer_text, ends_with_answer
