@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 
 from replangraph.context.fitting import approximate_tokens
-from replangraph.context.kept import completed, failed
+from replangraph.context.kept import WORKSPACE, completed, failed, merge_updates, result_fields, result_slot
 from replangraph.llm.calls import StepClock, cut_note, paused_if_down
 from replangraph.llm.errors import StepTimeout, is_server_down, server_url
 from replangraph.llm.reading import answer_text, message_text, with_text
@@ -142,3 +142,19 @@ def with_cut_note(reply: AIMessage, text: str, limit: int | None, task_id: str) 
     reply = reply.model_copy(update={"content": with_text(reply.content, text)})
     emit(ANSWER_CUT, task_id=task_id, part="result", limit=limit)
     return text, reply
+
+
+def ending_result(update: StateUpdate, task: Mapping[str, Any]) -> str | None:
+    """The whole result an update that ends ``task`` keeps (None: it keeps none)."""
+    step, rest = result_slot(task)
+    entry = ((update.get(WORKSPACE) or {}).get(step) or {}).get(rest)
+    own = (update.get("tasks") or {}).get(task["id"]) or {}
+    return str(entry["content"]) if entry and "content" in entry else own.get("result")
+
+
+def with_more_result(update: StateUpdate, task: Mapping[str, Any], more: str) -> StateUpdate:
+    """``update`` (one that ends ``task``) with ``more`` after the result it keeps; ``more`` is the
+    result when it keeps none (a failed subtask's partial result)."""
+    head = ending_result(update, task)
+    fields, entries = result_fields(task, f"{head}\n\n{more}" if head else more)
+    return merge_updates([update, {"tasks": {task["id"]: fields}}, entries])  # the same slots: these win

@@ -39,7 +39,6 @@ from replangraph.context.kept import (
     keep_outputs,
     merge_updates,
     window_outputs,
-    with_more_result,
 )
 from replangraph.llm.calls import (
     StepClock,
@@ -62,6 +61,7 @@ from replangraph.nodes.execution.endings import (  # rare ends of a turn; a turn
     turn_record,
     unfinished,
     with_cut_note,
+    with_more_result,
 )
 from replangraph.nodes.execution.middleware import (
     BoundModels,

@@ -24,10 +24,10 @@ from pydantic import BaseModel, ValidationError
 
 from replangraph.config import AgentConfig
 from replangraph.context.fitting import kept_id, message_key, output_id, unique_key
-from replangraph.context.kept import announced, completed, failed, limit_hit
+from replangraph.context.kept import announced, completed, failed
 from replangraph.llm.reading import UnreadableInput, as_text, message_text, task_specs, text_field
 from replangraph.names import ASK_USER, REPLAN_MARKER, REQUEST_REPLAN_TOOL, REVIEW_TOOL, SPLIT_TOOL, TOOLKIT_NAMES
-from replangraph.queue.plans import LimitReached, coerce_agent_types, split_task
+from replangraph.queue.plans import LimitReached, coerce_agent_types, limit_hit, split_task
 from replangraph.queue.tasks import QueueError, Task, is_candidate, ordered, preview, task_line
 from replangraph.state import DYNAMIC_TASKS_ADDED, event
 from replangraph.tools.replan_toolkit.prompts import (
