@@ -45,6 +45,7 @@ from replangraph.context.fitting import (
     unique_key,
 )
 from replangraph.context.lookup import (  # noqa: F401  # finding kept text, importable here too
+    output_keys,
     read_saved,
     run_label,
     run_namespace,
@@ -153,17 +154,7 @@ class Workspace:
 
     def keys(self, task: Mapping[str, Any], limit: int = 20) -> list[str]:
         """Keys of a subtask's kept outputs (the part after ``output:``), oldest first, the last ``limit``."""
-        step = step_key(task)
-        prefix = step + ":output:"
-        if self.store is not None:
-            items = self.store.search(self.namespace, filter={"step": step}, limit=10_000)
-            ordered = sorted((i for i in items if i.key.startswith(prefix)), key=lambda i: i.created_at)
-            rests = [i.key[len(step) :] for i in ordered]
-        else:
-            rests = [*self.entries.get(step, {})]
-        rests += self.pending.get(step, {})
-        found = [r.removeprefix(":output:") for r in dict.fromkeys(rests) if r.startswith(":output:")]
-        return found[-limit:]
+        return output_keys(self, task, limit)
 
     def with_pending(self, update: Mapping[str, Any]) -> Workspace:
         """This workspace, also reading the entries ``update`` will write (nothing is written)."""

@@ -1,6 +1,6 @@
 """Finding kept text: the store namespace a thread's entries live under (`thread_label`, `run_namespace`,
-`run_label`) and the whole text behind an output id (`read_saved`: what ``read_output``, ``replangraph output``
-and ``durable.kept_output`` show; `saved_keys`: the ids a subtask can read). No LangGraph here.
+`run_label`), the whole text behind an output id (`read_saved`: what ``read_output``, ``replangraph output``
+and ``durable.kept_output`` show) and the ids kept (`saved_keys`, `output_keys`). No LangGraph here.
 
 A run without a store and a thread id runs none of it. `replangraph.context.kept` keeps these names importable
 and is the one module that imports this one."""
@@ -78,3 +78,19 @@ def saved_keys(tasks: Mapping[str, Mapping[str, Any]], task_id: str, limit: int 
     """Output ids a subtask can read: its own kept outputs, then ``goal``."""
     keys = kept.current_workspace().keys(tasks[task_id], limit) if task_id in tasks else []
     return [output_id(task_id, key) for key in keys] + [GOAL_ID]
+
+
+def output_keys(workspace: kept.Workspace, task: Mapping[str, Any], limit: int = 20) -> list[str]:
+    """Keys of a subtask's kept outputs in ``workspace`` (the part after ``output:``), oldest first, the last
+    ``limit`` (`Workspace.keys`)."""
+    step = kept.step_key(task)
+    prefix = step + ":output:"
+    if workspace.store is not None:
+        items = workspace.store.search(workspace.namespace, filter={"step": step}, limit=10_000)
+        ordered = sorted((i for i in items if i.key.startswith(prefix)), key=lambda i: i.created_at)
+        rests = [i.key[len(step) :] for i in ordered]
+    else:
+        rests = [*workspace.entries.get(step, {})]
+    rests += workspace.pending.get(step, {})
+    found = [r.removeprefix(":output:") for r in dict.fromkeys(rests) if r.startswith(":output:")]
+    return found[-limit:]
