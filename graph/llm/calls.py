@@ -18,8 +18,8 @@ for anything unexpected (see ``builder.py``).
 **The structured-output loop** (`ask_structured`), which every judgement uses: a model bound to a schema
 (`bind_schema`: function calling, raw reply included) is asked through `call_model`; ``read(answer)`` turns
 the answer into a value or raises `UnreadableInput` with a reason; the next ask repeats the request with a
-message naming the reason and quoting the previous answer. A `Provisional` answer is asked about again
-too, but used when no better one comes.
+message naming the reason and quoting the previous answer (`replangraph.llm.reasking`, loaded on that path).
+A `Provisional` answer is asked about again too, but used when no better one comes.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
-"""The rare ends of a subtask's turn: a model call that raised (`turn_failure`, `overflowed`), a call left unrun
-(`not_run`), a refused call repeated (`repeated_refusal`), the record of a turn that ended its subtask
-(`turn_record`). Imported where those paths start; a turn that goes well runs nothing here."""
+"""The rare ends of a subtask's turn: a model call that raised (`turn_failure`, `overflowed`), an opening window
+over budget (`too_small`), an answer cut at the output limit (`with_cut_note`), a call left unrun, stopped by the
+deadline or answered by no one (`not_run`, `unfinished`, `no_reply`), a refused call repeated
+(`repeated_refusal`), and what a turn that ended its subtask adds to the result (`turn_record`,
+`with_more_result`). A turn that goes well runs nothing here."""
 
 from __future__ import annotations
 
