@@ -14,6 +14,7 @@ RARE_PATH_MODULES = (
     "replangraph.llm.reasking",
     "replangraph.nodes.execution.adapting",
     "replangraph.nodes.execution.endings",
+    "replangraph.nodes.finalize.report",
 )
 
 
