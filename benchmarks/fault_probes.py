@@ -31,7 +31,7 @@ from pydantic import ValidationError
 
 from replangraph import AgentConfig, build_graph
 from replangraph.context import kept
-from replangraph.context.fitting import NOTE_RE
+from replangraph.context.excerpts import NOTE_RE
 from replangraph.durable import kept_output, open_saver
 from replangraph.llm.reading import message_text
 from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call

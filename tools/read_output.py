@@ -14,7 +14,8 @@ from typing import Annotated, Any
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import AliasChoices, BaseModel, BeforeValidator, Field, WithJsonSchema
 
-from replangraph.context.fitting import PAGE, note
+from replangraph.context.excerpts import PAGE, note
+from replangraph.context.kept import read_saved, saved_keys
 from replangraph.llm.reading import as_text
 from replangraph.names import READ_OUTPUT
 
@@ -123,4 +124,13 @@ def read_output_tool(lookup: Callable[[str], str | None], known: Callable[[], li
             f"Error: invalid arguments ({e.errors()[0]['msg']}); send output_id "
             "as the note writes it, and offset/limit as whole numbers."
         ),
+    )
+
+
+def subtask_reader(tasks: Any, goal: str, task_id: str, page_chars: int) -> BaseTool:
+    """``read_output`` for one running subtask: its kept text and its dependencies' results (``tasks``: the queue)."""
+    return read_output_tool(
+        lambda ident: read_saved(ident, tasks, goal, task_id),
+        lambda: saved_keys(tasks, task_id),
+        page_chars,
     )

@@ -15,7 +15,8 @@ from typing import Any
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from replangraph.context.fitting import kept_id, mark_kept, message_key, output_id, recut, unique_key
+from replangraph.context.excerpts import recut
+from replangraph.context.fitting import kept_id, mark_kept, message_key, output_id, unique_key
 from replangraph.llm.reading import message_text
 
 SUMMARY_HEADER = "[Context summary: earlier work on this subtask was compressed to fit the context window.]"

@@ -3,13 +3,14 @@
 The context monitor counts a request's tokens against the window. Whatever is cut from a request is kept
 elsewhere under an *output id*, and the cut text says so in a note that names the omitted range: agents read
 it back with ``read_output``; one-shot requests (planner, replanner, verifier) only say where it is kept.
-A subtask's opening window (its prompt, rules, goal and inputs) is fitted here too, its instructions never cut."""
+A subtask's opening window (its prompt, rules, goal and inputs) is fitted here too, its instructions never cut.
+The cutting itself (excerpts, notes, cut arguments) is in `replangraph.context.excerpts`, what each model's
+endpoint told in `replangraph.context.model_memory`; both run only when something is too long or a monitor is made."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +22,13 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from replangraph.config import AgentConfig, AgentProfile
-from replangraph.llm.calls import endpoint_url
+from replangraph.context.excerpts import (  # the cutting itself; fair_shares, cut_args: importable here as before
+    cut_args,
+    excerpt,
+    fair_shares,  # noqa: F401
+    with_cut_args,
+)
+from replangraph.context.model_memory import LearnedByModel, model_context_window
 from replangraph.llm.errors import overflow_sizes
 from replangraph.llm.reading import message_text
 from replangraph.names import REPLAN_MARKER
@@ -34,13 +41,6 @@ DEFAULT_CONTEXT_WINDOW = 200_000
 def approximate_tokens(messages: Sequence[AnyMessage], tools: Sequence[BaseTool | dict] = ()) -> int:
     """Offline token estimate of a request: messages plus tool schemas."""
     return count_tokens_approximately(messages, tools=list(tools) or None)
-
-
-def model_context_window(model: Any) -> int | None:
-    """``max_input_tokens`` from a chat model's profile, if it has one."""
-    profile = getattr(model, "profile", None) or {}
-    value = profile.get("max_input_tokens") if isinstance(profile, dict) else None
-    return int(value) if value else None
 
 
 CALIBRATION_TOLERANCE = 0.1
@@ -78,32 +78,6 @@ class Learned:
         """The ratio to scale approximate counts by; None while it is within `CALIBRATION_TOLERANCE` of 1."""
         ratio = self.ratio
         return None if ratio is None or abs(ratio - 1) <= CALIBRATION_TOLERANCE else ratio
-
-
-def model_key(model: Any) -> tuple:
-    """Which model an entry of `LearnedByModel` describes: its class, base URL and model name when it has a
-    name, else the object itself (``id``)."""
-    name = getattr(model, "model_name", None) or getattr(model, "model", None)
-    if not isinstance(name, str) or not name:
-        return ("object", id(model))
-    url = endpoint_url(model) or str(getattr(model, "base_url", None) or "")
-    return (type(model).__name__, url, name)
-
-
-class LearnedByModel:
-    """One `Learned` per model (`model_key`), for every monitor of a compiled graph.
-
-    An entry describes a model's server, not anyone's data, so the graph's threads and runs share it: an
-    overflow in one run narrows that model's window for the next. A model never sees another's entry."""
-
-    def __init__(self) -> None:
-        self.entries: dict[tuple, Learned] = {}
-        self.lock = threading.Lock()
-
-    def of(self, model: Any) -> Learned:
-        """``model``'s entry, made on first use."""
-        with self.lock:
-            return self.entries.setdefault(model_key(model), Learned())
 
 
 class ContextMonitor(Configured):
@@ -231,14 +205,6 @@ GOAL_ID = "goal"
 PLAN_ID = "plan"
 RESULT_KEY = "result"
 
-NOTE = (
-    '[… output "{id}": characters {start}-{end} of {total} are not shown here; '
-    'read them with read_output(output_id="{id}", offset={start}) …]'
-)
-KEPT_NOTE = '[… output "{id}": characters {start}-{end} of {total} are not shown here; the full text is kept …]'
-PAGE = 'output "{id}", characters {start}-{end} of {total}:\n'
-PAGE_RE = re.compile(r'^output "(.+?)", characters (\d+)-(\d+) of (\d+):')
-NOTE_RE = re.compile(r'\[… output "(.+?)": characters (\d+)-(\d+) of (\d+) are not shown here;.*?…\]')
 KEPT = "replangraph_kept"
 """``response_metadata`` key marking a message whose full text is kept under the output id it holds.
 
@@ -254,61 +220,6 @@ def result_id(task_id: str) -> str:
 def output_id(task_id: str, key: str) -> str:
     """Output id of text saved for a subtask under ``key`` (a tool call id, ``history-2``, ...)."""
     return f"{task_id}/{key}"
-
-
-def note(output: str, start: int, end: int, total: int, readable: bool = True) -> str:
-    """The marker standing for characters ``start``..``end`` of a kept text."""
-    return (NOTE if readable else KEPT_NOTE).format(id=output, start=start, end=end, total=total)
-
-
-def excerpt(text: str, limit: int, output: str, readable: bool = True, *, at: int = 0, total: int | None = None) -> str:
-    """``text`` within about ``limit`` characters: its head, a note naming the omitted range, its tail.
-
-    ``text`` itself must be kept under ``output`` (or be the part of the ``total`` characters kept there
-    that starts at character ``at``: the note names the range in the kept text); with ``readable`` the
-    note tells the agent how to read the range with ``read_output``.
-    """
-    if len(text) <= limit:
-        return text
-    total = len(text) if total is None else total
-    marker = note(output, total, total, total, readable)
-    keep = max(limit - len(marker), 0)
-    head, tail = keep - keep // 3, keep // 3
-    end = len(text) - tail
-    return text[:head] + "\n" + note(output, at + head, at + end, total, readable) + "\n" + text[end:]
-
-
-def fair_shares(sizes: Sequence[int], room: int, floor: int = 300) -> list[int]:
-    """The most characters each of several texts of ``sizes`` may show so that together they take about
-    ``room``: a text within its fair share of what is left stays whole (its limit is its size), the
-    longer ones share the rest equally, none below ``floor``."""
-    limits = list(sizes)
-    for left, index in zip(range(len(sizes), 0, -1), sorted(range(len(sizes)), key=lambda i: sizes[i]), strict=True):
-        share = max(room // left, floor)
-        limits[index] = min(sizes[index], share)
-        room -= limits[index]
-    return limits
-
-
-def recut(text: str, limit: int, fallback_id: str, kept: str | None = None, readable: bool = True) -> tuple[str, bool]:
-    """``(text within limit, whether it must be saved under fallback_id)``.
-
-    Text whose full version is kept under ``kept`` (an excerpt or a ``read_output``
-    page) is cut further, head only with its note widened to the end, without
-    saving anything new. Any other text is cut to an excerpt that must be saved.
-    """
-    if len(text) <= limit:
-        return text, False
-    found = [m for m in NOTE_RE.finditer(text) if m.group(1) == kept] if kept else []
-    if not found:
-        return excerpt(text, limit, fallback_id, readable), True
-    match = found[-1]
-    output, start, total = match.group(1), int(match.group(2)), int(match.group(4))
-    page = PAGE_RE.match(text)
-    header, first = (page.end() + 1, int(page.group(2))) if page and page.group(1) == output else (0, 0)
-    marker = note(output, total, total, total, readable)
-    keep = max(min(limit - len(marker) - header - 1, start - first), 0)
-    return text[: header + keep] + "\n" + note(output, first + keep, total, total, readable), False
 
 
 @dataclass
@@ -352,37 +263,6 @@ def fit_parts(
     return Fitted(request, cut)
 
 
-def split_text(text: str, max_chars: int) -> list[str]:
-    """``text`` in consecutive pieces of at most ``max_chars``, cut at line ends or spaces where possible.
-
-    Joining the pieces gives ``text`` back exactly.
-    """
-    max_chars = max(max_chars, 1)
-    pieces, start = [], 0
-    while len(text) - start > max_chars:
-        window = (start + max_chars // 2, start + max_chars)
-        end = max(text.rfind("\n", *window), -1)
-        if end < 0:
-            end = text.rfind(" ", *window)  # else between words, so no token is split
-        end = end + 1 if end > start else start + max_chars
-        pieces.append(text[start:end])
-        start = end
-    pieces.append(text[start:])
-    return pieces
-
-
-def pack(items: Sequence[T], fits: Callable[[Sequence[T]], bool]) -> list[list[T]]:
-    """Consecutive groups of ``items``, each as large as ``fits`` allows (an item that does not fit alone
-    gets a group of its own)."""
-    groups: list[list[T]] = []
-    for item in items:
-        if groups and fits([*groups[-1], item]):
-            groups[-1].append(item)
-        else:
-            groups.append([item])
-    return groups
-
-
 def unique_key(base: str, taken: Callable[[str], bool]) -> str:
     """``base``, or ``base~2``, ``base~3`` ... the first key not ``taken`` (kept text is written once)."""
     key, n = base, 1
@@ -410,10 +290,6 @@ def mark_kept(message: AnyMessage, content: str, ident: str) -> AnyMessage:
     return message.model_copy(update={"content": content, "response_metadata": metadata})
 
 
-ARGS_FLOOR = 300
-"""Fewest characters a cut argument value is shown in."""
-
-
 def json_pairs(args: Mapping[str, Any]) -> list[tuple[str, str]]:
     """Each key and value of a tool call's arguments as JSON text (keys as text, as JSON writes them)."""
     dumps = json.dumps
@@ -427,66 +303,6 @@ def args_text(args: Any) -> str:
     if isinstance(args, Mapping):
         return "{" + ", ".join(f"{k}: {v}" for k, v in json_pairs(args)) + "}"
     return json.dumps(args, ensure_ascii=False, default=str)
-
-
-def cut_args(args: Any, limit: int, ident: str) -> tuple[Any, str]:
-    """``(arguments within about limit characters, the whole arguments' text to keep under ident)``.
-
-    An object keeps its keys: its small values stay whole, the largest become excerpts of their JSON text
-    whose notes name the range in the kept text (`excerpt`); arguments written as text (an unreadable
-    call's) become an excerpt. Arguments within ``limit`` come back as they are."""
-    whole = args_text(args)
-    if len(whole) <= limit:
-        return args, whole
-    if not isinstance(args, Mapping):
-        shown = excerpt(whole, limit, ident)
-        return (shown if isinstance(args, str) else {"arguments": shown}), whole
-    pairs = json_pairs(args)
-    keys, values = [k for k, _ in pairs], [v for _, v in pairs]
-    starts, at = [], 1  # where each value starts in ``whole``
-    for key, value in pairs:
-        starts.append(at + len(key) + 2)
-        at += len(key) + len(value) + 4
-    shown = list(args.values())
-    limits = fair_shares([len(v) for v in values], limit - sum(len(k) + 4 for k in keys), ARGS_FLOOR)
-    for index, (value, most) in enumerate(zip(values, limits, strict=True)):
-        if len(value) > most:
-            shown[index] = excerpt(value, most, ident, at=starts[index], total=len(whole))
-    return dict(zip(args, shown, strict=True)), whole
-
-
-def with_cut_args(message: AIMessage, cut: Mapping[str, Any]) -> AIMessage:
-    """``message`` with the arguments of the calls in ``cut`` (call id -> arguments) replaced, wherever the
-    message holds them (its tool calls, unreadable calls, a provider's raw calls and content blocks), and
-    without its usage figures (they counted the whole arguments)."""
-
-    def raw(call: Mapping[str, Any]) -> Mapping[str, Any]:
-        if call.get("id") not in cut or not isinstance(call.get("function"), Mapping):
-            return call
-        args = cut[call["id"]]
-        text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-        return {**call, "function": {**call["function"], "arguments": text}}
-
-    def block(item: Any) -> Any:
-        if not isinstance(item, Mapping) or item.get("id") not in cut:
-            return item
-        field_name = next((f for f in ("input", "args", "arguments") if f in item), None)
-        return {**item, field_name: cut[item["id"]]} if field_name else item
-
-    extra = dict(message.additional_kwargs)
-    if isinstance(extra.get("tool_calls"), list):
-        extra["tool_calls"] = [raw(c) for c in extra["tool_calls"]]
-    update = {
-        "tool_calls": [{**c, "args": cut[c["id"]]} if c.get("id") in cut else c for c in message.tool_calls],
-        "invalid_tool_calls": [
-            {**c, "args": cut[c["id"]]} if c.get("id") in cut else c for c in message.invalid_tool_calls
-        ],
-        "additional_kwargs": extra,
-        "usage_metadata": None,
-    }
-    if isinstance(message.content, list):
-        update["content"] = [block(item) for item in message.content]
-    return message.model_copy(update=update)
 
 
 def cut_call_args(
@@ -509,7 +325,25 @@ def cut_call_args(
     return (with_cut_args(message, cut) if cut else message), kept
 
 
-R = TypeVar("R")
+def cut_answered_args(
+    task_id: str,
+    window: Sequence[AnyMessage],
+    replies: Sequence[ToolMessage],
+    limit: int,
+    taken: Callable[[str], bool],
+    cut: dict[str, str],
+) -> list[AnyMessage]:
+    """``window`` with the arguments of its last turn's answered calls that are longer than
+    ``limit`` characters cut, like long outputs (`cut_call_args`); their whole text goes to ``cut``
+    (``taken``: whether a key holds kept text, ``cut``'s included)."""
+    window = list(window)
+    at = next((i for i in range(len(window) - 1, -1, -1) if isinstance(window[i], AIMessage)), None)
+    if at is None:
+        return window
+    answered = {r.tool_call_id for r in replies}
+    window[at], whole = cut_call_args(window[at], answered, limit, task_id, taken)
+    cut.update(whole)
+    return window
 
 
 def schema_tools(schema: Any) -> list[dict]:

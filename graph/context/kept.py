@@ -25,7 +25,6 @@ import contextlib
 import contextvars
 import dataclasses
 import functools
-import hashlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -35,11 +34,8 @@ from langgraph.config import get_config, get_store
 from langgraph.types import Command
 
 from replangraph.context.compression import transcript
+from replangraph.context.excerpts import PAGE_RE
 from replangraph.context.fitting import (
-    GOAL_ID,
-    PAGE_RE,
-    PLAN_ID,
-    RESULT_KEY,
     excerpt,
     kept_id,
     mark_kept,
@@ -48,10 +44,18 @@ from replangraph.context.fitting import (
     result_id,
     unique_key,
 )
+from replangraph.context.lookup import (  # noqa: F401  # finding kept text, importable here too
+    output_keys,
+    read_saved,
+    run_label,
+    run_namespace,
+    saved_keys,
+    saved_text,
+    thread_label,
+)
 from replangraph.llm.reading import message_text
 from replangraph.names import ASK_USER, READ_OUTPUT
-from replangraph.queue.plans import LimitReached
-from replangraph.queue.tasks import plan_summary, preview
+from replangraph.queue.tasks import preview
 from replangraph.state import (
     EVENTS,
     STEP_COMPLETED,
@@ -99,39 +103,6 @@ def thread_id() -> str | None:
     except RuntimeError:
         return None
     return None if found is None or found == "" else str(found)
-
-
-LABEL_MAX = 200
-"""Longest label `thread_label` returns whole; a longer one is cut and ends in a hash of the whole."""
-
-
-def thread_label(thread: str) -> str:
-    """``thread`` as one store-namespace label and file name: ``%``, ``.``, ``/``, ``\\``, ``~``, control
-    characters and NUL percent-encoded (``a.b`` → ``a%2Eb``), so it is never ``.`` or ``..``, holds no period
-    (LangGraph's stores refuse them) and two ids never share a label; one over `LABEL_MAX` characters (after encoding)
-    is cut and ends in ``~`` and 16 hex digits of its SHA-256."""
-    label = "".join(f"%{ord(c):02X}" if c in "%./\\~" or ord(c) < 32 or ord(c) == 127 else c for c in thread)
-    if len(label) > LABEL_MAX or len(label.encode("utf-8")) > LABEL_MAX:
-        digest = hashlib.sha256(thread.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-        label = label.encode("utf-8")[: LABEL_MAX - 17].decode("utf-8", "ignore") + "~" + digest
-    return label or "%"
-
-
-def run_namespace(thread: str | None = None) -> tuple[str, ...]:
-    """The store namespace of the run on ``thread`` (default: the run going on):
-    ``("replangraph", thread_label(thread))``, ``("replangraph", "default")`` without a thread id."""
-    thread = thread if thread is not None else thread_id()
-    return ("replangraph", thread_label(thread) if thread is not None else "default")
-
-
-def run_label() -> str | None:
-    """The label of the run going on: its thread's (`thread_label`), else ``run-<its run key>`` (a run
-    without a thread id), else None (outside a graph run)."""
-    thread = thread_id()
-    if thread is not None:
-        return thread_label(thread)
-    key = current_workspace().run_key
-    return f"run-{key}" if key else None
 
 
 def graph_store() -> Any:
@@ -183,17 +154,7 @@ class Workspace:
 
     def keys(self, task: Mapping[str, Any], limit: int = 20) -> list[str]:
         """Keys of a subtask's kept outputs (the part after ``output:``), oldest first, the last ``limit``."""
-        step = step_key(task)
-        prefix = step + ":output:"
-        if self.store is not None:
-            items = self.store.search(self.namespace, filter={"step": step}, limit=10_000)
-            ordered = sorted((i for i in items if i.key.startswith(prefix)), key=lambda i: i.created_at)
-            rests = [i.key[len(step) :] for i in ordered]
-        else:
-            rests = [*self.entries.get(step, {})]
-        rests += self.pending.get(step, {})
-        found = [r.removeprefix(":output:") for r in dict.fromkeys(rests) if r.startswith(":output:")]
-        return found[-limit:]
+        return output_keys(self, task, limit)
 
     def with_pending(self, update: Mapping[str, Any]) -> Workspace:
         """This workspace, also reading the entries ``update`` will write (nothing is written)."""
@@ -307,11 +268,6 @@ def keep_outputs(task: Mapping[str, Any], outputs: Mapping[str, str]) -> dict[st
     return entries_of(entry_update(output_slot(task, key), text, kind="output") for key, text in fresh.items())
 
 
-def saved_text(task: Mapping[str, Any], key: str) -> str | None:
-    """Text kept for ``task`` under ``key``."""
-    return current_workspace().get(output_slot(task, key))
-
-
 RESULT_PREVIEW_CHARS = 2_000
 """Results up to this long stay whole in the queue; longer ones as an excerpt pointing at the workspace."""
 
@@ -350,33 +306,6 @@ def report_task(tasks: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
     numbers = [int(p) for t in tasks.values() if str(p := t.get("plan_id") or "1").isdigit()]
     plan = str(max(numbers, default=1))
     return {"id": f"{REPORT_PREFIX}{plan}", "plan_id": plan}
-
-
-def read_saved(ident: str, tasks: Mapping[str, Mapping[str, Any]], goal: str, current: str) -> str | None:
-    """The full text behind an output id; ids without a task part are looked up in ``current``'s outputs."""
-    ident = ident.strip().strip("'\"` ")
-    if ident == GOAL_ID:
-        return goal
-    if ident == PLAN_ID:
-        return plan_summary(tasks)
-    for index in reversed([i for i, c in enumerate(ident) if c == "/"]):  # task ids may hold a slash too
-        task_id, key = ident[:index], ident[index + 1 :]
-        if task_id in tasks:
-            found = full_result(tasks[task_id]) if key == RESULT_KEY else saved_text(tasks[task_id], key)
-            if found is not None:
-                return found
-    report, _, key = ident.partition("/")
-    if report.startswith(REPORT_PREFIX) and key:  # a list the fallback report kept
-        found = saved_text({"id": report, "plan_id": report.removeprefix(REPORT_PREFIX)}, key)
-        if found is not None:
-            return found
-    return saved_text(tasks[current], ident) if current in tasks else None
-
-
-def saved_keys(tasks: Mapping[str, Mapping[str, Any]], task_id: str, limit: int = 20) -> list[str]:
-    """Output ids a subtask can read: its own kept outputs, then ``goal``."""
-    keys = current_workspace().keys(tasks[task_id], limit) if task_id in tasks else []
-    return [output_id(task_id, key) for key in keys] + [GOAL_ID]
 
 
 def cut_observation(
@@ -471,22 +400,6 @@ def completed(task: Mapping[str, Any], result: str, model_calls: int | None = No
     return {"tasks": {task["id"]: change}, "windows": {task["id"]: None}, **entries, EVENTS: [done]}
 
 
-def ending_result(update: StateUpdate, task: Mapping[str, Any]) -> str | None:
-    """The whole result an update that ends ``task`` keeps (None: it keeps none)."""
-    step, rest = result_slot(task)
-    entry = ((update.get(WORKSPACE) or {}).get(step) or {}).get(rest)
-    own = (update.get("tasks") or {}).get(task["id"]) or {}
-    return str(entry["content"]) if entry and "content" in entry else own.get("result")
-
-
-def with_more_result(update: StateUpdate, task: Mapping[str, Any], more: str) -> StateUpdate:
-    """``update`` (one that ends ``task``) with ``more`` after the result it keeps; ``more`` is the
-    result when it keeps none (a failed subtask's partial result)."""
-    head = ending_result(update, task)
-    fields, entries = result_fields(task, f"{head}\n\n{more}" if head else more)
-    return merge_updates([update, {"tasks": {task["id"]: fields}}, entries])  # the same slots: these win
-
-
 def combined_ending(task_id: str, endings: Sequence[StateUpdate], flags: Sequence[str]) -> StateUpdate:
     """One update from the updates that ended a subtask in one turn (a hand-off, a replan request,
     a tool's own), in call order, plus ``flags``: problems the replanner should see.
@@ -530,15 +443,6 @@ def merge_updates(updates: list[StateUpdate]) -> StateUpdate:
         merged[WORKSPACE] = merge_workspace(merged[WORKSPACE], [update.get(WORKSPACE)])
         merged[EVENTS] += update.get(EVENTS) or []
     return {key: value for key, value in merged.items() if value}
-
-
-def limit_hit(task: Mapping[str, Any], limit: LimitReached | None) -> dict:
-    """``{"limits_hit": {...}}`` adding what ``limit`` refused to the task's record, or {} without one."""
-    if limit is None:
-        return {}
-    hits = dict(task.get("limits_hit") or {})
-    hits[limit.limit] = max(hits.get(limit.limit, 0), limit.needed)
-    return {"limits_hit": hits}
 
 
 def keep_window(task: Mapping[str, Any], window: Any) -> tuple[str, dict[str, Any]]:

@@ -10,8 +10,9 @@ summarizer that keeps every fact cannot shrink it), the summaries are joined.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
-from replangraph.context.fitting import pack, split_text
+T = TypeVar("T")
 
 Fold = Callable[[str | None, str], str]
 """``fold(previous summary or None, text) -> summary``: one summary model call."""
@@ -85,3 +86,37 @@ def summarize_in_chunks(
     partial = [counted_fold(None, "\n".join(chunk)) for chunk in chunks]
     summaries = [previous, *partial] if previous else partial
     return reduce_summaries(summaries, counted_merge, fits_merge), calls
+
+
+# --------------------------------------------------------------------------- pieces of a long text
+
+
+def split_text(text: str, max_chars: int) -> list[str]:
+    """``text`` in consecutive pieces of at most ``max_chars``, cut at line ends or spaces where possible.
+
+    Joining the pieces gives ``text`` back exactly.
+    """
+    max_chars = max(max_chars, 1)
+    pieces, start = [], 0
+    while len(text) - start > max_chars:
+        window = (start + max_chars // 2, start + max_chars)
+        end = max(text.rfind("\n", *window), -1)
+        if end < 0:
+            end = text.rfind(" ", *window)  # else between words, so no token is split
+        end = end + 1 if end > start else start + max_chars
+        pieces.append(text[start:end])
+        start = end
+    pieces.append(text[start:])
+    return pieces
+
+
+def pack(items: Sequence[T], fits: Callable[[Sequence[T]], bool]) -> list[list[T]]:
+    """Consecutive groups of ``items``, each as large as ``fits`` allows (an item that does not fit alone
+    gets a group of its own)."""
+    groups: list[list[T]] = []
+    for item in items:
+        if groups and fits([*groups[-1], item]):
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+    return groups

@@ -18,13 +18,12 @@ for anything unexpected (see ``builder.py``).
 **The structured-output loop** (`ask_structured`), which every judgement uses: a model bound to a schema
 (`bind_schema`: function calling, raw reply included) is asked through `call_model`; ``read(answer)`` turns
 the answer into a value or raises `UnreadableInput` with a reason; the next ask repeats the request with a
-message naming the reason and quoting the previous answer. A `Provisional` answer is asked about again
-too, but used when no better one comes.
+message naming the reason and quoting the previous answer (`replangraph.llm.reasking`, loaded on that path).
+A `Provisional` answer is asked about again too, but used when no better one comes.
 """
 
 from __future__ import annotations
 
-import json
 import random
 import threading
 import time
@@ -34,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableBinding
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langgraph.errors import GraphBubbleUp
@@ -48,8 +47,8 @@ from replangraph.llm.errors import (
     is_transient,
     retry_after,
 )
-from replangraph.llm.formats import read_text_calls
-from replangraph.llm.reading import CUT_OFF, CutOff, UnreadableInput, answer_text, cut_by_limit, load_json
+from replangraph.llm.formats import load_json, read_text_calls
+from replangraph.llm.reading import CUT_OFF, CutOff, UnreadableInput, answer_text, cut_by_limit
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -602,41 +601,6 @@ def read_arguments(answer: Any, tool: str) -> Any:
     return load_json(text)
 
 
-def quoted(answer: Any, limit: int = QUOTED_CHARS) -> str:
-    """What the model actually said, for the retry message (at most ``limit`` characters): its tool call's
-    arguments, else its text."""
-    raw = raw_reply(answer)
-    if isinstance(raw, AIMessage) and raw.tool_calls:
-        return json.dumps(raw.tool_calls[0].get("args"), default=str)[:limit]
-    if isinstance(raw, BaseMessage):
-        return answer_text(raw)[:limit] or "(empty)"
-    return "(none)"
-
-
-def shortened(text: str, limit: int) -> str:
-    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: max(limit - 1, 0)] + "…"
-
-
-def retry_request(
-    messages: Sequence[BaseMessage], prompt: str, error: str, answer: Any, quoted_chars: int = QUOTED_CHARS
-) -> list[BaseMessage]:
-    """The request asked again: ``messages`` and ``prompt`` filled with the reason and the previous answer
-    (at most ``quoted_chars`` of it)."""
-    return [*messages, HumanMessage(prompt.format(error=error, previous=quoted(answer, quoted_chars)))]
-
-
-def failed(called: Called, calls: int, kept: Provisional | None) -> StructuredAnswer:
-    """The outcome when a model call failed (``calls`` include its tries): a provisional value kept,
-    else no value, with why."""
-    exc = called.error
-    if kept is not None:
-        return StructuredAnswer(kept.value, calls, failure=exc)
-    error = f"model call failed: {type(exc).__name__}: {exc}"
-    return StructuredAnswer(None, calls, error, overflow=called.overflow, unanswered=called.unanswered, failure=exc)
-
-
 def ask_structured(
     structured: Any,
     messages: Sequence[BaseMessage],
@@ -665,14 +629,19 @@ def ask_structured(
         called = call_model(structured, prompt, config, observe=observe, monitor=monitor)
         calls += called.attempts
         if called.error is not None:  # the model is down or refuses: the caller falls back
+            from replangraph.llm.reasking import failed  # a rare path; reasking imports this module
+
             return failed(called, calls, kept)
         answer = called.reply
         try:
             return StructuredAnswer(read(answer), calls, answer=answer)
         except Provisional as exc:
-            kept, error = exc, shortened(str(exc), error_chars)
+            kept, error = exc, str(exc)
         except UnreadableInput as exc:
-            error = shortened(str(exc), error_chars)
+            error = str(exc)
+        from replangraph.llm.reasking import retry_request, shortened  # a rare path; reasking imports this module
+
+        error = shortened(error, error_chars)
         prompt = retry_request(messages, retry_prompt, error, answer, quoted_chars)
     if kept is not None:
         return StructuredAnswer(kept.value, calls, answer=answer)

@@ -1,7 +1,10 @@
-"""Tool calls written as text: the formats open-weight models use when no server-side parser reads them.
+"""Text models write where structure was expected: tool calls written as text, in the formats open-weight models
+use when no server-side parser reads them, and JSON, lists and tool names written as text.
 
 One parser, `read_text_calls`, used by the executor's tool-call repair (`replangraph.llm.reading.repair_tool_calls`)
-and by the structured-output loop (`replangraph.llm.calls.read_arguments`). Pure; no LangGraph here.
+and by the structured-output loop (`replangraph.llm.calls.read_arguments`). `load_json` reads JSON from text:
+fenced, inside prose, a Python literal, refused when cut off (`CutOff`). The lenient readers of
+`replangraph.llm.reading` come here only when a value arrives as text. Pure; no LangGraph here.
 """
 
 from __future__ import annotations
@@ -15,16 +18,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replangraph.llm.reading import (
-    JSON_START,
-    MAX_LITERAL_CHARS,
-    MAX_STARTS,
+    BULLET,
+    CUT_OFF,
+    LIST_KEYS,
+    MAX_NESTING,
     CutOff,
     UnreadableInput,
-    closing_end,
-    invalid_call,
-    load_json,
+    as_text,
+    check_nesting,
     match_name,
-    strip_fences,
+    truthy,
 )
 
 CALL_OPEN = re.compile(
@@ -249,3 +252,186 @@ def _add(found: TextCalls, calls: list[tuple[str, dict]], cut: str | None = None
 def calls_written_as_text(text: str, tool_names: Sequence[str]) -> list[dict]:
     """The calls of known tools ``text`` writes (see `read_text_calls`), else []."""
     return read_text_calls(text, tool_names).calls
+
+
+# --------------------------------------------------------------------------- JSON, lists and names written as text
+
+
+MAX_STARTS = 50
+"""Opening brackets tried when looking for JSON inside prose."""
+
+
+MAX_LITERAL_CHARS = 100_000
+"""Longest text read as a Python literal (``ast.literal_eval`` is slow on huge input)."""
+
+
+FENCED = re.compile(r"```[ \t]*[\w+-]*[ \t]*\n?(.*?)```", re.S)
+
+
+JSON_START = re.compile(r"""[\[{]\s*(?:["'{\[\]}\d-]|true\b|false\b|null\b)""")
+"""An opening bracket that begins a JSON value (not prose in brackets such as "[see below]")."""
+
+
+BRACKETS = re.compile(r"""["'\\{}\[\]]""")
+
+
+def strip_fences(text: str) -> str:
+    """The inside of the first markdown code fence that holds JSON, else of the first one, else the text."""
+    blocks = [block.strip() for block in FENCED.findall(text)]
+    json_like = [block for block in blocks if block[:1] in ("[", "{")]
+    return (json_like or blocks or [text.strip()])[0]
+
+
+def load_json(text: str) -> Any:
+    """JSON from ``text``: fences stripped, prose around it ignored, and as a last resort a Python
+    literal (single quotes, trailing commas: what models write when they think in Python).
+    UnreadableInput if nothing parses."""
+    body = strip_fences(text)
+    error = "no JSON found"
+    try:
+        return _checked(json.loads(body))
+    except json.JSONDecodeError as exc:
+        error = str(exc)
+    except RecursionError:
+        raise UnreadableInput(f"the JSON nests more than {MAX_NESTING} levels deep; send a flat list") from None
+    starts = [i for i, char in enumerate(body) if char in "[{"][:MAX_STARTS]
+    first = JSON_START.search(body)
+    if first and closing_end(body, first.start()) is None:
+        raise CutOff(CUT_OFF)
+    decoder = json.JSONDecoder()
+    for start in starts:  # the first complete JSON value inside prose
+        try:
+            return _checked(decoder.raw_decode(body, start)[0])
+        except (json.JSONDecodeError, RecursionError):
+            continue
+    if starts and len(body) <= MAX_LITERAL_CHARS:
+        end = max(body.rfind("]"), body.rfind("}"))
+        try:
+            return _checked(ast.literal_eval(body[starts[0] : end + 1]))
+        except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
+            pass
+    raise UnreadableInput(f"not valid JSON ({error})")
+
+
+def _checked(value: Any) -> Any:
+    check_nesting(value)
+    return value
+
+
+def closing_end(text: str, start: int) -> int | None:
+    """The index just past the bracket that closes the one at ``start`` (strings in double or single
+    quotes skipped), or None when the text ends first: a value cut off."""
+    depth, quote, escaped = 0, "", -1
+    for found in BRACKETS.finditer(text, start):
+        char, at = found.group(), found.start()
+        if at == escaped:  # the character after a backslash in a string
+            continue
+        if quote:
+            if char == "\\":
+                escaped = at + 1
+            elif char == quote:
+                quote = ""
+        elif char in "\"'":
+            quote = char
+        elif char in "[{":
+            depth += 1
+        elif char in "]}":
+            depth -= 1
+            if depth <= 0:
+                return found.end()
+    return None
+
+
+def text_lines(text: str) -> list[str]:
+    """The items of a list written as text: its bulleted or numbered lines (a heading such as
+    "Remaining tasks:" is not an item), or every non-empty line when none is bulleted."""
+    lines = [raw for raw in text.splitlines() if raw.strip()]
+    bulleted = [raw for raw in lines if BULLET.match(raw)]
+    return [BULLET.sub("", raw).strip() for raw in bulleted or lines if BULLET.sub("", raw).strip()]
+
+
+def embedded_task_json(text: str) -> Any:
+    """A task list written inside prose ("Here are the tasks: [...]"), or None."""
+    try:
+        value = load_json(text)
+    except UnreadableInput:
+        return None
+    if isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+        return value
+    if isinstance(value, list) and value and all(isinstance(v, str) and v.strip() for v in value):
+        return value
+    if isinstance(value, Mapping) and any(k in value for k in LIST_KEYS):
+        return value
+    return None
+
+
+_TOOL_NAME_KEYS = ("name", "tool_name", "toolName", "tool", "function")
+
+
+def name_list(value: Any) -> list[str]:
+    """Names, each once, from a list (each item one name), an object, or one string split on commas,
+    lines and ``and`` between spaces (``search-and-replace`` stays one name). Quotes, backticks, a
+    trailing ``()``, a ``functions.`` prefix and objects naming a tool (``{"name": ...}``, ``{"tool": ...}``,
+    ``{"type": "function", "function": {"name": ...}}``) are read as the name; an object of names
+    (``{"read_file": true}``) gives its names. Never raises: what is no name is left out."""
+    if isinstance(value, str) and value.strip().startswith("["):
+        try:
+            value = load_json(value)
+        except UnreadableInput:
+            value = value.strip().strip("[]")
+    if isinstance(value, str):
+        parts = re.split(r"[,;\n]|\s+and\s+", value)
+    elif isinstance(value, Mapping):
+        parts = [_tool_name(value)] if any(k in value for k in _TOOL_NAME_KEYS) else _names_in(value)
+    else:
+        parts = [_tool_name(item) for item in (value if isinstance(value, list | tuple) else [value])]
+    names: list[str] = []
+    for part in parts:
+        name = BULLET.sub("", part).strip().strip("`'\"").strip()
+        name = name.removeprefix("functions.").removesuffix("()").strip()
+        if name and name.lower() not in ("none", "null", "[]") and name not in names:
+            names.append(name)
+    return names
+
+
+def _tool_name(item: Any) -> str:
+    """The tool name an item gives: its text, or the name an object holds under a `_TOOL_NAME_KEYS` key."""
+    if not isinstance(item, Mapping):
+        return as_text(item)
+    for key in _TOOL_NAME_KEYS:
+        inner = item.get(key)
+        if isinstance(inner, Mapping):
+            return _tool_name(inner)
+        if isinstance(inner, str) and inner.strip():
+            return inner
+    return ""
+
+
+def _names_in(mapping: Mapping[str, Any]) -> list[str]:
+    """The names an object of names gives: its keys whose value is not a no (``{"read_file": true}``),
+    and the names in its list values (``{"required": ["read_file"]}``)."""
+    names: list[str] = []
+    for key, value in mapping.items():
+        if isinstance(value, list | tuple):
+            names.extend(name_list(value))
+        elif truthy(value) is not False and value is not None:
+            names.append(str(key))
+    return names
+
+
+def invalid_call(name: Any, args: str, call_id: Any = None, error: str | None = None) -> dict:
+    """An ``invalid_tool_call``; without ``error``, one cut off by the output limit (`cut_call_error`)."""
+    error = error or cut_call_error(name)
+    return {"name": name, "args": args, "id": call_id, "error": error, "type": "invalid_tool_call"}
+
+
+CUT_CALL = "cut off by the output limit"
+
+
+def cut_call_error(name: Any) -> str:
+    """The error of a tool call the output limit cut: what the agent reads in the call's error reply."""
+    return (
+        f"the arguments of this {name or 'tool'} call could not be read: they end before their JSON closes, "
+        f"so the call was {CUT_CALL}, most likely. Call it again with shorter arguments (fewer items per "
+        "call; split the work over several calls)"
+    )

@@ -14,7 +14,6 @@ as the smaller value its first inner object would be.
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 import uuid
@@ -34,21 +33,13 @@ from pydantic import AliasChoices, Field, WithJsonSchema
 from replangraph.names import ASK_USER
 
 MAX_NESTING = 20
-MAX_STARTS = 50
-"""Opening brackets tried when looking for JSON inside prose."""
-MAX_LITERAL_CHARS = 100_000
-"""Longest text read as a Python literal (``ast.literal_eval`` is slow on huge input)."""
 CONTENT_KEYS = ("content", "task", "description", "instruction", "instructions", "prompt", "query", "text", "title")
 AGENT_KEYS = ("agent_type", "agentType", "agent", "type")
 LIST_KEYS = ("tasks", "subtasks", "follow_up_tasks", "items", "steps", "plan", "remaining_tasks")
 TOOLS_KEYS = ("required_tools", "requiredTools", "tools", "tools_needed", "needed_tools", "required_tool", "tool")
-FENCED = re.compile(r"```[ \t]*[\w+-]*[ \t]*\n?(.*?)```", re.S)
 THINKING = re.compile(r"<(think|thinking|reasoning)>(.*?)</\1>", re.I | re.S)
 THINKING_END = re.compile(r"</(?:think|thinking|reasoning)>", re.I)
 THINKING_START = re.compile(r"<(?:think|thinking|reasoning)>", re.I)
-JSON_START = re.compile(r"""[\[{]\s*(?:["'{\[\]}\d-]|true\b|false\b|null\b)""")
-"""An opening bracket that begins a JSON value (not prose in brackets such as "[see below]")."""
-BRACKETS = re.compile(r"""["'\\{}\[\]]""")
 BULLET = re.compile(r"^\s*(?:(?:[-*•+]|\d+[.)]|\[[ xX]?\])\s+)+")
 
 
@@ -66,13 +57,6 @@ CUT_OFF = (
 )
 
 
-def strip_fences(text: str) -> str:
-    """The inside of the first markdown code fence that holds JSON, else of the first one, else the text."""
-    blocks = [block.strip() for block in FENCED.findall(text)]
-    json_like = [block for block in blocks if block[:1] in ("[", "{")]
-    return (json_like or blocks or [text.strip()])[0]
-
-
 def check_nesting(value: Any, limit: int = MAX_NESTING) -> None:
     """UnreadableInput if lists/dicts nest deeper than ``limit`` (walked without recursion)."""
     stack = [(value, 1)]
@@ -83,66 +67,6 @@ def check_nesting(value: Any, limit: int = MAX_NESTING) -> None:
                 raise UnreadableInput(f"the value nests more than {limit} levels deep; send a flat list")
             children = item.values() if isinstance(item, Mapping) else item
             stack.extend((child, depth + 1) for child in children)
-
-
-def load_json(text: str) -> Any:
-    """JSON from ``text``: fences stripped, prose around it ignored, and as a last resort a Python
-    literal (single quotes, trailing commas: what models write when they think in Python).
-    UnreadableInput if nothing parses."""
-    body = strip_fences(text)
-    error = "no JSON found"
-    try:
-        return _checked(json.loads(body))
-    except json.JSONDecodeError as exc:
-        error = str(exc)
-    except RecursionError:
-        raise UnreadableInput(f"the JSON nests more than {MAX_NESTING} levels deep; send a flat list") from None
-    starts = [i for i, char in enumerate(body) if char in "[{"][:MAX_STARTS]
-    first = JSON_START.search(body)
-    if first and closing_end(body, first.start()) is None:
-        raise CutOff(CUT_OFF)
-    decoder = json.JSONDecoder()
-    for start in starts:  # the first complete JSON value inside prose
-        try:
-            return _checked(decoder.raw_decode(body, start)[0])
-        except (json.JSONDecodeError, RecursionError):
-            continue
-    if starts and len(body) <= MAX_LITERAL_CHARS:
-        end = max(body.rfind("]"), body.rfind("}"))
-        try:
-            return _checked(ast.literal_eval(body[starts[0] : end + 1]))
-        except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
-            pass
-    raise UnreadableInput(f"not valid JSON ({error})")
-
-
-def _checked(value: Any) -> Any:
-    check_nesting(value)
-    return value
-
-
-def closing_end(text: str, start: int) -> int | None:
-    """The index just past the bracket that closes the one at ``start`` (strings in double or single
-    quotes skipped), or None when the text ends first: a value cut off."""
-    depth, quote, escaped = 0, "", -1
-    for found in BRACKETS.finditer(text, start):
-        char, at = found.group(), found.start()
-        if at == escaped:  # the character after a backslash in a string
-            continue
-        if quote:
-            if char == "\\":
-                escaped = at + 1
-            elif char == quote:
-                quote = ""
-        elif char in "\"'":
-            quote = char
-        elif char in "[{":
-            depth += 1
-        elif char in "]}":
-            depth -= 1
-            if depth <= 0:
-                return found.end()
-    return None
 
 
 def as_text(value: Any) -> str:
@@ -163,24 +87,18 @@ def as_text(value: Any) -> str:
     return str(value)
 
 
-def text_lines(text: str) -> list[str]:
-    """The items of a list written as text: its bulleted or numbered lines (a heading such as
-    "Remaining tasks:" is not an item), or every non-empty line when none is bulleted."""
-    lines = [raw for raw in text.splitlines() if raw.strip()]
-    bulleted = [raw for raw in lines if BULLET.match(raw)]
-    return [BULLET.sub("", raw).strip() for raw in bulleted or lines if BULLET.sub("", raw).strip()]
-
-
 def list_from(value: Any, what: str, lines: bool = True) -> list:
     """The list a model meant: a list, a JSON (or fenced JSON) string, an object wrapping a list,
     one object, or (when ``lines``) plain text with one item per line."""
     check_nesting(value)
     if isinstance(value, str):
+        from replangraph.llm.formats import embedded_task_json, load_json, strip_fences, text_lines  # rare; a cycle
+
         body = strip_fences(value)
         if body[:1] in ("[", "{"):
             value = load_json(body)
         else:
-            embedded = _embedded_task_json(body)
+            embedded = embedded_task_json(body)
             if embedded is None and not lines:
                 raise UnreadableInput(f"`{what}` must be a JSON list of task objects, got plain text")
             if embedded is None:
@@ -197,21 +115,6 @@ def list_from(value: Any, what: str, lines: bool = True) -> list:
     if isinstance(value, list | tuple):
         return list(value)
     raise UnreadableInput(f"`{what}` must be a list of tasks, got {type(value).__name__}")
-
-
-def _embedded_task_json(text: str) -> Any:
-    """A task list written inside prose ("Here are the tasks: [...]"), or None."""
-    try:
-        value = load_json(text)
-    except UnreadableInput:
-        return None
-    if isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
-        return value
-    if isinstance(value, list) and value and all(isinstance(v, str) and v.strip() for v in value):
-        return value
-    if isinstance(value, Mapping) and any(k in value for k in LIST_KEYS):
-        return value
-    return None
 
 
 def content_of(item: Mapping[str, Any]) -> str:
@@ -240,65 +143,13 @@ def id_list(value: Any) -> list[str]:
         if value.strip().lower() in ("none", "null", "[]", "-"):
             return []
         if value.strip().startswith("["):
+            from replangraph.llm.formats import load_json  # rare: text for a value (a cycle)
+
             return id_list(load_json(value))
         return [part.strip() for part in re.split(r"[,;]|\band\b", value) if part.strip()]
     if isinstance(value, list | tuple):
         return [as_text(v).strip() for v in value if as_text(v).strip()]
     return [as_text(value).strip()]
-
-
-_TOOL_NAME_KEYS = ("name", "tool_name", "toolName", "tool", "function")
-
-
-def name_list(value: Any) -> list[str]:
-    """Names, each once, from a list (each item one name), an object, or one string split on commas,
-    lines and ``and`` between spaces (``search-and-replace`` stays one name). Quotes, backticks, a
-    trailing ``()``, a ``functions.`` prefix and objects naming a tool (``{"name": ...}``, ``{"tool": ...}``,
-    ``{"type": "function", "function": {"name": ...}}``) are read as the name; an object of names
-    (``{"read_file": true}``) gives its names. Never raises: what is no name is left out."""
-    if isinstance(value, str) and value.strip().startswith("["):
-        try:
-            value = load_json(value)
-        except UnreadableInput:
-            value = value.strip().strip("[]")
-    if isinstance(value, str):
-        parts = re.split(r"[,;\n]|\s+and\s+", value)
-    elif isinstance(value, Mapping):
-        parts = [_tool_name(value)] if any(k in value for k in _TOOL_NAME_KEYS) else _names_in(value)
-    else:
-        parts = [_tool_name(item) for item in (value if isinstance(value, list | tuple) else [value])]
-    names: list[str] = []
-    for part in parts:
-        name = BULLET.sub("", part).strip().strip("`'\"").strip()
-        name = name.removeprefix("functions.").removesuffix("()").strip()
-        if name and name.lower() not in ("none", "null", "[]") and name not in names:
-            names.append(name)
-    return names
-
-
-def _tool_name(item: Any) -> str:
-    """The tool name an item gives: its text, or the name an object holds under a `_TOOL_NAME_KEYS` key."""
-    if not isinstance(item, Mapping):
-        return as_text(item)
-    for key in _TOOL_NAME_KEYS:
-        inner = item.get(key)
-        if isinstance(inner, Mapping):
-            return _tool_name(inner)
-        if isinstance(inner, str) and inner.strip():
-            return inner
-    return ""
-
-
-def _names_in(mapping: Mapping[str, Any]) -> list[str]:
-    """The names an object of names gives: its keys whose value is not a no (``{"read_file": true}``),
-    and the names in its list values (``{"required": ["read_file"]}``)."""
-    names: list[str] = []
-    for key, value in mapping.items():
-        if isinstance(value, list | tuple):
-            names.extend(name_list(value))
-        elif truthy(value) is not False and value is not None:
-            names.append(str(key))
-    return names
 
 
 def task_specs(value: Any, what: str = "tasks") -> list[dict[str, Any]]:
@@ -338,6 +189,8 @@ def plan_specs(value: Any) -> list[dict[str, Any]]:
         }
         tools = next((item[k] for k in TOOLS_KEYS if k in item), None)
         if tools is not None:
+            from replangraph.llm.formats import name_list  # rare: text for a value (a cycle)
+
             spec["required_tools"] = name_list(tools)
         specs.append(spec)
     return specs
@@ -526,6 +379,13 @@ def repair_tool_calls(reply: AIMessage, tool_names: Sequence[str]) -> AIMessage:
     the formats of local servers without a tool parser) gets those calls; the rest of
     its text stays its content. Anything else is left as it was.
     """
+    from replangraph.llm.formats import (  # loaded with the package; imported here: a cycle
+        cut_call_error,
+        invalid_call,
+        load_json,
+        read_text_calls,
+    )
+
     calls, invalid = [], []
     for call in reply.tool_calls:
         try:
@@ -552,8 +412,6 @@ def repair_tool_calls(reply: AIMessage, tool_names: Sequence[str]) -> AIMessage:
     content = reply.content
     text = message_text(reply)
     if not calls and not invalid and may_write_calls(text):
-        from replangraph.llm.formats import read_text_calls  # loaded with the package; imported here: a cycle
-
         written = read_text_calls(text, tool_names)
         if written.calls or written.cut:
             calls, invalid, content = written.calls, written.cut, with_text(content, written.rest)
@@ -561,24 +419,6 @@ def repair_tool_calls(reply: AIMessage, tool_names: Sequence[str]) -> AIMessage:
     if calls == reply.tool_calls and invalid == reply.invalid_tool_calls:
         return reply
     return reply.model_copy(update={"tool_calls": calls, "invalid_tool_calls": invalid, "content": content})
-
-
-def invalid_call(name: Any, args: str, call_id: Any = None, error: str | None = None) -> dict:
-    """An ``invalid_tool_call``; without ``error``, one cut off by the output limit (`cut_call_error`)."""
-    error = error or cut_call_error(name)
-    return {"name": name, "args": args, "id": call_id, "error": error, "type": "invalid_tool_call"}
-
-
-CUT_CALL = "cut off by the output limit"
-
-
-def cut_call_error(name: Any) -> str:
-    """The error of a tool call the output limit cut: what the agent reads in the call's error reply."""
-    return (
-        f"the arguments of this {name or 'tool'} call could not be read: they end before their JSON closes, "
-        f"so the call was {CUT_CALL}, most likely. Call it again with shorter arguments (fewer items per "
-        "call; split the work over several calls)"
-    )
 
 
 def named_as_known(call: dict, tool_names: Sequence[str]) -> dict:

@@ -388,3 +388,12 @@ def split_task(
             plan_id=parent.get("plan_id") or "1",
         )
     return created
+
+
+def limit_hit(task: Mapping[str, Any], limit: LimitReached | None) -> dict:
+    """``{"limits_hit": {...}}`` adding what ``limit`` refused to the task's record, or {} without one."""
+    if limit is None:
+        return {}
+    hits = dict(task.get("limits_hit") or {})
+    hits[limit.limit] = max(hits.get(limit.limit, 0), limit.needed)
+    return {"limits_hit": hits}

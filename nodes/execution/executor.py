@@ -10,8 +10,6 @@ Both wrap their calls in the chains of `replangraph.nodes.execution.middleware`.
 
 from __future__ import annotations
 
-import json
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
@@ -25,19 +23,14 @@ from langgraph.types import Command
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.fitting import (
     ContextMonitor,
-    approximate_tokens,
-    cut_call_args,
-    kept_id,
-    message_key,
+    cut_answered_args,
     opening_window,
     output_id,
     unique_key,
 )
 from replangraph.context.kept import (
-    WORKSPACE,
     collect_writes,
     combined_ending,
-    completed,
     completed_with_window,
     drop_old_observations,
     failed,
@@ -45,27 +38,33 @@ from replangraph.context.kept import (
     is_taken,
     keep_outputs,
     merge_updates,
-    read_saved,
-    saved_keys,
     window_outputs,
-    with_more_result,
 )
 from replangraph.llm.calls import (
     StepClock,
     call_pool,
-    cut_note,
     guarded,
     output_limit,
-    paused_if_down,
     replangraph_retries,
     was_cut,
 )
-from replangraph.llm.errors import StepTimeout, is_server_down, server_url
-from replangraph.llm.reading import all_tool_calls, answer_text, message_text, pending_tool_calls, with_text
-from replangraph.names import ASK_USER, READ_OUTPUT, REPLAN_MARKER, REVIEW_TOOL, SPLIT_TOOL, TOOLKIT_NAMES
+from replangraph.llm.errors import StepTimeout
+from replangraph.llm.reading import all_tool_calls, answer_text, message_text, pending_tool_calls
+from replangraph.names import ASK_USER, READ_OUTPUT, TOOLKIT_NAMES
+from replangraph.nodes.execution.endings import (  # rare ends of a turn; a turn that goes well runs none of them
+    NOT_ASKED,
+    TURN_KEPT,
+    no_reply,
+    not_run,
+    repeated_refusal,
+    too_small,
+    turn_record,
+    unfinished,
+    with_cut_note,
+    with_more_result,
+)
 from replangraph.nodes.execution.middleware import (
     BoundModels,
-    ContextOverflow,
     IterationCap,
     ModelRequest,
     ModelWrapper,
@@ -75,53 +74,30 @@ from replangraph.nodes.execution.middleware import (
     RepairToolCalls,
     Retries,
     StepDeadline,
-    StepFailed,
     ToolCallRequest,
     ToolkitInline,
     ToolWrapper,
     chain_model_calls,
     chain_tool_calls,
+    command_reply,
+    ends_subtask,
     errors_as_replies,
     invoke_tool,
     refit_overflow,
     reply_of,
 )
-from replangraph.queue.tasks import Task, preview
-from replangraph.state import ANSWER_CUT, EVENTS, STEP_STARTED, Configured, StateUpdate, emit, held_events
-from replangraph.tools.read_output import read_output_tool
+from replangraph.queue.tasks import Task
+from replangraph.state import STEP_STARTED, Configured, StateUpdate, emit, held_events
+from replangraph.tools.read_output import read_output_tool, subtask_reader
 from replangraph.tools.replan_toolkit.toolkit import (
-    STILL_YOURS,
     ReplanSession,
     replan_toolkit,
-    sent_summary,
+    split_replan_marker,
+    turn_failures,
+    turn_outputs,
 )
 
 # --------------------------------------------------------------------------- the executor node
-
-
-MARKER_LEAD = re.compile(r"[ \t>*_#-]*")
-"""What may come before the marker at the start of a line: indentation, a bullet, a quote mark, emphasis."""
-OWN_MARKER = re.compile(rf"^{MARKER_LEAD.pattern}(?={re.escape(REPLAN_MARKER)})", re.M)
-
-
-def split_replan_marker(text: str) -> tuple[str, str] | None:
-    """``(partial result, reason)`` when the answer carries the replan marker as its own: starting a line
-    (the reason after it, on as many lines as it takes), or on the answer's last line after the partial
-    result. A marker quoted mid-text (the instructions repeated, a marker in quotes or backticks) is no
-    request. None without one."""
-    body = text.strip()
-    own = OWN_MARKER.search(body)
-    if own:
-        at = own.end()
-    else:
-        lines = body.splitlines() or [""]
-        last = lines[-1]
-        at = last.find(REPLAN_MARKER)
-        if at < 0 or (at > 0 and last[at - 1] in "\"'`“‘«"):
-            return None
-        at += len(body) - len(last)
-    before = MARKER_LEAD.sub("", body[:at][::-1], count=1)[::-1]  # the marker line's bullet is no result
-    return before.strip(), body[at + len(REPLAN_MARKER) :].strip(" \t*_:").strip() or "no reason given"
 
 
 class Executor(Configured):
@@ -228,14 +204,7 @@ class Executor(Configured):
                 self.monitor.budget,
             )
             if not opening.fits:
-                needed = self.monitor.tokens(opening.request, tools)
-                return failed(
-                    task,
-                    f"context window too small for this subtask: its prompt, instructions and tool schemas "
-                    f"need {needed} tokens with the goal and every input shown as an excerpt, "
-                    f"budget {self.monitor.budget}",
-                    spent,
-                )
+                return too_small(task, self.monitor.tokens(opening.request, tools), self.monitor.budget, spent)
             window = opening.request
         started = task.get("started_at") or time.time()
         request = self.request(task, window)
@@ -253,13 +222,9 @@ class Executor(Configured):
         text = answer_text(reply)
         if not text:
             return self.fail(task, window, "the model ended the subtask with an empty answer", calls)
-        cut = was_cut(reply)
-        if cut:  # kept, with a note: the agent's data is worth more than nothing, and the report names it
-            limit = output_limit(self.config, self.monitor)
-            text = f"{text}\n\n{cut_note(limit)}"
-            reply = reply.model_copy(update={"content": with_text(reply.content, text)})
+        if was_cut(reply):  # kept, with a note: the agent's data is worth more than nothing, and the report names it
+            text, reply = with_cut_note(reply, text, output_limit(self.config, self.monitor), task_id)
             cleared["answer_cut"] = True
-            emit(ANSWER_CUT, task_id=task_id, part="result", limit=limit)
         marker = split_replan_marker(text)
         if marker:
             partial, reason = marker
@@ -282,177 +247,17 @@ class Executor(Configured):
     def failure(
         self, task: Mapping[str, Any], window: list, started: float, calls: int, exc: Exception, clock: StepClock
     ) -> StateUpdate:
-        """The update for a model turn that raised ``exc`` (``calls``: the model calls spent, tries included);
-        `ModelServerDown` when the server stopped answering and the run pauses for that."""
-        paused_if_down(exc, self.config)
-        if isinstance(exc, StepTimeout):
-            return self.fail(task, window, f"step exceeded step_timeout_s={clock.limit_s}", calls)
-        if isinstance(exc, StepFailed):
-            return self.fail(task, window, str(exc), calls)
-        if isinstance(exc, ContextOverflow):
-            return self.overflowed(task, window, started, calls, exc.__cause__ or exc)
-        calls = max(calls, task.get("model_calls", 0) + 1)  # the call was made, even if it never answered
-        if isinstance(exc, RecursionError):  # the client could not even read the reply
-            return self.fail(task, window, "model call failed: its reply nests too deeply to be read", calls)
-        url = server_url(exc) if is_server_down(exc) else None
-        where = f" (the model server at {url} did not answer)" if url else ""
-        return self.fail(task, window, f"model call failed: {type(exc).__name__}: {exc}{where}", calls)
+        """The update for a model turn that raised ``exc`` (`turn_failure`)."""
+        from replangraph.nodes.execution.endings import turn_failure  # a rare path: loaded when a turn fails
+
+        return turn_failure(self, task, window, started, calls, exc, clock)
 
     def fail(self, task: Mapping[str, Any], window: list, error: str, calls: int, **extra: Any) -> StateUpdate:
         """A failed subtask whose window goes: what it had read and written is kept."""
         return failed_with_window(task, window, error, calls, **extra)
 
-    def overflowed(
-        self, task: Mapping[str, Any], window: list, started: float, calls: int, exc: Exception
-    ) -> StateUpdate:
-        """The provider refused the request as too long: compress and try once more, else fail the step."""
-        if (task.get("context_overflow") or {}).get("compressed"):
-            return self.fail(
-                task,
-                window,
-                f"the request exceeds the model's context window even after compression: {exc}",
-                calls,
-            )
-        tools = self.tool_schemas[task["agent_type"]]
-        # The window (and the size) the error names are learned; the compressor then fits the real window.
-        learned = self.monitor.learn_overflow(exc, approximate_tokens(window, tools))
-        # Usage figures may come from a server that counts differently: take the larger count.
-        tokens = max(self.monitor.tokens(window, tools), self.monitor.counter(window, tools))
-        record = {"tokens": tokens, "compressed": False, "error": str(exc)[:300]}
-        if learned:
-            record["window"] = self.monitor.context_window
-        change = {"status": "in_progress", "model_calls": calls, "started_at": started, "context_overflow": record}
-        return {"tasks": {task["id"]: change}, "windows": {task["id"]: window}}
-
 
 # --------------------------------------------------------------------------- the tools node
-
-
-def not_run(call: dict, why: str) -> ToolMessage:
-    """Answer for a tool call that was not run (``why``: a sentence saying why)."""
-    return ToolMessage(f"Not run: {why}", tool_call_id=call.get("id") or "", name=call.get("name", ""), status="error")
-
-
-NOT_ASKED = (
-    "the subtask ended in the same turn (a hand-off, a replan request or a timeout), so nobody waits for the "
-    "answer; the question is kept in its result."
-)
-TURN_OUTPUTS = "Outputs of the other tool calls of the turn that ended this subtask (the agent never saw them):"
-"""Heads the outputs a hand-off turn's other calls return, after the hand-off's summary."""
-TURN_KEPT = "The message of the turn that ended this subtask, with its calls' whole arguments, is kept as output {id}."
-ARGS_PREVIEW_CHARS = 200
-"""Longest arguments a result or a replan reason shows of a call of the ending turn; the rest is in its record."""
-
-
-def call_args(call: dict, record: str) -> str:
-    """The arguments of a call of the ending turn as its result or replan reason shows them. Longer
-    ones are cut, pointing at ``record`` (the output id of the turn's record, see `turn_record`);
-    an ``ask_user`` question is shown whole (nobody asked it: the result is where it is read)."""
-    args = json.dumps(call.get("args"), default=str, ensure_ascii=False)
-    if len(args) > ARGS_PREVIEW_CHARS and call.get("name") != ASK_USER:
-        return f"{preview(args, ARGS_PREVIEW_CHARS)} (whole call in output {record})"
-    return args
-
-
-def turn_record(message: AnyMessage | None, turn: Sequence[dict]) -> str:
-    """The ending turn's message in full: its text, then each call with its whole arguments."""
-    said = answer_text(message) if message is not None else ""
-    calls = [f"{c.get('name', '')} {json.dumps(c.get('args'), default=str, ensure_ascii=False)}" for c in turn]
-    return "\n".join([said, *calls] if said else calls)
-
-
-def turn_outputs(
-    task_id: str,
-    turn: Sequence[dict],
-    replies: Sequence[AnyMessage],
-    skip: set[str],
-    taken: Callable[[str], bool],
-    record: str,
-) -> tuple[str, dict[str, str]]:
-    """``(text, outputs to keep by key)``: the replies to a turn's calls that the subtask's result
-    must carry, each labelled with its call and arguments (`call_args`), whether it failed, and the output
-    id its whole text is kept under (the reply as the window had it: a long one cut to ``max_observation_chars``).
-    Left out: ``skip`` (call ids) and the toolkit's own successful replies (the hand-off, a review)."""
-    by_id = {r.tool_call_id: r for r in replies if isinstance(r, ToolMessage)}
-    parts, keep = [], {}
-    for call in turn:
-        reply = by_id.get(call.get("id") or "")
-        if reply is None or reply.tool_call_id in skip or call.get("name") == REVIEW_TOOL:
-            continue
-        if call.get("name") in TOOLKIT_NAMES and reply.status != "error":
-            continue
-        ident = kept_id(reply)
-        if ident is None:
-            key = unique_key(message_key(reply), lambda k: taken(k) or k in keep)
-            keep[key] = message_text(reply)
-            ident = output_id(task_id, key)
-        failed_mark = " (failed)" if reply.status == "error" else ""
-        body = message_text(reply).replace(STILL_YOURS, "").strip()  # the subtask has ended all the same
-        if call.get("name") == SPLIT_TOOL and (summary := sent_summary(call.get("args"))):
-            body += f"\nSummary it sent: {summary}"
-        parts.append(f"[{call.get('name', '')} {call_args(call, record)}]{failed_mark} (output {ident})\n{body}")
-    return ("\n\n".join([TURN_OUTPUTS, *parts]) if parts else ""), keep
-
-
-ToolReply = tuple[ToolMessage, dict]
-"""A tool call's reply to the agent, and the state update the tool returned (usually {})."""
-
-
-def command_reply(command: Command, call: dict, task_id: str, tasks: Mapping[str, Task]) -> ToolReply:
-    """The reply and state update of a tool that returned ``Command(update=...)``, as LangGraph's
-    ``ToolNode`` reads one: its ``messages`` hold the reply. The update may change ``tasks`` and
-    end the calling subtask (``windows: {its id: None}``); anything else is refused.
-
-    A reply that names another call is taken as this call's (the window must answer every call).
-    """
-    name, call_id = call.get("name", ""), call.get("id") or ""
-    update = dict(command.update or {})
-    messages = update.pop("messages", None) or []
-    reply = next((m for m in messages if isinstance(m, ToolMessage)), None)
-    windows = update.get("windows") or {}
-    problems = [f"key {k!r}" for k in update if k not in ("tasks", "windows", WORKSPACE, EVENTS)]  # effects too
-    problems += effect_problems(update)
-    problems += [f"window {k!r}" for k, v in windows.items() if k != task_id or v is not None]
-    removed = [k for k, v in (update.get("tasks") or {}).items() if v is None]
-    problems += [
-        f"removal of running task {k!r}" for k in removed if (tasks.get(k) or {}).get("status") == "in_progress"
-    ]
-    problems += ["goto"] * bool(command.goto) + ["graph"] * (command.graph is not None)
-    if problems:
-        error = f"Error: tool {name} returned a state update this graph cannot apply ({', '.join(problems)})."
-        return ToolMessage(error, tool_call_id=call_id, name=name, status="error"), {}
-    if reply is None:
-        reply = ToolMessage("Done.", tool_call_id=call_id, name=name)
-    elif reply.tool_call_id != call_id or not reply.name:
-        reply = reply.model_copy(update={"tool_call_id": call_id, "name": reply.name or name})
-    return reply, {k: v for k, v in update.items() if v}
-
-
-def effect_problems(update: Mapping[str, Any]) -> list[str]:
-    """What is wrong with the effects a tool's update carries: ``events`` must be a list of objects naming
-    their ``event``, and ``workspace`` entries objects by step and key (a bad effect would fail the whole
-    tools node when it is applied, and with it every parallel subtask)."""
-    events, entries = update.get(EVENTS), update.get(WORKSPACE)
-    problems = []
-    if events is not None and not (
-        isinstance(events, list) and all(isinstance(e, Mapping) and isinstance(e.get("event"), str) for e in events)
-    ):
-        problems.append("events that are not a list of objects with an 'event' name")
-    if entries is not None and not (
-        isinstance(entries, Mapping)
-        and all(
-            isinstance(step, str) and isinstance(keyed, Mapping) and all(isinstance(v, Mapping) for v in keyed.values())
-            for step, keyed in entries.items()
-        )
-    ):
-        problems.append("workspace entries that are not objects by step and key")
-    return problems
-
-
-def ends_subtask(update: Mapping, task_id: str) -> bool:
-    """Whether a tool's update ends the subtask: its window closed, or its status no longer in progress."""
-    status = ((update.get("tasks") or {}).get(task_id) or {}).get("status", "in_progress")
-    return task_id in (update.get("windows") or {}) or status != "in_progress"
 
 
 def is_repeated_refusal(window: Sequence[AnyMessage], reply: ToolMessage) -> bool:
@@ -464,38 +269,6 @@ def is_repeated_refusal(window: Sequence[AnyMessage], reply: ToolMessage) -> boo
         isinstance(m, ToolMessage) and m.status == "error" and m.name == reply.name and message_text(m) == text
         for m in window
     )
-
-
-def turn_failures(turn: Sequence[dict], replies: Sequence[ToolMessage], skip: set[str], record: str) -> list[str]:
-    """What failed in a turn that ended its subtask, which the agent will never see but the replanner
-    should: each failed call with its arguments (`call_args`); ``skip`` (call ids), a review refused
-    after the hand-off, an unasked question and a call the timeout left unrun do not count."""
-    by_id = {r.tool_call_id: r for r in replies}
-    found = []
-    for call in turn:
-        reply = by_id.get(call.get("id") or "")
-        if reply is None or reply.status != "error" or reply.tool_call_id in skip:
-            continue
-        if call.get("name") in (REVIEW_TOOL, ASK_USER) or message_text(reply).startswith("Not run:"):
-            continue
-        why = preview(message_text(reply), 200)
-        found.append(f"the {call.get('name')} call {call_args(call, record)} failed: {why}")
-    return found
-
-
-def repeated_refusal(task: Mapping[str, Any], call: dict, reply: ToolMessage, calls: int) -> StateUpdate:
-    """The end of a subtask whose agent repeated a refused toolkit or ask_user call: it will not get
-    past it alone. What it sent as summary is its result (later tasks may build on it); the rest of
-    its work goes to the replanner."""
-    refusal = message_text(reply).replace(STILL_YOURS, "").strip()
-    error = f"the agent repeated a refused {reply.name} call: {preview(refusal, 300)}"
-    request = {"trigger": "failure", "reason": error}
-    summary = sent_summary(call.get("args")) if reply.name != ASK_USER else ""
-    if not summary:
-        return failed(task, error, calls, replan_request=request)
-    update = completed(task, summary, calls)
-    update["tasks"][task["id"]]["replan_request"] = request
-    return update
 
 
 class ToolRunner(Configured):
@@ -578,13 +351,7 @@ class ToolRunner(Configured):
         answered = [t for w in self.feature_wrappers for t in getattr(w, "answered_tools", list)()]
         tools = [*self.profiles[task["agent_type"]].tools, *replan_toolkit(session), *answered]
         if any(call.get("name") == READ_OUTPUT for call in pending_tool_calls(window)):
-            # built only when called: it reads this subtask's kept text and its dependencies' results
-            reader = read_output_tool(
-                lambda ident: read_saved(ident, tasks, goal, task_id),
-                lambda: saved_keys(tasks, task_id),
-                self.config.max_observation_chars,
-            )
-            tools.append(reader)
+            tools.append(subtask_reader(tasks, goal, task_id, self.config.max_observation_chars))  # built when called
         toolbox = {t.name: t for t in tools}
         calls = task.get("model_calls", 0)
         changes: list[dict] = []  # what the tools returned for the state, in call order
@@ -613,21 +380,13 @@ class ToolRunner(Configured):
             except StepTimeout:
                 timeout = f"step exceeded step_timeout_s={self.config.step_timeout_s:g} in tool {name!r}"
                 timed_out.add(call.get("id") or "")
-                replies.append(
-                    ToolMessage(
-                        f"Error: {timeout}; it did not finish.",
-                        tool_call_id=call.get("id") or "",
-                        name=name,
-                        status="error",
-                    )
-                )
+                replies.append(unfinished(call, timeout))
                 continue
             if result is None and name == ASK_USER:  # it waits for the user: the ask node answers it
                 waiting.append(call)
                 continue
             if result is None:  # a middleware that answered nothing: the call still needs a reply
-                text = f"Error: no reply came back for this {name} call (a middleware returned none)."
-                result = ToolMessage(text, tool_call_id=call.get("id") or "", name=name, status="error")
+                result = no_reply(call)
             reply, change = command_reply(result, call, task_id, tasks) if isinstance(result, Command) else (result, {})
             if change and ends_subtask(change, task_id):
                 endings.append(merge_updates([change, {"windows": {task_id: None}}]))
@@ -641,7 +400,7 @@ class ToolRunner(Configured):
             endings.append(repeated_refusal(task, *guard.refused, calls))
         if not endings and timeout is None:
             keep = self.config.max_observations
-            window = self.cut_answered_args(task_id, window, replies, taken, cut)
+            window = cut_answered_args(task_id, window, replies, self.config.max_observation_chars, taken, cut)
             new_window, dropped = drop_old_observations([*window, *replies], keep, task_id, taken)
             changes.append(keep_outputs(task, dropped))
             return merge_updates([*changes, {"windows": {task_id: new_window}}])
@@ -664,27 +423,6 @@ class ToolRunner(Configured):
         changes.append(keep_outputs(task, to_keep))
         ending = combined_ending(task_id, endings, [*flags, *failures])
         return merge_updates([*changes, with_more_result(ending, task, more) if more else ending])
-
-    def cut_answered_args(
-        self,
-        task_id: str,
-        window: Sequence[AnyMessage],
-        replies: Sequence[ToolMessage],
-        taken: Callable[[str], bool],
-        cut: dict[str, str],
-    ) -> list[AnyMessage]:
-        """``window`` with the arguments of its last turn's answered calls that are longer than
-        ``max_observation_chars`` cut, like long outputs (`cut_call_args`); their whole text goes to ``cut``
-        (``taken``: whether a key holds kept text, ``cut``'s included)."""
-        window = list(window)
-        at = next((i for i in range(len(window) - 1, -1, -1) if isinstance(window[i], AIMessage)), None)
-        if at is None:
-            return window
-        answered = {r.tool_call_id for r in replies}
-        limit = self.config.max_observation_chars
-        window[at], whole = cut_call_args(window[at], answered, limit, task_id, taken)
-        cut.update(whole)
-        return window
 
     @collect_writes  # the toolkit's events go out with the update that carries them
     def __call__(self, state: Mapping) -> StateUpdate:

@@ -5,7 +5,8 @@ A wrapper is ``wrapper(request, handler) -> result``: it may change the request,
 wrapper, in the end the call itself) any number of times, or answer on its own. Chains compose as LangChain's
 agent factory does: the first in the list is the outermost. The request types carry LangChain's field names
 and ``override(**changes)``, so LangChain's own middleware runs on them; ``langchain`` itself is not imported
-here. `split_middleware` takes the hooks of the user's middleware and refuses what cannot run in a subtask.
+here. `split_middleware` (in ``adapting.py``: it runs once, at build time) takes the hooks of the user's
+middleware and refuses what cannot run in a subtask.
 
 Model calls, outermost first (see `Executor.chain`):
   iteration cap   - sees the final reply, after every retry and fallback, and the turn's whole count;
@@ -42,13 +43,17 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
-from replangraph.context.fitting import PAGE_RE, mentions_read_output
-from replangraph.context.kept import READ_OUTPUT, cut_observation, mark_kept
+from replangraph.context.excerpts import PAGE_RE
+from replangraph.context.fitting import mentions_read_output
+from replangraph.context.kept import READ_OUTPUT, WORKSPACE, cut_observation, mark_kept
 from replangraph.llm.calls import StepClock, call_with_timeout, guarded, retrying, with_output_bound
 from replangraph.llm.errors import StepTimeout, is_context_overflow
-from replangraph.llm.reading import CUT_CALL, all_tool_calls, message_text, repair_tool_calls, split_reasoning
+from replangraph.llm.formats import CUT_CALL
+from replangraph.llm.reading import all_tool_calls, message_text, repair_tool_calls, split_reasoning
 from replangraph.names import TOOLKIT_NAMES
-from replangraph.queue.tasks import preview
+from replangraph.nodes.execution.adapting import split_middleware  # noqa: F401  # where builder.py imports it
+from replangraph.queue.tasks import Task, preview
+from replangraph.state import EVENTS
 
 
 @dataclass
@@ -157,80 +162,6 @@ def with_tool_reply(result: ToolResult, old: ToolMessage, new: ToolMessage) -> T
         return new
     messages = [new if m is old else m for m in result.update.get("messages") or ()]
     return replace(result, update={**result.update, "messages": messages})
-
-
-# --------------------------------------------------------------------------- LangChain's own middleware
-
-NODE_HOOKS = {
-    "before_agent": "it runs once per agent run, and a subtask is no run of its own",
-    "after_agent": "it runs once per agent run, and a subtask is no run of its own",
-    "before_model": "it is a graph node that updates the agent's state, and a subtask's window is no such state",
-    "after_model": "it is a graph node that updates the agent's state, and a subtask's window is no such state",
-}
-"""LangChain hooks the executor cannot run, and why."""
-AGENT_STATE_KEYS = frozenset({"messages", "jump_to", "structured_response"})
-
-
-def langchain_base(middleware: Any) -> type | None:
-    """LangChain's ``AgentMiddleware`` class when ``middleware`` is one (found without importing langchain)."""
-    return next(
-        (
-            c
-            for c in type(middleware).__mro__
-            if c.__name__ == "AgentMiddleware" and c.__module__.startswith("langchain")
-        ),
-        None,
-    )
-
-
-def overrides(middleware: Any, base: type | None, hook: str) -> bool:
-    """Whether ``middleware`` defines ``hook`` (for a LangChain middleware: other than the base class does)."""
-    own = getattr(type(middleware), hook, None)
-    return own is not None and (base is None or own is not getattr(base, hook, None))
-
-
-def refusal(middleware: Any) -> str | None:
-    """Why ``middleware`` cannot run inside one subtask, or None when it can."""
-    base = langchain_base(middleware)
-    for hook, why in NODE_HOOKS.items():
-        if overrides(middleware, base, hook) or overrides(middleware, base, "a" + hook):
-            return f"it defines {hook}: {why}"
-    extra = sorted(set(getattr(getattr(middleware, "state_schema", None), "__annotations__", {})) - AGENT_STATE_KEYS)
-    if base is not None and extra:
-        return f"its state_schema adds {', '.join(extra)}: a subtask carries no state keys of a middleware's own"
-    if getattr(middleware, "tools", None):
-        return "it brings tools of its own: give them to build_graph(tools=...) or an AgentProfile"
-    for hook in ("wrap_model_call", "wrap_tool_call"):
-        if overrides(middleware, base, "a" + hook) and not overrides(middleware, base, hook):
-            return f"it defines only a{hook}: the executor calls models and tools synchronously"
-    return None
-
-
-def middleware_name(middleware: Any) -> str:
-    """The name a middleware goes by in errors."""
-    return getattr(middleware, "name", None) or type(middleware).__name__
-
-
-def split_middleware(middleware: Sequence[Any]) -> tuple[list[ModelWrapper], list[ToolWrapper]]:
-    """The ``wrap_model_call`` and ``wrap_tool_call`` hooks of ``middleware``, in order; ValueError for one
-    that does not make sense inside a subtask."""
-    model_wrappers: list[ModelWrapper] = []
-    tool_wrappers: list[ToolWrapper] = []
-    for item in middleware:
-        if not any(callable(getattr(item, hook, None)) for hook in ("wrap_model_call", "wrap_tool_call")):
-            raise ValueError(
-                f"middleware {middleware_name(item)} has neither wrap_model_call nor wrap_tool_call: pass an "
-                "AgentMiddleware, or an object with one of those methods (request, handler) -> response"
-            )
-        why = refusal(item)
-        if why:
-            raise ValueError(f"middleware {middleware_name(item)} cannot wrap a subtask's calls: {why}")
-        base = langchain_base(item)
-        if overrides(item, base, "wrap_model_call"):
-            model_wrappers.append(item.wrap_model_call)
-        if overrides(item, base, "wrap_tool_call"):
-            tool_wrappers.append(item.wrap_tool_call)
-    return model_wrappers, tool_wrappers
 
 
 # --------------------------------------------------------------------------- the executor's model wrappers
@@ -469,3 +400,67 @@ def invoke_tool(known: Callable[[], list[str]]) -> Callable[[ToolCallRequest], T
         return ToolMessage(str(reply), tool_call_id=call_id, name=name)
 
     return call
+
+
+# --------------------------------------------------------------------------- what a tool returned
+
+
+ToolReply = tuple[ToolMessage, dict]
+"""A tool call's reply to the agent, and the state update the tool returned (usually {})."""
+
+
+def command_reply(command: Command, call: dict, task_id: str, tasks: Mapping[str, Task]) -> ToolReply:
+    """The reply and state update of a tool that returned ``Command(update=...)``, as LangGraph's
+    ``ToolNode`` reads one: its ``messages`` hold the reply. The update may change ``tasks`` and
+    end the calling subtask (``windows: {its id: None}``); anything else is refused.
+
+    A reply that names another call is taken as this call's (the window must answer every call).
+    """
+    name, call_id = call.get("name", ""), call.get("id") or ""
+    update = dict(command.update or {})
+    messages = update.pop("messages", None) or []
+    reply = next((m for m in messages if isinstance(m, ToolMessage)), None)
+    windows = update.get("windows") or {}
+    problems = [f"key {k!r}" for k in update if k not in ("tasks", "windows", WORKSPACE, EVENTS)]  # effects too
+    problems += effect_problems(update)
+    problems += [f"window {k!r}" for k, v in windows.items() if k != task_id or v is not None]
+    removed = [k for k, v in (update.get("tasks") or {}).items() if v is None]
+    problems += [
+        f"removal of running task {k!r}" for k in removed if (tasks.get(k) or {}).get("status") == "in_progress"
+    ]
+    problems += ["goto"] * bool(command.goto) + ["graph"] * (command.graph is not None)
+    if problems:
+        error = f"Error: tool {name} returned a state update this graph cannot apply ({', '.join(problems)})."
+        return ToolMessage(error, tool_call_id=call_id, name=name, status="error"), {}
+    if reply is None:
+        reply = ToolMessage("Done.", tool_call_id=call_id, name=name)
+    elif reply.tool_call_id != call_id or not reply.name:
+        reply = reply.model_copy(update={"tool_call_id": call_id, "name": reply.name or name})
+    return reply, {k: v for k, v in update.items() if v}
+
+
+def effect_problems(update: Mapping[str, Any]) -> list[str]:
+    """What is wrong with the effects a tool's update carries: ``events`` must be a list of objects naming
+    their ``event``, and ``workspace`` entries objects by step and key (a bad effect would fail the whole
+    tools node when it is applied, and with it every parallel subtask)."""
+    events, entries = update.get(EVENTS), update.get(WORKSPACE)
+    problems = []
+    if events is not None and not (
+        isinstance(events, list) and all(isinstance(e, Mapping) and isinstance(e.get("event"), str) for e in events)
+    ):
+        problems.append("events that are not a list of objects with an 'event' name")
+    if entries is not None and not (
+        isinstance(entries, Mapping)
+        and all(
+            isinstance(step, str) and isinstance(keyed, Mapping) and all(isinstance(v, Mapping) for v in keyed.values())
+            for step, keyed in entries.items()
+        )
+    ):
+        problems.append("workspace entries that are not objects by step and key")
+    return problems
+
+
+def ends_subtask(update: Mapping, task_id: str) -> bool:
+    """Whether a tool's update ends the subtask: its window closed, or its status no longer in progress."""
+    status = ((update.get("tasks") or {}).get(task_id) or {}).get("status", "in_progress")
+    return task_id in (update.get("windows") or {}) or status != "in_progress"

@@ -9,7 +9,6 @@ is the answer."""
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -17,37 +16,37 @@ from dataclasses import dataclass
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
 
-from replangraph.config import FINALIZE_MARGIN, AgentConfig, recursion_limit
-from replangraph.context.fitting import GOAL_ID, ContextMonitor, fit_parts, pack, split_text
+from replangraph.config import AgentConfig
+from replangraph.context.fitting import GOAL_ID, ContextMonitor, fit_parts
 from replangraph.context.kept import (
     announced,
     collect_writes,
     full_result,
     keep_outputs,
-    keep_window,
     merge_updates,
     reading_pending,
     report_task,
-    result_fields,
 )
+from replangraph.context.summarizing import pack, split_text
 from replangraph.llm.calls import call_model, cut_note, guarded, output_limit, refit_on_overflow, was_cut
-from replangraph.llm.errors import says_server_down
-from replangraph.llm.reading import answer_text, ends_with_answer
+from replangraph.llm.reading import answer_text
 from replangraph.nodes.finalize.prompts import (
     FINAL_MERGE_TEMPLATE,
     FINAL_PART_TEMPLATE,
     FINAL_TEMPLATE,
     FINALIZER_PROMPT,
 )
-from replangraph.nodes.finalize.report import report_with_lists
-from replangraph.queue.index import index_of
+from replangraph.nodes.finalize.report import (
+    ResultsTooBig,
+    failed_answer,
+    report_with_lists,
+    stop_reason,
+    stop_unfinished,
+)
 from replangraph.queue.tasks import (
     RESET,
     Task,
-    fallback_of,
-    is_fallback,
     ordered,
-    preview,
     spent_model_calls,
     status_counts,
 )
@@ -58,10 +57,6 @@ Ask = Callable[[list[AnyMessage]], str]
 Tokens = Callable[[list[AnyMessage]], int]
 
 MIN_PIECE_CHARS = 200
-
-
-class ResultsTooBig(ValueError):
-    """Even the smallest pieces of the results do not fit a request."""
 
 
 @dataclass(frozen=True)
@@ -199,43 +194,7 @@ def synthesize(goal: str, entries: Sequence[Entry], *, ask: Ask, tokens: Tokens,
     return Synthesis("\n\n".join(partials), calls, len(partials))
 
 
-def stop_unfinished(
-    tasks: Mapping[str, Task], reason: str, windows: Mapping[str, list] | None = None, cancelled: bool = False
-) -> StateUpdate:
-    """The update that closes every task still pending or in progress when the run stops
-    (``cancelled``: a running one is ``skipped`` too, not ``failed``).
-
-    Nothing a stopped subtask saw or wrote is dropped: an answer still waiting for the
-    completion check becomes its partial result, and its window is kept (`keep_window`);
-    both are workspace entries of the update.
-    """
-    updates: list[StateUpdate] = []
-    windows = windows or {}
-    for task in tasks.values():
-        if task["status"] == "in_progress":
-            window = windows.get(task["id"]) or []
-            status = "skipped" if cancelled else "failed"
-            change = {"status": status, "error": f"stopped before it finished: {reason}"}
-            fields, result = result_fields(task, answer_text(window[-1])) if ends_with_answer(window) else ({}, {})
-            note, kept = keep_window(task, window)
-            change.update(fields, error=change["error"] + note)
-            updates.append({"tasks": {task["id"]: change}, **merge_updates([result, kept])})
-        elif task["status"] == "pending":
-            updates.append(
-                {"tasks": {task["id"]: {"status": "skipped", "error": task.get("error") or f"not run: {reason}"}}}
-            )
-    return merge_updates(updates)
-
-
 CANCELLED = "the user cancelled the run"
-
-
-def failed_answer(goal: str, tasks: Mapping[str, Task], exc: Exception) -> tuple[str, dict[str, str]]:
-    """The report (and its whole lists, `report_with_lists`) when the synthesis failed: the results too big, or the
-    model down (the queue keeps every result)."""
-    if isinstance(exc, ResultsTooBig):
-        return report_with_lists(goal, tasks, f"the results do not fit the model's context window ({exc})")
-    return report_with_lists(goal, tasks, f"the final model call failed ({type(exc).__name__}: {exc})")
 
 
 def replanned_ids(replans: Sequence[Mapping]) -> set[str]:
@@ -251,79 +210,6 @@ def unresolved(tasks: Mapping[str, Task], replans: Sequence[Mapping]) -> list[Ta
         for t in ordered(tasks)
         if t["status"] in ("pending", "in_progress", "skipped") or (t["status"] == "failed" and t["id"] not in covered)
     ]
-
-
-def steps_needed(tasks: Mapping[str, Task], model_calls: int) -> int:
-    """A lower bound of the ``max_steps`` the queued work needs: the calls spent plus, for every
-    unfinished subtask, the average calls of a finished one (later splits may need more)."""
-    done = [t for t in tasks.values() if t["status"] == "completed"]
-    per_task = math.ceil(sum(t.get("model_calls", 0) for t in done) / len(done)) if done else 2
-    left = [t for t in tasks.values() if t["status"] in ("pending", "in_progress")]
-    return model_calls + max(per_task * len(left), 1)
-
-
-def limit_notes(tasks: Mapping[str, Task], replans: Sequence[Mapping], config: AgentConfig) -> list[str]:
-    """``max_tasks=50 refused follow-up tasks; max_tasks=205 would have let them in``, for each limit that did."""
-    needed: dict[str, int] = {}
-    for task in tasks.values():
-        for limit, value in (task.get("limits_hit") or {}).items():
-            needed[limit] = max(needed.get(limit, 0), value)
-    notes = [
-        f"{limit}={getattr(config, limit)} refused follow-up tasks; {limit}={value} would have let them in"
-        for limit, value in sorted(needed.items())
-    ]
-    if any(r.get("outcome") == "limit" for r in replans) and config.max_replans < len(replans):
-        notes.append(
-            f"max_replans={config.max_replans} stopped further replanning; "
-            f"max_replans={len(replans)} would have allowed every request"
-        )
-    return notes
-
-
-def stop_reason(
-    tasks: Mapping[str, Task],
-    replans: Sequence[Mapping],
-    model_calls: int,
-    config: AgentConfig,
-    steps_left: int | None = None,
-) -> str:
-    """Why the run ends unfinished, naming any limit that stopped it and the value that would have let it finish.
-
-    ``steps_left``: the supersteps LangGraph's ``recursion_limit`` still allowed when finalize started;
-    the limit is named when it stopped work that could still run.
-    """
-    covered = replanned_ids(replans)
-    failed = [
-        t["id"] for t in ordered(tasks) if t["status"] == "failed" and t["id"] not in covered and not is_fallback(t)
-    ]
-    if failed and all(says_server_down(tasks[t].get("error")) for t in failed):
-        # Not a limit: every failure was the model server not answering (replans failed the same way).
-        first = preview(tasks[failed[0]]["error"], 200)
-        return f"the model server stopped answering (subtask {', '.join(failed)}: {first})"
-    if model_calls >= config.max_steps:
-        reason = (
-            f"the step budget max_steps={config.max_steps} was used up "
-            f"(the work queued so far needs at least max_steps={steps_needed(tasks, model_calls)})"
-        )
-    elif any(r.get("outcome") == "gave_up" for r in replans):
-        reason = "the replanner found no way to continue"
-    elif failed:
-        reason = f"subtask {', '.join(failed)} failed" if len(failed) == 1 else f"subtasks {', '.join(failed)} failed"
-    else:
-        reason = "no remaining subtask could run"
-    if model_calls < config.max_steps and steps_left is not None and steps_left < FINALIZE_MARGIN:
-        waiting = index_of(tasks).active or any(t["status"] == "pending" for t in tasks.values())
-        if waiting:
-            cut = (
-                f"LangGraph's recursion_limit was nearly reached; these settings need "
-                f"recursion_limit={recursion_limit(config)} in the run config"
-            )
-            reason = cut if reason == "no remaining subtask could run" else f"{reason}; {cut}"
-    solo = fallback_of(tasks)
-    alone = []
-    if solo is not None and solo["status"] != "completed":
-        alone.append(f"the single-agent fallback ({solo['id']}) did not finish it either")
-    return "; ".join([reason, *alone, *limit_notes(tasks, replans, config)])
 
 
 class Finalizer(Configured):

@@ -15,7 +15,8 @@ from langchain_core.messages import ToolMessage
 from pydantic import BaseModel, ValidationError
 
 from replangraph.config import AgentConfig
-from replangraph.llm.reading import UnreadableInput, as_text, load_json, text_field
+from replangraph.llm.formats import load_json
+from replangraph.llm.reading import UnreadableInput, as_text, text_field
 from replangraph.names import ASK_USER
 from replangraph.nodes.human.prompts import (
     ASKED_BEFORE,

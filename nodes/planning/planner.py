@@ -46,7 +46,7 @@ from replangraph.state import PLAN_CREATED, Configured, StateUpdate, emit
 
 """Room kept for the error text of a plan retry."""
 RETRY_PREVIOUS_CHARS = 2_000
-"""Room kept for the previous answer of a plan retry (``replangraph.llm.calls.quoted`` caps it at this)."""
+"""Room kept for the previous answer of a plan retry (``replangraph.llm.reasking.quoted`` caps it at this)."""
 
 
 RETRY_SHARE = 0.25

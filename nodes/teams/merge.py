@@ -30,7 +30,8 @@ from replangraph.context.kept import (
     merge_updates,
     output_slot,
 )
-from replangraph.llm.calls import StructuredAnswer, ask_structured, bind_schema, quoted, refit_on_overflow
+from replangraph.llm.calls import StructuredAnswer, ask_structured, bind_schema, refit_on_overflow
+from replangraph.llm.reasking import quoted
 from replangraph.nodes.teams.judging import Ballot, Fusion, Pick, read_ballot, read_fused, read_pick
 from replangraph.nodes.teams.prompts import (
     TEAM_BEST_PROMPT,

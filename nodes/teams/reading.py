@@ -11,7 +11,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from replangraph.llm.reading import UnreadableInput, as_text, load_json, without_thinking
+from replangraph.llm.formats import load_json
+from replangraph.llm.reading import UnreadableInput, as_text, without_thinking
 from replangraph.nodes.teams.prose import by_name, candidate_number, from_prose
 from replangraph.queue.tasks import preview
 

@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from replangraph.config import AgentConfig
-from replangraph.context.kept import collect_writes, failed, limit_hit
+from replangraph.context.kept import collect_writes, failed
 from replangraph.nodes.teams.teams import Team, start_changes
-from replangraph.queue.plans import LimitReached
+from replangraph.queue.plans import LimitReached, limit_hit
 from replangraph.state import STEP_STARTED, Configured, StateUpdate, emit
 
 

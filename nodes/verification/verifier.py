@@ -22,11 +22,11 @@ from pydantic import BaseModel, Field
 
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.fitting import GOAL_ID, ContextMonitor, Fitted, fit_request, result_id, schema_tools
-from replangraph.context.kept import announced, collect_writes, completed_with_window, limit_hit, merge_updates
+from replangraph.context.kept import announced, collect_writes, completed_with_window, merge_updates
 from replangraph.llm.calls import ask_structured, bind_schema, read_arguments, refit_on_overflow
 from replangraph.llm.reading import UnreadableInput, answer_text, answers_waiting, as_text, task_specs, truthy
 from replangraph.nodes.verification.prompts import VERIFIER_PROMPT, VERIFY_EXCERPT_NOTE, VERIFY_TEMPLATE
-from replangraph.queue.plans import LimitReached, split_task
+from replangraph.queue.plans import LimitReached, limit_hit, split_task
 from replangraph.queue.tasks import QueueError, Task, TaskVerdict, apply_writes, spent_model_calls, verdict_record
 from replangraph.state import DYNAMIC_TASKS_ADDED, STEP_VERIFIED, Configured, StateUpdate, event
 

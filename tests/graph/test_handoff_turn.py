@@ -15,14 +15,14 @@ from scripting import kept
 
 from replangraph import AgentConfig
 from replangraph.config import AgentProfile, resolve_profiles
-from replangraph.nodes.execution.executor import TURN_OUTPUTS, ToolRunner
+from replangraph.nodes.execution.executor import ToolRunner
 from replangraph.nodes.human.hooks import ScreenQuestions
 from replangraph.queue.index import apply_writes
 from replangraph.queue.plans import find_cycle
 from replangraph.queue.tasks import new_task, ordered
 from replangraph.testing import tool_call
 from replangraph.tools import REQUEST_REPLAN_TOOL, REVIEW_TOOL, SPLIT_TOOL
-from replangraph.tools.replan_toolkit.toolkit import ANOTHER_SUMMARY
+from replangraph.tools.replan_toolkit.toolkit import ANOTHER_SUMMARY, TURN_OUTPUTS
 
 
 def running_queue():

@@ -16,7 +16,7 @@ from langgraph.store.memory import InMemoryStore
 from scripting import kept, plan_of, run, subtask_of
 
 from replangraph import AgentConfig, build_graph
-from replangraph.context.fitting import NOTE_RE
+from replangraph.context.excerpts import NOTE_RE
 from replangraph.llm.reading import message_text
 from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
 

@@ -8,7 +8,7 @@ from benchmarks.harness import Meter, react_agent, replangraph_agent
 from benchmarks.personas import PERSONAS, persona
 from benchmarks.worlds import CatalogWorld, ReportWorld
 from replangraph import AgentConfig, build_graph
-from replangraph.nodes.execution.executor import TURN_OUTPUTS
+from replangraph.tools.replan_toolkit.toolkit import TURN_OUTPUTS
 
 FAST = {"retry_backoff_s": 0.0}
 WORLDS = [CatalogWorld, ReportWorld]

@@ -11,7 +11,8 @@ from scripting import make_model, plan_of, run, subtask_of
 
 from replangraph import AgentConfig, AgentProfile, build_graph
 from replangraph.config import resolve_profiles
-from replangraph.llm.reading import name_list, plan_specs
+from replangraph.llm.formats import name_list
+from replangraph.llm.reading import plan_specs
 from replangraph.nodes.planning.planner import Planner, plan_schema
 from replangraph.queue.plans import fit_required_tools
 from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call

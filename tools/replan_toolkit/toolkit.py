@@ -9,22 +9,25 @@ subtask's update. Once the session is closed the tools refuse to work.
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import AnyMessage, ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, ToolException
 from langgraph.types import Command
 from pydantic import BaseModel, ValidationError
 
 from replangraph.config import AgentConfig
-from replangraph.context.kept import announced, completed, failed, limit_hit
-from replangraph.llm.reading import UnreadableInput, as_text, task_specs, text_field
-from replangraph.names import REQUEST_REPLAN_TOOL, REVIEW_TOOL, SPLIT_TOOL
-from replangraph.queue.plans import LimitReached, coerce_agent_types, split_task
+from replangraph.context.fitting import kept_id, message_key, output_id, unique_key
+from replangraph.context.kept import announced, completed, failed
+from replangraph.llm.reading import UnreadableInput, as_text, message_text, task_specs, text_field
+from replangraph.names import ASK_USER, REPLAN_MARKER, REQUEST_REPLAN_TOOL, REVIEW_TOOL, SPLIT_TOOL, TOOLKIT_NAMES
+from replangraph.queue.plans import LimitReached, coerce_agent_types, limit_hit, split_task
 from replangraph.queue.tasks import QueueError, Task, is_candidate, ordered, preview, task_line
 from replangraph.state import DYNAMIC_TASKS_ADDED, event
 from replangraph.tools.replan_toolkit.prompts import (
@@ -342,3 +345,101 @@ def render_review(
     if len(text) > limit:
         text = text[: limit - 30] + "\n(… review cut to fit)"
     return text
+
+
+# --------------------------------------------------------------------------- a turn that ended its subtask
+
+
+TURN_OUTPUTS = "Outputs of the other tool calls of the turn that ended this subtask (the agent never saw them):"
+"""Heads the outputs a hand-off turn's other calls return, after the hand-off's summary."""
+
+
+ARGS_PREVIEW_CHARS = 200
+"""Longest arguments a result or a replan reason shows of a call of the ending turn; the rest is in its record."""
+
+
+def call_args(call: dict, record: str) -> str:
+    """The arguments of a call of the ending turn as its result or replan reason shows them. Longer
+    ones are cut, pointing at ``record`` (the output id of the turn's record, see `turn_record`);
+    an ``ask_user`` question is shown whole (nobody asked it: the result is where it is read)."""
+    args = json.dumps(call.get("args"), default=str, ensure_ascii=False)
+    if len(args) > ARGS_PREVIEW_CHARS and call.get("name") != ASK_USER:
+        return f"{preview(args, ARGS_PREVIEW_CHARS)} (whole call in output {record})"
+    return args
+
+
+def turn_outputs(
+    task_id: str,
+    turn: Sequence[dict],
+    replies: Sequence[AnyMessage],
+    skip: set[str],
+    taken: Callable[[str], bool],
+    record: str,
+) -> tuple[str, dict[str, str]]:
+    """``(text, outputs to keep by key)``: the replies to a turn's calls that the subtask's result
+    must carry, each labelled with its call and arguments (`call_args`), whether it failed, and the output
+    id its whole text is kept under (the reply as the window had it: a long one cut to ``max_observation_chars``).
+    Left out: ``skip`` (call ids) and the toolkit's own successful replies (the hand-off, a review)."""
+    by_id = {r.tool_call_id: r for r in replies if isinstance(r, ToolMessage)}
+    parts, keep = [], {}
+    for call in turn:
+        reply = by_id.get(call.get("id") or "")
+        if reply is None or reply.tool_call_id in skip or call.get("name") == REVIEW_TOOL:
+            continue
+        if call.get("name") in TOOLKIT_NAMES and reply.status != "error":
+            continue
+        ident = kept_id(reply)
+        if ident is None:
+            key = unique_key(message_key(reply), lambda k: taken(k) or k in keep)
+            keep[key] = message_text(reply)
+            ident = output_id(task_id, key)
+        failed_mark = " (failed)" if reply.status == "error" else ""
+        body = message_text(reply).replace(STILL_YOURS, "").strip()  # the subtask has ended all the same
+        if call.get("name") == SPLIT_TOOL and (summary := sent_summary(call.get("args"))):
+            body += f"\nSummary it sent: {summary}"
+        parts.append(f"[{call.get('name', '')} {call_args(call, record)}]{failed_mark} (output {ident})\n{body}")
+    return ("\n\n".join([TURN_OUTPUTS, *parts]) if parts else ""), keep
+
+
+def turn_failures(turn: Sequence[dict], replies: Sequence[ToolMessage], skip: set[str], record: str) -> list[str]:
+    """What failed in a turn that ended its subtask, which the agent will never see but the replanner
+    should: each failed call with its arguments (`call_args`); ``skip`` (call ids), a review refused
+    after the hand-off, an unasked question and a call the timeout left unrun do not count."""
+    by_id = {r.tool_call_id: r for r in replies}
+    found = []
+    for call in turn:
+        reply = by_id.get(call.get("id") or "")
+        if reply is None or reply.status != "error" or reply.tool_call_id in skip:
+            continue
+        if call.get("name") in (REVIEW_TOOL, ASK_USER) or message_text(reply).startswith("Not run:"):
+            continue
+        why = preview(message_text(reply), 200)
+        found.append(f"the {call.get('name')} call {call_args(call, record)} failed: {why}")
+    return found
+
+
+MARKER_LEAD = re.compile(r"[ \t>*_#-]*")
+"""What may come before the marker at the start of a line: indentation, a bullet, a quote mark, emphasis."""
+
+
+OWN_MARKER = re.compile(rf"^{MARKER_LEAD.pattern}(?={re.escape(REPLAN_MARKER)})", re.M)
+
+
+def split_replan_marker(text: str) -> tuple[str, str] | None:
+    """``(partial result, reason)`` when the answer carries the replan marker as its own: starting a line
+    (the reason after it, on as many lines as it takes), or on the answer's last line after the partial
+    result. A marker quoted mid-text (the instructions repeated, a marker in quotes or backticks) is no
+    request. None without one."""
+    body = text.strip()
+    own = OWN_MARKER.search(body)
+    if own:
+        at = own.end()
+    else:
+        lines = body.splitlines() or [""]
+        last = lines[-1]
+        at = last.find(REPLAN_MARKER)
+        if at < 0 or (at > 0 and last[at - 1] in "\"'`“‘«"):
+            return None
+        at += len(body) - len(last)
+    before = MARKER_LEAD.sub("", body[:at][::-1], count=1)[::-1]  # the marker line's bullet is no result
+    return before.strip(), body[at + len(REPLAN_MARKER) :].strip(" \t*_:").strip() or "no reason given"

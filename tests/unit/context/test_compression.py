@@ -19,8 +19,8 @@ from replangraph.context.compression import (
     split_window,
     transcript,
 )
+from replangraph.context.excerpts import NOTE_RE, recut
 from replangraph.context.fitting import (
-    NOTE_RE,
     ContextMonitor,
     cut_args,
     cut_call_args,
@@ -28,11 +28,9 @@ from replangraph.context.fitting import (
     kept_id,
     mark_kept,
     mentions_read_output,
-    recut,
-    split_text,
 )
 from replangraph.context.kept import drop_old_observations, is_dropped
-from replangraph.context.summarizing import summarize_in_chunks
+from replangraph.context.summarizing import split_text, summarize_in_chunks
 from replangraph.llm.reading import all_tool_calls, message_text
 from replangraph.nodes.compression.compressor import Compressor
 from replangraph.testing import ScriptedChatModel, tool_call

@@ -6,14 +6,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from replangraph.llm.formats import load_json, strip_fences
 from replangraph.llm.reading import (
     UnreadableInput,
     as_text,
     id_list,
-    load_json,
     match_name,
     plan_specs,
-    strip_fences,
     task_specs,
     truthy,
 )

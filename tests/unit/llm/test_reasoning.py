@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import AIMessage
 
-from replangraph.llm.calls import quoted, reply_text
+from replangraph.llm.calls import reply_text
 from replangraph.llm.reading import answer_text, parted_thinking, repair_tool_calls, split_reasoning
+from replangraph.llm.reasking import quoted
 
 
 @pytest.mark.parametrize(

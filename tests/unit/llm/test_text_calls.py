@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import AIMessage
 
-from replangraph.llm.formats import read_text_calls
-from replangraph.llm.reading import CUT_CALL, CutOff, UnreadableInput, load_json, repair_tool_calls
+from replangraph.llm.formats import CUT_CALL, load_json, read_text_calls
+from replangraph.llm.reading import CutOff, UnreadableInput, repair_tool_calls
 
 NAMES = ["search", "get_weather", "Plan"]
 SEARCH = ("search", {"q": "rain"})

@@ -8,7 +8,8 @@ from scripting import workspace_of
 
 from replangraph import AgentConfig
 from replangraph.config import resolve_profiles
-from replangraph.context.fitting import NOTE_RE, PAGE_RE, excerpt, recut
+from replangraph.context.excerpts import NOTE_RE, PAGE_RE, recut
+from replangraph.context.fitting import excerpt
 from replangraph.context.kept import open_workspace, read_saved
 from replangraph.nodes.execution.executor import ToolRunner
 from replangraph.queue.tasks import new_task

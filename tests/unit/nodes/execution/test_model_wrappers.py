@@ -11,7 +11,6 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from replangraph import AgentConfig
 from replangraph.llm.calls import StepClock
 from replangraph.llm.errors import StepTimeout
-from replangraph.nodes.execution.executor import split_replan_marker
 from replangraph.nodes.execution.middleware import (
     BoundModels,
     ContextOverflow,
@@ -29,6 +28,7 @@ from replangraph.nodes.execution.middleware import (
 from replangraph.nodes.human.hooks import OfferAskUser
 from replangraph.testing import ScriptedChatModel, tool_call
 from replangraph.tools.read_output import read_output_tool
+from replangraph.tools.replan_toolkit.toolkit import split_replan_marker
 
 
 def request(**state) -> ModelRequest:

@@ -12,7 +12,7 @@ from langgraph.types import Command
 from replangraph import AgentConfig
 from replangraph.llm.calls import StepClock
 from replangraph.llm.errors import StepTimeout
-from replangraph.llm.reading import invalid_call
+from replangraph.llm.formats import invalid_call
 from replangraph.nodes.execution.executor import is_repeated_refusal
 from replangraph.nodes.execution.middleware import (
     OutputOffload,
@@ -123,7 +123,7 @@ def test_screening_answers_what_the_user_need_not_see_and_leaves_the_rest_pendin
 
 
 def test_a_tool_update_with_malformed_effects_is_refused_to_that_agent_only():
-    from replangraph.nodes.execution.executor import command_reply
+    from replangraph.nodes.execution.middleware import command_reply
 
     call = {"name": "bad", "id": "c1", "args": {}}
     events = Command(update={"events": [{"not_event": 1}]})

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from replangraph.llm.reading import UnreadableInput, name_list
+from replangraph.llm.formats import name_list
+from replangraph.llm.reading import UnreadableInput
 from replangraph.nodes.teams.reading import read_choice, read_fusion, read_scores
 
 NAMES = ["careful", "fast", "thorough"]

@@ -1,0 +1,40 @@
+"""Modules that hold rare paths: a small run executes none of them, and the names the docs and the changelog
+gave stay importable from where they were."""
+
+from __future__ import annotations
+
+from test_architecture import small_run
+
+RARE_PATH_MODULES = (
+    "replangraph.context.excerpts",
+    "replangraph.context.lookup",
+    "replangraph.context.model_memory",
+    "replangraph.llm.errors",
+    "replangraph.llm.formats",
+    "replangraph.llm.reasking",
+    "replangraph.nodes.execution.adapting",
+    "replangraph.nodes.execution.endings",
+    "replangraph.nodes.finalize.report",
+)
+
+
+def test_a_small_run_executes_no_rare_path_module():
+    assert not set(RARE_PATH_MODULES) & small_run()
+
+
+def test_names_the_docs_gave_stay_importable_where_they_were():
+    from replangraph.context import excerpts, fitting, kept, lookup, model_memory
+    from replangraph.nodes.execution import adapting, middleware
+
+    assert (fitting.excerpt, fitting.fair_shares, fitting.cut_args) == (
+        excerpts.excerpt,
+        excerpts.fair_shares,
+        excerpts.cut_args,
+    )
+    assert fitting.LearnedByModel is model_memory.LearnedByModel
+    assert (kept.read_saved, kept.run_namespace, kept.thread_label) == (
+        lookup.read_saved,
+        lookup.run_namespace,
+        lookup.thread_label,
+    )
+    assert middleware.split_middleware is adapting.split_middleware
