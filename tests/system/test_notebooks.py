@@ -190,7 +190,7 @@ def test_runs_and_shows_what_it_says(path: Path, jupyter, record_property):
     assert images == expected["images"], f"{path.name} shows {images} pictures, not {expected['images']}"
     text = shown(notebook)
     for pattern in expected["shows"]:
-        assert re.search(pattern, text), f"{path.name} does not show {pattern!r}"
+        assert re.search(pattern, text), f"{path.name} does not show {pattern!r}; it shows:\n{text[-6000:]}"
 
 
 def clear_outputs(paths=FOUND) -> None:
