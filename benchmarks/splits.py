@@ -1,6 +1,6 @@
 """The splits benchmark: what a run that splits its work costs per subtask as the queue grows.
 
-    python -m benchmarks splits                  # lazy catalog at 100, 1,000, 5,000, 20,000 items; check off at 1,000, 5,000
+    python -m benchmarks splits                  # 100, 1,000, 5,000, 20,000 items; check off at 1,000, 5,000
     python -m benchmarks splits --quick          # 100 and 500 items (CI)
     python -m benchmarks splits --sizes 1000 --check-off
 
@@ -117,7 +117,8 @@ def split_targets(results: list[dict]) -> str:
 
 def split_table(sizes: Sequence[int], check: bool, max_seconds: float, out: TextIO) -> list[dict]:
     """Print one table (each row a fresh process); its rows' results."""
-    print("| N items | check | subtasks | CPU s | CPU ms per subtask | wall s | bytes per subtask | completed |", file=out)
+    head = "| N items | check | subtasks | CPU s | CPU ms per subtask | wall s | bytes per subtask | completed |"
+    print(head, file=out)
     print("|---|---|---|---|---|---|---|---|", file=out)
     results = []
     for n in sizes:
