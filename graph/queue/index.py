@@ -372,8 +372,7 @@ def apply_writes(current: Mapping[str, Any] | None, writes: Sequence[Mapping[str
     for update in writes:
         if not update:
             continue
-        base: Mapping[str, Any] = {} if update.get(RESET) else queue
-        merged = dict(base)
+        merged = TaskQueue({} if update.get(RESET) else queue, queue.index)  # the one copy; its index set below
         touched = []
         for key, value in update.items():
             if key == RESET:
@@ -389,7 +388,8 @@ def apply_writes(current: Mapping[str, Any] | None, writes: Sequence[Mapping[str
                 touched.append(key)
             # else: fields for a task that is not in the queue (removed in the same step): nothing to update
         if update.get(RESET):
-            queue = TaskQueue(merged)
+            merged.index = QueueIndex.build(merged)
         else:
-            queue = TaskQueue(merged, queue.index.patched(queue, merged, list(dict.fromkeys(touched))))
+            merged.index = queue.index.patched(queue, merged, list(dict.fromkeys(touched)))
+        queue = merged
     return queue
