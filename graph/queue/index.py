@@ -223,8 +223,6 @@ class QueueIndex:
             self.by_status,
             self.off_plan,
         )
-        by_status = dict(self.by_status)
-        copied: set[str] = set()  # the status lists copied so far (the old index keeps its own)
         replan, off_plan = set(self.replan), set(self.off_plan)
         for task_id in touched:
             before, after = old.get(task_id), new.get(task_id)
@@ -239,19 +237,8 @@ class QueueIndex:
                     replan.add(task_id)
                 if after.get("origin") in OFF_PLAN:
                     off_plan.add(task_id)
-            placed = [(t["status"], sort_key(t)) for t in (before, after) if t is not None]
-            if len(placed) == 2 and placed[0] == placed[1]:
-                continue
-            for status in {status for status, _ in placed} - copied:
-                by_status[status] = list(by_status.get(status, ()))
-                copied.add(status)
-            # Tolerant of a task changed in place (outside any write), whose old place the index never saw.
-            if before is not None and _contains(by_status[placed[0][0]], placed[0][1]):
-                keys = by_status[placed[0][0]]
-                del keys[bisect.bisect_left(keys, placed[0][1])]
-            if after is not None and not _contains(by_status[placed[-1][0]], placed[-1][1]):
-                bisect.insort(by_status[placed[-1][0]], placed[-1][1])
-        index.replan, index.off_plan, index.by_status = frozenset(replan), frozenset(off_plan), by_status
+        index.replan, index.off_plan = frozenset(replan), frozenset(off_plan)
+        index.by_status = sorted_by_status(self.by_status, old, new, touched)
         ready = None  # copied on first change
         # Readiness before the change is looked up under the old sort key (a position may have changed).
         keys_before = {t: sort_key(old[t]) for t in touched if t in old}
@@ -314,6 +301,30 @@ def rewired(
         for dep, (added, dropped) in entries.items():
             maps[name][dep] = (maps[name].get(dep, frozenset()) - dropped) | added
     return children, maps["dependents"], maps["outside"]
+
+
+def sorted_by_status(
+    by_status: dict[str, list[SortKey]],
+    old: Mapping[str, Mapping[str, Any]],
+    new: Mapping[str, Mapping[str, Any]],
+    touched: Sequence[str],
+) -> dict[str, list[SortKey]]:
+    """``by_status`` after ``touched`` tasks changed from ``old`` to ``new``: only the lists of the statuses
+    they leave or enter are copied (the old index keeps its own)."""
+    result, copied = dict(by_status), set()
+    for task_id in touched:
+        placed = [(t["status"], sort_key(t)) for t in (old.get(task_id), new.get(task_id)) if t is not None]
+        if len(placed) == 2 and placed[0] == placed[1]:
+            continue
+        for status in {status for status, _ in placed} - copied:
+            result[status] = list(result.get(status, ()))
+            copied.add(status)
+        # Tolerant of a task changed in place (outside any write), whose old place the index never saw.
+        if task_id in old and _contains(result[placed[0][0]], placed[0][1]):
+            del result[placed[0][0]][bisect.bisect_left(result[placed[0][0]], placed[0][1])]
+        if task_id in new and not _contains(result[placed[-1][0]], placed[-1][1]):
+            bisect.insort(result[placed[-1][0]], placed[-1][1])
+    return result
 
 
 def links(task: Mapping[str, Any], outside_only: bool) -> set[str]:
