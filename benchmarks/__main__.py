@@ -10,6 +10,7 @@ BENCHMARKS = {
     "engine": "benchmarks.engine",
     "teams": "benchmarks.team_table",
     "faults": "benchmarks.faults",
+    "splits": "benchmarks.splits",
 }
 
 

@@ -41,7 +41,7 @@ FILLER = (
 
 
 def product_name(rank: int) -> str:
-    """The unique name of the product at ``rank`` (1-based; up to 1,000 products)."""
+    """The name of the product at ``rank`` (1-based; unique up to 1,000 products, then repeating)."""
     i = rank - 1
     return f"{ADJECTIVES[i % len(ADJECTIVES)]} {NOUNS[(i // len(ADJECTIVES)) % len(NOUNS)]}"
 
@@ -140,7 +140,7 @@ class CatalogWorld(World):
         return f"Extract products ranked {first}-{last} from the bestseller ranking: name, units sold and rating."
 
     def page(self, rank: int) -> str:
-        units = 20_000 - 17 * rank
+        units = 20_000 - 17 * rank if rank <= 1_000 else 3_000_000 // rank  # fewer down the ranking, never none
         rating = 3.5 + (rank * 7 % 15) / 10
         return (
             f"#{rank} {product_name(rank)} | {units:,} units sold | rated {rating:.1f} "

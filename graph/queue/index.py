@@ -30,6 +30,11 @@ CANDIDATE = "team_member"
 member's run of its team's subtask, see `replangraph.nodes.teams`). Its failure or replan request is only a
 failed candidate, and what it hands off is held until its parent keeps a result. (The value is what 0.8.0
 stored, so checkpoints from it read the same.)"""
+FALLBACK = "fallback"
+"""Origin of the single-agent fallback's task (see `replangraph.nodes.fallback`)."""
+OFF_PLAN = frozenset({CANDIDATE, FALLBACK})
+"""Origins of tasks the plan does not count: candidates (with the work they hand off) and fallbacks."""
+STATUSES = ("pending", "in_progress", "completed", "failed", "skipped")
 
 
 SETTLED = frozenset({"completed", "failed", "skipped"})
@@ -66,41 +71,58 @@ class QueueIndex:
     """Lookups derived from one queue value.
 
     ``children``: split parent → direct dynamic children; ``dependents``: task id →
-    tasks that list it in ``depends_on`` (ids not in the queue included);
+    tasks that list it in ``depends_on`` (ids not in the queue included); ``outside``:
+    the same less the task's own children (those do not wait for the work it hands off);
     ``ready``: sort keys of ready tasks, in queue order; ``active``: in-progress
-    tasks; ``replan``: tasks with a replan request (no candidates); ``model_calls``: their sum.
+    tasks; ``replan``: tasks with a replan request (no candidates); ``model_calls``: their sum;
+    ``by_status``: sort keys of the tasks in each status, in queue order; ``off_plan``: candidates
+    and fallbacks (`OFF_PLAN`).
     """
 
     children: dict[str, tuple[str, ...]]
     dependents: dict[str, frozenset[str]]
+    outside: dict[str, frozenset[str]]
     ready: list[SortKey]
     active: dict[str, SortKey]
     replan: frozenset[str]
     model_calls: int
+    by_status: dict[str, list[SortKey]]
+    off_plan: frozenset[str]
 
     @classmethod
     def build(cls, tasks: Mapping[str, Mapping[str, Any]]) -> QueueIndex:
         """The index of ``tasks``, computed from scratch."""
         children: dict[str, list[str]] = {}
         dependents: dict[str, set[str]] = {}
+        outside: dict[str, set[str]] = {}
         for task in tasks.values():
             if task.get("parent_id"):
                 children.setdefault(task["parent_id"], []).append(task["id"])
             for dep in task.get("depends_on") or ():
                 dependents.setdefault(dep, set()).add(task["id"])
+                if dep != task.get("parent_id"):
+                    outside.setdefault(dep, set()).add(task["id"])
+        keys = sorted((sort_key(t), t["status"]) for t in tasks.values())
         index = cls(
             {k: tuple(v) for k, v in children.items()},
             {k: frozenset(v) for k, v in dependents.items()},
+            {k: frozenset(v) for k, v in outside.items()},
             [],
             {},
             frozenset(),
             0,
+            {status: [key for key, s in keys if s == status] for status in STATUSES},
+            frozenset(t["id"] for t in tasks.values() if t.get("origin") in OFF_PLAN),
         )
         index.ready = sorted(sort_key(t) for t in tasks.values() if index.is_ready(tasks, t))
         index.active = {t["id"]: sort_key(t) for t in tasks.values() if t["status"] == "in_progress"}
         index.replan = frozenset(t["id"] for t in tasks.values() if asks_replan(t))
         index.model_calls = sum(t.get("model_calls", 0) for t in tasks.values())
         return index
+
+    def counts(self) -> dict[str, int]:
+        """Number of tasks in each status (every status, in `STATUSES` order)."""
+        return {status: len(self.by_status.get(status, ())) for status in STATUSES}
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, QueueIndex):
@@ -110,7 +132,10 @@ class QueueIndex:
         return (
             {k: sorted(v) for k, v in mine.items()} == {k: sorted(v) for k, v in theirs.items()}
             and {k: v for k, v in self.dependents.items() if v} == {k: v for k, v in other.dependents.items() if v}
+            and {k: v for k, v in self.outside.items() if v} == {k: v for k, v in other.outside.items() if v}
             and self.ready == other.ready
+            and {k: v for k, v in self.by_status.items() if v} == {k: v for k, v in other.by_status.items() if v}
+            and self.off_plan == other.off_plan
             and self.active == other.active
             and self.replan == other.replan
             and self.model_calls == other.model_calls
@@ -170,13 +195,14 @@ class QueueIndex:
 
     def affected(self, tasks: Mapping[str, Mapping[str, Any]], touched: Iterable[str]) -> set[str]:
         """Tasks whose readiness may change when ``touched`` tasks change: themselves, the tasks that depend
-        on them, and the tasks that depend on the work they were split from."""
+        on them, and the tasks outside the work they were split from that depend on it (a split's own
+        children do not wait for their siblings, so a write to one child looks at none of the others)."""
         found: set[str] = set()
         for task_id in touched:
             found.add(task_id)
             found.update(self.dependents.get(task_id, ()))
             for ancestor in split_chain(tasks, task_id):
-                found.update(self.dependents.get(ancestor, ()))
+                found.update(self.outside.get(ancestor, ()))
         return found
 
     def patched(
@@ -185,40 +211,35 @@ class QueueIndex:
         new: Mapping[str, Mapping[str, Any]],
         touched: Sequence[str],
     ) -> QueueIndex:
-        """The index of ``new``, which differs from ``old`` (this index's queue) only in ``touched`` tasks."""
-        children, dependents = self.children, self.dependents
-        structural = [
-            t
-            for t in touched
-            if (t in old) != (t in new) or (t in new and any(old[t].get(f) != new[t].get(f) for f in STRUCTURE_FIELDS))
-        ]
-        if structural:
-            children, dependents = dict(children), dict(dependents)
-            for task_id in structural:
-                before, after = old.get(task_id), new.get(task_id)
-                for dep in set((before or {}).get("depends_on") or ()) - set((after or {}).get("depends_on") or ()):
-                    dependents[dep] = dependents.get(dep, frozenset()) - {task_id}
-                for dep in set((after or {}).get("depends_on") or ()) - set((before or {}).get("depends_on") or ()):
-                    dependents[dep] = dependents.get(dep, frozenset()) | {task_id}
-                old_parent, new_parent = (before or {}).get("parent_id"), (after or {}).get("parent_id")
-                if old_parent and (old_parent != new_parent or after is None):
-                    children[old_parent] = tuple(c for c in children.get(old_parent, ()) if c != task_id)
-                if new_parent and (new_parent != old_parent or before is None):
-                    children[new_parent] = (*children.get(new_parent, ()), task_id)
-        index = QueueIndex(children, dependents, self.ready, dict(self.active), self.replan, self.model_calls)
-        ready = None  # copied on first change
-        replan = set(self.replan)
+        """The index of ``new``, which differs from ``old`` (this index's queue) only in ``touched`` tasks.
+        It costs what the touched tasks and the tasks they affect cost, not the queue's length (but for
+        copies of the lists the write changes)."""
+        index = QueueIndex(
+            *rewired(self, old, new, touched),
+            self.ready,
+            dict(self.active),
+            self.replan,
+            self.model_calls,
+            self.by_status,
+            self.off_plan,
+        )
+        replan, off_plan = set(self.replan), set(self.off_plan)
         for task_id in touched:
             before, after = old.get(task_id), new.get(task_id)
             index.model_calls += (after or {}).get("model_calls", 0) - (before or {}).get("model_calls", 0)
             index.active.pop(task_id, None)
             replan.discard(task_id)
+            off_plan.discard(task_id)
             if after is not None:
                 if after["status"] == "in_progress":
                     index.active[task_id] = sort_key(after)
                 if asks_replan(after):
                     replan.add(task_id)
-        index.replan = frozenset(replan)
+                if after.get("origin") in OFF_PLAN:
+                    off_plan.add(task_id)
+        index.replan, index.off_plan = frozenset(replan), frozenset(off_plan)
+        index.by_status = sorted_by_status(self.by_status, old, new, touched)
+        ready = None  # copied on first change
         # Readiness before the change is looked up under the old sort key (a position may have changed).
         keys_before = {t: sort_key(old[t]) for t in touched if t in old}
         for task_id in index.affected(old, touched) | index.affected(new, touched):
@@ -237,6 +258,79 @@ class QueueIndex:
         if ready is not None:
             index.ready = ready
         return index
+
+
+def rewired(
+    index: QueueIndex,
+    old: Mapping[str, Mapping[str, Any]],
+    new: Mapping[str, Mapping[str, Any]],
+    touched: Sequence[str],
+) -> tuple[dict[str, tuple[str, ...]], dict[str, frozenset[str]], dict[str, frozenset[str]]]:
+    """``index``'s children, dependents and outside after ``touched`` tasks changed from ``old`` to ``new``:
+    the same objects when no structure changed, else copies in which each changed entry is rebuilt once
+    (a split of k children costs O(k), not O(k²))."""
+    structural = [
+        t
+        for t in touched
+        if (t in old) != (t in new) or (t in new and any(old[t].get(f) != new[t].get(f) for f in STRUCTURE_FIELDS))
+    ]
+    if not structural:
+        return index.children, index.dependents, index.outside
+    changes: dict[str, dict[str, tuple[set[str], set[str]]]] = {"dependents": {}, "outside": {}}
+    left: dict[str, set[str]] = {}  # parent -> children leaving it
+    joined: dict[str, list[str]] = {}  # parent -> children joining it, in write order
+    for task_id in structural:
+        before, after = old.get(task_id) or {}, new.get(task_id) or {}
+        for name, entries in changes.items():
+            was, now = links(before, name == "outside"), links(after, name == "outside")
+            for dep in was - now:
+                entries.setdefault(dep, (set(), set()))[1].add(task_id)
+            for dep in now - was:
+                entries.setdefault(dep, (set(), set()))[0].add(task_id)
+        old_parent, new_parent = before.get("parent_id"), after.get("parent_id")
+        if old_parent and (old_parent != new_parent or task_id not in new):
+            left.setdefault(old_parent, set()).add(task_id)
+        if new_parent and (new_parent != old_parent or task_id not in old):
+            joined.setdefault(new_parent, []).append(task_id)
+    children = dict(index.children)
+    for parent in left.keys() | joined.keys():
+        kept = [c for c in children.get(parent, ()) if c not in left.get(parent, ())]
+        children[parent] = (*kept, *joined.get(parent, ()))
+    maps = {"dependents": dict(index.dependents), "outside": dict(index.outside)}
+    for name, entries in changes.items():
+        for dep, (added, dropped) in entries.items():
+            maps[name][dep] = (maps[name].get(dep, frozenset()) - dropped) | added
+    return children, maps["dependents"], maps["outside"]
+
+
+def sorted_by_status(
+    by_status: dict[str, list[SortKey]],
+    old: Mapping[str, Mapping[str, Any]],
+    new: Mapping[str, Mapping[str, Any]],
+    touched: Sequence[str],
+) -> dict[str, list[SortKey]]:
+    """``by_status`` after ``touched`` tasks changed from ``old`` to ``new``: only the lists of the statuses
+    they leave or enter are copied (the old index keeps its own)."""
+    result, copied = dict(by_status), set()
+    for task_id in touched:
+        placed = [(t["status"], sort_key(t)) for t in (old.get(task_id), new.get(task_id)) if t is not None]
+        if len(placed) == 2 and placed[0] == placed[1]:
+            continue
+        for status in {status for status, _ in placed} - copied:
+            result[status] = list(result.get(status, ()))
+            copied.add(status)
+        # Tolerant of a task changed in place (outside any write), whose old place the index never saw.
+        if task_id in old and _contains(result[placed[0][0]], placed[0][1]):
+            del result[placed[0][0]][bisect.bisect_left(result[placed[0][0]], placed[0][1])]
+        if task_id in new and not _contains(result[placed[-1][0]], placed[-1][1]):
+            bisect.insort(result[placed[-1][0]], placed[-1][1])
+    return result
+
+
+def links(task: Mapping[str, Any], outside_only: bool) -> set[str]:
+    """The ids ``task`` depends on; ``outside_only``: less its split parent."""
+    deps = set(task.get("depends_on") or ())
+    return deps - {task.get("parent_id")} if outside_only else deps
 
 
 def split_chain(tasks: Mapping[str, Mapping[str, Any]], task_id: str) -> list[str]:
@@ -289,8 +383,7 @@ def apply_writes(current: Mapping[str, Any] | None, writes: Sequence[Mapping[str
     for update in writes:
         if not update:
             continue
-        base: Mapping[str, Any] = {} if update.get(RESET) else queue
-        merged = dict(base)
+        merged = TaskQueue({} if update.get(RESET) else queue, queue.index)  # the one copy; its index set below
         touched = []
         for key, value in update.items():
             if key == RESET:
@@ -306,7 +399,8 @@ def apply_writes(current: Mapping[str, Any] | None, writes: Sequence[Mapping[str
                 touched.append(key)
             # else: fields for a task that is not in the queue (removed in the same step): nothing to update
         if update.get(RESET):
-            queue = TaskQueue(merged)
+            merged.index = QueueIndex.build(merged)
         else:
-            queue = TaskQueue(merged, queue.index.patched(queue, merged, list(dict.fromkeys(touched))))
+            merged.index = queue.index.patched(queue, merged, list(dict.fromkeys(touched)))
+        queue = merged
     return queue

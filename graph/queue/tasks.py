@@ -8,6 +8,7 @@ parent without renumbering anything.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -15,7 +16,9 @@ from typing_extensions import NotRequired, TypedDict
 
 from replangraph.queue.index import (
     CANDIDATE,
+    FALLBACK,
     RESET,
+    STATUSES,
     TaskQueue,
     apply_writes,
     in_candidate_run,
@@ -25,16 +28,23 @@ from replangraph.queue.index import (
 )
 
 # re-exported: the queue's reducer and its index, and what marks a candidate's task
-__all__ = ["RESET", "CANDIDATE", "TaskQueue", "apply_writes", "in_candidate_run", "index_of", "is_candidate"]
+__all__ = [
+    "RESET",
+    "CANDIDATE",
+    "FALLBACK",
+    "STATUSES",
+    "TaskQueue",
+    "apply_writes",
+    "in_candidate_run",
+    "index_of",
+    "is_candidate",
+]
 
 TaskStatus = Literal["pending", "in_progress", "completed", "failed", "skipped"]
 TaskOrigin = Literal["planner", "dynamic", "replanner", "team_member", "fallback"]
 ReplanTrigger = Literal["marker", "tool", "failure", "check"]
 
-FALLBACK = "fallback"
-"""Origin of the single-agent fallback's task, and its id when no task of the plan has taken that id."""
-
-STATUSES: tuple[TaskStatus, ...] = ("pending", "in_progress", "completed", "failed", "skipped")
+# FALLBACK: the origin of the single-agent fallback's task, and its id when no task of the plan has taken that id.
 DEFAULT_AGENT = "default"
 
 STATUS_MARKS = {"completed": "X", "in_progress": ">", "pending": " ", "failed": "!", "skipped": "-"}
@@ -252,10 +262,7 @@ def dependency_results(tasks: Mapping[str, Task], task: Task) -> list[Task]:
 
 def status_counts(tasks: Mapping[str, Task]) -> dict[str, int]:
     """Number of tasks in each status."""
-    counts = dict.fromkeys(STATUSES, 0)
-    for task in tasks.values():
-        counts[task["status"]] += 1
-    return counts
+    return index_of(tasks).counts()
 
 
 def total_model_calls(tasks: Mapping[str, Task]) -> int:
@@ -285,14 +292,27 @@ def is_fallback(task: Mapping | None) -> bool:
 
 
 def fallback_of(tasks: Mapping[str, Task]) -> Task | None:
-    """The run's fallback task, if one was queued."""
-    return next((t for t in ordered(tasks) if is_fallback(t)), None)
+    """The run's fallback task, if one was queued (the first in queue order)."""
+    fallbacks = (tasks[t] for t in index_of(tasks).off_plan if is_fallback(tasks[t]))
+    return min(fallbacks, key=sort_key, default=None)
+
+
+def off_plan_ids(tasks: Mapping[str, Task]) -> set[str]:
+    """Tasks that are not the plan's: fallbacks, a team's members and the work they hold (the team's
+    task stands for them); found from the index, at the cost of their number, not the queue's."""
+    index = index_of(tasks)
+    found = set(index.off_plan)
+    for task_id in index.off_plan:
+        if is_candidate(tasks[task_id]):
+            found.update(index.subtree(task_id))
+    return found
 
 
 def plan_tasks(tasks: Mapping[str, Task]) -> list[Task]:
     """The plan's tasks in queue order: not the fallback, nor a team's members or the work they hold
     (the team's task stands for them, and takes over the winner's held work at the merge)."""
-    return [t for t in ordered(tasks) if not is_fallback(t) and not in_candidate_run(tasks, t)]
+    aside = off_plan_ids(tasks)
+    return [t for t in ordered(tasks) if t["id"] not in aside]
 
 
 # --------------------------------------------------------------------------- failure
@@ -360,14 +380,18 @@ def plan_markdown(tasks: Mapping[str, Task], asking: Mapping[str, str] | None = 
     """The plan as Markdown for a chat: how many tasks are done, then one task-list item per task (checked
     when done; handed-off work nested under its task) with what it is doing: working, waiting for the
     user's answer to the question in ``asking`` (by task id), failed or skipped and why. A queue longer
-    than `PLAN_MESSAGE_TASKS` lists that many, running and coming ones first, and counts the rest."""
+    than `PLAN_MESSAGE_TASKS` lists that many, running and coming ones first, and counts the rest.
+    It reads the queue's index, so its cost grows with the tasks it lists, not with the queue."""
     solo = fallback_of(tasks)
-    queue = plan_tasks(tasks)
-    done = sum(t["status"] == "completed" for t in queue)
-    everything = [*queue, *([solo] if solo else [])]
-    picked = {t["id"] for t in sorted(everything, key=lambda t: SHOWN_FIRST[t["status"]])[:PLAN_MESSAGE_TASKS]}
-    lines = [f"**Plan**: {done} of {len(queue)} done", ""]
-    for task in [t for t in everything if t["id"] in picked]:
+    aside = off_plan_ids(tasks)
+    counts = status_counts(tasks)  # the plan's: less what is aside
+    for task_id in aside:
+        counts[tasks[task_id]["status"]] -= 1
+    lines = [f"**Plan**: {counts['completed']} of {sum(counts.values())} done", ""]
+    if solo is not None:
+        counts[solo["status"]] += 1  # listed (and counted in the rest) after the plan's tasks
+    picked = shown_first(tasks, aside, solo)
+    for task in picked:
         what = "one agent finishing the goal alone (the single-agent fallback)" if task is solo else task["content"]
         indent = "  " * (len(ancestors(tasks, task["id"])) if task is not solo else 0)  # handed-off work: nested
         line = f"{indent}- [{'x' if task['status'] == 'completed' else ' '}] {task['id']}: {preview(what, 120)}"
@@ -379,12 +403,28 @@ def plan_markdown(tasks: Mapping[str, Task], asking: Mapping[str, str] | None = 
         elif task["status"] in ("failed", "skipped"):
             line += f" — *{task['status']}*" + (f": {preview(task['error'], 120)}" if task.get("error") else "")
         lines.append(line)
-    left = [t for t in everything if t["id"] not in picked]
-    if left:
-        counts = ", ".join(
-            f"{n} {status.replace('_', ' ')}"
-            for status, n in status_counts({str(i): t for i, t in enumerate(left)}).items()
-            if n
-        )
-        lines.append(f"- *… and {len(left)} more ({counts})*")
+        counts[task["status"]] -= 1
+    if sum(counts.values()):
+        left = ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in counts.items() if n)
+        lines.append(f"- *… and {sum(counts.values())} more ({left})*")
     return "\n".join(lines)
+
+
+def shown_first(tasks: Mapping[str, Task], aside: set[str], solo: Task | None) -> list[Task]:
+    """The tasks the plan message lists (at most `PLAN_MESSAGE_TASKS`), in queue order with the fallback
+    last: running ones first, then pending, failed or skipped, completed (`SHOWN_FIRST`); within each,
+    the plan's in queue order, then the fallback."""
+    index = index_of(tasks)
+    groups: dict[int, list[str]] = {}
+    for status, rank in SHOWN_FIRST.items():
+        groups.setdefault(rank, []).append(status)
+    picked: list[Task] = []
+    for rank in sorted(groups):
+        for _, task_id in heapq.merge(*(index.by_status.get(status, ()) for status in groups[rank])):
+            if len(picked) == PLAN_MESSAGE_TASKS:
+                break
+            if task_id not in aside:
+                picked.append(tasks[task_id])
+        if solo is not None and SHOWN_FIRST[solo["status"]] == rank and len(picked) < PLAN_MESSAGE_TASKS:
+            picked.append(solo)
+    return sorted((t for t in picked if t is not solo), key=sort_key) + [t for t in picked if t is solo]

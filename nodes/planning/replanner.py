@@ -56,6 +56,7 @@ from replangraph.queue.tasks import (
     DEFAULT_AGENT,
     QueueError,
     Task,
+    apply_writes,
     in_candidate_run,
     is_fallback,
     next_plan_id,
@@ -269,9 +270,11 @@ class Replanner(Configured):
             for t in flagged
             if t["status"] == "completed"
         }
+        view = apply_writes(tasks, [updates])  # patched write by write: no rebuild of the queue's index
         for task in flagged:
-            view = {k: {**v, **updates.get(k, {})} for k, v in tasks.items()}
-            updates.update(skip_dependents(view, task["id"]))
+            skipped = skip_dependents(view, task["id"])
+            updates.update(skipped)
+            view = apply_writes(view, [skipped])
         # A pending single-agent fallback is written again (`fallback`), not skipped.
         return {k: u for k, u in updates.items() if not is_fallback(tasks.get(k))}
 

@@ -9,7 +9,7 @@ import pytest
 from clocks import InFlight, Ticking
 from langchain_core.messages import HumanMessage
 
-from benchmarks import durability_table, engine
+from benchmarks import durability_table, engine, splits
 from benchmarks.__main__ import BENCHMARKS
 from replangraph.testing import ScriptedRequest
 
@@ -106,3 +106,39 @@ def test_durability_run_counts_the_checkpoints_it_wrote(tmp_path):
         saved = connection.execute("SELECT count(*) FROM checkpoints").fetchone()[0]
     assert result["put"] == saved > 0 and result["put_writes"] > 0
     assert result["wall_s"] > result["put_s"] > 0 and result["put_writes_s"] > 0
+
+
+def test_splits_is_registered_and_quick_is_two_small_sizes():
+    assert BENCHMARKS["splits"] == "benchmarks.splits"
+    assert splits.parse(["--quick"]).quick and splits.QUICK_SIZES == (100, 500)
+
+
+def test_a_split_run_completes_every_subtask_the_check_queues(tmp_path):
+    result = splits.split_run(50, tmp_path / "db")
+    assert result["subtasks"] == 10 == result["completed"]  # the first subtask and its 9 follow-ups
+    assert result["cpu_s"] > 0 and result["wall_s"] > 0 and result["db_bytes"] > 0
+
+
+def test_with_the_check_off_the_compliant_persona_splits_the_same_shape(tmp_path):
+    result = splits.split_run(50, tmp_path / "db", check=False)
+    assert result["subtasks"] == 10 == result["completed"] and not result["check"]
+
+
+def test_split_targets_judge_cpu_and_bytes_per_subtask_and_the_largest_run():
+    rows = [
+        {"n": n, "subtasks": n // 5, "cpu_s": n / 500, "wall_s": n / 200, "db_bytes": 80 * n} for n in (100, 20_000)
+    ]
+    verdict = splits.split_targets(rows)
+    assert "CPU per subtask, max/min: 1.00" in verdict and "✗" not in verdict
+    rows[-1]["cpu_s"] *= 2  # CPU per subtask doubles at 20,000 items
+    assert "max/min: 2.00 (target ≤ 1.3) ✗" in splits.split_targets(rows)
+    assert "did not finish" in splits.split_targets([*rows, {"n": 5, "check": True, "error": "timed out"}])
+
+
+@pytest.mark.system
+def test_quick_splits_table_runs_each_size_in_a_child_process():
+    out = io.StringIO()
+    assert splits.main(["--quick"], out=out) == 0
+    rows = [line for line in out.getvalue().splitlines() if line.startswith(("| 100 |", "| 500 |"))]
+    assert len(rows) == 2 and all("✓ |" in row for row in rows)
+    assert "CPU per subtask, max/min" in out.getvalue()
