@@ -10,7 +10,7 @@ import os
 import threading
 
 import pytest
-from clocks import GUARD_S, InFlight
+from clocks import GUARD_S, FakeClock, InFlight
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatResult
@@ -71,18 +71,30 @@ def test_under_ainvoke_async_tools_are_awaited_together_on_the_event_loop():
     assert len(threads) == 1  # one event loop's thread, no pool
 
 
-def stuck_world(tool, way: str) -> dict:
-    """A subtask that calls ``tool`` with 0.2 s of step time; the final task."""
+def stuck_world(tool, way: str, clock: FakeClock) -> dict:
+    """A subtask whose model turn takes 4.9 of its 5 s (on ``clock``, the steps' clock), then calls ``tool``,
+    which gets the 0.1 s left, however slow the machine; the final task."""
 
     def answer(request):
-        return "gave up" if request.called("wait_a_bit") else tool_call("wait_a_bit", {})
+        if request.called("wait_a_bit"):
+            return "gave up"
+        clock.advance(4.9)
+        return tool_call("wait_a_bit", {})
 
-    config = AgentConfig(step_timeout_s=0.2, max_step_iterations=10, verify_results=False)
+    config = AgentConfig(step_timeout_s=5.0, max_step_iterations=10, verify_results=False)
     model = make_model(plan_of({"id": "1", "content": "wait"}), answer)
     return invoke(build_graph(model, [tool], config=config), {"messages": [("user", "go")]}, way=way)["tasks"]["1"]
 
 
-def test_a_stuck_sync_tool_fails_its_step_the_same_way_on_both_paths(way):
+@pytest.fixture
+def clock(monkeypatch) -> FakeClock:
+    """The clock every step reads."""
+    fake = FakeClock()
+    monkeypatch.setattr(calls, "time", fake)
+    return fake
+
+
+def test_a_stuck_sync_tool_fails_its_step_the_same_way_on_both_paths(way, clock):
     release = threading.Event()
 
     def wait_a_bit() -> str:
@@ -91,14 +103,14 @@ def test_a_stuck_sync_tool_fails_its_step_the_same_way_on_both_paths(way):
         return "too late"
 
     try:
-        task = stuck_world(wait_a_bit, way)
+        task = stuck_world(wait_a_bit, way, clock)
     finally:
         release.set()
     assert task["status"] == "failed"
-    assert "step exceeded step_timeout_s=0.2 in tool 'wait_a_bit'" in task["error"]
+    assert "step exceeded step_timeout_s=5 in tool 'wait_a_bit'" in task["error"]
 
 
-def test_a_stuck_async_tool_is_cancelled_when_the_step_time_runs_out():
+def test_a_stuck_async_tool_is_cancelled_when_the_step_time_runs_out(clock):
     cancelled = threading.Event()
 
     async def wait_a_bit() -> str:
@@ -111,8 +123,8 @@ def test_a_stuck_async_tool_is_cancelled_when_the_step_time_runs_out():
         return "too late"
 
     tool = StructuredTool.from_function(coroutine=wait_a_bit, name="wait_a_bit", description="Waits.")
-    task = stuck_world(tool, "ainvoke")
-    assert task["status"] == "failed" and "step exceeded step_timeout_s=0.2 in tool 'wait_a_bit'" in task["error"]
+    task = stuck_world(tool, "ainvoke", clock)
+    assert task["status"] == "failed" and "step exceeded step_timeout_s=5 in tool 'wait_a_bit'" in task["error"]
     assert cancelled.is_set()
 
 
