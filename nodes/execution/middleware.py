@@ -55,6 +55,7 @@ from replangraph.llm.calls import (
     ainvoke_model,
     aretrying,
     awaits_natively,
+    call_pool,
     call_with_timeout,
     guarded,
     in_pool,
@@ -203,6 +204,16 @@ def async_form(wrapper: Any) -> Callable:
     return bridged
 
 
+def run_coroutine(coroutine: Any) -> Any:
+    """Run ``coroutine`` to its end from sync code: in a new event loop, in a worker thread when this thread
+    runs a loop already (``graph.invoke`` in a notebook)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    return call_pool().submit(asyncio.run, coroutine).result()
+
+
 class Hook:
     """One hook of a user's middleware (``wrap_model_call`` or ``wrap_tool_call``) in both forms: ``sync`` and
     ``asynchronous`` (LangChain's ``awrap_*``), either of them None. The sync path runs an async-only hook in an
@@ -218,7 +229,7 @@ class Hook:
         async def ahandler(inner_request: Any) -> Any:
             return await in_pool(lambda: handler(inner_request))
 
-        return asyncio.run(self.asynchronous(request, ahandler))  # type: ignore[misc]  # one of them is set
+        return run_coroutine(self.asynchronous(request, ahandler))  # type: ignore[misc]  # one of them is set
 
     async def awrap(self, request: Any, handler: Callable) -> Any:
         if self.asynchronous is not None:

@@ -174,6 +174,19 @@ def test_async_only_middleware_wraps_every_call_on_both_paths(way):
     assert (counting.models, counting.tools) == (4, 2)  # two turns and one tool call per subtask
 
 
+def test_an_async_only_hook_runs_from_sync_code_inside_a_running_loop():
+    """``graph.invoke`` in a notebook: the thread already runs an event loop, and the hook still runs."""
+    from replangraph.nodes.execution.middleware import Hook
+
+    async def hook(request, handler):
+        return await handler(request + 1)
+
+    async def in_a_loop():
+        return Hook(None, hook)(1, lambda request: request * 10)
+
+    assert asyncio.run(in_a_loop()) == 20
+
+
 def timeless(update: dict) -> dict:
     return {
         **update,
