@@ -275,6 +275,34 @@ def call_model(
     return called
 
 
+def run_steps(steps: Generator[Any, Any, T]) -> T:
+    """What ``steps`` returns on the sync path. Work written once for both paths is a generator that yields
+    each call's result as it makes the call (sync path) or the call's awaitable (async path), and is sent
+    the result (or thrown the call's exception) back: here each yielded value is already the result."""
+    try:
+        value = next(steps)
+        while True:
+            value = steps.send(value)
+    except StopIteration as stop:
+        return stop.value
+
+
+async def arun_steps(steps: Generator[Any, Any, T]) -> T:
+    """What ``steps`` returns on the async path: each yielded awaitable is awaited, its result (or
+    exception) sent back (see `run_steps`)."""
+    try:
+        pending = next(steps)
+        while True:
+            try:
+                result = await pending
+            except Exception as exc:  # the generator decides, as if the call had raised there
+                pending = steps.throw(exc)
+            else:
+                pending = steps.send(result)
+    except StopIteration as stop:
+        return stop.value
+
+
 def guarded_steps(steps: Generator[Any, Any, T], fallback: Callable[[Exception], T]) -> Generator[Any, Any, T]:
     """`guarded` for work written as steps (a generator whose calls a node's sync or async driver makes):
     what ``steps`` returns, or ``fallback(exc)`` when it raises an ordinary exception."""
@@ -521,17 +549,33 @@ def refit_on_overflow(
     ``learn(error)`` took the real window from the error (see `overflow_sizes`), the retry fits the whole of it
     (``fitted(1.0)``, the budget now reflecting it), else ``fitted(OVERFLOW_SHRINK)``. The outcomes in order
     (sum their calls; the last one stands); other errors, and the second's, propagate."""
+    return run_steps(refit_steps(lambda share: returned(fitted(share)), refused, learn, error))
+
+
+def returned(value: T) -> Generator[Any, Any, T]:
+    """Steps that make no call and return ``value``."""
+    return value
+    yield  # a generator function
+
+
+def refit_steps(
+    fitted: Callable[[float], Generator[Any, Any, R]],
+    refused: Callable[[R], bool] = overflowed,
+    learn: Callable[[BaseException | str], bool] | None = None,
+    error: Callable[[R], BaseException | str | None] = outcome_error,
+) -> Generator[Any, Any, list[R]]:
+    """`refit_on_overflow` for work written as steps (`run_steps`): ``fitted(share)`` gives the steps of one try."""
 
     def share(exc: BaseException | str | None) -> float:
         return 1.0 if exc is not None and learn is not None and learn(exc) else OVERFLOW_SHRINK
 
     try:
-        first = fitted(1.0)
+        first = yield from fitted(1.0)
     except Exception as exc:
         if not is_context_overflow(exc):
             raise
-        return [fitted(share(exc))]
-    return [first, fitted(share(error(first)))] if refused(first) else [first]
+        return [(yield from fitted(share(exc)))]
+    return [first, (yield from fitted(share(error(first))))] if refused(first) else [first]
 
 
 def overflow_budget(budget: int, refused_tokens: int, fixed: int = 0) -> int:
@@ -786,10 +830,47 @@ def ask_structured(
     `Provisional` too, its value used when no accepted answer comes. LangGraph's bubble-up passes through.
     ``observe(request, reply)`` sees each reply; ``monitor`` bounds the answers (see `call_model`).
     """
+    asks = structured_steps(
+        structured,
+        messages,
+        read,
+        retries=retries,
+        config=config,
+        retry_prompt=retry_prompt,
+        error_chars=error_chars,
+        quoted_chars=quoted_chars,
+        observe=observe,
+        monitor=monitor,
+    )
+    return run_steps(asks)
+
+
+async def aask_structured(structured: Any, messages: Sequence[BaseMessage], read: Callable[[Any], T], **options: Any):
+    """`ask_structured` on the async path: each ask awaited (`acall_model`); the same options."""
+    return await arun_steps(structured_steps(structured, messages, read, awaited=True, **options))
+
+
+def structured_steps(
+    structured: Any,
+    messages: Sequence[BaseMessage],
+    read: Callable[[Any], T],
+    *,
+    retries: int,
+    config: Any,
+    retry_prompt: str = RETRY_PROMPT,
+    error_chars: int = RETRY_ERROR_CHARS,
+    quoted_chars: int = QUOTED_CHARS,
+    observe: Callable[[Any, Any], None] | None = None,
+    monitor: Any = None,
+    awaited: bool = False,
+) -> Generator[Any, Any, StructuredAnswer[T]]:
+    """`ask_structured` as steps (`run_steps`): each ask through `call_model`, or `acall_model` when
+    ``awaited``."""
+    ask = acall_model if awaited else call_model
     prompt, calls, error, answer = list(messages), 0, "", None
     kept: Provisional | None = None
     for _ in range(retries + 1):
-        called = call_model(structured, prompt, config, observe=observe, monitor=monitor)
+        called = yield ask(structured, prompt, config, observe=observe, monitor=monitor)
         calls += called.attempts
         if called.error is not None:  # the model is down or refuses: the caller falls back
             from replangraph.llm.reasking import failed  # a rare path; reasking imports this module

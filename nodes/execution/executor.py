@@ -43,10 +43,12 @@ from replangraph.context.kept import (
 )
 from replangraph.llm.calls import (
     StepClock,
+    arun_steps,
     call_pool,
     guarded_steps,
     output_limit,
     replangraph_retries,
+    run_steps,
     was_cut,
 )
 from replangraph.llm.errors import StepTimeout
@@ -104,34 +106,7 @@ from replangraph.tools.replan_toolkit.toolkit import (
 # --------------------------------------------------------------------------- one code for both paths
 
 Steps = Generator[Any, Any, StateUpdate]
-"""A node's work written once for both paths: it yields each call's result as the call is made (sync path)
-or the call's awaitable (async path), and is sent the result (or thrown the call's exception) back."""
-
-
-def run_steps(steps: Steps) -> StateUpdate:
-    """The update of ``steps`` on the sync path: each yielded value is already the call's result."""
-    try:
-        value = next(steps)
-        while True:
-            value = steps.send(value)
-    except StopIteration as stop:
-        return stop.value
-
-
-async def arun_steps(steps: Steps) -> StateUpdate:
-    """The update of ``steps`` on the async path: each yielded awaitable is awaited, its result (or
-    exception) sent back."""
-    try:
-        pending = next(steps)
-        while True:
-            try:
-                result = await pending
-            except Exception as exc:  # the generator decides, as if the call had raised there
-                pending = steps.throw(exc)
-            else:
-                pending = steps.send(result)
-    except StopIteration as stop:
-        return stop.value
+"""A node's work written once for both paths (`replangraph.llm.calls.run_steps`)."""
 
 
 def replied(handler: Callable, request: ModelRequest) -> Generator[Any, Any, AIMessage]:

@@ -260,3 +260,44 @@ def test_a_model_without_async_code_is_called_in_replangraph_s_pool():
     assert calls.awaits_natively(AsyncOnly(respond=lambda r: "hi"))
     reply = asyncio.run(calls.ainvoke_model(scripted, "hello"))
     assert reply.content == "hi"
+
+
+def test_under_ainvoke_the_completion_checks_run_together():
+    n = MORE_THAN_ASYNCIO_POOL
+    meter = InFlight(barrier_parties=n)  # every check waits until all n are being made
+
+    def respond(request):
+        if "Verdict" in request.tool_names:
+            with meter:
+                return tool_call("Verdict", {"complete": True, "reason": "all there", "remaining_tasks": []})
+        if "Plan" in request.tool_names:
+            return independent(n)
+        return "done" if request.tool_names else "FINAL"
+
+    config = AgentConfig(max_concurrency=n, verify_results=True)
+    state = invoke(
+        build_graph(ScriptedChatModel(respond=respond), config=config), {"messages": [("user", "go")]}, way="ainvoke"
+    )
+    assert all(t["status"] == "completed" and t["verdict"]["complete"] for t in state["tasks"].values())
+    assert meter.calls == n and meter.peak == n
+
+
+def test_aask_structured_asks_again_after_an_unreadable_answer():
+    from pydantic import BaseModel
+
+    from replangraph.llm.reading import UnreadableInput
+
+    class Pick(BaseModel):
+        number: int
+
+    answers = iter([tool_call("Pick", {"number": "many"}), tool_call("Pick", {"number": 7})])
+    model = calls.bind_schema(ScriptedChatModel(respond=lambda r: next(answers)), Pick)
+
+    def read(answer):
+        args = calls.read_arguments(answer, "Pick")
+        if not isinstance(args.get("number"), int):
+            raise UnreadableInput("number must be an integer")
+        return args["number"]
+
+    asked = asyncio.run(calls.aask_structured(model, [("user", "pick")], read, retries=1, config=AgentConfig()))
+    assert (asked.value, asked.calls) == (7, 2)
