@@ -25,6 +25,7 @@ import contextlib
 import contextvars
 import dataclasses
 import functools
+import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -242,11 +243,23 @@ def collect_writes(node: Callable[..., Any]) -> Callable[..., Any]:
     emits directly are held too (`held_events`): a crash sends none of them.
     """
 
-    @functools.wraps(node)
-    def run(*args: Any, **kwargs: Any) -> Any:
+    def opened(args: tuple) -> contextlib.AbstractContextManager[Workspace]:
         state = next((a for a in args if isinstance(a, Mapping)), None)  # after ``self`` for a method
         entries, key = (state.get(WORKSPACE), state.get(RUN_KEY)) if state is not None else (None, None)
-        with open_workspace(entries, key) as workspace, held_events():
+        return open_workspace(entries, key)
+
+    if inspect.iscoroutinefunction(node):  # an async node: the same, around what it awaits
+
+        @functools.wraps(node)
+        async def arun(*args: Any, **kwargs: Any) -> Any:
+            with opened(args) as workspace, held_events():
+                return apply_effects(await node(*args, **kwargs), workspace.store)
+
+        return arun
+
+    @functools.wraps(node)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with opened(args) as workspace, held_events():
             return apply_effects(node(*args, **kwargs), workspace.store)
 
     return run

@@ -24,10 +24,11 @@ A `Provisional` answer is asked about again too, but used when no better one com
 
 from __future__ import annotations
 
+import asyncio
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -95,6 +96,23 @@ def jitter() -> float:
     return random.uniform(-0.25, 0.25)
 
 
+def next_wait(
+    exc: Exception,
+    attempt: int,
+    delays: Sequence[float],
+    max_backoff_s: float,
+    transient: Callable[[BaseException], bool],
+    deadline: float | None,
+) -> float | None:
+    """How long to wait before trying again after try ``attempt`` raised ``exc``; None when no try is left (then
+    ``exc.attempts`` is set). The one retry policy of `call_with_retries` and `acall_with_retries`."""
+    if attempt > len(delays) or not transient(exc):
+        exc.attempts = attempt  # type: ignore[attr-defined]  # how many calls were spent
+        return None
+    delay = retry_delay(exc, delays[attempt - 1], max_backoff_s, jitter())
+    return delay if deadline is None else min(delay, max(deadline - now(), 0.0))
+
+
 def call_with_retries(
     call: Callable[[], T],
     *,
@@ -117,13 +135,38 @@ def call_with_retries(
         try:
             return call(), attempt
         except Exception as exc:
-            if attempt > len(delays) or not transient(exc):
-                exc.attempts = attempt  # type: ignore[attr-defined]  # how many calls were spent
+            delay = next_wait(exc, attempt, delays, max_backoff_s, transient, deadline)
+            if delay is None:
                 raise
-            delay = retry_delay(exc, delays[attempt - 1], max_backoff_s, jitter())
-            if deadline is not None:
-                delay = min(delay, max(deadline - now(), 0.0))
             sleep(delay)
+
+
+async def await_wait(seconds: float) -> None:
+    """`wait` without holding a thread (a module function, so tests can replace it)."""
+    await asyncio.sleep(seconds)
+
+
+async def acall_with_retries(
+    call: Callable[[], Awaitable[T]],
+    *,
+    retries: int,
+    backoff_s: float,
+    max_backoff_s: float = 60.0,
+    transient: Callable[[BaseException], bool] = is_transient,
+    deadline: float | None = None,
+) -> tuple[T, int]:
+    """`call_with_retries` for an async ``call``: the same policy (`next_wait`), waits awaited."""
+    delays = backoff_delays(retries, backoff_s, max_backoff_s)
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return await call(), attempt
+        except Exception as exc:
+            delay = next_wait(exc, attempt, delays, max_backoff_s, transient, deadline)
+            if delay is None:
+                raise
+            await await_wait(delay)
 
 
 def replangraph_retries(config: Any) -> int:
@@ -135,6 +178,17 @@ def replangraph_retries(config: Any) -> int:
 def retrying(call: Callable[[], T], config: Any, deadline: float | None = None) -> tuple[T, int]:
     """``call()`` with the run's retry settings (an `AgentConfig`); ``(result, attempts)``."""
     return call_with_retries(
+        call,
+        retries=config.model_retries,
+        backoff_s=config.retry_backoff_s,
+        max_backoff_s=config.max_retry_wait_s,
+        deadline=deadline,
+    )
+
+
+async def aretrying(call: Callable[[], Awaitable[T]], config: Any, deadline: float | None = None) -> tuple[T, int]:
+    """`retrying` for an async ``call``."""
+    return await acall_with_retries(
         call,
         retries=config.model_retries,
         backoff_s=config.retry_backoff_s,
@@ -219,6 +273,121 @@ def call_model(
     elif observe is not None:
         observe(request, raw_reply(called.reply))
     return called
+
+
+def run_steps(steps: Generator[Any, Any, T]) -> T:
+    """What ``steps`` returns on the sync path. Work written once for both paths is a generator that yields
+    each call's result as it makes the call (sync path) or the call's awaitable (async path), and is sent
+    the result (or thrown the call's exception) back: here each yielded value is already the result."""
+    try:
+        value = next(steps)
+        while True:
+            value = steps.send(value)
+    except StopIteration as stop:
+        return stop.value
+
+
+async def arun_steps(steps: Generator[Any, Any, T]) -> T:
+    """What ``steps`` returns on the async path: each yielded awaitable is awaited, its result (or
+    exception) sent back (see `run_steps`)."""
+    try:
+        pending = next(steps)
+        while True:
+            try:
+                result = await pending
+            except Exception as exc:  # the generator decides, as if the call had raised there
+                pending = steps.throw(exc)
+            else:
+                pending = steps.send(result)
+    except StopIteration as stop:
+        return stop.value
+
+
+def guarded_steps(steps: Generator[Any, Any, T], fallback: Callable[[Exception], T]) -> Generator[Any, Any, T]:
+    """`guarded` for work written as steps (a generator whose calls a node's sync or async driver makes):
+    what ``steps`` returns, or ``fallback(exc)`` when it raises an ordinary exception."""
+    try:
+        return (yield from steps)
+    except BUBBLE_UP:
+        raise
+    except Exception as exc:
+        return fallback(exc)
+
+
+async def aguarded(work: Callable[[], Awaitable[T]], fallback: Callable[[Exception], T]) -> T:
+    """`guarded` for an async ``work``."""
+    try:
+        return await work()
+    except BUBBLE_UP:
+        raise
+    except Exception as exc:
+        return fallback(exc)
+
+
+async def aattempt(call: Callable[[], Awaitable[T]], config: Any, *, deadline: float | None = None) -> Called[T]:
+    """`attempt` for an async ``call``: each try gets the time left (`acall_with_timeout`)."""
+    timed = call if deadline is None else (lambda: acall_with_timeout(call, deadline - now()))
+
+    async def tried() -> Called[T]:
+        reply, attempts = await aretrying(timed, config, deadline)
+        return Called(reply, attempts)
+
+    return await aguarded(tried, Called.failed)
+
+
+async def acall_model(
+    model: Any,
+    request: Any,
+    config: Any,
+    *,
+    deadline: float | None = None,
+    observe: Callable[[Any, Any], None] | None = None,
+    monitor: Any = None,
+) -> Called:
+    """`call_model` awaiting the model (`ainvoke_model`): the same bounds, retries, time limit and outcome."""
+    bounded_model = with_output_bound(model, output_limit(config, monitor), replangraph_retries(config) == 0)
+    if deadline is None and getattr(config, "step_timeout_s", None):
+        deadline = now() + config.step_timeout_s
+    called = await aattempt(lambda: ainvoke_model(bounded_model, request), config, deadline=deadline)
+    if called.error is not None:
+        paused_if_down(called.error, config)
+    elif observe is not None:
+        observe(request, raw_reply(called.reply))
+    return called
+
+
+def awaits_natively(runnable: Any) -> bool:
+    """Whether ``runnable`` (a chat model, one bound to tools, a `Structured` one, a tool) has an async
+    implementation of its own, rather than LangChain's default of running its sync code in asyncio's
+    default thread pool (cores + 4 threads, which would cap how many subtasks run at once)."""
+    inner = getattr(runnable, "model", None) if isinstance(runnable, Structured) else runnable
+    while isinstance(inner, RunnableBinding):
+        inner = inner.bound
+    if isinstance(inner, BaseChatModel):
+        own = type(inner)
+        return own._agenerate is not BaseChatModel._agenerate or own._astream is not BaseChatModel._astream
+    from langchain_core.tools import BaseTool, StructuredTool  # tools: on the async path only
+
+    if isinstance(inner, StructuredTool):
+        return inner.coroutine is not None
+    if isinstance(inner, BaseTool):
+        return type(inner)._arun is not BaseTool._arun
+    return True
+
+
+async def in_pool(call: Callable[[], T], workers: int | None = None) -> T:
+    """``call()`` in a shared thread pool of ``workers`` threads (default `CALL_WORKERS`; with the caller's
+    context), awaited."""
+    pool = call_pool("calls", workers or CALL_WORKERS)
+    return await asyncio.get_running_loop().run_in_executor(pool, call)
+
+
+async def ainvoke_model(model: Any, request: Any) -> Any:
+    """``await model.ainvoke(request)`` when the model has async code of its own (`awaits_natively`), else
+    ``model.invoke(request)`` in replangraph's own pool."""
+    if awaits_natively(model):
+        return await model.ainvoke(request)
+    return await in_pool(lambda: model.invoke(request))
 
 
 # --------------------------------------------------------------------------- output bounds, cut answers, windows
@@ -380,17 +549,33 @@ def refit_on_overflow(
     ``learn(error)`` took the real window from the error (see `overflow_sizes`), the retry fits the whole of it
     (``fitted(1.0)``, the budget now reflecting it), else ``fitted(OVERFLOW_SHRINK)``. The outcomes in order
     (sum their calls; the last one stands); other errors, and the second's, propagate."""
+    return run_steps(refit_steps(lambda share: returned(fitted(share)), refused, learn, error))
+
+
+def returned(value: T) -> Generator[Any, Any, T]:
+    """Steps that make no call and return ``value``."""
+    return value
+    yield  # a generator function
+
+
+def refit_steps(
+    fitted: Callable[[float], Generator[Any, Any, R]],
+    refused: Callable[[R], bool] = overflowed,
+    learn: Callable[[BaseException | str], bool] | None = None,
+    error: Callable[[R], BaseException | str | None] = outcome_error,
+) -> Generator[Any, Any, list[R]]:
+    """`refit_on_overflow` for work written as steps (`run_steps`): ``fitted(share)`` gives the steps of one try."""
 
     def share(exc: BaseException | str | None) -> float:
         return 1.0 if exc is not None and learn is not None and learn(exc) else OVERFLOW_SHRINK
 
     try:
-        first = fitted(1.0)
+        first = yield from fitted(1.0)
     except Exception as exc:
         if not is_context_overflow(exc):
             raise
-        return [fitted(share(exc))]
-    return [first, fitted(share(error(first)))] if refused(first) else [first]
+        return [(yield from fitted(share(exc)))]
+    return [first, (yield from fitted(share(error(first))))] if refused(first) else [first]
 
 
 def overflow_budget(budget: int, refused_tokens: int, fixed: int = 0) -> int:
@@ -425,26 +610,29 @@ class StepClock:
 
 CALL_WORKERS = 256
 """Threads that timed calls may occupy at once, abandoned calls included."""
-_pools: dict[str, ContextThreadPoolExecutor] = {}
+_pools: dict[tuple[str, int], ContextThreadPoolExecutor] = {}
 _abandoned = 0
 _pool_lock = threading.Lock()
 
 
-def call_pool(kind: str = "calls") -> ContextThreadPoolExecutor:
-    """A shared pool (one per ``kind``), created on first use: its threads are reused, not started per call.
+def call_pool(kind: str = "calls", workers: int = CALL_WORKERS) -> ContextThreadPoolExecutor:
+    """A shared pool of ``workers`` threads (one per ``kind`` and size), created on first use: its threads are
+    reused, not started per call.
 
     Timed calls use ``calls``; the tools node runs its subtasks in ``subtasks``, so that
-    a subtask's own timed calls never wait for a worker its caller holds. Once half the
+    a subtask's own timed calls never wait for a worker its caller holds; under ``ainvoke``
+    sync tools run in ``tools``, sized from ``max_concurrency``. Once half the
     ``calls`` workers are stuck in abandoned calls, later calls get a fresh pool.
     """
     global _abandoned
+    key = (kind, workers)
     with _pool_lock:
-        if kind == "calls" and _abandoned >= CALL_WORKERS // 2 and kind in _pools:
-            _pools.pop(kind).shutdown(wait=False)  # its stuck threads end when their calls do
+        if kind == "calls" and _abandoned >= CALL_WORKERS // 2 and key in _pools:
+            _pools.pop(key).shutdown(wait=False)  # its stuck threads end when their calls do
             _abandoned = 0
-        if kind not in _pools:
-            _pools[kind] = ContextThreadPoolExecutor(max_workers=CALL_WORKERS, thread_name_prefix=f"replangraph-{kind}")
-        return _pools[kind]
+        if key not in _pools:
+            _pools[key] = ContextThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"replangraph-{kind}")
+        return _pools[key]
 
 
 def _abandon() -> None:
@@ -456,9 +644,9 @@ def _abandon() -> None:
 def call_with_timeout(call: Callable[[], T], timeout_s: float | None) -> T:
     """``call()``, or StepTimeout once ``timeout_s`` has passed (None: no limit).
 
-    LangGraph's ``TimeoutPolicy`` only works for async nodes; these nodes are sync.
-    The call runs in a shared worker thread (with the caller's context) that is
-    abandoned on timeout; Python cannot kill it, but its result is ignored.
+    The sync path's limit (the async path's is `acall_with_timeout`). The call runs in a shared worker
+    thread (with the caller's context) that is abandoned on timeout; Python cannot kill it, but its result
+    is ignored.
     """
     if timeout_s is None:
         return call()
@@ -472,6 +660,22 @@ def call_with_timeout(call: Callable[[], T], timeout_s: float | None) -> T:
             raise
         if not future.cancel():  # running: its worker stays busy until the call returns
             _abandon()
+        raise StepTimeout(f"no answer within {timeout_s:.1f}s") from None
+
+
+async def acall_with_timeout(call: Callable[[], Awaitable[T]], timeout_s: float | None) -> T:
+    """``await call()``, or StepTimeout once ``timeout_s`` has passed (None: no limit): the call is cancelled
+    (asyncio cancellation; a sync call it runs in a thread is abandoned, as `call_with_timeout` does)."""
+    if timeout_s is None:
+        return await call()
+    if timeout_s <= 0:
+        raise StepTimeout("no time left")
+    try:
+        async with asyncio.timeout(timeout_s) as limit:
+            return await call()
+    except TimeoutError:
+        if not limit.expired():  # the call itself raised a TimeoutError
+            raise
         raise StepTimeout(f"no answer within {timeout_s:.1f}s") from None
 
 
@@ -529,6 +733,9 @@ class Structured:
 
     def invoke(self, request: Any, *args: Any, **kwargs: Any) -> Any:
         return self.runnable.invoke(request, *args, **kwargs)
+
+    async def ainvoke(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        return await self.runnable.ainvoke(request, *args, **kwargs)
 
     def bounded(self, tokens: int | None, client_retries: bool = True) -> Structured:
         """This schema on the model as `bounded` makes it; itself when that changes nothing."""
@@ -623,10 +830,47 @@ def ask_structured(
     `Provisional` too, its value used when no accepted answer comes. LangGraph's bubble-up passes through.
     ``observe(request, reply)`` sees each reply; ``monitor`` bounds the answers (see `call_model`).
     """
+    asks = structured_steps(
+        structured,
+        messages,
+        read,
+        retries=retries,
+        config=config,
+        retry_prompt=retry_prompt,
+        error_chars=error_chars,
+        quoted_chars=quoted_chars,
+        observe=observe,
+        monitor=monitor,
+    )
+    return run_steps(asks)
+
+
+async def aask_structured(structured: Any, messages: Sequence[BaseMessage], read: Callable[[Any], T], **options: Any):
+    """`ask_structured` on the async path: each ask awaited (`acall_model`); the same options."""
+    return await arun_steps(structured_steps(structured, messages, read, awaited=True, **options))
+
+
+def structured_steps(
+    structured: Any,
+    messages: Sequence[BaseMessage],
+    read: Callable[[Any], T],
+    *,
+    retries: int,
+    config: Any,
+    retry_prompt: str = RETRY_PROMPT,
+    error_chars: int = RETRY_ERROR_CHARS,
+    quoted_chars: int = QUOTED_CHARS,
+    observe: Callable[[Any, Any], None] | None = None,
+    monitor: Any = None,
+    awaited: bool = False,
+) -> Generator[Any, Any, StructuredAnswer[T]]:
+    """`ask_structured` as steps (`run_steps`): each ask through `call_model`, or `acall_model` when
+    ``awaited``."""
+    ask = acall_model if awaited else call_model
     prompt, calls, error, answer = list(messages), 0, "", None
     kept: Provisional | None = None
     for _ in range(retries + 1):
-        called = call_model(structured, prompt, config, observe=observe, monitor=monitor)
+        called = yield ask(structured, prompt, config, observe=observe, monitor=monitor)
         calls += called.attempts
         if called.error is not None:  # the model is down or refuses: the caller falls back
             from replangraph.llm.reasking import failed  # a rare path; reasking imports this module

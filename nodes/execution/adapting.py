@@ -51,9 +51,6 @@ def refusal(middleware: Any) -> str | None:
         return f"its state_schema adds {', '.join(extra)}: a subtask carries no state keys of a middleware's own"
     if getattr(middleware, "tools", None):
         return "it brings tools of its own: give them to build_graph(tools=...) or an AgentProfile"
-    for hook in ("wrap_model_call", "wrap_tool_call"):
-        if overrides(middleware, base, "a" + hook) and not overrides(middleware, base, hook):
-            return f"it defines only a{hook}: the executor calls models and tools synchronously"
     return None
 
 
@@ -65,20 +62,26 @@ def middleware_name(middleware: Any) -> str:
 def split_middleware(middleware: Sequence[Any]) -> tuple[list[ModelWrapper], list[ToolWrapper]]:
     """The ``wrap_model_call`` and ``wrap_tool_call`` hooks of ``middleware``, in order; ValueError for one
     that does not make sense inside a subtask."""
+    from replangraph.nodes.execution.middleware import Hook  # it imports this module
+
     model_wrappers: list[ModelWrapper] = []
     tool_wrappers: list[ToolWrapper] = []
+    hooks = ("wrap_model_call", "wrap_tool_call", "awrap_model_call", "awrap_tool_call")
     for item in middleware:
-        if not any(callable(getattr(item, hook, None)) for hook in ("wrap_model_call", "wrap_tool_call")):
+        if not any(callable(getattr(item, hook, None)) for hook in hooks):
             raise ValueError(
-                f"middleware {middleware_name(item)} has neither wrap_model_call nor wrap_tool_call: pass an "
-                "AgentMiddleware, or an object with one of those methods (request, handler) -> response"
+                f"middleware {middleware_name(item)} has neither wrap_model_call nor wrap_tool_call (nor their async "
+                "forms): pass an AgentMiddleware, or an object with one of those methods (request, handler) -> response"
             )
         why = refusal(item)
         if why:
             raise ValueError(f"middleware {middleware_name(item)} cannot wrap a subtask's calls: {why}")
         base = langchain_base(item)
-        if overrides(item, base, "wrap_model_call"):
-            model_wrappers.append(item.wrap_model_call)
-        if overrides(item, base, "wrap_tool_call"):
-            tool_wrappers.append(item.wrap_tool_call)
+        for hook, wrappers in (("wrap_model_call", model_wrappers), ("wrap_tool_call", tool_wrappers)):
+            sync = getattr(item, hook) if overrides(item, base, hook) else None
+            asynchronous = getattr(item, "a" + hook) if overrides(item, base, "a" + hook) else None
+            if asynchronous is None and sync is not None:
+                wrappers.append(sync)  # the async path runs it in a worker thread
+            elif asynchronous is not None:
+                wrappers.append(Hook(sync, asynchronous))
     return model_wrappers, tool_wrappers
