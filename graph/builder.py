@@ -17,7 +17,8 @@ from langgraph.graph.state import CompiledStateGraph
 from replangraph.config import AgentConfig, AgentProfile, ToolLike, recursion_limit, resolve_profiles
 from replangraph.context.fitting import ContextMonitor, TokenCounter
 from replangraph.features import Feature, nodes_where, planning_types
-from replangraph.llm.calls import in_pool, stacked_retries
+from replangraph.llm.aio import in_pool
+from replangraph.llm.calls import stacked_retries
 from replangraph.names import (
     COMPRESSOR,
     EXECUTOR,

@@ -20,15 +20,17 @@ for anything unexpected (see ``builder.py``).
 the answer into a value or raises `UnreadableInput` with a reason; the next ask repeats the request with a
 message naming the reason and quoting the previous answer (`replangraph.llm.reasking`, loaded on that path).
 A `Provisional` answer is asked about again too, but used when no better one comes.
+
+**The async path** (``ainvoke``) lives in `replangraph.llm.aio`, loaded on first use; its names
+(`ASYNC_NAMES`) are importable from here too.
 """
 
 from __future__ import annotations
 
-import asyncio
 import random
 import threading
 import time
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -141,34 +143,6 @@ def call_with_retries(
             sleep(delay)
 
 
-async def await_wait(seconds: float) -> None:
-    """`wait` without holding a thread (a module function, so tests can replace it)."""
-    await asyncio.sleep(seconds)
-
-
-async def acall_with_retries(
-    call: Callable[[], Awaitable[T]],
-    *,
-    retries: int,
-    backoff_s: float,
-    max_backoff_s: float = 60.0,
-    transient: Callable[[BaseException], bool] = is_transient,
-    deadline: float | None = None,
-) -> tuple[T, int]:
-    """`call_with_retries` for an async ``call``: the same policy (`next_wait`), waits awaited."""
-    delays = backoff_delays(retries, backoff_s, max_backoff_s)
-    attempt = 0
-    while True:
-        attempt += 1
-        try:
-            return await call(), attempt
-        except Exception as exc:
-            delay = next_wait(exc, attempt, delays, max_backoff_s, transient, deadline)
-            if delay is None:
-                raise
-            await await_wait(delay)
-
-
 def replangraph_retries(config: Any) -> int:
     """How often replangraph retries a failed model call (``model_retries``); while it does, a model's client
     does not retry on its own (`bounded`), so one policy applies: (model_retries + 1) requests a call at most."""
@@ -178,17 +152,6 @@ def replangraph_retries(config: Any) -> int:
 def retrying(call: Callable[[], T], config: Any, deadline: float | None = None) -> tuple[T, int]:
     """``call()`` with the run's retry settings (an `AgentConfig`); ``(result, attempts)``."""
     return call_with_retries(
-        call,
-        retries=config.model_retries,
-        backoff_s=config.retry_backoff_s,
-        max_backoff_s=config.max_retry_wait_s,
-        deadline=deadline,
-    )
-
-
-async def aretrying(call: Callable[[], Awaitable[T]], config: Any, deadline: float | None = None) -> tuple[T, int]:
-    """`retrying` for an async ``call``."""
-    return await acall_with_retries(
         call,
         retries=config.model_retries,
         backoff_s=config.retry_backoff_s,
@@ -287,22 +250,6 @@ def run_steps(steps: Generator[Any, Any, T]) -> T:
         return stop.value
 
 
-async def arun_steps(steps: Generator[Any, Any, T]) -> T:
-    """What ``steps`` returns on the async path: each yielded awaitable is awaited, its result (or
-    exception) sent back (see `run_steps`)."""
-    try:
-        pending = next(steps)
-        while True:
-            try:
-                result = await pending
-            except Exception as exc:  # the generator decides, as if the call had raised there
-                pending = steps.throw(exc)
-            else:
-                pending = steps.send(result)
-    except StopIteration as stop:
-        return stop.value
-
-
 def guarded_steps(steps: Generator[Any, Any, T], fallback: Callable[[Exception], T]) -> Generator[Any, Any, T]:
     """`guarded` for work written as steps (a generator whose calls a node's sync or async driver makes):
     what ``steps`` returns, or ``fallback(exc)`` when it raises an ordinary exception."""
@@ -312,82 +259,6 @@ def guarded_steps(steps: Generator[Any, Any, T], fallback: Callable[[Exception],
         raise
     except Exception as exc:
         return fallback(exc)
-
-
-async def aguarded(work: Callable[[], Awaitable[T]], fallback: Callable[[Exception], T]) -> T:
-    """`guarded` for an async ``work``."""
-    try:
-        return await work()
-    except BUBBLE_UP:
-        raise
-    except Exception as exc:
-        return fallback(exc)
-
-
-async def aattempt(call: Callable[[], Awaitable[T]], config: Any, *, deadline: float | None = None) -> Called[T]:
-    """`attempt` for an async ``call``: each try gets the time left (`acall_with_timeout`)."""
-    timed = call if deadline is None else (lambda: acall_with_timeout(call, deadline - now()))
-
-    async def tried() -> Called[T]:
-        reply, attempts = await aretrying(timed, config, deadline)
-        return Called(reply, attempts)
-
-    return await aguarded(tried, Called.failed)
-
-
-async def acall_model(
-    model: Any,
-    request: Any,
-    config: Any,
-    *,
-    deadline: float | None = None,
-    observe: Callable[[Any, Any], None] | None = None,
-    monitor: Any = None,
-) -> Called:
-    """`call_model` awaiting the model (`ainvoke_model`): the same bounds, retries, time limit and outcome."""
-    bounded_model = with_output_bound(model, output_limit(config, monitor), replangraph_retries(config) == 0)
-    if deadline is None and getattr(config, "step_timeout_s", None):
-        deadline = now() + config.step_timeout_s
-    called = await aattempt(lambda: ainvoke_model(bounded_model, request), config, deadline=deadline)
-    if called.error is not None:
-        paused_if_down(called.error, config)
-    elif observe is not None:
-        observe(request, raw_reply(called.reply))
-    return called
-
-
-def awaits_natively(runnable: Any) -> bool:
-    """Whether ``runnable`` (a chat model, one bound to tools, a `Structured` one, a tool) has an async
-    implementation of its own, rather than LangChain's default of running its sync code in asyncio's
-    default thread pool (cores + 4 threads, which would cap how many subtasks run at once)."""
-    inner = getattr(runnable, "model", None) if isinstance(runnable, Structured) else runnable
-    while isinstance(inner, RunnableBinding):
-        inner = inner.bound
-    if isinstance(inner, BaseChatModel):
-        own = type(inner)
-        return own._agenerate is not BaseChatModel._agenerate or own._astream is not BaseChatModel._astream
-    from langchain_core.tools import BaseTool, StructuredTool  # tools: on the async path only
-
-    if isinstance(inner, StructuredTool):
-        return inner.coroutine is not None
-    if isinstance(inner, BaseTool):
-        return type(inner)._arun is not BaseTool._arun
-    return True
-
-
-async def in_pool(call: Callable[[], T], workers: int | None = None) -> T:
-    """``call()`` in a shared thread pool of ``workers`` threads (default `CALL_WORKERS`; with the caller's
-    context), awaited."""
-    pool = call_pool("calls", workers or CALL_WORKERS)
-    return await asyncio.get_running_loop().run_in_executor(pool, call)
-
-
-async def ainvoke_model(model: Any, request: Any) -> Any:
-    """``await model.ainvoke(request)`` when the model has async code of its own (`awaits_natively`), else
-    ``model.invoke(request)`` in replangraph's own pool."""
-    if awaits_natively(model):
-        return await model.ainvoke(request)
-    return await in_pool(lambda: model.invoke(request))
 
 
 # --------------------------------------------------------------------------- output bounds, cut answers, windows
@@ -663,22 +534,6 @@ def call_with_timeout(call: Callable[[], T], timeout_s: float | None) -> T:
         raise StepTimeout(f"no answer within {timeout_s:.1f}s") from None
 
 
-async def acall_with_timeout(call: Callable[[], Awaitable[T]], timeout_s: float | None) -> T:
-    """``await call()``, or StepTimeout once ``timeout_s`` has passed (None: no limit): the call is cancelled
-    (asyncio cancellation; a sync call it runs in a thread is abandoned, as `call_with_timeout` does)."""
-    if timeout_s is None:
-        return await call()
-    if timeout_s <= 0:
-        raise StepTimeout("no time left")
-    try:
-        async with asyncio.timeout(timeout_s) as limit:
-            return await call()
-    except TimeoutError:
-        if not limit.expired():  # the call itself raised a TimeoutError
-            raise
-        raise StepTimeout(f"no answer within {timeout_s:.1f}s") from None
-
-
 # --------------------------------------------------------------------------- the structured-output loop
 
 RETRY_ERROR_CHARS = 2_000
@@ -845,11 +700,6 @@ def ask_structured(
     return run_steps(asks)
 
 
-async def aask_structured(structured: Any, messages: Sequence[BaseMessage], read: Callable[[Any], T], **options: Any):
-    """`ask_structured` on the async path: each ask awaited (`acall_model`); the same options."""
-    return await arun_steps(structured_steps(structured, messages, read, awaited=True, **options))
-
-
 def structured_steps(
     structured: Any,
     messages: Sequence[BaseMessage],
@@ -866,7 +716,10 @@ def structured_steps(
 ) -> Generator[Any, Any, StructuredAnswer[T]]:
     """`ask_structured` as steps (`run_steps`): each ask through `call_model`, or `acall_model` when
     ``awaited``."""
-    ask = acall_model if awaited else call_model
+    if awaited:
+        from replangraph.llm.aio import acall_model as ask  # the async path's module
+    else:
+        ask = call_model
     prompt, calls, error, answer = list(messages), 0, "", None
     kept: Provisional | None = None
     for _ in range(retries + 1):
@@ -890,3 +743,23 @@ def structured_steps(
     if kept is not None:
         return StructuredAnswer(kept.value, calls, answer=answer)
     return StructuredAnswer(None, calls, error, answer=answer)
+
+
+ASYNC_NAMES = frozenset(
+    {
+        "acall_model", "acall_with_retries", "acall_with_timeout", "aask_structured", "aattempt", "aguarded",
+        "ainvoke_model", "aretrying", "arun_steps", "await_wait", "awaits_natively", "in_pool", "off_loop",
+        "store_in_run",
+    }
+)  # fmt: skip
+"""Names of the async path, defined in `replangraph.llm.aio` and importable from here too."""
+
+
+def __getattr__(name: str) -> Any:
+    """The async path's names (`ASYNC_NAMES`), loaded from `replangraph.llm.aio` on first use: a sync run never
+    loads it, and it imports this module."""
+    if name in ASYNC_NAMES:
+        from replangraph.llm import aio
+
+        return getattr(aio, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -41,9 +41,9 @@ from replangraph.context.kept import (
     merge_updates,
     window_outputs,
 )
+from replangraph.llm.aio import arun_steps
 from replangraph.llm.calls import (
     StepClock,
-    arun_steps,
     call_pool,
     guarded_steps,
     output_limit,

@@ -47,18 +47,21 @@ from langgraph.types import Command
 from replangraph.context.excerpts import PAGE_RE
 from replangraph.context.fitting import mentions_read_output
 from replangraph.context.kept import READ_OUTPUT, WORKSPACE, cut_observation, mark_kept
-from replangraph.llm.calls import (
-    CALL_WORKERS,
-    StepClock,
+from replangraph.llm.aio import (
     acall_with_timeout,
     aguarded,
     ainvoke_model,
     aretrying,
     awaits_natively,
+    in_pool,
+    off_loop,
+)
+from replangraph.llm.calls import (
+    CALL_WORKERS,
+    StepClock,
     call_pool,
     call_with_timeout,
     guarded,
-    in_pool,
     retrying,
     with_output_bound,
 )
@@ -494,7 +497,8 @@ class OutputOffload:
         return self.offloaded(handler(request))
 
     async def awrap(self, request: ToolCallRequest, handler: Callable) -> Any:
-        return self.offloaded(await handler(request))
+        result = await handler(request)
+        return await off_loop(lambda: self.offloaded(result))  # ``taken`` may read the store
 
     def offloaded(self, result: Any) -> Any:
         """``result`` with its reply cut to ``max_chars`` (the whole text kept in ``cut``)."""
@@ -521,8 +525,11 @@ class ToolkitInline:
         return self.call(request) if request.tool_call.get("name") in TOOLKIT_NAMES else handler(request)
 
     async def awrap(self, request: ToolCallRequest, handler: Callable) -> Any:
-        """The toolkit runs inline on the async path too (quick code of our own, between two awaits)."""
-        return self.call(request) if request.tool_call.get("name") in TOOLKIT_NAMES else await handler(request)
+        """The toolkit runs inline on the async path too (quick code of our own, between two awaits; off the loop
+        when the run has a store, which ending a subtask reads: `off_loop`)."""
+        if request.tool_call.get("name") in TOOLKIT_NAMES:
+            return await off_loop(lambda: self.call(request))
+        return await handler(request)
 
 
 def error_reply(request: ToolCallRequest, exc: Exception) -> ToolMessage:

@@ -24,7 +24,8 @@ from pydantic import BaseModel, Field
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.fitting import GOAL_ID, ContextMonitor, Fitted, fit_request, result_id, schema_tools
 from replangraph.context.kept import announced, collect_writes, completed_with_window, merge_updates
-from replangraph.llm.calls import arun_steps, bind_schema, read_arguments, refit_steps, run_steps, structured_steps
+from replangraph.llm.aio import arun_steps, off_loop
+from replangraph.llm.calls import bind_schema, read_arguments, refit_steps, run_steps, structured_steps
 from replangraph.llm.reading import UnreadableInput, answer_text, answers_waiting, as_text, task_specs, truthy
 from replangraph.nodes.verification.prompts import VERIFIER_PROMPT, VERIFY_EXCERPT_NOTE, VERIFY_TEMPLATE
 from replangraph.queue.plans import LimitReached, limit_hit, split_task
@@ -154,7 +155,7 @@ class Verifier(Configured):
 
     async def ajudge(self, goal: str, task: Task, result: str, retries: int) -> tuple[TaskVerdict, int]:
         """`judge` on the async path: the model awaited."""
-        return await arun_steps(self.judge_steps(goal, task, result, retries, awaited=True))
+        return await arun_steps(self.judge_steps(goal, task, result, retries, awaited=True), off_loop=False)  # no store
 
     def judge_steps(
         self, goal: str, task: Task, result: str, retries: int, awaited: bool = False
@@ -273,7 +274,7 @@ class Verifier(Configured):
         goal, waiting, results, retries = self.checks(state)
         tasks = state.get("tasks") or {}
         judged = await asyncio.gather(*(self.ajudge(goal, tasks[t], results[t], retries) for t in waiting))
-        return self.settled(state, waiting, results, list(judged))
+        return await off_loop(lambda: self.settled(state, waiting, results, list(judged)))  # keeping reads the store
 
     def checks(self, state: Mapping[str, Any]) -> tuple[str, list[str], dict[str, str], int]:
         """``(goal, ids of the answers waiting, their texts, retries per check)``."""

@@ -15,13 +15,17 @@ from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatResult
 from langchain_core.tools import StructuredTool
+from langgraph.store.base import PutOp
+from langgraph.store.base.batch import AsyncBatchedBaseStore
+from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
 from scripting import invoke, make_model, plan_of, run, subtask_of
 from test_toolkit_rules import make_runner, runner_state
 
 from replangraph import AgentConfig, build_graph
-from replangraph.llm import calls
+from replangraph.llm import aio, calls
 from replangraph.llm.errors import StepTimeout
+from replangraph.state import emit
 from replangraph.testing import ScriptedChatModel, tool_call
 
 MORE_THAN_ASYNCIO_POOL = min(32, (os.cpu_count() or 1) + 4) + 1
@@ -233,7 +237,7 @@ def test_async_retries_follow_the_sync_policy(monkeypatch):
     async def waited(seconds: float) -> None:
         waits.append(seconds)
 
-    monkeypatch.setattr(calls, "await_wait", waited)
+    monkeypatch.setattr(aio, "await_wait", waited)
     monkeypatch.setattr(calls, "jitter", lambda: 0.0)
     tries: list[int] = []
 
@@ -301,3 +305,144 @@ def test_aask_structured_asks_again_after_an_unreadable_answer():
 
     asked = asyncio.run(calls.aask_structured(model, [("user", "pick")], read, retries=1, config=AgentConfig()))
     assert (asked.value, asked.calls) == (7, 2)
+
+
+class LoopBoundStore(AsyncBatchedBaseStore):
+    """An in-memory store that refuses sync calls on its event loop, as ``langgraph dev``'s ``BatchedStore`` does
+    (``_check_loop``: ``asyncio.InvalidStateError``); from other threads they go through the loop."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = InMemoryStore()
+        self.batches: list[list] = []
+
+    async def abatch(self, ops):
+        ops = list(ops)
+        self.batches.append(ops)
+        return await self.inner.abatch(ops)
+
+
+def test_under_ainvoke_no_store_call_blocks_the_event_loop():
+    """Reads, writes and searches of the results workspace under ``ainvoke`` on a store bound to the loop: long tool
+    outputs kept, a dependency's result read by the router, read_output, the completion check, the report."""
+
+    def fetch(item: str) -> str:
+        """A long page about an item."""
+        return f"{item}: " + "p" * 3_000
+
+    def work(request):
+        if subtask_of(request) == "sum up":
+            if request.called("read_output"):
+                return "summed up"
+            return tool_call("read_output", {"output_id": "1/result"})
+        return "fetched" if request.called("fetch") else tool_call("fetch", {"item": subtask_of(request)})
+
+    def respond(request):
+        if "Verdict" in request.tool_names:
+            return tool_call("Verdict", {"complete": True, "reason": "all there", "remaining_tasks": []})
+        return world.respond(request)
+
+    plan = plan_of(
+        {"id": "1", "content": "fetch a"},
+        {"id": "2", "content": "fetch b"},
+        {"id": "3", "content": "sum up", "dependencies": ["1", "2"]},
+    )
+    world = make_model(plan, work)
+    config = AgentConfig(max_observation_chars=1_000, max_concurrency=2)
+
+    async def go():
+        store = LoopBoundStore()
+        graph = build_graph(ScriptedChatModel(respond=respond), [fetch], config=config, store=store)
+        cfg = {"configurable": {"thread_id": "loop"}}
+        return store, await graph.ainvoke({"messages": [("user", "go")]}, cfg)
+
+    store, state = asyncio.run(go())
+    assert {t["status"] for t in state["tasks"].values()} == {"completed"}, state["tasks"]
+    assert "summed up" in state["final_answer"]
+    kept = {item.key for item in store.inner.search(("replangraph", "loop"), limit=100)}
+    assert {"plan:1:step:1:result", "plan:1:step:3:result"} <= kept
+    assert any(":output:" in key for key in kept)  # the long pages were cut and kept
+    writes = [len(ops) for ops in store.batches if ops and all(isinstance(op, PutOp) for op in ops)]
+    assert max(writes) > 1  # a node's entries go out in one batch
+
+
+def look(name: str) -> str:
+    """Looks a thing up."""
+    return f"about {name}: " + "x" * 2_000
+
+
+def look_review_hand_off(request):
+    """Read (a long output, cut and kept), review the plan, hand the rest off; the child just answers."""
+    if "1_dyn_0" in request.prompt:
+        return "the rest, done"
+    if not request.called("look"):
+        return tool_call("look", {"name": "x"})
+    if not request.called("replan_review_context"):
+        return tool_call("replan_review_context", {})
+    return tool_call("replan_split_and_handoff", {"summary": "first half", "tasks": [{"content": "the rest"}]})
+
+
+def test_with_a_store_both_paths_keep_the_same_entries_and_send_the_same_events():
+    """The toolkit's hand-off, a cut output and the completion check off the loop under ``astream`` (a store
+    bound to the loop) do what they do under ``stream`` (an in-memory store): same events, same entries."""
+
+    def graph(store):
+        model = make_model(plan_of({"id": "1", "content": "look x up"}), look_review_hand_off)
+        config = AgentConfig(max_observation_chars=1_000, verify_results=True)
+        return build_graph(model, [look], config=config, store=store)
+
+    given, cfg = {"messages": [("user", "look x up")]}, {"configurable": {"thread_id": "same"}}
+    sync_store = InMemoryStore()
+    sync_events = [c for m, c in graph(sync_store).stream(given, cfg, stream_mode=["custom"]) if m == "custom"]
+
+    async def collect():
+        store = LoopBoundStore()
+        parts = [part async for part in graph(store).astream(given, cfg, stream_mode=["custom"])]
+        return store.inner, [c for m, c in parts if m == "custom"]
+
+    async_store, async_events = asyncio.run(collect())
+
+    def names(events):
+        return [(e["event"], e.get("task_id")) for e in events]
+
+    def entries(store):
+        return {i.key: i.value["content"] for i in store.search(("replangraph", "same"), limit=100)}
+
+    assert names(async_events) == names(sync_events)
+    assert ("step_completed", "1_dyn_0") in names(async_events)
+    assert entries(async_store) == entries(sync_store) and any(":output:" in k for k in entries(sync_store))
+
+
+def test_with_a_store_the_events_of_a_crashed_tools_step_never_go_out_on_either_path():
+    """The tools step runs off the loop under ``astream`` with a store; the events its tools emitted are still held
+    by the step and dropped with it when it crashes, as under ``stream``."""
+
+    def announce() -> str:
+        """Says something to the stream."""
+        emit("tool_said", task_id="1")
+        return "said"
+
+    def broken() -> Command:
+        """Returns an update LangGraph could never apply."""
+        return Command(update=["not", "a", "mapping"])
+
+    def work(request):
+        if request.called("broken") or subtask_of(request) != "say it":
+            return "done"
+        return AIMessage("", tool_calls=[tool_call("announce", {}, call_id="a"), tool_call("broken", {}, call_id="b")])
+
+    def graph(store):
+        model = make_model(plan_of({"id": "1", "content": "say it"}), work)
+        config = AgentConfig(verify_results=False, single_agent_fallback=False)
+        return build_graph(model, [announce, broken], config=config, store=store)
+
+    given, cfg = {"messages": [("user", "say it")]}, {"configurable": {"thread_id": "crash"}}
+    sync_events = [c for m, c in graph(InMemoryStore()).stream(given, cfg, stream_mode=["custom"]) if m == "custom"]
+
+    async def collect():
+        parts = [part async for part in graph(LoopBoundStore()).astream(given, cfg, stream_mode=["custom"])]
+        return [c for m, c in parts if m == "custom"]
+
+    async_events = asyncio.run(collect())
+    assert [e["event"] for e in async_events] == [e["event"] for e in sync_events]
+    assert "step_failed" in [e["event"] for e in sync_events] and "tool_said" not in [e["event"] for e in sync_events]
