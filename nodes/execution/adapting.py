@@ -1,10 +1,15 @@
-"""LangChain's own middleware in a subtask: which of its hooks the executor runs (`split_middleware`) and why
-it refuses the rest. Used once, when the graph is built; no call of a run goes through here."""
+"""LangChain's own middleware in a subtask: which of its hooks the executor runs (`split_middleware`, used once,
+when the graph is built) and why it refuses the rest; and how a hook written for one path runs on the other
+(`Hook`, `async_form`). A sync run without user middleware runs none of it."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
+
+from replangraph.llm.aio import in_pool
+from replangraph.llm.calls import call_pool
 
 if TYPE_CHECKING:
     from replangraph.nodes.execution.middleware import ModelWrapper, ToolWrapper
@@ -62,8 +67,6 @@ def middleware_name(middleware: Any) -> str:
 def split_middleware(middleware: Sequence[Any]) -> tuple[list[ModelWrapper], list[ToolWrapper]]:
     """The ``wrap_model_call`` and ``wrap_tool_call`` hooks of ``middleware``, in order; ValueError for one
     that does not make sense inside a subtask."""
-    from replangraph.nodes.execution.middleware import Hook  # it imports this module
-
     model_wrappers: list[ModelWrapper] = []
     tool_wrappers: list[ToolWrapper] = []
     hooks = ("wrap_model_call", "wrap_tool_call", "awrap_model_call", "awrap_tool_call")
@@ -85,3 +88,57 @@ def split_middleware(middleware: Sequence[Any]) -> tuple[list[ModelWrapper], lis
             elif asynchronous is not None:
                 wrappers.append(Hook(sync, asynchronous))
     return model_wrappers, tool_wrappers
+
+
+# --------------------------------------------------------------------------- a hook on the other path
+
+
+def async_form(wrapper: Any) -> Callable:
+    """A wrapper's async form: its ``awrap`` (replangraph's wrappers, a middleware's `Hook`), else the sync wrapper
+    run in a worker thread whose handler awaits the rest of the chain on the event loop."""
+    own = getattr(wrapper, "awrap", None)
+    if own is not None:
+        return own
+
+    async def bridged(request: Any, handler: Callable) -> Any:
+        loop = asyncio.get_running_loop()
+
+        def sync_handler(inner_request: Any) -> Any:
+            return asyncio.run_coroutine_threadsafe(handler(inner_request), loop).result()
+
+        return await in_pool(lambda: wrapper(request, sync_handler))
+
+    return bridged
+
+
+def run_coroutine(coroutine: Any) -> Any:
+    """Run ``coroutine`` to its end from sync code: in a new event loop, in a worker thread when this thread
+    runs a loop already (``graph.invoke`` in a notebook)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    return call_pool().submit(asyncio.run, coroutine).result()
+
+
+class Hook:
+    """One hook of a user's middleware (``wrap_model_call`` or ``wrap_tool_call``) in both forms: ``sync`` and
+    ``asynchronous`` (LangChain's ``awrap_*``), either of them None. The sync path runs an async-only hook in an
+    event loop of its own; the async path runs a sync-only hook as `async_form` does."""
+
+    def __init__(self, sync: Callable | None, asynchronous: Callable | None):
+        self.sync, self.asynchronous = sync, asynchronous
+
+    def __call__(self, request: Any, handler: Callable) -> Any:
+        if self.sync is not None:
+            return self.sync(request, handler)
+
+        async def ahandler(inner_request: Any) -> Any:
+            return await in_pool(lambda: handler(inner_request))
+
+        return run_coroutine(self.asynchronous(request, ahandler))  # type: ignore[misc]  # one of them is set
+
+    async def awrap(self, request: Any, handler: Callable) -> Any:
+        if self.asynchronous is not None:
+            return await self.asynchronous(request, handler)
+        return await async_form(self.sync)(request, handler)

@@ -6,7 +6,8 @@ wrapper, in the end the call itself) any number of times, or answer on its own. 
 agent factory does: the first in the list is the outermost. The request types carry LangChain's field names
 and ``override(**changes)``, so LangChain's own middleware runs on them; ``langchain`` itself is not imported
 here. `split_middleware` (in ``adapting.py``: it runs once, at build time) takes the hooks of the user's
-middleware and refuses what cannot run in a subtask.
+middleware and refuses what cannot run in a subtask; `Hook` and `async_form` (there too) run a hook written for one
+path on the other.
 
 Model calls, outermost first (see `Executor.chain`):
   iteration cap   - sees the final reply, after every retry and fallback, and the turn's whole count;
@@ -32,7 +33,6 @@ Tool calls, outermost first (see `ToolRunner.chain`):
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import threading
 from collections import OrderedDict
@@ -59,7 +59,6 @@ from replangraph.llm.aio import (
 from replangraph.llm.calls import (
     CALL_WORKERS,
     StepClock,
-    call_pool,
     call_with_timeout,
     guarded,
     retrying,
@@ -69,7 +68,12 @@ from replangraph.llm.errors import StepTimeout, is_context_overflow
 from replangraph.llm.formats import CUT_CALL
 from replangraph.llm.reading import all_tool_calls, message_text, repair_tool_calls, split_reasoning
 from replangraph.names import TOOLKIT_NAMES
-from replangraph.nodes.execution.adapting import split_middleware  # noqa: F401  # where builder.py imports it
+from replangraph.nodes.execution.adapting import (  # noqa: F401  # Hook, run_coroutine, split_middleware: importable here
+    Hook,
+    async_form,
+    run_coroutine,
+    split_middleware,
+)
 from replangraph.queue.tasks import Task, preview
 from replangraph.state import EVENTS
 
@@ -187,57 +191,6 @@ def achain_tool_calls(wrappers: Sequence[ToolWrapper], call: Callable) -> Callab
     for wrapper in reversed(wrappers):
         handler = functools.partial(_atool_layer, async_form(wrapper), handler)
     return handler
-
-
-def async_form(wrapper: Any) -> Callable:
-    """A wrapper's async form: its ``awrap`` (replangraph's wrappers, a middleware's `Hook`), else the sync wrapper
-    run in a worker thread whose handler awaits the rest of the chain on the event loop."""
-    own = getattr(wrapper, "awrap", None)
-    if own is not None:
-        return own
-
-    async def bridged(request: Any, handler: Callable) -> Any:
-        loop = asyncio.get_running_loop()
-
-        def sync_handler(inner_request: Any) -> Any:
-            return asyncio.run_coroutine_threadsafe(handler(inner_request), loop).result()
-
-        return await in_pool(lambda: wrapper(request, sync_handler))
-
-    return bridged
-
-
-def run_coroutine(coroutine: Any) -> Any:
-    """Run ``coroutine`` to its end from sync code: in a new event loop, in a worker thread when this thread
-    runs a loop already (``graph.invoke`` in a notebook)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    return call_pool().submit(asyncio.run, coroutine).result()
-
-
-class Hook:
-    """One hook of a user's middleware (``wrap_model_call`` or ``wrap_tool_call``) in both forms: ``sync`` and
-    ``asynchronous`` (LangChain's ``awrap_*``), either of them None. The sync path runs an async-only hook in an
-    event loop of its own; the async path runs a sync-only hook as `async_form` does."""
-
-    def __init__(self, sync: Callable | None, asynchronous: Callable | None):
-        self.sync, self.asynchronous = sync, asynchronous
-
-    def __call__(self, request: Any, handler: Callable) -> Any:
-        if self.sync is not None:
-            return self.sync(request, handler)
-
-        async def ahandler(inner_request: Any) -> Any:
-            return await in_pool(lambda: handler(inner_request))
-
-        return run_coroutine(self.asynchronous(request, ahandler))  # type: ignore[misc]  # one of them is set
-
-    async def awrap(self, request: Any, handler: Callable) -> Any:
-        if self.asynchronous is not None:
-            return await self.asynchronous(request, handler)
-        return await async_form(self.sync)(request, handler)
 
 
 def tool_reply(result: ToolResult) -> ToolMessage | None:
