@@ -118,16 +118,21 @@ async def arun_steps(steps: Generator[Any, Any, T], off_loop: bool | None = None
             return advanced(steps, send, value)
         return await loop.run_in_executor(call_pool("steps"), context.run, advanced, steps, send, value)
 
-    done, value = await advance(True, None)
-    while not done:
-        pending = loop.create_task(value, context=context) if context and asyncio.iscoroutine(value) else value
-        try:
-            result = await pending
-        except Exception as exc:  # the generator decides, as if the call had raised there
-            done, value = await advance(False, exc)
-        else:
-            done, value = await advance(True, result)
-    return value
+    done = False
+    try:
+        done, value = await advance(True, None)
+        while not done:
+            pending = loop.create_task(value, context=context) if context and asyncio.iscoroutine(value) else value
+            try:
+                result = await pending
+            except Exception as exc:  # the generator decides, as if the call had raised there
+                done, value = await advance(False, exc)
+            else:
+                done, value = await advance(True, result)
+        return value
+    finally:
+        if not done and not steps.gi_running:  # cancelled between segments: its cleanup runs now, in its context
+            context.run(steps.close) if context is not None else steps.close()
 
 
 async def off_loop(call: Callable[[], T], hop: bool | None = None) -> T:

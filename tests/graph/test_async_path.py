@@ -6,6 +6,7 @@ Overlap is proven with barriers (a call waits until the others are running too),
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import threading
 
@@ -446,3 +447,35 @@ def test_with_a_store_the_events_of_a_crashed_tools_step_never_go_out_on_either_
     async_events = asyncio.run(collect())
     assert [e["event"] for e in async_events] == [e["event"] for e in sync_events]
     assert "step_failed" in [e["event"] for e in sync_events] and "tool_said" not in [e["event"] for e in sync_events]
+
+
+@pytest.mark.parametrize("off_loop", [False, True])
+def test_cancelled_steps_clean_up_in_their_own_context(off_loop):
+    """A run cancelled while its steps wait on a call closes them at once: their ``finally`` resets the context
+    variable they set, in the context they set it in (on the loop, or in the steps' own context off it)."""
+    var = contextvars.ContextVar("held", default=None)
+    cleaned: list[str] = []
+    started: list[asyncio.Event] = []
+
+    async def forever():
+        started[0].set()
+        await asyncio.sleep(GUARD_S)
+
+    def steps():
+        token = var.set("held")
+        try:
+            yield forever()
+        finally:
+            var.reset(token)  # ValueError in any other context
+            cleaned.append("done")
+
+    async def go():
+        started.append(asyncio.Event())
+        task = asyncio.ensure_future(aio.arun_steps(steps(), off_loop=off_loop))
+        await asyncio.wait_for(started[0].wait(), GUARD_S)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return list(cleaned)  # before the loop ends and collects what is left
+
+    assert asyncio.run(go()) == ["done"]
