@@ -1,6 +1,6 @@
 """The engine benchmark: what replangraph's own machinery costs, per subtask, at scale and in parallel.
 
-    python -m benchmarks engine                 # chains of 150..1000, 100..5000 items, 16 parallel subtasks
+    python -m benchmarks engine                 # chains of 150..1000, 100..5000 items, 64 parallel subtasks
     python -m benchmarks engine --quick         # tiny sizes, 1 run: well under a minute (CI)
     python -m benchmarks engine --runs 5 --max-seconds 120
 
@@ -8,14 +8,18 @@ Every model is scripted and answers at once, from the request alone, so the
 figures are the engine's: routing, state updates, checkpoints, the thread pool.
 Four tables: overhead per subtask beside a bare LangGraph superstep; a run of
 N independent subtasks with a SqliteSaver (each size in a fresh process, for
-its own peak RSS); 16 sleeping subtasks at max_concurrency 1, 8 and 16; and
+its own peak RSS); 64 sleeping subtasks at max_concurrency 1, 8 and 32 under
+both ``invoke`` and ``await ainvoke`` (16 at 1, 8 and 16 with --quick); and
 the cost of ``durability="sync"`` (the default on a durable checkpointer)
 beside LangGraph's ``"async"`` on SQLite (`benchmarks/durability_table.py`).
+With ``--langgraph-dev``, table 5 runs table 3's graphs through a ``langgraph dev``
+server driven with langgraph-sdk (`benchmarks/server_parallel.py`).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import re
 import resource
@@ -42,8 +46,12 @@ ITEM_CHARS = 1_000
 BIG_OUTPUT_CHARS = 2_000_000
 BIG_OUTPUT_TASKS = 24
 BARE_LAPS = 2_000
-PARALLEL_TASKS = 16
+PARALLEL_TASKS = 64
 PARALLEL_SLEEP_S = 0.2
+PARALLEL_TARGETS = {8: 7, 32: 25}
+"""Speedup over max_concurrency 1 that table 3 asks for, by max_concurrency (at `PARALLEL_TASKS` subtasks)."""
+WAYS = ("invoke", "ainvoke")
+"""How table 3 runs the graph: ``graph.invoke`` (sync nodes) and ``await graph.ainvoke`` (async nodes)."""
 
 Work = Callable[[ScriptedRequest, int], Any]
 """A subtask's reply, given the request and the item index its text names."""
@@ -289,45 +297,77 @@ def sleeper(sleep_s: float) -> Callable[[int], str]:
     return work
 
 
-def parallel_run(tasks: int, concurrency: int, work: Callable[[int], str]) -> float:
-    """Run ``tasks`` independent subtasks, each calling the ``work`` tool once, at ``max_concurrency``; the
-    run's wall time (the graph built beforehand). RuntimeError unless every subtask completed."""
+def parallel_graph(tasks: int, concurrency: int, work: Callable[[int], str], model_s: float = 0.0) -> Any:
+    """The graph of table 3: ``tasks`` independent subtasks, each calling the ``work`` tool once; the model
+    takes ``model_s`` over each subtask's answer (a slow provider)."""
 
     def call_then_answer(request: ScriptedRequest, index: int):
-        return tool_call("work", {"index": index}) if not request.called("work") else f"Did item {index}."
+        if not request.called("work"):
+            return tool_call("work", {"index": index})
+        if model_s:
+            time.sleep(model_s)
+        return f"Did item {index}."
 
     model = scripted(independent_plan(tasks, "Work on"), call_then_answer)
-    graph = build_graph(model, tools=[work], config=config_for(tasks, max_concurrency=concurrency))
+    return build_graph(model, tools=[work], config=config_for(tasks, max_concurrency=concurrency))
+
+
+def parallel_run(
+    tasks: int, concurrency: int, work: Callable[[int], str], way: str = "invoke", model_s: float = 0.0
+) -> float:
+    """Run ``tasks`` independent subtasks, each calling the ``work`` tool once (the model taking ``model_s``
+    over each answer), at ``max_concurrency``, the ``way`` given (`WAYS`); the run's wall time (the graph
+    built beforehand). RuntimeError unless every subtask completed."""
+    graph = parallel_graph(tasks, concurrency, work, model_s)
+    given = {"messages": [("user", "Work on every item.")]}  # no run config: the graph sizes its pool
     started = time.perf_counter()
-    state = graph.invoke({"messages": [("user", "Work on every item.")]})  # no run config: the graph sizes its pool
+    state = asyncio.run(graph.ainvoke(given)) if way == "ainvoke" else graph.invoke(given)
     wall = time.perf_counter() - started
     if completed(state) != tasks:
         raise RuntimeError(f"only {completed(state)}/{tasks} subtasks completed at max_concurrency={concurrency}")
     return wall
 
 
-def parallel_seconds(tasks: int, sleep_s: float, concurrency: int) -> float:
-    """Wall time of ``tasks`` independent subtasks whose tool sleeps ``sleep_s``, at ``max_concurrency``."""
-    return parallel_run(tasks, concurrency, sleeper(sleep_s))
+def parallel_seconds(
+    tasks: int, sleep_s: float, concurrency: int, way: str = "invoke", sleeping: str = "tool"
+) -> float:
+    """Wall time of ``tasks`` independent subtasks whose tool (``sleeping="tool"``) or model's answer
+    (``"model"``) takes ``sleep_s``, at ``max_concurrency``."""
+    if sleeping == "model":
+        return parallel_run(tasks, concurrency, sleeper(0.0), way, model_s=sleep_s)
+    return parallel_run(tasks, concurrency, sleeper(sleep_s), way)
 
 
-def parallel_table(concurrencies: Sequence[int], runs: int, out: TextIO) -> dict[int, float]:
-    """Print table 3; median wall seconds by max_concurrency."""
+def parallel_table(
+    concurrencies: Sequence[int],
+    runs: int,
+    out: TextIO,
+    tasks: int = PARALLEL_TASKS,
+    ways: Sequence[str] = WAYS,
+    sleepers: Sequence[str] = ("tool", "model"),
+) -> dict[str, dict[int, float]]:
+    """Print table 3; median wall seconds by ``"<what sleeps> <way>"`` (`WAYS`) and max_concurrency. Targets
+    (`PARALLEL_TARGETS`) are judged at `PARALLEL_TASKS` subtasks."""
     print(
-        f"**3. Parallel** ({PARALLEL_TASKS} independent subtasks, each calls `work` which sleeps {PARALLEL_SLEEP_S} s; "
-        "nothing in the run config)\n",
+        f"**3. Parallel** ({tasks} independent subtasks; in each, the `work` tool or the model's answer takes "
+        f"{PARALLEL_SLEEP_S} s; nothing in the run config; `invoke`: sync nodes, `ainvoke`: async nodes)\n",
         file=out,
     )
-    print("| max_concurrency | wall s (min / median) | speedup vs 1 (median) | target |", file=out)
-    print("|---|---|---|---|", file=out)
-    targets = {8: 6, 16: 10}
-    medians: dict[int, float] = {}
-    for k in concurrencies:
-        walls = [parallel_seconds(PARALLEL_TASKS, PARALLEL_SLEEP_S, k) for _ in range(runs)]
-        medians[k] = statistics.median(walls)
-        speedup = medians[concurrencies[0]] / medians[k]
-        target = f"≥ {targets[k]}× {mark(speedup >= targets[k])}" if k in targets else ""
-        print(f"| {k} | {min_median(walls, '.2f')} | {speedup:.1f}× | {target} |", file=out, flush=True)
+    print("| slow | way | max_concurrency | wall s (min / median) | speedup vs 1 (median) | target |", file=out)
+    print("|---|---|---|---|---|---|", file=out)
+    targets = PARALLEL_TARGETS if tasks == PARALLEL_TASKS else {}
+    medians: dict[str, dict[int, float]] = {}
+    for sleeping in sleepers:
+        for way in ways:
+            name = f"{sleeping} {way}"
+            medians[name] = {}
+            for k in concurrencies:
+                walls = [parallel_seconds(tasks, PARALLEL_SLEEP_S, k, way, sleeping) for _ in range(runs)]
+                medians[name][k] = statistics.median(walls)
+                speedup = medians[name][concurrencies[0]] / medians[name][k]
+                target = f"≥ {targets[k]}× {mark(speedup >= targets[k])}" if k in targets else ""
+                row = f"| {sleeping} | `{way}` | {k} | {min_median(walls, '.2f')} | {speedup:.1f}× | {target} |"
+                print(row, file=out, flush=True)
     print(file=out)
     return medians
 
@@ -342,6 +382,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         "--quick", action="store_true", help="chains of 150 and 300, 100 and 300 items, 20 for table 4, 1 run (CI)"
     )
     parser.add_argument("--max-seconds", type=float, default=300.0, help="seconds one table 2 row may take")
+    parser.add_argument(
+        "--langgraph-dev", action="store_true", help="add table 5: table 3 through a langgraph dev server (sdk)"
+    )
     parser.add_argument("--scale-child", nargs=2, metavar=("N", "PATH"), help=argparse.SUPPRESS)
     parser.add_argument("--big-index", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -360,8 +403,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     print(f"Scripted models answer at once; min / median over {args.runs} run(s) in tables 1, 3 and 4.\n", file=out)
     overhead_table(chains, args.runs, out)
     scale_table(items, args.max_seconds, out)
-    parallel_table([1, 8, 16], args.runs, out)
+    parallel_table([1, 8, 16], args.runs, out, tasks=16) if args.quick else parallel_table([1, 8, 32], args.runs, out)
     from .durability_table import DURABILITY_TASKS, durability_table  # it builds on this module's runs
 
     durability_table(20 if args.quick else DURABILITY_TASKS, args.runs, out)
+    if args.langgraph_dev:
+        from .server_parallel import server_table  # it starts a server: only when asked
+
+        server_table([1, 8, 16], args.runs, out, tasks=16) if args.quick else server_table([1, 8, 32], args.runs, out)
     return 0

@@ -9,6 +9,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph._internal._constants import CONFIG_KEY_DURABILITY
+from langgraph._internal._runnable import RunnableCallable
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -16,6 +17,7 @@ from langgraph.graph.state import CompiledStateGraph
 from replangraph.config import AgentConfig, AgentProfile, ToolLike, recursion_limit, resolve_profiles
 from replangraph.context.fitting import ContextMonitor, TokenCounter
 from replangraph.features import Feature, nodes_where, planning_types
+from replangraph.llm.aio import in_pool
 from replangraph.llm.calls import stacked_retries
 from replangraph.names import (
     COMPRESSOR,
@@ -67,6 +69,22 @@ def with_workspace(config: AgentConfig, profiles: Mapping[str, AgentProfile]) ->
     if config.workspace_dir is not None or len(roots) != 1:
         return config
     return config.model_copy(update={"workspace_dir": roots.pop()})
+
+
+def both_paths(node: Any, name: str, new_plan: bool | None = None) -> RunnableCallable:
+    """``node`` as LangGraph runs it: its ``__call__`` under ``invoke``, its ``acall`` under ``ainvoke`` and
+    ``astream`` (a node without one runs in replangraph's thread pool there, not in asyncio's default one of
+    cores + 4 threads). With ``new_plan`` not None the update also writes the plan message (`with_plan_message`)."""
+    sync = node if new_plan is None else with_plan_message(node, new_plan)
+    asynchronous = getattr(node, "acall", None)
+
+    async def arun(state: Any) -> Any:
+        if asynchronous is None:
+            return await in_pool(lambda: sync(state))
+        update = await asynchronous(state)
+        return update if new_plan is None else with_plan_message(lambda _: update, new_plan)(state)
+
+    return RunnableCallable(sync, arun, name=name, trace=False)
 
 
 def _check_model(model: Any, role: str) -> None:
@@ -189,50 +207,50 @@ def build_graph(
     builder = StateGraph(ReplanState, context_schema=AgentConfig, input_schema=InputState, output_schema=OutputState)
     # The nodes that read the whole state keep the plan message (the queue, in ``messages``) up to date.
     planner = Planner(planner_model or model, planning, config, monitor, teams=team_names)
-    builder.add_node(PLANNER, with_plan_message(planner, new_plan=True))
+    builder.add_node(PLANNER, both_paths(planner, PLANNER, new_plan=True))
     # Error handlers turn an unexpected crash in a subtask's step into a failed subtask, not a crashed run.
+    executor = Executor(
+        model,
+        profiles,
+        config,
+        monitor,
+        tool_schemas=tool_schemas,
+        feature_wrappers=[w for feature in features for w in feature.model_wrappers],
+        middleware=model_middleware,
+    )
     builder.add_node(
         EXECUTOR,
-        Executor(
-            model,
-            profiles,
-            config,
-            monitor,
-            tool_schemas=tool_schemas,
-            feature_wrappers=[w for feature in features for w in feature.model_wrappers],
-            middleware=model_middleware,
-        ),
+        both_paths(executor, EXECUTOR),
         error_handler=fail_the_subtask(goto=HANDLER_TARGETS[EXECUTOR]),
+    )
+    tool_runner = ToolRunner(
+        profiles,
+        config,
+        teams=team_names,
+        feature_wrappers=[w for feature in features for w in feature.tool_wrappers],
+        middleware=tool_middleware,
     )
     builder.add_node(
         TOOLS,
-        with_plan_message(
-            ToolRunner(
-                profiles,
-                config,
-                teams=team_names,
-                feature_wrappers=[w for feature in features for w in feature.tool_wrappers],
-                middleware=tool_middleware,
-            )
-        ),
+        both_paths(tool_runner, TOOLS, new_plan=False),
         error_handler=fail_running_tool_calls(goto=HANDLER_TARGETS[TOOLS]),
     )
     builder.add_node(
         COMPRESSOR,
-        Compressor(summary_model or model, profiles, tool_schemas, config, monitor),
+        both_paths(Compressor(summary_model or model, profiles, tool_schemas, config, monitor), COMPRESSOR),
         error_handler=fail_the_subtask(goto=HANDLER_TARGETS[COMPRESSOR]),
     )
     hooks = [feature.after_replan for feature in features if feature.after_replan]
     replanner = Replanner(planner_model or model, planning, config, monitor, teams=team_names, after_round=hooks)
-    builder.add_node(REPLANNER, with_plan_message(replanner))
-    builder.add_node(FINALIZE, with_plan_message(Finalizer(model, config, monitor)))
+    builder.add_node(REPLANNER, both_paths(replanner, REPLANNER, new_plan=False))
+    builder.add_node(FINALIZE, both_paths(Finalizer(model, config, monitor), FINALIZE, new_plan=False))
     joining = nodes_where(features, lambda spec: spec.joins_tools)  # verifier, ask, a team's start and merge
     routed = [EXECUTOR, COMPRESSOR, REPLANNER, FINALIZE, *nodes_where(features, lambda spec: spec.routed)]
     after_plan = [EXECUTOR, FINALIZE, *nodes_where(features, lambda spec: spec.after_plan)]
     entries = [feature.entry(config) for feature in features if feature.entry]
     for feature in features:
         for node_name, spec in feature.nodes.items():
-            node = spec.node if spec.joins_tools else with_plan_message(spec.node)  # those read the whole state
+            node = both_paths(spec.node, node_name, None if spec.joins_tools else False)  # those read the state
             builder.add_node(node_name, node, error_handler=spec.error_handler)
             if spec.joins_tools:
                 builder.add_edge(node_name, TOOLS)  # parallel branches join there, like model turns

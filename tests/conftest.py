@@ -104,3 +104,10 @@ def durable_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 def _runs_database_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The CLI's default database is in the user's data folder: tests keep theirs in ``tmp_path``."""
     monkeypatch.setenv("REPLANGRAPH_DB", str(tmp_path / "cli-runs.sqlite"))
+
+
+@pytest.fixture(params=["invoke", "ainvoke"])
+def way(request) -> str:
+    """Run the test's graph on the sync path (``invoke``, ``stream``) and again on the async one (``ainvoke``,
+    ``astream``): the same scripted world must give the same outcome (see ``scripting.run``)."""
+    return request.param

@@ -15,8 +15,9 @@ call id for tool outputs, ``history-N`` for folded messages, ``summary-N``/``mes
 
 **Writes are effects.** The update builders (`entry_update`; `completed`, `completed_with_window`, `failed`,
 `failed_with_window`, which end a subtask) are pure: an update carries the ``workspace`` entries to write and
-the ``events`` to emit, and the node's `collect_writes` applies them when it returns (to the store when there
-is one, else as the channel's writes). Called outside a graph run they write and send nothing.
+the ``events`` to emit, and the node's `collect_writes` applies them when it returns (to the store in one batch,
+awaited on the async path, when there is one, else as the channel's writes). Called outside a graph run they write
+and send nothing. On the async path the reads run off the event loop (`replangraph.llm.aio`).
 """
 
 from __future__ import annotations
@@ -25,12 +26,14 @@ import contextlib
 import contextvars
 import dataclasses
 import functools
+import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from langchain_core.messages import AnyMessage, ToolMessage
 from langgraph.config import get_config, get_store
+from langgraph.store.base import PutOp
 from langgraph.types import Command
 
 from replangraph.context.compression import transcript
@@ -208,27 +211,54 @@ def reading_pending(update: Mapping[str, Any]) -> Iterator[Workspace]:
         yield view
 
 
-def apply_effects(update: Any, store: Any) -> Any:
-    """``update`` (a dict or a ``Command``) with its effects applied: its ``workspace`` entries go to
-    ``store`` (without one they stay, as the channel's writes), then its ``events`` are emitted, in
-    order. Returns the update without what it applied."""
+def split_effects(update: Any, keep_entries: bool) -> tuple[Any, dict[str, Any], list[dict[str, Any]]]:
+    """``(update without its effects, its workspace entries by step and key, its events)`` for ``update`` (a dict
+    or a ``Command``); with ``keep_entries`` the entries stay in the update too (the channel's writes)."""
     inner = update.update if isinstance(update, Command) else update
     pairs = list(inner.items()) if isinstance(inner, Mapping) else list(inner or ())
     entries = merge_workspace({}, [v for k, v in pairs if k == WORKSPACE])
     events = [e for k, v in pairs if k == EVENTS for e in v or ()]
     rest = [(k, v) for k, v in pairs if k not in (WORKSPACE, EVENTS)]
-    if store is not None:
-        namespace = run_namespace()
-        for step, slots in entries.items():
-            for rest_key, entry in slots.items():
-                store.put(namespace, step + rest_key, entry)
-    elif entries:
+    if keep_entries and entries:
         rest.append((WORKSPACE, entries))
+    if not isinstance(update, Command):
+        return (dict(rest) if update is not None or rest else update), entries, events
+    changed = dataclasses.replace(update, update=dict(rest) if isinstance(inner, Mapping) or inner is None else rest)
+    return changed, entries, events
+
+
+def store_writes(entries: Mapping[str, Mapping[str, Any]], store: Any) -> list[PutOp]:
+    """The store operations writing ``entries`` (by step and key) under the run's namespace, with the store's
+    default time to live, as ``store.put`` would write each."""
+    namespace, ttl = run_namespace(), (getattr(store, "ttl_config", None) or {}).get("default_ttl")
+    return [
+        PutOp(namespace, step + rest, entry, ttl=ttl)
+        for step, slots in entries.items()
+        for rest, entry in slots.items()
+    ]
+
+
+def apply_effects(update: Any, store: Any) -> Any:
+    """``update`` (a dict or a ``Command``) with its effects applied: its ``workspace`` entries go to
+    ``store`` in one batch (without one they stay, as the channel's writes), then its ``events`` are emitted,
+    in order. Returns the update without what it applied."""
+    rest, entries, events = split_effects(update, keep_entries=store is None)
+    if store is not None and entries:
+        store.batch(store_writes(entries, store))
     for item in events:
         emit(**item)
-    if not isinstance(update, Command):
-        return dict(rest) if update is not None or rest else update
-    return dataclasses.replace(update, update=dict(rest) if isinstance(inner, Mapping) or inner is None else rest)
+    return rest
+
+
+async def aapply_effects(update: Any, store: Any) -> Any:
+    """`apply_effects` on the async path: the batch is awaited (``store.abatch``), never sent from the event loop
+    through the store's sync methods."""
+    rest, entries, events = split_effects(update, keep_entries=store is None)
+    if store is not None and entries:
+        await store.abatch(store_writes(entries, store))
+    for item in events:
+        emit(**item)
+    return rest
 
 
 def collect_writes(node: Callable[..., Any]) -> Callable[..., Any]:
@@ -242,11 +272,23 @@ def collect_writes(node: Callable[..., Any]) -> Callable[..., Any]:
     emits directly are held too (`held_events`): a crash sends none of them.
     """
 
-    @functools.wraps(node)
-    def run(*args: Any, **kwargs: Any) -> Any:
+    def opened(args: tuple) -> contextlib.AbstractContextManager[Workspace]:
         state = next((a for a in args if isinstance(a, Mapping)), None)  # after ``self`` for a method
         entries, key = (state.get(WORKSPACE), state.get(RUN_KEY)) if state is not None else (None, None)
-        with open_workspace(entries, key) as workspace, held_events():
+        return open_workspace(entries, key)
+
+    if inspect.iscoroutinefunction(node):  # an async node: the same, around what it awaits; its writes awaited
+
+        @functools.wraps(node)
+        async def arun(*args: Any, **kwargs: Any) -> Any:
+            with opened(args) as workspace, held_events():
+                return await aapply_effects(await node(*args, **kwargs), workspace.store)
+
+        return arun
+
+    @functools.wraps(node)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with opened(args) as workspace, held_events():
             return apply_effects(node(*args, **kwargs), workspace.store)
 
     return run

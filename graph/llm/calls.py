@@ -20,6 +20,9 @@ for anything unexpected (see ``builder.py``).
 the answer into a value or raises `UnreadableInput` with a reason; the next ask repeats the request with a
 message naming the reason and quoting the previous answer (`replangraph.llm.reasking`, loaded on that path).
 A `Provisional` answer is asked about again too, but used when no better one comes.
+
+**The async path** (``ainvoke``) lives in `replangraph.llm.aio`, loaded on first use; its names
+(`ASYNC_NAMES`) are importable from here too.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -95,6 +98,23 @@ def jitter() -> float:
     return random.uniform(-0.25, 0.25)
 
 
+def next_wait(
+    exc: Exception,
+    attempt: int,
+    delays: Sequence[float],
+    max_backoff_s: float,
+    transient: Callable[[BaseException], bool],
+    deadline: float | None,
+) -> float | None:
+    """How long to wait before trying again after try ``attempt`` raised ``exc``; None when no try is left (then
+    ``exc.attempts`` is set). The one retry policy of `call_with_retries` and `acall_with_retries`."""
+    if attempt > len(delays) or not transient(exc):
+        exc.attempts = attempt  # type: ignore[attr-defined]  # how many calls were spent
+        return None
+    delay = retry_delay(exc, delays[attempt - 1], max_backoff_s, jitter())
+    return delay if deadline is None else min(delay, max(deadline - now(), 0.0))
+
+
 def call_with_retries(
     call: Callable[[], T],
     *,
@@ -117,12 +137,9 @@ def call_with_retries(
         try:
             return call(), attempt
         except Exception as exc:
-            if attempt > len(delays) or not transient(exc):
-                exc.attempts = attempt  # type: ignore[attr-defined]  # how many calls were spent
+            delay = next_wait(exc, attempt, delays, max_backoff_s, transient, deadline)
+            if delay is None:
                 raise
-            delay = retry_delay(exc, delays[attempt - 1], max_backoff_s, jitter())
-            if deadline is not None:
-                delay = min(delay, max(deadline - now(), 0.0))
             sleep(delay)
 
 
@@ -219,6 +236,29 @@ def call_model(
     elif observe is not None:
         observe(request, raw_reply(called.reply))
     return called
+
+
+def run_steps(steps: Generator[Any, Any, T]) -> T:
+    """What ``steps`` returns on the sync path. Work written once for both paths is a generator that yields
+    each call's result as it makes the call (sync path) or the call's awaitable (async path), and is sent
+    the result (or thrown the call's exception) back: here each yielded value is already the result."""
+    try:
+        value = next(steps)
+        while True:
+            value = steps.send(value)
+    except StopIteration as stop:
+        return stop.value
+
+
+def guarded_steps(steps: Generator[Any, Any, T], fallback: Callable[[Exception], T]) -> Generator[Any, Any, T]:
+    """`guarded` for work written as steps (a generator whose calls a node's sync or async driver makes):
+    what ``steps`` returns, or ``fallback(exc)`` when it raises an ordinary exception."""
+    try:
+        return (yield from steps)
+    except BUBBLE_UP:
+        raise
+    except Exception as exc:
+        return fallback(exc)
 
 
 # --------------------------------------------------------------------------- output bounds, cut answers, windows
@@ -380,17 +420,33 @@ def refit_on_overflow(
     ``learn(error)`` took the real window from the error (see `overflow_sizes`), the retry fits the whole of it
     (``fitted(1.0)``, the budget now reflecting it), else ``fitted(OVERFLOW_SHRINK)``. The outcomes in order
     (sum their calls; the last one stands); other errors, and the second's, propagate."""
+    return run_steps(refit_steps(lambda share: returned(fitted(share)), refused, learn, error))
+
+
+def returned(value: T) -> Generator[Any, Any, T]:
+    """Steps that make no call and return ``value``."""
+    return value
+    yield  # a generator function
+
+
+def refit_steps(
+    fitted: Callable[[float], Generator[Any, Any, R]],
+    refused: Callable[[R], bool] = overflowed,
+    learn: Callable[[BaseException | str], bool] | None = None,
+    error: Callable[[R], BaseException | str | None] = outcome_error,
+) -> Generator[Any, Any, list[R]]:
+    """`refit_on_overflow` for work written as steps (`run_steps`): ``fitted(share)`` gives the steps of one try."""
 
     def share(exc: BaseException | str | None) -> float:
         return 1.0 if exc is not None and learn is not None and learn(exc) else OVERFLOW_SHRINK
 
     try:
-        first = fitted(1.0)
+        first = yield from fitted(1.0)
     except Exception as exc:
         if not is_context_overflow(exc):
             raise
-        return [fitted(share(exc))]
-    return [first, fitted(share(error(first)))] if refused(first) else [first]
+        return [(yield from fitted(share(exc)))]
+    return [first, (yield from fitted(share(error(first))))] if refused(first) else [first]
 
 
 def overflow_budget(budget: int, refused_tokens: int, fixed: int = 0) -> int:
@@ -425,26 +481,29 @@ class StepClock:
 
 CALL_WORKERS = 256
 """Threads that timed calls may occupy at once, abandoned calls included."""
-_pools: dict[str, ContextThreadPoolExecutor] = {}
+_pools: dict[tuple[str, int], ContextThreadPoolExecutor] = {}
 _abandoned = 0
 _pool_lock = threading.Lock()
 
 
-def call_pool(kind: str = "calls") -> ContextThreadPoolExecutor:
-    """A shared pool (one per ``kind``), created on first use: its threads are reused, not started per call.
+def call_pool(kind: str = "calls", workers: int = CALL_WORKERS) -> ContextThreadPoolExecutor:
+    """A shared pool of ``workers`` threads (one per ``kind`` and size), created on first use: its threads are
+    reused, not started per call.
 
     Timed calls use ``calls``; the tools node runs its subtasks in ``subtasks``, so that
-    a subtask's own timed calls never wait for a worker its caller holds. Once half the
+    a subtask's own timed calls never wait for a worker its caller holds; under ``ainvoke``
+    sync tools run in ``tools``, sized from ``max_concurrency``. Once half the
     ``calls`` workers are stuck in abandoned calls, later calls get a fresh pool.
     """
     global _abandoned
+    key = (kind, workers)
     with _pool_lock:
-        if kind == "calls" and _abandoned >= CALL_WORKERS // 2 and kind in _pools:
-            _pools.pop(kind).shutdown(wait=False)  # its stuck threads end when their calls do
+        if kind == "calls" and _abandoned >= CALL_WORKERS // 2 and key in _pools:
+            _pools.pop(key).shutdown(wait=False)  # its stuck threads end when their calls do
             _abandoned = 0
-        if kind not in _pools:
-            _pools[kind] = ContextThreadPoolExecutor(max_workers=CALL_WORKERS, thread_name_prefix=f"replangraph-{kind}")
-        return _pools[kind]
+        if key not in _pools:
+            _pools[key] = ContextThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"replangraph-{kind}")
+        return _pools[key]
 
 
 def _abandon() -> None:
@@ -456,9 +515,9 @@ def _abandon() -> None:
 def call_with_timeout(call: Callable[[], T], timeout_s: float | None) -> T:
     """``call()``, or StepTimeout once ``timeout_s`` has passed (None: no limit).
 
-    LangGraph's ``TimeoutPolicy`` only works for async nodes; these nodes are sync.
-    The call runs in a shared worker thread (with the caller's context) that is
-    abandoned on timeout; Python cannot kill it, but its result is ignored.
+    The sync path's limit (the async path's is `acall_with_timeout`). The call runs in a shared worker
+    thread (with the caller's context) that is abandoned on timeout; Python cannot kill it, but its result
+    is ignored.
     """
     if timeout_s is None:
         return call()
@@ -529,6 +588,9 @@ class Structured:
 
     def invoke(self, request: Any, *args: Any, **kwargs: Any) -> Any:
         return self.runnable.invoke(request, *args, **kwargs)
+
+    async def ainvoke(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        return await self.runnable.ainvoke(request, *args, **kwargs)
 
     def bounded(self, tokens: int | None, client_retries: bool = True) -> Structured:
         """This schema on the model as `bounded` makes it; itself when that changes nothing."""
@@ -623,10 +685,45 @@ def ask_structured(
     `Provisional` too, its value used when no accepted answer comes. LangGraph's bubble-up passes through.
     ``observe(request, reply)`` sees each reply; ``monitor`` bounds the answers (see `call_model`).
     """
+    asks = structured_steps(
+        structured,
+        messages,
+        read,
+        retries=retries,
+        config=config,
+        retry_prompt=retry_prompt,
+        error_chars=error_chars,
+        quoted_chars=quoted_chars,
+        observe=observe,
+        monitor=monitor,
+    )
+    return run_steps(asks)
+
+
+def structured_steps(
+    structured: Any,
+    messages: Sequence[BaseMessage],
+    read: Callable[[Any], T],
+    *,
+    retries: int,
+    config: Any,
+    retry_prompt: str = RETRY_PROMPT,
+    error_chars: int = RETRY_ERROR_CHARS,
+    quoted_chars: int = QUOTED_CHARS,
+    observe: Callable[[Any, Any], None] | None = None,
+    monitor: Any = None,
+    awaited: bool = False,
+) -> Generator[Any, Any, StructuredAnswer[T]]:
+    """`ask_structured` as steps (`run_steps`): each ask through `call_model`, or `acall_model` when
+    ``awaited``."""
+    if awaited:
+        from replangraph.llm.aio import acall_model as ask  # the async path's module
+    else:
+        ask = call_model
     prompt, calls, error, answer = list(messages), 0, "", None
     kept: Provisional | None = None
     for _ in range(retries + 1):
-        called = call_model(structured, prompt, config, observe=observe, monitor=monitor)
+        called = yield ask(structured, prompt, config, observe=observe, monitor=monitor)
         calls += called.attempts
         if called.error is not None:  # the model is down or refuses: the caller falls back
             from replangraph.llm.reasking import failed  # a rare path; reasking imports this module
@@ -646,3 +743,23 @@ def ask_structured(
     if kept is not None:
         return StructuredAnswer(kept.value, calls, answer=answer)
     return StructuredAnswer(None, calls, error, answer=answer)
+
+
+ASYNC_NAMES = frozenset(
+    {
+        "acall_model", "acall_with_retries", "acall_with_timeout", "aask_structured", "aattempt", "aguarded",
+        "ainvoke_model", "aretrying", "arun_steps", "await_wait", "awaits_natively", "in_pool", "off_loop",
+        "store_in_run",
+    }
+)  # fmt: skip
+"""Names of the async path, defined in `replangraph.llm.aio` and importable from here too."""
+
+
+def __getattr__(name: str) -> Any:
+    """The async path's names (`ASYNC_NAMES`), loaded from `replangraph.llm.aio` on first use: a sync run never
+    loads it, and it imports this module."""
+    if name in ASYNC_NAMES:
+        from replangraph.llm import aio
+
+        return getattr(aio, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,10 +1,15 @@
-"""LangChain's own middleware in a subtask: which of its hooks the executor runs (`split_middleware`) and why
-it refuses the rest. Used once, when the graph is built; no call of a run goes through here."""
+"""LangChain's own middleware in a subtask: which of its hooks the executor runs (`split_middleware`, used once,
+when the graph is built) and why it refuses the rest; and how a hook written for one path runs on the other
+(`Hook`, `async_form`). A sync run without user middleware runs none of it."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
+
+from replangraph.llm.aio import in_pool
+from replangraph.llm.calls import call_pool
 
 if TYPE_CHECKING:
     from replangraph.nodes.execution.middleware import ModelWrapper, ToolWrapper
@@ -51,9 +56,6 @@ def refusal(middleware: Any) -> str | None:
         return f"its state_schema adds {', '.join(extra)}: a subtask carries no state keys of a middleware's own"
     if getattr(middleware, "tools", None):
         return "it brings tools of its own: give them to build_graph(tools=...) or an AgentProfile"
-    for hook in ("wrap_model_call", "wrap_tool_call"):
-        if overrides(middleware, base, "a" + hook) and not overrides(middleware, base, hook):
-            return f"it defines only a{hook}: the executor calls models and tools synchronously"
     return None
 
 
@@ -67,18 +69,76 @@ def split_middleware(middleware: Sequence[Any]) -> tuple[list[ModelWrapper], lis
     that does not make sense inside a subtask."""
     model_wrappers: list[ModelWrapper] = []
     tool_wrappers: list[ToolWrapper] = []
+    hooks = ("wrap_model_call", "wrap_tool_call", "awrap_model_call", "awrap_tool_call")
     for item in middleware:
-        if not any(callable(getattr(item, hook, None)) for hook in ("wrap_model_call", "wrap_tool_call")):
+        if not any(callable(getattr(item, hook, None)) for hook in hooks):
             raise ValueError(
-                f"middleware {middleware_name(item)} has neither wrap_model_call nor wrap_tool_call: pass an "
-                "AgentMiddleware, or an object with one of those methods (request, handler) -> response"
+                f"middleware {middleware_name(item)} has neither wrap_model_call nor wrap_tool_call (nor their async "
+                "forms): pass an AgentMiddleware, or an object with one of those methods (request, handler) -> response"
             )
         why = refusal(item)
         if why:
             raise ValueError(f"middleware {middleware_name(item)} cannot wrap a subtask's calls: {why}")
         base = langchain_base(item)
-        if overrides(item, base, "wrap_model_call"):
-            model_wrappers.append(item.wrap_model_call)
-        if overrides(item, base, "wrap_tool_call"):
-            tool_wrappers.append(item.wrap_tool_call)
+        for hook, wrappers in (("wrap_model_call", model_wrappers), ("wrap_tool_call", tool_wrappers)):
+            sync = getattr(item, hook) if overrides(item, base, hook) else None
+            asynchronous = getattr(item, "a" + hook) if overrides(item, base, "a" + hook) else None
+            if asynchronous is None and sync is not None:
+                wrappers.append(sync)  # the async path runs it in a worker thread
+            elif asynchronous is not None:
+                wrappers.append(Hook(sync, asynchronous))
     return model_wrappers, tool_wrappers
+
+
+# --------------------------------------------------------------------------- a hook on the other path
+
+
+def async_form(wrapper: Any) -> Callable:
+    """A wrapper's async form: its ``awrap`` (replangraph's wrappers, a middleware's `Hook`), else the sync wrapper
+    run in a worker thread whose handler awaits the rest of the chain on the event loop."""
+    own = getattr(wrapper, "awrap", None)
+    if own is not None:
+        return own
+
+    async def bridged(request: Any, handler: Callable) -> Any:
+        loop = asyncio.get_running_loop()
+
+        def sync_handler(inner_request: Any) -> Any:
+            return asyncio.run_coroutine_threadsafe(handler(inner_request), loop).result()
+
+        return await in_pool(lambda: wrapper(request, sync_handler))
+
+    return bridged
+
+
+def run_coroutine(coroutine: Any) -> Any:
+    """Run ``coroutine`` to its end from sync code: in a new event loop, in a worker thread when this thread
+    runs a loop already (``graph.invoke`` in a notebook)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    return call_pool().submit(asyncio.run, coroutine).result()
+
+
+class Hook:
+    """One hook of a user's middleware (``wrap_model_call`` or ``wrap_tool_call``) in both forms: ``sync`` and
+    ``asynchronous`` (LangChain's ``awrap_*``), either of them None. The sync path runs an async-only hook in an
+    event loop of its own; the async path runs a sync-only hook as `async_form` does."""
+
+    def __init__(self, sync: Callable | None, asynchronous: Callable | None):
+        self.sync, self.asynchronous = sync, asynchronous
+
+    def __call__(self, request: Any, handler: Callable) -> Any:
+        if self.sync is not None:
+            return self.sync(request, handler)
+
+        async def ahandler(inner_request: Any) -> Any:
+            return await in_pool(lambda: handler(inner_request))
+
+        return run_coroutine(self.asynchronous(request, ahandler))  # type: ignore[misc]  # one of them is set
+
+    async def awrap(self, request: Any, handler: Callable) -> Any:
+        if self.asynchronous is not None:
+            return await self.asynchronous(request, handler)
+        return await async_form(self.sync)(request, handler)

@@ -10,8 +10,9 @@ Both wrap their calls in the chains of `replangraph.nodes.execution.middleware`.
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -40,12 +41,14 @@ from replangraph.context.kept import (
     merge_updates,
     window_outputs,
 )
+from replangraph.llm.aio import arun_steps
 from replangraph.llm.calls import (
     StepClock,
     call_pool,
-    guarded,
+    guarded_steps,
     output_limit,
     replangraph_retries,
+    run_steps,
     was_cut,
 )
 from replangraph.llm.errors import StepTimeout
@@ -77,6 +80,9 @@ from replangraph.nodes.execution.middleware import (
     ToolCallRequest,
     ToolkitInline,
     ToolWrapper,
+    achain_model_calls,
+    achain_tool_calls,
+    ainvoke_tool,
     chain_model_calls,
     chain_tool_calls,
     command_reply,
@@ -96,6 +102,17 @@ from replangraph.tools.replan_toolkit.toolkit import (
     turn_failures,
     turn_outputs,
 )
+
+# --------------------------------------------------------------------------- one code for both paths
+
+Steps = Generator[Any, Any, StateUpdate]
+"""A node's work written once for both paths (`replangraph.llm.calls.run_steps`)."""
+
+
+def replied(handler: Callable, request: ModelRequest) -> Generator[Any, Any, AIMessage]:
+    """The model's reply to ``request`` through ``handler`` (`Steps`)."""
+    return reply_of((yield handler(request)))
+
 
 # --------------------------------------------------------------------------- the executor node
 
@@ -136,12 +153,12 @@ class Executor(Configured):
         self.call_model = BoundModels()
         self.base_tools = {name: [*p.tools, *self.toolkit] for name, p in profiles.items()}
 
-    def chain(self, clock: StepClock, agent_type: str) -> Callable[[ModelRequest], Any]:
-        """The model call wrapped, outermost first (why this order: `replangraph.nodes.execution.middleware`):
+    def wrappers(self, clock: StepClock, agent_type: str) -> list[ModelWrapper]:
+        """The model call's wrappers, outermost first (why this order: `replangraph.nodes.execution.middleware`):
         iteration cap, step deadline, overflow refit, offers, user middleware, retries, tool-call repair."""
         config = self.config
         known = [t.name for t in self.tool_schemas[agent_type]]
-        wrappers = [
+        return [
             IterationCap(config.max_step_iterations),
             StepDeadline(clock),
             refit_overflow,
@@ -150,7 +167,14 @@ class Executor(Configured):
             Retries(config, clock),
             RepairToolCalls(known),
         ]
-        return chain_model_calls(wrappers, self.call_model)
+
+    def chain(self, clock: StepClock, agent_type: str) -> Callable[[ModelRequest], Any]:
+        """The model call wrapped in `wrappers`."""
+        return chain_model_calls(self.wrappers(clock, agent_type), self.call_model)
+
+    def achain(self, clock: StepClock, agent_type: str) -> Callable[[ModelRequest], Awaitable[Any]]:
+        """`chain` on the async path: the same wrappers' async forms around an awaited model call."""
+        return achain_model_calls(self.wrappers(clock, agent_type), self.call_model.acall)
 
     def request(self, task: Mapping[str, Any], window: list) -> ModelRequest:
         """The turn's model request: the agent type's model and tools, the window (its system message apart)."""
@@ -173,17 +197,27 @@ class Executor(Configured):
     @collect_writes
     def __call__(self, payload: Mapping[str, Any]) -> StateUpdate:
         """``payload`` is a `SubtaskInput` sent by the router (typed loosely so it adds no state keys)."""
+        clock = StepClock(payload["task"].get("elapsed_s") or 0.0, self.config.step_timeout_s)
+        return self.timed(payload, clock, run_steps(self.turn(payload, clock, self.chain)))
+
+    @collect_writes
+    async def acall(self, payload: Mapping[str, Any]) -> StateUpdate:
+        """`__call__` on the async path (``ainvoke``, ``astream``, a LangGraph server): the model is awaited."""
+        clock = StepClock(payload["task"].get("elapsed_s") or 0.0, self.config.step_timeout_s)
+        return self.timed(payload, clock, await arun_steps(self.turn(payload, clock, self.achain)))
+
+    def timed(self, payload: Mapping[str, Any], clock: StepClock, update: StateUpdate) -> StateUpdate:
+        """``update`` with the subtask's time so far."""
         task = payload["task"]
-        clock = StepClock(task.get("elapsed_s") or 0.0, self.config.step_timeout_s)
-        update = self.turn(payload, clock)
         if task["id"] in (update.get("tasks") or {}):
             update["tasks"][task["id"]]["elapsed_s"] = round(clock.elapsed(), 6)
         if payload.get("alone") and (update.get("windows") or {}).get(task["id"], []) is None:
             update["ended_alone"] = True  # nothing to join: the router decides at once
         return update
 
-    def turn(self, payload: Mapping[str, Any], clock: StepClock) -> StateUpdate:
-        """The state update of one model turn."""
+    def turn(self, payload: Mapping[str, Any], clock: StepClock, chain: Callable) -> Steps:
+        """The state update of one model turn, its model call made through ``chain(clock, agent_type)``
+        (`Steps`)."""
         task = payload["task"]
         task_id = task["id"]
         window = list(payload.get("window") or [])
@@ -208,7 +242,7 @@ class Executor(Configured):
             window = opening.request
         started = task.get("started_at") or time.time()
         request = self.request(task, window)
-        outcome = guarded(lambda: reply_of(self.chain(clock, task["agent_type"])(request)), lambda exc: exc)
+        outcome = yield from guarded_steps(replied(chain(clock, task["agent_type"]), request), lambda exc: exc)
         if isinstance(outcome, Exception):  # a failed step is a failed task, not a crashed run
             return self.failure(task, window, started, spent + request.state["attempts"], outcome, clock)
         reply = outcome
@@ -292,18 +326,49 @@ class ToolRunner(Configured):
         self.feature_wrappers = list(feature_wrappers)
         self.middleware = list(middleware)
 
-    def chain(self, clock: StepClock, guard: RefusalGuard, offload: OutputOffload, known: list[str]) -> Any:
-        """The tool call wrapped, outermost first (why this order: `replangraph.nodes.execution.middleware`):
+    def wrappers(
+        self, clock: StepClock, guard: RefusalGuard, offload: OutputOffload, inline: ToolkitInline
+    ) -> list[ToolWrapper]:
+        """The tool call's wrappers, outermost first (why this order: `replangraph.nodes.execution.middleware`):
         refusal guard, output offload, features, toolkit inline, step deadline, errors as replies, user middleware."""
+        return [
+            guard,
+            offload,
+            *self.feature_wrappers,
+            inline,
+            StepDeadline(clock),
+            errors_as_replies,
+            *self.middleware,
+        ]
+
+    def chain(self, clock: StepClock, guard: RefusalGuard, offload: OutputOffload, known: list[str]) -> Any:
+        """The tool call wrapped in `wrappers`."""
         call = invoke_tool(lambda: known)
         inline = ToolkitInline(chain_tool_calls([errors_as_replies], call))
-        inner = [StepDeadline(clock), errors_as_replies, *self.middleware]
-        return chain_tool_calls([guard, offload, *self.feature_wrappers, inline, *inner], call)
+        return chain_tool_calls(self.wrappers(clock, guard, offload, inline), call)
+
+    def achain(self, clock: StepClock, guard: RefusalGuard, offload: OutputOffload, known: list[str]) -> Any:
+        """`chain` on the async path: tools awaited (`ainvoke_tool`); the toolkit still runs inline."""
+        inline = ToolkitInline(chain_tool_calls([errors_as_replies], invoke_tool(lambda: known)))
+        call = ainvoke_tool(lambda: known, self.config.max_concurrency)
+        return achain_tool_calls(self.wrappers(clock, guard, offload, inline), call)
 
     def run_subtask_tools(
         self, task_id: str, window: Sequence[AnyMessage], tasks: Mapping[str, Task], goal: str
     ) -> StateUpdate:
-        """The state update after running one subtask's pending tool calls (their time counts as the step's).
+        """The state update after running one subtask's pending tool calls (their time counts as the step's)."""
+        return run_steps(self.subtask_steps(task_id, window, tasks, goal, self.chain))
+
+    async def arun_subtask_tools(
+        self, task_id: str, window: Sequence[AnyMessage], tasks: Mapping[str, Task], goal: str
+    ) -> StateUpdate:
+        """`run_subtask_tools` on the async path: the tools are awaited (`ainvoke_tool`)."""
+        return await arun_steps(self.subtask_steps(task_id, window, tasks, goal, self.achain))
+
+    def subtask_steps(
+        self, task_id: str, window: Sequence[AnyMessage], tasks: Mapping[str, Task], goal: str, chain: Callable
+    ) -> Steps:
+        """The state update after running one subtask's pending tool calls through ``chain`` (`Steps`).
 
         A crash in this subtask's step fails this subtask only, and the events its tools
         emitted before the crash never go out (the update that carried them is lost).
@@ -313,15 +378,15 @@ class ToolRunner(Configured):
         replies: list[ToolMessage] = []  # filled as calls return, so a crash keeps what they brought
         cut: dict[str, str] = {}  # the whole texts of the replies it cuts: kept even if the step then crashes
 
-        def run() -> StateUpdate:
+        def run() -> Steps:
             with held_events():
-                return self.run_calls(task_id, window, tasks, goal, clock, replies, cut)
+                return (yield from self.run_calls(task_id, window, tasks, goal, clock, replies, cut, chain))
 
         def crashed(exc: Exception) -> StateUpdate:  # a bug in one subtask's step must not take its siblings down
             error = f"tools crashed: {type(exc).__name__}: {exc}"
             return failed_with_window(task, [*window, *replies], error, task.get("model_calls", 0))
 
-        update = guarded(run, crashed)
+        update = yield from guarded_steps(run(), crashed)
         update = merge_updates([keep_outputs(task, cut), update])  # what it cut, kept even after a crash
         own = update.setdefault("tasks", {}).setdefault(task_id, {})
         if own is not None:
@@ -337,9 +402,10 @@ class ToolRunner(Configured):
         clock: StepClock,
         replies: list[ToolMessage],
         cut: dict[str, str],
-    ) -> StateUpdate:
-        """The state update after running one subtask's pending tool calls (their replies go to ``replies``,
-        the whole texts of the replies it cuts to ``cut``, by key).
+        chain: Callable,
+    ) -> Steps:
+        """The state update after running one subtask's pending tool calls through ``chain`` (`Steps`; their
+        replies go to ``replies``, the whole texts of the replies it cuts to ``cut``, by key).
 
         Every call of the turn runs, also those before or after a call that ends the subtask (a hand-off,
         a replan request): their outputs follow the hand-off's summary in the result (`turn_outputs`),
@@ -366,7 +432,7 @@ class ToolRunner(Configured):
 
         guard = RefusalGuard(is_repeated_refusal)
         offload = OutputOffload(task, self.config.max_observation_chars, taken, cut)
-        run = self.chain(clock, guard, offload, list(toolbox))
+        run = chain(clock, guard, offload, list(toolbox))
         turn = pending_tool_calls(window)
         # Every call runs, whatever ends the subtask: a hand-off's other calls reach its result.
         for call in turn:
@@ -376,7 +442,7 @@ class ToolRunner(Configured):
                 continue
             state = {"messages": [*window, *replies], "task": task, "tasks": tasks, "goal": goal}
             try:
-                result = run(ToolCallRequest(call, toolbox.get(name), state, None))
+                result = yield run(ToolCallRequest(call, toolbox.get(name), state, None))
             except StepTimeout:
                 timeout = f"step exceeded step_timeout_s={self.config.step_timeout_s:g} in tool {name!r}"
                 timed_out.add(call.get("id") or "")
@@ -428,25 +494,33 @@ class ToolRunner(Configured):
     def __call__(self, state: Mapping) -> StateUpdate:
         return self.run_all(state)
 
+    @collect_writes
+    async def acall(self, state: Mapping) -> StateUpdate:
+        """`__call__` on the async path: every subtask's calls awaited together (tools: `ainvoke_tool`)."""
+        work = self.work(state)
+        if len(work) <= 1:
+            return await self.arun_subtask_tools(*work[0]) if work else {}
+        return merge_updates(await asyncio.gather(*(self.arun_subtask_tools(*args) for args in work)))
+
     def run_all(self, state: Mapping) -> StateUpdate:
         """The update after running every subtask's pending tool calls."""
-        if state.get("cancelled"):  # the user cancelled the run: the finalizer is next
-            return {}
+        work = self.work(state)
+        if len(work) <= 1:
+            return self.run_subtask_tools(*work[0]) if work else {}
+        # at most max_concurrency subtasks are in progress, so at most that many run at once
+        futures: list[Future] = [call_pool("subtasks").submit(self.run_subtask_tools, *args) for args in work]
+        return merge_updates([f.result() for f in futures])
+
+    def work(self, state: Mapping) -> list[tuple[str, list, Mapping[str, Task], str]]:
+        """The subtasks with tool calls to run: ``(task id, window, tasks, goal)`` each; none once the run
+        is cancelled (the finalizer is next)."""
+        if state.get("cancelled"):
+            return []
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         windows = state.get("windows") or {}
         goal = state.get("goal", "")
-        work = [
-            task_id
+        return [
+            (task_id, window, tasks, goal)
             for task_id, window in windows.items()
             if task_id in tasks and tasks[task_id]["status"] == "in_progress" and pending_tool_calls(window)
         ]
-        if not work:
-            return {}
-        if len(work) == 1:
-            return self.run_subtask_tools(work[0], windows[work[0]], tasks, goal)
-        else:  # at most max_concurrency subtasks are in progress, so at most that many run at once
-            futures: list[Future] = [
-                call_pool("subtasks").submit(self.run_subtask_tools, task_id, windows[task_id], tasks, goal)
-                for task_id in work
-            ]
-        return merge_updates([f.result() for f in futures])

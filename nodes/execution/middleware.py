@@ -6,7 +6,8 @@ wrapper, in the end the call itself) any number of times, or answer on its own. 
 agent factory does: the first in the list is the outermost. The request types carry LangChain's field names
 and ``override(**changes)``, so LangChain's own middleware runs on them; ``langchain`` itself is not imported
 here. `split_middleware` (in ``adapting.py``: it runs once, at build time) takes the hooks of the user's
-middleware and refuses what cannot run in a subtask.
+middleware and refuses what cannot run in a subtask; `Hook` and `async_form` (there too) run a hook written for one
+path on the other.
 
 Model calls, outermost first (see `Executor.chain`):
   iteration cap   - sees the final reply, after every retry and fallback, and the turn's whole count;
@@ -46,12 +47,33 @@ from langgraph.types import Command
 from replangraph.context.excerpts import PAGE_RE
 from replangraph.context.fitting import mentions_read_output
 from replangraph.context.kept import READ_OUTPUT, WORKSPACE, cut_observation, mark_kept
-from replangraph.llm.calls import StepClock, call_with_timeout, guarded, retrying, with_output_bound
+from replangraph.llm.aio import (
+    acall_with_timeout,
+    aguarded,
+    ainvoke_model,
+    aretrying,
+    awaits_natively,
+    in_pool,
+    off_loop,
+)
+from replangraph.llm.calls import (
+    CALL_WORKERS,
+    StepClock,
+    call_with_timeout,
+    guarded,
+    retrying,
+    with_output_bound,
+)
 from replangraph.llm.errors import StepTimeout, is_context_overflow
 from replangraph.llm.formats import CUT_CALL
 from replangraph.llm.reading import all_tool_calls, message_text, repair_tool_calls, split_reasoning
 from replangraph.names import TOOLKIT_NAMES
-from replangraph.nodes.execution.adapting import split_middleware  # noqa: F401  # where builder.py imports it
+from replangraph.nodes.execution.adapting import (  # noqa: F401  # Hook, run_coroutine, split_middleware: importable here
+    Hook,
+    async_form,
+    run_coroutine,
+    split_middleware,
+)
 from replangraph.queue.tasks import Task, preview
 from replangraph.state import EVENTS
 
@@ -147,6 +169,30 @@ def _tool_layer(wrapper: ToolWrapper, inner: ToolHandler, request: ToolCallReque
     return wrapper(request, inner)
 
 
+async def _amodel_layer(wrapper: Any, inner: Any, request: ModelRequest) -> ModelResponse:
+    return as_response(await wrapper(request, inner))
+
+
+async def _atool_layer(wrapper: Any, inner: Any, request: ToolCallRequest) -> ToolResult:
+    return await wrapper(request, inner)
+
+
+def achain_model_calls(wrappers: Sequence[ModelWrapper], call: Callable) -> Callable:
+    """`chain_model_calls` for the async path: each wrapper's async form (`async_form`) around the async ``call``."""
+    handler = call
+    for wrapper in reversed(wrappers):
+        handler = functools.partial(_amodel_layer, async_form(wrapper), handler)
+    return handler
+
+
+def achain_tool_calls(wrappers: Sequence[ToolWrapper], call: Callable) -> Callable:
+    """`chain_tool_calls` for the async path: each wrapper's async form (`async_form`) around the async ``call``."""
+    handler = call
+    for wrapper in reversed(wrappers):
+        handler = functools.partial(_atool_layer, async_form(wrapper), handler)
+    return handler
+
+
 def tool_reply(result: ToolResult) -> ToolMessage | None:
     """The ToolMessage a tool result carries (a Command's first one), if any."""
     if isinstance(result, ToolMessage):
@@ -187,7 +233,13 @@ class IterationCap:
         self.limit = limit
 
     def __call__(self, request: ModelRequest, handler: Callable) -> ModelResponse:
-        response = handler(request)
+        return self.checked(request, handler(request))
+
+    async def awrap(self, request: ModelRequest, handler: Callable) -> ModelResponse:
+        return self.checked(request, await handler(request))
+
+    def checked(self, request: ModelRequest, response: ModelResponse) -> ModelResponse:
+        """``response``, or `StepFailed` when it still calls tools at the cap."""
         if all_tool_calls(reply_of(response)) and calls_so_far(request) >= self.limit:
             raise StepFailed(f"no final answer after max_step_iterations={self.limit} model turns")
         return response
@@ -202,16 +254,28 @@ class StepDeadline:
     def __call__(self, request: Any, handler: Callable) -> Any:
         return call_with_timeout(lambda: handler(request), self.clock.left())
 
+    async def awrap(self, request: Any, handler: Callable) -> Any:
+        return await acall_with_timeout(lambda: handler(request), self.clock.left())
+
+
+def overflow_refused(exc: Exception) -> ModelResponse:
+    """Raise `ContextOverflow` for a provider's context overflow, else ``exc`` again."""
+    if is_context_overflow(exc):
+        raise ContextOverflow(str(exc)) from exc
+    raise exc
+
 
 def refit_overflow(request: ModelRequest, handler: Callable) -> ModelResponse:
     """Turns a provider's context overflow into `ContextOverflow`: the executor sends the window to the compressor."""
+    return guarded(lambda: handler(request), overflow_refused)
 
-    def refused(exc: Exception) -> ModelResponse:
-        if is_context_overflow(exc):
-            raise ContextOverflow(str(exc)) from exc
-        raise exc
 
-    return guarded(lambda: handler(request), refused)
+async def arefit_overflow(request: ModelRequest, handler: Callable) -> ModelResponse:
+    """`refit_overflow` on the async path."""
+    return await aguarded(lambda: handler(request), overflow_refused)
+
+
+refit_overflow.awrap = arefit_overflow  # type: ignore[attr-defined]  # its async form (`async_form`)
 
 
 class Retries:
@@ -226,13 +290,25 @@ class Retries:
         # The step deadline outside times the whole chain in one worker thread; here no try starts
         # once the step's time is spent, and no wait runs past it.
         def tried() -> ModelResponse:
-            left = self.clock.left()
-            if left is not None and left <= 0:
-                raise StepTimeout("no time left")
+            self.check_time()
             return handler(request)
 
         response, _ = retrying(tried, self.config, deadline=self.clock.deadline())
         return response
+
+    async def awrap(self, request: ModelRequest, handler: Callable) -> ModelResponse:
+        async def tried() -> ModelResponse:
+            self.check_time()
+            return await handler(request)
+
+        response, _ = await aretrying(tried, self.config, deadline=self.clock.deadline())
+        return response
+
+    def check_time(self) -> None:
+        """`StepTimeout` once the step's time is spent: no try starts then."""
+        left = self.clock.left()
+        if left is not None and left <= 0:
+            raise StepTimeout("no time left")
 
 
 def offered_names(tools: list) -> list[str]:
@@ -249,7 +325,13 @@ class RepairToolCalls:
         self.known = list(known)
 
     def __call__(self, request: ModelRequest, handler: Callable) -> ModelResponse:
-        response = handler(request)
+        return self.repaired(request, handler(request))
+
+    async def awrap(self, request: ModelRequest, handler: Callable) -> ModelResponse:
+        return self.repaired(request, await handler(request))
+
+    def repaired(self, request: ModelRequest, response: ModelResponse) -> ModelResponse:
+        """``response`` with its reply's reasoning set apart and its tool calls read."""
         reply = reply_of(response)
         names = list(dict.fromkeys([*offered_names(request.tools), *self.known]))
         return ModelResponse([repair_tool_calls(split_reasoning(reply), names)], response.structured_response)
@@ -274,12 +356,22 @@ class BoundModels:
         self.lock = threading.Lock()  # parallel subtasks share the executor
 
     def __call__(self, request: ModelRequest) -> ModelResponse:
+        model, sent = self.counted(request)
+        return ModelResponse([model.invoke(sent)])
+
+    async def acall(self, request: ModelRequest) -> ModelResponse:
+        """The call on the async path (`ainvoke_model`)."""
+        model, sent = self.counted(request)
+        return ModelResponse([await ainvoke_model(model, sent)])
+
+    def counted(self, request: ModelRequest) -> tuple[Any, list[BaseMessage]]:
+        """The bound model and the messages to send; the try counted, what is sent noted."""
         request.state["attempts"] = request.state.get("attempts", 0) + 1
         model = self.bind(request)
         system = [request.system_message] if request.system_message is not None else []
         sent = [*system, *request.messages]
         request.state["sent"] = (sent, list(request.tools))
-        return ModelResponse([model.invoke(sent)])
+        return model, sent
 
     def bind(self, request: ModelRequest) -> Any:
         """``request.model`` with its tools, tool choice and settings."""
@@ -310,9 +402,16 @@ class OfferReadOutput:
         self.reader = reader
 
     def __call__(self, request: ModelRequest, handler: Callable) -> Any:
+        return handler(self.offered(request))
+
+    async def awrap(self, request: ModelRequest, handler: Callable) -> Any:
+        return await handler(self.offered(request))
+
+    def offered(self, request: ModelRequest) -> ModelRequest:
+        """``request``, with the reader among its tools once the window points at kept text."""
         if mentions_read_output(request.state.get("messages") or request.messages):
             request = request.override(tools=[*request.tools, self.reader])
-        return handler(request)
+        return request
 
 
 # --------------------------------------------------------------------------- the executor's tool wrappers
@@ -327,7 +426,13 @@ class RefusalGuard:
         self.refused: tuple[dict, ToolMessage] | None = None
 
     def __call__(self, request: ToolCallRequest, handler: Callable) -> Any:
-        result = handler(request)
+        return self.noted(request, handler(request))
+
+    async def awrap(self, request: ToolCallRequest, handler: Callable) -> Any:
+        return self.noted(request, await handler(request))
+
+    def noted(self, request: ToolCallRequest, result: Any) -> Any:
+        """``result``, its reply noted when it repeats a refusal."""
         reply = tool_reply(result)
         if reply is not None and self.refused is None and self.repeats(request.state["messages"], reply):
             self.refused = (request.tool_call, reply)
@@ -342,7 +447,14 @@ class OutputOffload:
         self.task, self.max_chars, self.taken, self.cut = task, max_chars, taken, cut
 
     def __call__(self, request: ToolCallRequest, handler: Callable) -> Any:
-        result = handler(request)
+        return self.offloaded(handler(request))
+
+    async def awrap(self, request: ToolCallRequest, handler: Callable) -> Any:
+        result = await handler(request)
+        return await off_loop(lambda: self.offloaded(result))  # ``taken`` may read the store
+
+    def offloaded(self, result: Any) -> Any:
+        """``result`` with its reply cut to ``max_chars`` (the whole text kept in ``cut``)."""
         reply = tool_reply(result)
         if reply is None:
             return result
@@ -365,15 +477,31 @@ class ToolkitInline:
     def __call__(self, request: ToolCallRequest, handler: Callable) -> Any:
         return self.call(request) if request.tool_call.get("name") in TOOLKIT_NAMES else handler(request)
 
+    async def awrap(self, request: ToolCallRequest, handler: Callable) -> Any:
+        """The toolkit runs inline on the async path too (quick code of our own, between two awaits; off the loop
+        when the run has a store, which ending a subtask reads: `off_loop`)."""
+        if request.tool_call.get("name") in TOOLKIT_NAMES:
+            return await off_loop(lambda: self.call(request))
+        return await handler(request)
+
+
+def error_reply(request: ToolCallRequest, exc: Exception) -> ToolMessage:
+    """The error reply telling the agent that its call raised ``exc``."""
+    name, call_id = request.tool_call.get("name", ""), request.tool_call.get("id") or ""
+    return ToolMessage(f"Error: {type(exc).__name__}: {exc}", tool_call_id=call_id, name=name, status="error")
+
 
 def errors_as_replies(request: ToolCallRequest, handler: Callable) -> Any:
     """A crashing tool or bad arguments: tell the agent in an error reply, keep the run."""
+    return guarded(lambda: handler(request), functools.partial(error_reply, request))
 
-    def reply(exc: Exception) -> ToolMessage:
-        name, call_id = request.tool_call.get("name", ""), request.tool_call.get("id") or ""
-        return ToolMessage(f"Error: {type(exc).__name__}: {exc}", tool_call_id=call_id, name=name, status="error")
 
-    return guarded(lambda: handler(request), reply)
+async def aerrors_as_replies(request: ToolCallRequest, handler: Callable) -> Any:
+    """`errors_as_replies` on the async path."""
+    return await aguarded(lambda: handler(request), functools.partial(error_reply, request))
+
+
+errors_as_replies.awrap = aerrors_as_replies  # type: ignore[attr-defined]  # its async form (`async_form`)
 
 
 def invoke_tool(known: Callable[[], list[str]]) -> Callable[[ToolCallRequest], ToolMessage | Command]:
@@ -381,25 +509,57 @@ def invoke_tool(known: Callable[[], list[str]]) -> Callable[[ToolCallRequest], T
     goes up through the user's middleware (LangChain's ToolRetryMiddleware retries it) to `errors_as_replies`."""
 
     def call(request: ToolCallRequest) -> ToolMessage | Command:
-        tool_call = request.tool_call
-        name, call_id = tool_call.get("name", ""), tool_call.get("id") or ""
-        if tool_call.get("type") == "invalid_tool_call" and CUT_CALL in str(tool_call.get("error")):
-            return ToolMessage(f"Error: {tool_call['error']}.", tool_call_id=call_id, name=name, status="error")
-        if tool_call.get("type") == "invalid_tool_call":
-            text = (
-                f"Error: the arguments of this call could not be read ({preview(tool_call.get('error'), 200)}). "
-                f"Call {name} again with a JSON object of arguments."
-            )
-            return ToolMessage(text, tool_call_id=call_id, name=name, status="error")
-        if request.tool is None:
-            text = f"Error: no tool named {name!r}. Available: {', '.join(sorted(known()))}"
-            return ToolMessage(text, tool_call_id=call_id, name=name, status="error")
-        reply = request.tool.invoke({**tool_call, "type": "tool_call"})
-        if isinstance(reply, ToolMessage | Command):
-            return reply
-        return ToolMessage(str(reply), tool_call_id=call_id, name=name)
+        refused = unusable_call(request, known)
+        if refused is not None:
+            return refused
+        return as_tool_result(request, request.tool.invoke({**request.tool_call, "type": "tool_call"}))
 
     return call
+
+
+def ainvoke_tool(known: Callable[[], list[str]], workers: int) -> Callable:
+    """`invoke_tool` on the async path: a tool with async code of its own is awaited (``ainvoke``); a sync one
+    runs in replangraph's pool of at least ``workers`` threads (LangChain's default would be asyncio's default
+    pool, cores + 4 threads, however many subtasks run at once)."""
+
+    async def call(request: ToolCallRequest) -> ToolMessage | Command:
+        refused = unusable_call(request, known)
+        if refused is not None:
+            return refused
+        tool, tool_call = request.tool, {**request.tool_call, "type": "tool_call"}
+        if awaits_natively(tool):
+            return as_tool_result(request, await tool.ainvoke(tool_call))
+        reply = await in_pool(lambda: tool.invoke(tool_call), max(workers, CALL_WORKERS))
+        return as_tool_result(request, reply)
+
+    return call
+
+
+def unusable_call(request: ToolCallRequest, known: Callable[[], list[str]]) -> ToolMessage | None:
+    """The error reply for a call that cannot run (cut off, unreadable arguments, unknown tool), else None."""
+    tool_call = request.tool_call
+    name, call_id = tool_call.get("name", ""), tool_call.get("id") or ""
+    if tool_call.get("type") == "invalid_tool_call" and CUT_CALL in str(tool_call.get("error")):
+        return ToolMessage(f"Error: {tool_call['error']}.", tool_call_id=call_id, name=name, status="error")
+    if tool_call.get("type") == "invalid_tool_call":
+        text = (
+            f"Error: the arguments of this call could not be read ({preview(tool_call.get('error'), 200)}). "
+            f"Call {name} again with a JSON object of arguments."
+        )
+        return ToolMessage(text, tool_call_id=call_id, name=name, status="error")
+    if request.tool is None:
+        text = f"Error: no tool named {name!r}. Available: {', '.join(sorted(known()))}"
+        return ToolMessage(text, tool_call_id=call_id, name=name, status="error")
+    return None
+
+
+def as_tool_result(request: ToolCallRequest, reply: Any) -> ToolMessage | Command:
+    """What a tool returned, as a ToolMessage (or the Command it returned)."""
+    if isinstance(reply, ToolMessage | Command):
+        return reply
+    return ToolMessage(
+        str(reply), tool_call_id=request.tool_call.get("id") or "", name=request.tool_call.get("name", "")
+    )
 
 
 # --------------------------------------------------------------------------- what a tool returned

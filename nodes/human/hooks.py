@@ -245,10 +245,17 @@ class OfferAskUser(Configured):
         self.tool = tool or ask_user_tool()
 
     def __call__(self, request: Any, handler: Callable) -> Any:
+        return handler(self.offered(request))
+
+    async def awrap(self, request: Any, handler: Callable) -> Any:
+        return await handler(self.offered(request))
+
+    def offered(self, request: Any) -> Any:
+        """``request``, with ask_user among its tools while the subtask may still ask."""
         asked = len(request.state["task"].get("clarifications") or [])
         if self.config.max_clarifications > asked and has_checkpointer():  # without one, nobody can answer
             request = request.override(tools=[*request.tools, self.tool])
-        return handler(request)
+        return request
 
 
 class ScreenQuestions(Configured):
@@ -265,6 +272,11 @@ class ScreenQuestions(Configured):
         if not has_checkpointer():  # the run cannot pause: the agent is told so, the run goes on
             return ToolMessage(NO_USER, tool_call_id=request.tool_call.get("id") or "", name=ASK_USER, status="error")
         return screen_question(request.tool_call, request.state["task"], self.config)
+
+    async def awrap(self, request: Any, handler: Callable) -> Any:
+        if request.tool_call.get("name") != ASK_USER:
+            return await handler(request)
+        return self(request, handler)  # an ask_user call never reaches ``handler``
 
     def answered_tools(self) -> list[BaseTool]:
         """Tools whose calls this wrapper answers, for the tools node's list of known tools."""

@@ -10,8 +10,9 @@ result stands.
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from concurrent.futures import Future
 from typing import Any
 
@@ -23,7 +24,8 @@ from pydantic import BaseModel, Field
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.fitting import GOAL_ID, ContextMonitor, Fitted, fit_request, result_id, schema_tools
 from replangraph.context.kept import announced, collect_writes, completed_with_window, merge_updates
-from replangraph.llm.calls import ask_structured, bind_schema, read_arguments, refit_on_overflow
+from replangraph.llm.aio import arun_steps, off_loop
+from replangraph.llm.calls import bind_schema, read_arguments, refit_steps, run_steps, structured_steps
 from replangraph.llm.reading import UnreadableInput, answer_text, answers_waiting, as_text, task_specs, truthy
 from replangraph.nodes.verification.prompts import VERIFIER_PROMPT, VERIFY_EXCERPT_NOTE, VERIFY_TEMPLATE
 from replangraph.queue.plans import LimitReached, limit_hit, split_task
@@ -149,26 +151,42 @@ class Verifier(Configured):
 
         A provider that refuses the request as too long gets it once more, fitted to a smaller budget.
         """
-        judged = refit_on_overflow(
-            lambda share: self.judge_within(goal, task, result, int(self.monitor.budget * share), retries),
+        return run_steps(self.judge_steps(goal, task, result, retries))
+
+    async def ajudge(self, goal: str, task: Task, result: str, retries: int) -> tuple[TaskVerdict, int]:
+        """`judge` on the async path: the model awaited."""
+        return await arun_steps(self.judge_steps(goal, task, result, retries, awaited=True), off_loop=False)  # no store
+
+    def judge_steps(
+        self, goal: str, task: Task, result: str, retries: int, awaited: bool = False
+    ) -> Generator[Any, Any, tuple[TaskVerdict, int]]:
+        """`judge` as steps (`run_steps`)."""
+        judged = yield from refit_steps(
+            lambda share: self.within_steps(goal, task, result, int(self.monitor.budget * share), retries, awaited),
             refused=lambda outcome: outcome[2] is not None,
             learn=self.monitor.learn_overflow,
             error=lambda outcome: outcome[2],
         )
         return judged[-1][0], sum(calls for _, calls, _ in judged)
 
-    def judge_within(
-        self, goal: str, task: Task, result: str, budget: int, retries: int = VERIFY_RETRIES
-    ) -> tuple[TaskVerdict, int, BaseException | str | None]:
-        """`judge` with the request fitted to ``budget`` tokens; also the provider's error when it refused the
-        request as too long."""
+    def within_steps(
+        self, goal: str, task: Task, result: str, budget: int, retries: int, awaited: bool = False
+    ) -> Generator[Any, Any, tuple[TaskVerdict, int, BaseException | str | None]]:
+        """One try of `judge_steps`, the request fitted to ``budget`` tokens: the verdict, its model calls, and
+        the provider's error when it refused the request as too long."""
         fitted = self.request(goal, task, result, budget)
         if not fitted.fits:
             needed = self.monitor.tokens(fitted.request, self.tools)
             error = f"the check's request does not fit the context window ({needed} tokens); the result stands"
             return verdict_record(True, error=error), 0, None
-        asked = ask_structured(
-            self.structured, fitted.request, read_verdict, retries=retries, config=self.config, monitor=self.monitor
+        asked = yield from structured_steps(
+            self.structured,
+            fitted.request,
+            read_verdict,
+            retries=retries,
+            config=self.config,
+            monitor=self.monitor,
+            awaited=awaited,
         )
         if asked.failure is not None:  # a broken check must not fail a subtask that has a result
             exc = asked.failure
@@ -240,22 +258,43 @@ class Verifier(Configured):
 
     @collect_writes
     def __call__(self, state: Mapping[str, Any]) -> StateUpdate:
+        goal, waiting, results, retries = self.checks(state)
+        if len(waiting) <= 1:
+            judged = [self.judge(goal, (state.get("tasks") or {})[t], results[t], retries) for t in waiting]
+        else:
+            tasks = state.get("tasks") or {}
+            with ContextThreadPoolExecutor(max_workers=min(len(waiting), self.config.max_concurrency)) as pool:
+                futures: list[Future] = [pool.submit(self.judge, goal, tasks[t], results[t], retries) for t in waiting]
+                judged = [f.result() for f in futures]
+        return self.settled(state, waiting, results, judged)
+
+    @collect_writes
+    async def acall(self, state: Mapping[str, Any]) -> StateUpdate:
+        """`__call__` on the async path: the checks awaited together."""
+        goal, waiting, results, retries = self.checks(state)
+        tasks = state.get("tasks") or {}
+        judged = await asyncio.gather(*(self.ajudge(goal, tasks[t], results[t], retries) for t in waiting))
+        return await off_loop(lambda: self.settled(state, waiting, results, list(judged)))  # keeping reads the store
+
+    def checks(self, state: Mapping[str, Any]) -> tuple[str, list[str], dict[str, str], int]:
+        """``(goal, ids of the answers waiting, their texts, retries per check)``."""
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         windows = state.get("windows") or {}
-        goal = state.get("goal", "")
         waiting = answers_waiting(tasks, windows)
-        if not waiting:
-            return {}
         results = {tid: answer_text(windows[tid][-1]) for tid in waiting}
         # A retry of an unreadable verdict only while max_steps leaves room for one per waiting answer.
         left = self.config.max_steps - spent_model_calls(state)
         retries = VERIFY_RETRIES if left >= 2 * len(waiting) else 0
-        if len(waiting) == 1:
-            judged = [self.judge(goal, tasks[waiting[0]], results[waiting[0]], retries)]
-        else:
-            with ContextThreadPoolExecutor(max_workers=min(len(waiting), self.config.max_concurrency)) as pool:
-                futures: list[Future] = [pool.submit(self.judge, goal, tasks[t], results[t], retries) for t in waiting]
-                judged = [f.result() for f in futures]
+        return state.get("goal", ""), waiting, results, retries
+
+    def settled(
+        self, state: Mapping[str, Any], waiting: list[str], results: dict[str, str], judged: list
+    ) -> StateUpdate:
+        """The update settling every judged answer; {} when none waited."""
+        if not waiting:
+            return {}
+        tasks: Mapping[str, Task] = state.get("tasks") or {}
+        windows = state.get("windows") or {}
         # Follow-ups are queued one subtask at a time, so parallel checks never overshoot max_tasks.
         view = apply_writes(tasks, [])  # keeps the queue's index
         updates = []

@@ -10,7 +10,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
-from scripting import make_model, plan_of, run, subtask_of
+from scripting import invoke, make_model, plan_of, run, subtask_of
 from typing_extensions import is_typeddict
 
 from replangraph import AgentConfig, AgentProfile, ReplanState, build_graph
@@ -23,8 +23,8 @@ from replangraph.testing import tool_call
 GOAL = "Extract the top 19 products from the store's bestseller ranking, with units sold and rating."
 
 
-def test_nineteen_products_end_to_end():
-    out = build_demo_graph().invoke({"messages": [("user", GOAL)]})
+def test_nineteen_products_end_to_end(way):
+    out = invoke(build_demo_graph(), {"messages": [("user", GOAL)]}, way=way)
     for name in expected_products(19):
         assert name in out["final_answer"]
     assert "Tundra Thermos" not in out["final_answer"]  # rank 20 was not asked for
@@ -37,8 +37,8 @@ def test_nineteen_products_end_to_end():
     assert out["messages"][-1].content == chat_markdown(out["final_answer"])  # the final answer, as Markdown
 
 
-def test_events_are_emitted_in_order():
-    _, events = run(build_demo_graph(), GOAL)
+def test_events_are_emitted_in_order(way):
+    _, events = run(build_demo_graph(), GOAL, way=way)
     names = [(e["event"], e.get("task_id") or e.get("parent_id")) for e in events]
     assert names == [
         ("plan_created", None),
@@ -60,9 +60,9 @@ def test_events_are_emitted_in_order():
     assert added["task_ids"] == ["1_dyn_0", "1_dyn_1", "1_dyn_2"]
 
 
-def test_parallel_siblings_give_the_same_result():
+def test_parallel_siblings_give_the_same_result(way):
     sequential = build_demo_graph().invoke({"messages": [("user", GOAL)]})
-    parallel = build_demo_graph(AgentConfig(max_concurrency=3)).invoke({"messages": [("user", GOAL)]})
+    parallel = invoke(build_demo_graph(AgentConfig(max_concurrency=3)), {"messages": [("user", GOAL)]}, way=way)
     assert parallel["final_answer"] == sequential["final_answer"]
 
     def timeless(tasks):

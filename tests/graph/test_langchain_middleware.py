@@ -37,18 +37,18 @@ def finish_after_look(request):
     return "done: " + request.last_result("look")
 
 
-def test_model_fallback_answers_when_the_first_model_fails():
+def test_model_fallback_answers_when_the_first_model_fails(way):
     def broken(request):
         raise RuntimeError("primary is down")
 
     fallback = ScriptedChatModel(respond=finish_after_look)
     graph = build_graph(make_model(PLAN, broken), [look], middleware=[ModelFallbackMiddleware(fallback)])
-    state, _ = run(graph)
+    state, _ = run(graph, way=way)
     assert state["tasks"]["1"]["status"] == "completed"
     assert state["tasks"]["1"]["result"] == "done: about x"
 
 
-def test_tool_selector_narrows_the_tools_the_executor_s_model_sees():
+def test_tool_selector_narrows_the_tools_the_executor_s_model_sees(way):
     seen: list[tuple[str, ...]] = []
 
     def work(request):
@@ -62,12 +62,12 @@ def test_tool_selector_narrows_the_tools_the_executor_s_model_sees():
         config=AgentConfig(verify_results=False),
         middleware=[LLMToolSelectorMiddleware(model=selector)],
     )
-    state, _ = run(graph)
+    state, _ = run(graph, way=way)
     assert state["tasks"]["1"]["result"] == "done: about x"
     assert seen and all(names == ("look",) for names in seen)
 
 
-def test_tool_retry_runs_a_flaky_tool_again():
+def test_tool_retry_runs_a_flaky_tool_again(way):
     tries = []
 
     def flaky(name: str) -> str:
@@ -83,12 +83,12 @@ def test_tool_retry_runs_a_flaky_tool_again():
         return "done: " + request.last_result("flaky")
 
     retry = ToolRetryMiddleware(max_retries=2, initial_delay=0, jitter=False)
-    state, _ = run(build_graph(make_model(PLAN, work), [flaky], middleware=[retry]))
+    state, _ = run(build_graph(make_model(PLAN, work), [flaky], middleware=[retry]), way=way)
     assert state["tasks"]["1"]["result"] == "done: flaky x"
     assert tries == ["x", "x"]
 
 
-def test_without_retry_middleware_the_crash_is_the_agent_s_error_reply():
+def test_without_retry_middleware_the_crash_is_the_agent_s_error_reply(way):
     def boom(name: str) -> str:
         """Always fails."""
         raise ConnectionError("down")
@@ -98,11 +98,11 @@ def test_without_retry_middleware_the_crash_is_the_agent_s_error_reply():
             return tool_call("boom", {"name": "x"})
         return "saw: " + request.last_result("boom")
 
-    state, _ = run(build_graph(make_model(PLAN, work), [boom]))
+    state, _ = run(build_graph(make_model(PLAN, work), [boom]), way=way)
     assert state["tasks"]["1"]["result"] == "saw: Error: ConnectionError: down"
 
 
-def test_first_middleware_is_outermost():
+def test_first_middleware_is_outermost(way):
     order: list[str] = []
 
     class Note(AgentMiddleware):
@@ -121,12 +121,12 @@ def test_first_middleware_is_outermost():
             return response
 
     graph = build_graph(make_model(PLAN, lambda r: "answer"), middleware=[Note("a"), Note("b")])
-    run(graph)
+    run(graph, way=way)
     assert order == ["a in", "b in", "b out", "a out"]
 
 
-def test_a_middleware_without_wrap_hooks_contributes_nothing():
-    state, _ = run(build_graph(make_model(PLAN, lambda r: "answer"), middleware=[AgentMiddleware()]))
+def test_a_middleware_without_wrap_hooks_contributes_nothing(way):
+    state, _ = run(build_graph(make_model(PLAN, lambda r: "answer"), middleware=[AgentMiddleware()]), way=way)
     assert state["tasks"]["1"]["result"] == "answer"
 
 
@@ -159,7 +159,7 @@ def test_middleware_with_tools_or_state_keys_of_its_own_is_refused():
         build_graph(make_model(PLAN, lambda r: "answer"), middleware=[WithTools()])
 
 
-def test_middleware_limits_still_hold_with_the_config():
+def test_middleware_limits_still_hold_with_the_config(way):
     """The executor's own iteration cap stays outermost: user middleware cannot loop past it."""
 
     def forever(request):
@@ -167,7 +167,7 @@ def test_middleware_limits_still_hold_with_the_config():
 
     fallback = ModelFallbackMiddleware(make_model(PLAN, forever))
     config = AgentConfig(max_step_iterations=3)
-    state, _ = run(build_graph(make_model(PLAN, forever), [look], config=config, middleware=[fallback]))
+    state, _ = run(build_graph(make_model(PLAN, forever), [look], config=config, middleware=[fallback]), way=way)
     assert "max_step_iterations=3" in state["tasks"]["1"]["error"]
 
 
@@ -182,7 +182,7 @@ def test_something_that_is_no_middleware_is_refused_at_build_time():
             build_graph(ScriptedChatModel(respond=lambda r: "x"), middleware=[item])
 
 
-def test_a_tool_middleware_that_answers_nothing_gives_the_agent_an_error_reply():
+def test_a_tool_middleware_that_answers_nothing_gives_the_agent_an_error_reply(way):
     class Silent:
         def wrap_tool_call(self, request, handler):
             return None
@@ -197,6 +197,6 @@ def test_a_tool_middleware_that_answers_nothing_gives_the_agent_an_error_reply()
         return tool_call("look", {"name": "x"})
 
     graph = build_graph(make_model(plan_of({"id": "1", "content": "look x up"}), work), [look], middleware=[Silent()])
-    state, _ = run(graph)
+    state, _ = run(graph, way=way)
     assert state["tasks"]["1"]["status"] == "completed"
     assert "no reply came back for this look call" in state["tasks"]["1"]["result"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
@@ -40,16 +41,36 @@ def make_model(plan: dict, work, final=None, replan=None) -> ScriptedChatModel:
     return ScriptedChatModel(respond=respond)
 
 
-def run(graph, goal: str = "do it", **config):
-    """Stream a run; ``(final state, custom events)``."""
+WAYS = ("invoke", "ainvoke")
+"""How a test may run a graph: the sync path (``invoke``, ``stream``) or the async one (``ainvoke``, ``astream``)."""
+
+
+def run(graph, goal: str = "do it", way: str = "invoke", **config):
+    """Stream a run the ``way`` given (`WAYS`); ``(final state, custom events)``."""
     events, state = [], {}
     cfg = {"configurable": {"thread_id": "t"}, **config}
-    for mode, chunk in graph.stream({"messages": [("user", goal)]}, cfg, stream_mode=["custom", "values"]):
+    given = {"messages": [("user", goal)]}
+    if way == "ainvoke":
+
+        async def collect() -> list:
+            return [item async for item in graph.astream(given, cfg, stream_mode=["custom", "values"])]
+
+        chunks = asyncio.run(collect())
+    else:
+        chunks = graph.stream(given, cfg, stream_mode=["custom", "values"])
+    for mode, chunk in chunks:
         if mode == "custom":
             events.append(chunk)
         else:
             state = chunk
     return state, events
+
+
+def invoke(graph, given, config=None, way: str = "invoke"):
+    """``graph.invoke(given, config)``, or ``await graph.ainvoke(...)`` when ``way`` is ``ainvoke``."""
+    if way == "ainvoke":
+        return asyncio.run(graph.ainvoke(given, config))
+    return graph.invoke(given, config)
 
 
 def kept(source: dict, task_id: str, plan_id: str = "1") -> dict[str, str]:

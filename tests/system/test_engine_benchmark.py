@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import io
+import os
 import sqlite3
+import sys
+from pathlib import Path
 
 import pytest
 from clocks import InFlight, Ticking
@@ -62,25 +65,52 @@ def test_scale_targets_judge_bytes_per_subtask():
     assert "max/min: 1.00" in engine.scale_targets(rows) and "✗" not in engine.scale_targets(rows)
 
 
-def test_four_subtasks_run_together_at_concurrency_four():
+def test_four_subtasks_run_together_at_concurrency_four(way):
     """Each call waits until all four are running (failing after a minute if they never are); table 3 of the
     benchmark prints what that is worth in time."""
     meter = InFlight(barrier_parties=4)
-    engine.parallel_run(4, 4, meter.wrap(engine.sleeper(0)))
+    engine.parallel_run(4, 4, meter.wrap(engine.sleeper(0)), way)
     assert meter.calls == 4 and meter.peak == 4
 
 
-def test_one_subtask_at_a_time_at_concurrency_one():
+def test_under_ainvoke_more_subtasks_run_together_than_asyncio_s_default_pool_holds():
+    """What the async nodes are for: asyncio's default pool (cores + 4 threads) no longer caps a run."""
+    n = min(32, (os.cpu_count() or 1) + 4) + 1
+    meter = InFlight(barrier_parties=n)
+    engine.parallel_run(n, n, meter.wrap(engine.sleeper(0)), "ainvoke")
+    assert meter.calls == n and meter.peak == n
+
+
+def test_one_subtask_at_a_time_at_concurrency_one(way):
     meter = InFlight()
-    engine.parallel_run(4, 1, meter.wrap(engine.sleeper(0.01)))
+    engine.parallel_run(4, 1, meter.wrap(engine.sleeper(0.01)), way)
     assert meter.calls == 4 and meter.peak == 1
 
 
-def test_parallel_seconds_is_the_runs_time_with_sleeping_tools(monkeypatch):
+def test_parallel_seconds_is_the_runs_time_with_sleeping_tools(monkeypatch, way):
     clock = Ticking(1.0)
     monkeypatch.setattr(engine, "time", clock)  # the tools' sleep too: it moves the clock, it does not wait
-    assert engine.parallel_seconds(3, 5.0, concurrency=3) == 1.0 + 3 * 5.0
+    assert engine.parallel_seconds(3, 5.0, concurrency=3, way=way) == 1.0 + 3 * 5.0
     assert clock.slept == [5.0, 5.0, 5.0]
+
+
+def test_parallel_table_has_a_row_per_slow_part_way_and_concurrency(monkeypatch):
+    monkeypatch.setattr(engine, "time", Ticking(1.0))
+    out = io.StringIO()
+    medians = engine.parallel_table([1, 2], runs=1, out=out, tasks=2)
+    assert set(medians) == {f"{slow} {way}" for slow in ("tool", "model") for way in ("invoke", "ainvoke")}
+    assert all(set(m) == {1, 2} for m in medians.values())
+    rows = [line.split("|")[1:4] for line in out.getvalue().splitlines() if line.startswith(("| tool", "| model"))]
+    assert [[cell.strip() for cell in row] for row in rows] == [
+        [slow, f"`{way}`", k] for slow in ("tool", "model") for way in ("invoke", "ainvoke") for k in ("1", "2")
+    ]
+
+
+def test_a_slow_model_takes_its_time_over_each_answer(monkeypatch, way):
+    clock = Ticking(0.0)
+    monkeypatch.setattr(engine, "time", clock)
+    engine.parallel_seconds(3, 5.0, concurrency=3, way=way, sleeping="model")
+    assert sorted(clock.slept) == [0.0, 0.0, 0.0, 5.0, 5.0, 5.0]  # the tools take nothing, each answer 5 s
 
 
 def test_subtask_index_reads_the_item_from_the_request():
@@ -142,3 +172,16 @@ def test_quick_splits_table_runs_each_size_in_a_child_process():
     rows = [line for line in out.getvalue().splitlines() if line.startswith(("| 100 |", "| 500 |"))]
     assert len(rows) == 2 and all("✓ |" in row for row in rows)
     assert "CPU per subtask, max/min" in out.getvalue()
+
+
+@pytest.mark.system
+def test_server_table_runs_each_graph_through_langgraph_dev():
+    """Table 5 at a tiny size: a real ``langgraph dev`` serves both graphs; every run completes every subtask."""
+    from benchmarks import server_parallel
+
+    if not (Path(sys.executable).parent / "langgraph").exists():
+        pytest.skip("no langgraph executable (pip install -e '.[test]')")
+    out = io.StringIO()
+    medians = server_parallel.server_table([1, 2], runs=1, out=out, tasks=2)
+    assert set(medians) == {"tool", "model"} and all(set(m) == {1, 2} for m in medians.values())
+    assert "| tool | 2 |" in out.getvalue() and "| model | 2 |" in out.getvalue()

@@ -10,6 +10,7 @@ RARE_PATH_MODULES = (
     "replangraph.context.lookup",
     "replangraph.context.model_memory",
     "replangraph.llm.errors",
+    "replangraph.llm.aio",
     "replangraph.llm.formats",
     "replangraph.llm.reasking",
     "replangraph.nodes.execution.adapting",
@@ -38,3 +39,13 @@ def test_names_the_docs_gave_stay_importable_where_they_were():
         lookup.thread_label,
     )
     assert middleware.split_middleware is adapting.split_middleware
+    assert (middleware.Hook, middleware.async_form) == (adapting.Hook, adapting.async_form)
+
+
+def test_the_async_path_s_names_stay_importable_from_the_call_path():
+    from replangraph.llm import aio, calls
+
+    assert {name for name in calls.ASYNC_NAMES if getattr(calls, name) is not getattr(aio, name)} == set()
+    from replangraph.llm.calls import aask_structured, arun_steps  # as nodes import them
+
+    assert (aask_structured, arun_steps) == (aio.aask_structured, aio.arun_steps)

@@ -191,6 +191,8 @@ def test_guarded_falls_back_on_ordinary_errors_only():
 # --------------------------------------------------------------------------- the policy lives in one module
 
 POLICY_MODULE = "graph/llm/calls.py"
+ASYNC_POLICY_MODULE = "graph/llm/aio.py"
+"""The call path's async twin (``ainvoke``): the same policy, awaited."""
 KEEPS_BUBBLE_UP = {
     # A search provider is a user tool, not a model call: it catches a provider's errors but must let an
     # interrupt (a provider asking the user) through.
@@ -217,9 +219,9 @@ def test_the_retry_loop_is_defined_in_one_module():
     assert defining(r"^def (call_with_retries|retry_delay|backoff_delays|call_model|refit_on_overflow)\b") == {
         POLICY_MODULE
     }
-    assert defining(r"\bsleep\(|time\.sleep") <= {POLICY_MODULE}
+    assert defining(r"\bsleep\(|time\.sleep") <= {POLICY_MODULE, ASYNC_POLICY_MODULE}
 
 
 def test_no_node_catches_graph_bubble_up_itself():
     assert defining(r"except \(?GraphBubbleUp") - KEEPS_BUBBLE_UP == set()
-    assert defining(r"except BUBBLE_UP") == {POLICY_MODULE}
+    assert defining(r"except BUBBLE_UP") == {POLICY_MODULE, ASYNC_POLICY_MODULE}
