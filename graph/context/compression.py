@@ -8,7 +8,7 @@ tool calls from its tool results.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +17,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 
 from replangraph.context.excerpts import recut
 from replangraph.context.fitting import kept_id, mark_kept, message_key, output_id, unique_key
+from replangraph.llm.calls import returned, run_steps
 from replangraph.llm.reading import message_text
 
 SUMMARY_HEADER = "[Context summary: earlier work on this subtask was compressed to fit the context window.]"
@@ -39,6 +40,8 @@ HEAD = 2  # the system prompt and the subtask message
 SUMMARY_ID_PREFIX = "replangraph-summary-"
 
 Summarize = Callable[[str | None, Sequence[AnyMessage]], str]
+SummarizeSteps = Callable[[str | None, Sequence[AnyMessage]], Generator[Any, Any, str]]
+"""`Summarize` as steps (`replangraph.llm.calls.run_steps`): its model calls made, or awaited, by a driver."""
 Taken = Callable[[str], bool]
 Fits = Callable[[Sequence[AnyMessage]], bool]
 
@@ -195,6 +198,33 @@ def compress_window(
     go to ``summarize`` in full and are returned in ``saved`` as ``history-N``.
     ``taken`` tells which keys already hold kept text; ``tokens`` is the token counter.
     """
+    steps = compression_steps(
+        window,
+        keep_last=keep_last,
+        fits=fits,
+        summarize=lambda previous, messages: returned(summarize(previous, messages)),
+        plan=plan,
+        instructions=instructions,
+        task_id=task_id,
+        taken=taken,
+        tokens=tokens,
+    )
+    return run_steps(steps)
+
+
+def compression_steps(
+    window: Sequence[AnyMessage],
+    *,
+    keep_last: int,
+    fits: Fits,
+    summarize: SummarizeSteps,
+    plan: str = "",
+    instructions: str = "",
+    task_id: str = "",
+    taken: Taken = lambda key: False,
+    tokens: Callable[[Sequence[AnyMessage]], int] = count_tokens_approximately,
+) -> Generator[Any, Any, Compression]:
+    """`compress_window` as steps, ``summarize`` giving the steps of one summary."""
     head, old_summary, body = split_window(window)
     body = [without_usage(m) for m in body]
     cuts = cut_points(body, keep_last) or [0]
@@ -204,7 +234,7 @@ def compress_window(
     cut = first_fitting_cut(head, old_summary, body, cuts, fits) if cuts[-1] > 0 else 0
     folded = 0
     if cut > 0:
-        summary = summarize(summary_text(old_summary), body[:cut])
+        summary = yield from summarize(summary_text(old_summary), body[:cut])
         done = cut
         while True:
             message = summary_message(summary, plan, instructions, count, task_id)
@@ -213,7 +243,7 @@ def compress_window(
             if fits(candidate) or not later:
                 break
             more = first_fitting_cut(head, message, body, later, fits)
-            summary = summarize(summary, body[done:more])
+            summary = yield from summarize(summary, body[done:more])
             done = more
         if tokens(candidate) < tokens(result):
             result, folded = candidate, done

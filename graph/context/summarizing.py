@@ -9,8 +9,10 @@ summarizer that keeps every fact cannot shrink it), the summaries are joined.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Generator, Sequence
+from typing import Any, TypeVar
+
+from replangraph.llm.calls import returned, run_steps
 
 T = TypeVar("T")
 
@@ -18,6 +20,13 @@ Fold = Callable[[str | None, str], str]
 """``fold(previous summary or None, text) -> summary``: one summary model call."""
 Merge = Callable[[Sequence[str]], str]
 """``merge(summaries) -> summary``: one summary model call."""
+Steps = Generator[Any, Any, T]
+"""Work written once for both paths (`replangraph.llm.calls.run_steps`): a summary call's steps are made by
+the sync driver or awaited by the async one."""
+FoldSteps = Callable[[str | None, str], Steps[str]]
+"""`Fold` as steps."""
+MergeSteps = Callable[[Sequence[str]], Steps[str]]
+"""`Merge` as steps."""
 FitsFold = Callable[[str | None, str], bool]
 FitsMerge = Callable[[Sequence[str]], bool]
 
@@ -38,18 +47,20 @@ def pieces_that_fit(entries: Sequence[str], fits: Callable[[str], bool]) -> list
     return pieces
 
 
-def reduce_summaries(summaries: Sequence[str], merge: Merge, fits: FitsMerge) -> str:
-    """One summary from several, merging groups that fit until one is left."""
+def reduce_summaries(summaries: Sequence[str], merge: MergeSteps, fits: FitsMerge) -> Steps[str]:
+    """One summary from several, merging groups that fit until one is left (steps)."""
     texts = [s for s in summaries if s.strip()]
     for _ in range(MAX_REDUCE_ROUNDS):
         if len(texts) <= 1:
             break
         if fits(texts):
-            return merge(texts)
+            return (yield from merge(texts))
         groups = pack(texts, fits)
         if len(groups) == len(texts):
             break  # no two summaries fit one request
-        merged = [merge(g) if len(g) > 1 else g[0] for g in groups]
+        merged = []
+        for group in groups:  # a loop: a comprehension cannot hold the steps' ``yield``
+            merged.append((yield from merge(group)) if len(group) > 1 else group[0])
         if sum(map(len, merged)) >= 0.95 * sum(map(len, texts)):
             texts = merged
             break  # merging no longer shrinks the text: keep it all
@@ -66,26 +77,50 @@ def summarize_in_chunks(
     fits_merge: FitsMerge,
 ) -> tuple[str, int]:
     """``(summary of previous + entries, model calls)``, every character of the input seen by some call."""
+    return run_steps(
+        summary_steps(
+            previous,
+            entries,
+            lambda prior, text: returned(fold(prior, text)),
+            lambda texts: returned(merge(texts)),
+            fits_fold,
+            fits_merge,
+        )
+    )
+
+
+def summary_steps(
+    previous: str | None,
+    entries: Sequence[str],
+    fold: FoldSteps,
+    merge: MergeSteps,
+    fits_fold: FitsFold,
+    fits_merge: FitsMerge,
+) -> Steps[tuple[str, int]]:
+    """`summarize_in_chunks` as steps, ``fold`` and ``merge`` giving the steps of one summary call each."""
     calls = 0
 
-    def counted_fold(prior: str | None, text: str) -> str:
+    def counted_fold(prior: str | None, text: str) -> Steps[str]:
         nonlocal calls
         calls += 1
-        return fold(prior, text)
+        return (yield from fold(prior, text))
 
-    def counted_merge(texts: Sequence[str]) -> str:
+    def counted_merge(texts: Sequence[str]) -> Steps[str]:
         nonlocal calls
         calls += 1
-        return merge(texts)
+        return (yield from merge(texts))
 
     text = "\n".join(entries)
     if fits_fold(previous, text):
-        return counted_fold(previous, text), calls
+        return (yield from counted_fold(previous, text)), calls
     pieces = pieces_that_fit(entries, lambda t: fits_fold(None, t))
     chunks = pack(pieces, lambda group: fits_fold(None, "\n".join(group)))
-    partial = [counted_fold(None, "\n".join(chunk)) for chunk in chunks]
+    partial = []
+    for chunk in chunks:
+        partial.append((yield from counted_fold(None, "\n".join(chunk))))
     summaries = [previous, *partial] if previous else partial
-    return reduce_summaries(summaries, counted_merge, fits_merge), calls
+    summary = yield from reduce_summaries(summaries, counted_merge, fits_merge)
+    return summary, calls
 
 
 # --------------------------------------------------------------------------- pieces of a long text

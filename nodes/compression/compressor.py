@@ -7,21 +7,42 @@ Cuts never separate tool calls from their results.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
 
 from replangraph.config import AgentConfig, AgentProfile
-from replangraph.context.compression import Compression, answers_note, compress_window, split_window, transcript_entries
+from replangraph.context.compression import (
+    Compression,
+    answers_note,
+    compression_steps,
+    split_window,
+    transcript_entries,
+)
 from replangraph.context.fitting import PLAN_ID, ContextMonitor, excerpt, opening_window, output_id
 from replangraph.context.kept import collect_writes, failed_with_window, is_taken, keep_outputs
-from replangraph.context.summarizing import summarize_in_chunks
-from replangraph.llm.calls import StepClock, call_model, cut_note, guarded, output_limit, overflow_budget, was_cut
+from replangraph.context.summarizing import summary_steps
+from replangraph.llm.calls import (
+    StepClock,
+    acall_model,
+    arun_steps,
+    call_model,
+    cut_note,
+    guarded_steps,
+    output_limit,
+    overflow_budget,
+    run_steps,
+    was_cut,
+)
 from replangraph.llm.reading import answer_text
 from replangraph.nodes.compression.prompts import MERGE_REQUEST, SUMMARIZER_PROMPT, SUMMARY_REQUEST
 from replangraph.state import ANSWER_CUT, CONTEXT_COMPRESSED, Configured, StateUpdate, emit
+
+Steps = Generator[Any, Any, Any]
+"""Work written once for both paths (`replangraph.llm.calls.run_steps`): the summary model's calls are made
+by the sync driver, or awaited by the async one."""
 
 PLAN_SHARE = 0.2
 """Most of the budget the plan re-injected with a summary may take; a longer one is shown as an excerpt."""
@@ -69,9 +90,11 @@ class Compressor(Configured):
         self.monitor = monitor
         self.summary_monitor = monitor.for_model(summary_model)
 
-    def ask(self, request: list[AnyMessage]) -> str:
-        """The summary model's text for ``request``; its failure, or an empty answer, raised."""
-        reply = call_model(self.summary_model, request, self.config, monitor=self.summary_monitor).result()
+    def ask_steps(self, request: list[AnyMessage], awaited: bool = False) -> Steps:
+        """The summary model's text for ``request`` (steps); its failure, or an empty answer, raised."""
+        call = acall_model if awaited else call_model
+        called = yield call(self.summary_model, request, self.config, monitor=self.summary_monitor)
+        reply = called.result()
         text = answer_text(reply)
         if not text:
             raise ValueError("the summary model returned nothing")
@@ -83,24 +106,29 @@ class Compressor(Configured):
 
     def summarize(self, previous: str | None, messages: Sequence[AnyMessage]) -> str:
         """A summary of ``previous`` plus ``messages``, every character of them shown to the summary model."""
+        return run_steps(self.summarize_steps(previous, messages))
+
+    def summarize_steps(self, previous: str | None, messages: Sequence[AnyMessage], awaited: bool = False) -> Steps:
+        """`summarize` as steps, the summary model awaited when ``awaited``."""
         fits = self.summary_monitor.fits
 
-        def summary() -> str:
-            text, _ = summarize_in_chunks(
+        def summary() -> Steps:
+            text, _ = yield from summary_steps(
                 previous,
                 transcript_entries(messages),
-                fold=lambda prior, text: self.ask(fold_request(prior, text)),
-                merge=lambda texts: self.ask(merge_request(texts)),
+                fold=lambda prior, text: self.ask_steps(fold_request(prior, text), awaited),
+                merge=lambda texts: self.ask_steps(merge_request(texts), awaited),
                 fits_fold=lambda prior, text: fits(fold_request(prior, text)),
                 fits_merge=lambda texts: fits(merge_request(texts)),
             )
             return text
 
         # Compression must not crash the run; the folded messages are kept.
-        return guarded(summary, lambda exc: failed_summary(previous, len(messages), exc))
+        return (yield from guarded_steps(summary(), lambda exc: failed_summary(previous, len(messages), exc)))
 
-    def compress(self, payload: Mapping[str, Any], budget: int) -> Compression:
-        """The compressed window; a window that is only the opening is built again to fit."""
+    def compress(self, payload: Mapping[str, Any], budget: int, awaited: bool = False) -> Steps:
+        """The compressed window (steps, ending in a `Compression`); a window that is only the opening is
+        built again to fit."""
         task = payload["task"]
         tools = self.tools[task["agent_type"]]
         window = list(payload["window"])
@@ -115,29 +143,40 @@ class Compressor(Configured):
         plan_tokens = self.monitor.tokens([HumanMessage(plan)])
         if plan_tokens > budget * PLAN_SHARE:  # a long plan is re-injected as an excerpt (read_output reads it)
             plan = excerpt(plan, max(int(len(plan) * budget * PLAN_SHARE / plan_tokens), 300), PLAN_ID)
-        return compress_window(
+        steps = compression_steps(
             window,
             keep_last=self.config.keep_last_messages,
             fits=lambda w: self.monitor.fits(w, tools, budget),
-            summarize=self.summarize,
+            summarize=lambda previous, messages: self.summarize_steps(previous, messages, awaited),
             plan=plan,
             instructions=f"({task['id']}) {task['content']}" + answers_note(task),
             task_id=task["id"],
             taken=is_taken(task),
             tokens=lambda w: self.monitor.tokens(w, tools),
         )
+        return (yield from steps)
 
     @collect_writes
     def __call__(self, payload: Mapping[str, Any]) -> StateUpdate:
         """``payload`` is a `SubtaskInput` sent by the router (typed loosely so it adds no state keys)."""
-        task = payload["task"]
-        clock = StepClock(task.get("elapsed_s") or 0.0, self.config.step_timeout_s)
-        update = self.shrink(payload)
-        update.setdefault("tasks", {}).setdefault(task["id"], {})["elapsed_s"] = round(clock.elapsed(), 6)
-        return update  # summarizing counts as the step's own time
+        clock = StepClock(payload["task"].get("elapsed_s") or 0.0, self.config.step_timeout_s)
+        return self.timed(payload, clock, run_steps(self.shrink(payload)))
 
-    def shrink(self, payload: Mapping[str, Any]) -> StateUpdate:
-        """The update with the subtask's window compressed (or the subtask failed when it cannot fit)."""
+    @collect_writes
+    async def acall(self, payload: Mapping[str, Any]) -> StateUpdate:
+        """`__call__` on the async path (``ainvoke``, ``astream``, a LangGraph server): the summary model is
+        awaited."""
+        clock = StepClock(payload["task"].get("elapsed_s") or 0.0, self.config.step_timeout_s)
+        return self.timed(payload, clock, await arun_steps(self.shrink(payload, awaited=True)))
+
+    @staticmethod
+    def timed(payload: Mapping[str, Any], clock: StepClock, update: StateUpdate) -> StateUpdate:
+        """``update`` with the subtask's time so far: summarizing counts as the step's own time."""
+        update.setdefault("tasks", {}).setdefault(payload["task"]["id"], {})["elapsed_s"] = round(clock.elapsed(), 6)
+        return update
+
+    def shrink(self, payload: Mapping[str, Any], awaited: bool = False) -> Steps:
+        """The update with the subtask's window compressed (or the subtask failed when it cannot fit; steps)."""
         task = payload["task"]
         tools = self.tools[task["agent_type"]]
         window = list(payload["window"])
@@ -149,7 +188,7 @@ class Compressor(Configured):
             fixed = self.monitor.tokens(window[:1], tools)
             budget = overflow_budget(budget, overflow.get("tokens", budget), fixed)
         before = self.monitor.tokens(window, tools)
-        result = self.compress(payload, budget)
+        result = yield from self.compress(payload, budget, awaited)
         after = self.monitor.tokens(result.window, tools)
         if not result.fits:
             error = f"context window too small: {after} tokens needed after compression, budget {budget}"

@@ -10,8 +10,9 @@ is the answer."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
@@ -28,7 +29,17 @@ from replangraph.context.kept import (
     report_task,
 )
 from replangraph.context.summarizing import pack, split_text
-from replangraph.llm.calls import call_model, cut_note, guarded, output_limit, refit_on_overflow, was_cut
+from replangraph.llm.calls import (
+    acall_model,
+    arun_steps,
+    call_model,
+    cut_note,
+    guarded_steps,
+    output_limit,
+    refit_steps,
+    run_steps,
+    was_cut,
+)
 from replangraph.llm.reading import answer_text
 from replangraph.nodes.finalize.prompts import (
     FINAL_MERGE_TEMPLATE,
@@ -52,8 +63,11 @@ from replangraph.queue.tasks import (
 )
 from replangraph.state import ANSWER_CUT, PLAN_COMPLETED, Configured, StateUpdate, emit, event
 
-Ask = Callable[[list[AnyMessage]], str]
-"""One model call: the reply's text, stripped."""
+Steps = Generator[Any, Any, Any]
+"""Work written once for both paths (`replangraph.llm.calls.run_steps`): the model's calls are made by the
+sync driver, or awaited by the async one."""
+Ask = Callable[[list[AnyMessage]], Steps]
+"""One model call as steps: the reply's text, stripped."""
 Tokens = Callable[[list[AnyMessage]], int]
 
 MIN_PIECE_CHARS = 200
@@ -144,8 +158,8 @@ def shown_goal(goal: str, tokens: Tokens, budget: int) -> str:
     return fitted.request
 
 
-def synthesize(goal: str, entries: Sequence[Entry], *, ask: Ask, tokens: Tokens, budget: int, room: int) -> Synthesis:
-    """The final answer from every entry, no request over ``budget`` tokens.
+def synthesize(goal: str, entries: Sequence[Entry], *, ask: Ask, tokens: Tokens, budget: int, room: int) -> Steps:
+    """The final answer from every entry (steps ending in a `Synthesis`), no request over ``budget`` tokens.
 
     One request when everything fits the request and the model's output room
     (``room`` tokens); else one partial answer per group of results that does,
@@ -164,12 +178,12 @@ def synthesize(goal: str, entries: Sequence[Entry], *, ask: Ask, tokens: Tokens,
     everything = joined(entries)
     whole = final_request(goal, everything)
     if fits(whole) and answerable([everything]):
-        return Synthesis(ask(whole), 1)
+        return Synthesis((yield from ask(whole)), 1)
     goal_text = shown_goal(goal, tokens, budget)
     if goal_text != goal:
         whole = final_request(goal_text, everything)
         if fits(whole) and answerable([everything]):
-            return Synthesis(ask(whole), 1)
+            return Synthesis((yield from ask(whole)), 1)
     texts = [
         p for e in entries for p in pieces(e, lambda text: fits(part_request(goal_text, [text])) and answerable([text]))
     ]
@@ -180,14 +194,14 @@ def synthesize(goal: str, entries: Sequence[Entry], *, ask: Ask, tokens: Tokens,
         raise ResultsTooBig(f"a piece of the results needs {largest} tokens, the budget is {budget}")
     partials: list[str] = []
     for request in requests:
-        text = ask(request)
+        text = yield from ask(request)
         if not text:
             return Synthesis("", len(partials) + 1, len(partials) + 1)
         partials.append(text)
     calls = len(partials)
     merge = merge_request(goal_text, partials)
     if len(partials) > 1 and fits(merge) and tokens([HumanMessage("\n\n".join(partials))]) <= room:
-        merged = ask(merge)
+        merged = yield from ask(merge)
         if merged:
             return Synthesis(merged, calls + 1, len(partials), merged=True)
         calls += 1  # an empty merge loses nothing: the parts are joined instead
@@ -223,6 +237,15 @@ class Finalizer(Configured):
 
     @collect_writes
     def __call__(self, state: Mapping) -> StateUpdate:
+        return run_steps(self.steps(state))
+
+    @collect_writes
+    async def acall(self, state: Mapping) -> StateUpdate:
+        """`__call__` on the async path (``ainvoke``, ``astream``, a LangGraph server): the model is awaited."""
+        return await arun_steps(self.steps(state, awaited=True))
+
+    def steps(self, state: Mapping, awaited: bool = False) -> Steps:
+        """The node's update, its model calls made (or awaited) as steps."""
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         goal = state.get("goal", "")
         replans = state.get("replans") or []
@@ -234,7 +257,7 @@ class Finalizer(Configured):
         closing = stop_unfinished(tasks, reason, state.get("windows"), cancelled) if reason else {}
         closed = {tid: {**t, **closing.get("tasks", {}).get(tid, {})} for tid, t in tasks.items()}
         with reading_pending(closing):  # the partial results it keeps are read whole
-            answer, reported, lists = self.answer(goal, closed, reason)
+            answer, reported, lists = yield from self.answer(goal, closed, reason, awaited)
             kept = keep_outputs(report_task(closed), lists)
         answer += cut_results_note(closed)
         done = event(PLAN_COMPLETED, final_answer=answer, counts=status_counts(closed), stop_reason=reported or None)
@@ -247,11 +270,13 @@ class Finalizer(Configured):
         }
         return announced([done], update)
 
-    def ask(self, request: list[AnyMessage]) -> str:
-        """The model's text for ``request``; its failure raised (`synthesize` stops at the first). An answer
-        cut at the output limit ends with a note saying so (and an ``answer_cut`` event)."""
+    def ask(self, request: list[AnyMessage], awaited: bool = False) -> Steps:
+        """The model's text for ``request`` (steps; awaited when ``awaited``); its failure raised (`synthesize`
+        stops at the first). An answer cut at the output limit ends with a note saying so (and an
+        ``answer_cut`` event)."""
         observe = lambda sent, reply: self.monitor.observe(sent, (), reply)  # noqa: E731
-        reply = call_model(self.model, request, self.config, observe=observe, monitor=self.monitor).result()
+        call = acall_model if awaited else call_model
+        reply = (yield call(self.model, request, self.config, observe=observe, monitor=self.monitor)).result()
         text = answer_text(reply)
         if text and was_cut(reply):
             limit = output_limit(self.config, self.monitor)
@@ -259,22 +284,23 @@ class Finalizer(Configured):
             text = f"{text}\n\n{cut_note(limit)}"
         return text
 
-    def synthesize(self, goal: str, tasks: Mapping[str, Task], share: float = 1.0) -> Synthesis:
-        """The model's answer over every result, each request within ``share`` of the budget and of the output
-        room: the answer's bound as sent (`output_limit`), else the whole window."""
+    def synthesize(self, goal: str, tasks: Mapping[str, Task], share: float = 1.0, awaited: bool = False) -> Steps:
+        """The model's answer over every result (steps ending in a `Synthesis`), each request within ``share``
+        of the budget and of the output room: the answer's bound as sent (`output_limit`), else the whole
+        window."""
         room = output_limit(self.config, self.monitor) or self.monitor.effective_window
         return synthesize(
             goal,
             result_entries(tasks),
-            ask=self.ask,
+            ask=lambda request: self.ask(request, awaited),
             tokens=self.monitor.tokens,
             budget=max(int(self.monitor.budget * share), 1),
             room=max(int(room * share), 1),
         )
 
-    def answer(self, goal: str, tasks: Mapping[str, Task], reason: str) -> tuple[str, str, dict[str, str]]:
-        """``(final answer, why it is the fallback report, the report's whole lists to keep)``: the model's
-        synthesis when everything completed (the reason then '', no lists), else the report.
+    def answer(self, goal: str, tasks: Mapping[str, Task], reason: str, awaited: bool = False) -> Steps:
+        """``(final answer, why it is the fallback report, the report's whole lists to keep)`` (steps): the
+        model's synthesis when everything completed (the reason then '', no lists), else the report.
 
         A provider that refuses a request as too long gets one more try, fitted to the window its error
         names, else with half the budget.
@@ -290,14 +316,13 @@ class Finalizer(Configured):
             failure.append((f"the final answer could not be written ({type(exc).__name__})", lists))
             return text
 
-        text = guarded(
-            lambda: (
-                refit_on_overflow(lambda share: self.synthesize(goal, tasks, share), learn=self.monitor.learn_overflow)[
-                    -1
-                ].text
-            ),
-            failed,
-        )
+        def written() -> Steps:
+            syntheses = yield from refit_steps(
+                lambda share: self.synthesize(goal, tasks, share, awaited), learn=self.monitor.learn_overflow
+            )
+            return syntheses[-1].text
+
+        text = yield from guarded_steps(written(), failed)
         if failure:
             return text, *failure[0]
         if not text:

@@ -78,6 +78,9 @@ class AskUser(Configured):
     The answer goes to the agent as the call's result and onto the task's
     ``clarifications``. The cancel word cancels the run; a slash command is answered
     by the commands node, after which the question is asked again.
+
+    Computes only (no model call), so it has no ``acall``: under ``ainvoke`` it runs in replangraph's pool
+    (``both_paths``), and ``interrupt()`` pauses the run from there as well (the thread has the run's context).
     """
 
     def __init__(self, config: AgentConfig):

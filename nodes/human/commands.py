@@ -30,7 +30,10 @@ from replangraph.state import COMMAND_ANSWERED, Configured, StateUpdate, emit
 
 
 class CommandRunner(Configured):
-    """Replies to the thread's last message, a slash command, with an AI message."""
+    """Replies to the thread's last message, a slash command, with an AI message.
+
+    No model call, so no ``acall``: under ``ainvoke`` it runs in replangraph's pool (``both_paths``), where a
+    user's command handler may block without holding up the event loop."""
 
     def __init__(self, handlers: Mapping[str, CommandHandler], config: AgentConfig):
         self.handlers = dict(handlers)

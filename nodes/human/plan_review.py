@@ -108,7 +108,10 @@ def edited_plan(
 
 class PlanReview(Configured):
     """Shows the plan (``{"kind": "plan", "tasks": [...]}``) and applies the user's decision.
-    Only the planner's plan is reviewed; a replan runs without a pause."""
+    Only the planner's plan is reviewed; a replan runs without a pause.
+
+    Computes only (no model call), so it has no ``acall``: under ``ainvoke`` it runs in replangraph's pool
+    (``both_paths``), and ``interrupt()`` pauses the run from there as well (the thread has the run's context)."""
 
     def __init__(self, agent_types: Iterable[str] | Mapping[str, AgentProfile], config: AgentConfig):
         self.agent_types = list(agent_types)

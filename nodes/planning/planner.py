@@ -8,7 +8,7 @@ out. The replanner (`replanner.py`) asks the same way."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,10 +22,12 @@ from replangraph.context.kept import collect_writes
 from replangraph.llm.calls import (
     RETRY_ERROR_CHARS,
     Provisional,
-    ask_structured,
+    arun_steps,
     bind_schema,
     read_arguments,
-    refit_on_overflow,
+    refit_steps,
+    run_steps,
+    structured_steps,
 )
 from replangraph.llm.reading import UnreadableInput, plan_specs, resolve_goal
 from replangraph.names import BUILT_IN_TOOLS
@@ -191,7 +193,7 @@ class PlanAnswer:
     """Whether the model did not answer: a transient error (down, timing out, rate limited) outlived the retries."""
 
 
-def request_plan(
+def request_plan_steps(
     structured: Any,
     messages: list[BaseMessage],
     *,
@@ -201,8 +203,11 @@ def request_plan(
     observe: Callable[[Any, Any], None] | None = None,
     quotes: tuple[int, int] = (RETRY_ERROR_CHARS, RETRY_PREVIOUS_CHARS),
     monitor: Any = None,
-) -> PlanAnswer:
-    """Ask until ``check`` accepts a plan, at most ``retries + 1`` answers (`ask_structured`).
+    awaited: bool = False,
+) -> Generator[Any, Any, PlanAnswer]:
+    """Ask until ``check`` accepts a plan, at most ``retries + 1`` answers (`structured_steps`, the one
+    structured-output loop written as steps: `replangraph.llm.calls.run_steps` makes them, or
+    `arun_steps` awaits them when ``awaited``).
 
     Transient model errors are retried with backoff inside each ask; a model that
     still fails ends the asking at once (more answers would not come either). A
@@ -211,7 +216,7 @@ def request_plan(
     ``monitor`` (the model's) bounds the answers;
     ``quotes``: the characters of the error and of the previous answer a retry quotes.
     """
-    asked = ask_structured(
+    asked = yield from structured_steps(
         structured,
         messages,
         plan_reader(check),
@@ -222,6 +227,7 @@ def request_plan(
         quoted_chars=quotes[1],
         observe=observe,
         monitor=monitor,
+        awaited=awaited,
     )
     if asked.value is None:
         return PlanAnswer(None, asked.calls, asked.error, overflow=asked.overflow, unanswered=asked.unanswered)
@@ -330,9 +336,17 @@ class Planner(Configured):
 
     def plan(self, goal: str, plan_id: str = "1") -> tuple[dict[str, Task], int, str, list[str]]:
         """``(tasks, model calls, why the fallback was used or "", notes on repairs)``."""
+        return run_steps(self.plan_steps(goal, plan_id))
+
+    def plan_steps(
+        self, goal: str, plan_id: str = "1", awaited: bool = False
+    ) -> Generator[Any, Any, tuple[dict[str, Task], int, str, list[str]]]:
+        """`plan` as steps (`replangraph.llm.calls.run_steps`); the model awaited when ``awaited``."""
         system = SystemMessage(tools_prompt(PLANNER_PROMPT, self.profiles, self.tools_by_agent))
         # A provider that refuses the request as too long: once more, smaller.
-        answers = refit_on_overflow(lambda share: self.ask(goal, system, share), learn=self.monitor.learn_overflow)
+        answers = yield from refit_steps(
+            lambda share: self.ask_steps(goal, system, share, awaited), learn=self.monitor.learn_overflow
+        )
         answer, calls = answers[-1], sum(a.calls for a in answers)
         specs = answer.specs or rule_plan_or_whole_goal(goal, list(self.profiles), self.config.max_tasks)
         return (
@@ -342,8 +356,10 @@ class Planner(Configured):
             answer.notes,
         )
 
-    def ask(self, goal: str, system: SystemMessage, share: float) -> PlanAnswer:
-        """The model's plan, from a request fitted to ``share`` of the budget."""
+    def ask_steps(
+        self, goal: str, system: SystemMessage, share: float, awaited: bool = False
+    ) -> Generator[Any, Any, PlanAnswer]:
+        """The model's plan, from a request fitted to ``share`` of the budget (steps)."""
         # A retry adds its message to this request.
         whole = int(self.monitor.budget * share)
         room = retry_room(self.monitor, self.config.planner_retries, whole)
@@ -356,8 +372,16 @@ class Planner(Configured):
             tools=self.tools,
             budget=budget,
         )
-        if fitted.fits:
-            answer = request_plan(
+        if not fitted.fits:
+            needed = self.monitor.tokens(fitted.request, self.tools)
+            return PlanAnswer(
+                None,
+                0,
+                f"the planner's request does not fit the context window ({needed} tokens, "
+                f"{budget} allowed with room for a retry)",
+            )
+        return (
+            yield from request_plan_steps(
                 self.structured,
                 fitted.request,
                 retries=self.config.planner_retries,
@@ -366,21 +390,25 @@ class Planner(Configured):
                 observe=lambda sent, reply: self.monitor.observe(sent, self.tools, reply),
                 quotes=retry_quotes(self.monitor, room),
                 monitor=self.monitor,
+                awaited=awaited,
             )
-        else:
-            needed = self.monitor.tokens(fitted.request, self.tools)
-            answer = PlanAnswer(
-                None,
-                0,
-                f"the planner's request does not fit the context window ({needed} tokens, "
-                f"{budget} allowed with room for a retry)",
-            )
-        return answer
+        )
 
     @collect_writes
     def __call__(self, state: Mapping) -> StateUpdate:
+        return run_steps(self.steps(state))
+
+    @collect_writes
+    async def acall(self, state: Mapping) -> StateUpdate:
+        """`__call__` on the async path (``ainvoke``, ``astream``, a LangGraph server): the model is awaited."""
+        return await arun_steps(self.steps(state, awaited=True))
+
+    def steps(self, state: Mapping, awaited: bool = False) -> Generator[Any, Any, StateUpdate]:
+        """The node's update, its model calls made (or awaited) as steps."""
         goal, from_goal_key = resolve_goal(state)
-        tasks, calls, fallback_reason, notes = self.plan(goal, next_plan_id(state.get("tasks") or {}))
+        tasks, calls, fallback_reason, notes = yield from self.plan_steps(
+            goal, next_plan_id(state.get("tasks") or {}), awaited
+        )
         emit(
             PLAN_CREATED,
             goal=goal,

@@ -12,7 +12,7 @@ would fail the same way). Its own failure or replan request ends the run with th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Generator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -31,12 +31,12 @@ from replangraph.context.fitting import (
 )
 from replangraph.context.kept import collect_writes, full_result
 from replangraph.features import AfterReplan
-from replangraph.llm.calls import refit_on_overflow
+from replangraph.llm.calls import arun_steps, refit_steps, run_steps
 from replangraph.nodes.planning.planner import (
     PlanAnswer,
     check_required_tools,
     plan_schema,
-    request_plan,
+    request_plan_steps,
     retry_quotes,
     retry_room,
     structured_planner,
@@ -219,6 +219,15 @@ class Replanner(Configured):
 
     @collect_writes
     def __call__(self, state: Mapping[str, Any]) -> StateUpdate:
+        return run_steps(self.steps(state))
+
+    @collect_writes
+    async def acall(self, state: Mapping[str, Any]) -> StateUpdate:
+        """`__call__` on the async path (``ainvoke``, ``astream``, a LangGraph server): the model is awaited."""
+        return await arun_steps(self.steps(state, awaited=True))
+
+    def steps(self, state: Mapping[str, Any], awaited: bool = False) -> Generator[Any, Any, StateUpdate]:
+        """The round's update, its model calls made (or awaited) as steps (`replangraph.llm.calls.run_steps`)."""
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         records: list[ReplanRecord] = list(state.get("replans") or [])
         requested = replan_requested(tasks)
@@ -233,7 +242,7 @@ class Replanner(Configured):
             record = self.record(flagged, "limit", skipped=[k for k, u in updates.items() if u["status"] == "skipped"])
             unanswered = False
         else:
-            updates, record, unanswered = self.replan(state, tasks, flagged, suffix=f"_r{rounds + 1}")
+            updates, record, unanswered = yield from self.replan(state, tasks, flagged, f"_r{rounds + 1}", awaited)
         for task in flagged:
             updates.setdefault(task["id"], {})["replan_request"] = None
         updates.update(closed)
@@ -279,9 +288,14 @@ class Replanner(Configured):
         return {k: u for k, u in updates.items() if not is_fallback(tasks.get(k))}
 
     def replan(
-        self, state: Mapping[str, Any], tasks: Mapping[str, Task], flagged: Sequence[Task], suffix: str
-    ) -> tuple[dict, ReplanRecord, bool]:
-        """Ask the model for the remaining subtasks: ``(updates, record, whether the model did not
+        self,
+        state: Mapping[str, Any],
+        tasks: Mapping[str, Task],
+        flagged: Sequence[Task],
+        suffix: str,
+        awaited: bool = False,
+    ) -> Generator[Any, Any, tuple[dict, ReplanRecord, bool]]:
+        """Ask the model for the remaining subtasks (steps): ``(updates, record, whether the model did not
         answer)``. An empty or unusable answer gives up on the flagged subtasks (their dependents
         are skipped, independent work goes on)."""
         goal = state.get("goal", "")
@@ -314,8 +328,9 @@ class Replanner(Configured):
             return check_required_tools(renamed, notes + agent_notes, self.tools_by_agent, validate, self.teams)
 
         # A provider that refuses the request as too long: once more, smaller.
-        answers = refit_on_overflow(
-            lambda share: self.ask(goal, shown, flagged, system, check, share), learn=self.monitor.learn_overflow
+        answers = yield from refit_steps(
+            lambda share: self.ask(goal, shown, flagged, system, check, share, awaited),
+            learn=self.monitor.learn_overflow,
         )
         answer = answers[-1]
         answer.calls = sum(a.calls for a in answers)
@@ -346,8 +361,9 @@ class Replanner(Configured):
         system: SystemMessage,
         check: Callable[[list[dict]], tuple[list[dict], list[str]]],
         share: float,
-    ) -> PlanAnswer:
-        """The model's new plan, from a request fitted to ``share`` of the budget."""
+        awaited: bool = False,
+    ) -> Generator[Any, Any, PlanAnswer]:
+        """The model's new plan, from a request fitted to ``share`` of the budget (steps)."""
         # A retry adds its message to this request.
         whole = int(self.monitor.budget * share)
         room = retry_room(self.monitor, self.config.replanner_retries, whole)
@@ -365,15 +381,18 @@ class Replanner(Configured):
             return PlanAnswer(
                 None, 0, f"the request does not fit the context window ({needed} tokens, {budget} allowed)"
             )
-        return request_plan(
-            self.structured,
-            messages,
-            retries=self.config.replanner_retries,
-            config=self.config,
-            check=check,
-            observe=lambda sent, reply: self.monitor.observe(sent, self.tools, reply),
-            quotes=retry_quotes(self.monitor, room),
-            monitor=self.monitor,
+        return (
+            yield from request_plan_steps(
+                self.structured,
+                messages,
+                retries=self.config.replanner_retries,
+                config=self.config,
+                check=check,
+                observe=lambda sent, reply: self.monitor.observe(sent, self.tools, reply),
+                quotes=retry_quotes(self.monitor, room),
+                monitor=self.monitor,
+                awaited=awaited,
+            )
         )
 
     @staticmethod

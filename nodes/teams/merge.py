@@ -8,7 +8,8 @@ the first successful result wins and the record says why. Every member failing f
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import asyncio
+from collections.abc import Callable, Generator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -30,7 +31,14 @@ from replangraph.context.kept import (
     merge_updates,
     output_slot,
 )
-from replangraph.llm.calls import StructuredAnswer, ask_structured, bind_schema, refit_on_overflow
+from replangraph.llm.calls import (
+    StructuredAnswer,
+    arun_steps,
+    bind_schema,
+    refit_steps,
+    run_steps,
+    structured_steps,
+)
 from replangraph.llm.reasking import quoted
 from replangraph.nodes.teams.judging import Ballot, Fusion, Pick, read_ballot, read_fused, read_pick
 from replangraph.nodes.teams.prompts import (
@@ -56,8 +64,24 @@ from replangraph.queue.tasks import Task, active_tasks, preview, spent_model_cal
 from replangraph.state import DYNAMIC_TASKS_ADDED, TEAM_MERGED, Configured, StateUpdate, event
 
 T = TypeVar("T")
+Steps = Generator[Any, Any, T]
+"""Work written once for both paths (`replangraph.llm.calls.run_steps`): the judges' and voters' calls are
+made by the sync driver, or awaited by the async one."""
 JUDGE_RETRY_ERROR_CHARS = 300
 """Longest reason quoted when a judge is asked again."""
+
+
+def together(work: Sequence[Steps[T]], workers: int, awaited: bool) -> Steps[list[T]]:
+    """What each of ``work`` returns, in order, the steps run at the same time (steps themselves): awaited
+    together (``asyncio.gather``) when ``awaited``, else in a pool of at most ``workers`` threads. One is
+    run in place; the first exception is raised, as a single call's would be."""
+    if len(work) <= 1:
+        return [(yield from work[0])] if work else []
+    if awaited:
+        return list((yield asyncio.gather(*(arun_steps(steps) for steps in work))))
+    with ContextThreadPoolExecutor(max_workers=max(min(len(work), workers), 1)) as pool:
+        futures: list[Future] = [pool.submit(run_steps, steps) for steps in work]
+        return [f.result() for f in futures]
 
 
 class MergeFailed(Exception):
@@ -112,6 +136,16 @@ class TeamMerge(Configured):
 
     @collect_writes
     def __call__(self, state: Mapping[str, Any]) -> StateUpdate:
+        return run_steps(self.steps(state))
+
+    @collect_writes
+    async def acall(self, state: Mapping[str, Any]) -> StateUpdate:
+        """`__call__` on the async path (``ainvoke``, ``astream``, a LangGraph server): the judges and voters
+        are awaited, the merges of several teams together."""
+        return await arun_steps(self.steps(state, awaited=True))
+
+    def steps(self, state: Mapping[str, Any], awaited: bool = False) -> Steps[StateUpdate]:
+        """The merges' update, the judges' and voters' calls made (or awaited) as steps."""
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         steps_left = self.config.max_steps - spent_model_calls(state)
         due = [t for t in active_tasks(tasks) if t["agent_type"] in self.teams and mergeable(tasks, t, steps_left <= 0)]
@@ -119,18 +153,16 @@ class TeamMerge(Configured):
             return {}
         found = {t["id"]: candidates(tasks, t, self.teams[t["agent_type"]], full_result) for t in due}
         goal = state.get("goal", "")
-        if len(due) == 1:
-            decisions = [self.decide(goal, due[0], found[due[0]["id"]], steps_left)]
-        else:
-            with ContextThreadPoolExecutor(max_workers=min(len(due), self.config.max_concurrency)) as pool:
-                futures: list[Future] = [pool.submit(self.decide, goal, t, found[t["id"]], steps_left) for t in due]
-                decisions = [f.result() for f in futures]
+        work = [self.decide(goal, t, found[t["id"]], steps_left, awaited) for t in due]
+        decisions = yield from together(work, self.config.max_concurrency, awaited)
         return merge_updates([self.settle(tasks, t, found[t["id"]], d) for t, d in zip(due, decisions, strict=True)])
 
     # ------------------------------------------------------------------ deciding
 
-    def decide(self, goal: str, task: Task, found: Sequence[Candidate], steps_left: int) -> Decision:
-        """The merge decision for one team subtask."""
+    def decide(
+        self, goal: str, task: Task, found: Sequence[Candidate], steps_left: int, awaited: bool = False
+    ) -> Steps[Decision]:
+        """The merge decision for one team subtask (steps)."""
         team = self.teams[task["agent_type"]]
         ok = [c for c in found if c.ok]
         if not ok:
@@ -146,54 +178,58 @@ class TeamMerge(Configured):
         else:
             try:
                 if team.merge == "vote":
-                    return self.vote(goal, task, found, ok)
+                    return (yield from self.vote(goal, task, found, ok, awaited))
                 if team.merge == "fusion":
-                    return self.fuse(goal, task, ok)
-                return self.pick(goal, task, ok)
+                    return (yield from self.fuse(goal, task, ok, awaited))
+                return (yield from self.pick(goal, task, ok, awaited))
             except MergeFailed as exc:
                 return Decision(
                     first.id, first.text, f"{exc.reason}; the first successful result wins", calls=exc.calls
                 )
         return Decision(first.id, first.text, f"{why}: the first successful result wins")
 
-    def pick(self, goal: str, task: Task, ok: Sequence[Candidate]) -> Decision:
-        """``best``: the judge's pick; an unreadable one is asked about once more, with what was wrong."""
+    def pick(self, goal: str, task: Task, ok: Sequence[Candidate], awaited: bool = False) -> Steps[Decision]:
+        """``best``: the judge's pick (steps); an unreadable one is asked about once more, with what was wrong."""
         read = read_pick([c.agent_type for c in ok])
-        asked = self.ask(self.judges[task["agent_type"]], Pick, read, TEAM_BEST_PROMPT, goal, task, ok, "the judge", 1)
+        judge = self.judges[task["agent_type"]]
+        asked = yield from self.ask(judge, Pick, read, TEAM_BEST_PROMPT, goal, task, ok, "the judge", 1, awaited)
         if asked.value is None:
             why = f"the judge's answer could not be read, twice ({asked.error}): {preview(quoted(asked.answer), 120)!r}"
             raise MergeFailed(why, asked.calls)
         index, reason = asked.value
         return Decision(ok[index].id, ok[index].text, reason or "the judge's pick", calls=asked.calls)
 
-    def fuse(self, goal: str, task: Task, ok: Sequence[Candidate]) -> Decision:
-        """``fusion``: the judge's combination."""
+    def fuse(self, goal: str, task: Task, ok: Sequence[Candidate], awaited: bool = False) -> Steps[Decision]:
+        """``fusion``: the judge's combination (steps)."""
         judge = self.judges[task["agent_type"]]
-        asked = self.ask(judge, Fusion, read_fused, TEAM_FUSION_PROMPT, goal, task, ok, "the judge")
+        asked = yield from self.ask(
+            judge, Fusion, read_fused, TEAM_FUSION_PROMPT, goal, task, ok, "the judge", 0, awaited
+        )
         if asked.value is None:
             raise MergeFailed(f"the judge's answer could not be used ({asked.error})", asked.calls)
         names = ", ".join(c.agent_type for c in ok)
         return Decision(None, asked.value, f"the judge combined the results of {names}", calls=asked.calls)
 
-    def vote(self, goal: str, task: Task, found: Sequence[Candidate], ok: Sequence[Candidate]) -> Decision:
-        """``vote``: each member's model scores the other members' successful results."""
+    def vote(
+        self, goal: str, task: Task, found: Sequence[Candidate], ok: Sequence[Candidate], awaited: bool = False
+    ) -> Steps[Decision]:
+        """``vote``: each member's model scores the other members' successful results (steps; the votes are
+        cast at the same time)."""
         ballots = [(voter, [c for c in ok if c.id != voter.id]) for voter in found]
         ballots = [(voter, others) for voter, others in ballots if others]
 
-        def cast(voter: Candidate, others: Sequence[Candidate]) -> tuple[dict[str, float] | str, int]:
+        def cast(voter: Candidate, others: Sequence[Candidate]) -> Steps[tuple[dict[str, float] | str, int]]:
             model, who = self.voters[voter.agent_type], f"{voter.agent_type}'s vote"
             read = read_ballot([c.agent_type for c in others])
             try:
-                asked = self.ask(model, Ballot, read, TEAM_VOTE_PROMPT, goal, task, others, who)
+                asked = yield from self.ask(model, Ballot, read, TEAM_VOTE_PROMPT, goal, task, others, who, 0, awaited)
             except MergeFailed as exc:
                 return exc.reason, exc.calls
             if asked.value is None:
                 return f"{who} could not be read ({asked.error})", asked.calls
             return {others[i].id: score for i, score in asked.value.items()}, asked.calls
 
-        with ContextThreadPoolExecutor(max_workers=max(min(len(ballots), self.config.max_concurrency), 1)) as pool:
-            futures: list[Future] = [pool.submit(cast, voter, others) for voter, others in ballots]
-            votes = [f.result() for f in futures]
+        votes = yield from together([cast(v, o) for v, o in ballots], self.config.max_concurrency, awaited)
         calls = sum(spent for _, spent in votes)
         readable = [v for v, _ in votes if isinstance(v, dict)]
         trouble = [v for v, _ in votes if isinstance(v, str)]
@@ -229,15 +265,16 @@ class TeamMerge(Configured):
         shown: Sequence[Candidate],
         who: str,
         retries: int = 0,
-    ) -> StructuredAnswer[T]:
-        """One judging request over ``shown`` (numbered from 1) for ``schema``, fitted to the model's window
-        (long results as excerpts) and asked once more at a smaller budget when the provider refuses it
+        awaited: bool = False,
+    ) -> Steps[StructuredAnswer[T]]:
+        """One judging request over ``shown`` (numbered from 1) for ``schema`` (steps), fitted to the model's
+        window (long results as excerpts) and asked once more at a smaller budget when the provider refuses it
         as too long; `MergeFailed` when it does not fit or the call fails."""
 
-        def within(share: float) -> StructuredAnswer[T] | None:
-            return self.ask_within(model, schema, read, system, goal, task, shown, retries, share)
+        def within(share: float) -> Steps[StructuredAnswer[T] | None]:
+            return self.ask_within(model, schema, read, system, goal, task, shown, retries, share, awaited)
 
-        answers = refit_on_overflow(
+        answers = yield from refit_steps(
             within,
             refused=lambda asked: asked is not None and asked.overflow,
             learn=self.monitor.for_model(model).learn_overflow,
@@ -263,9 +300,10 @@ class TeamMerge(Configured):
         shown: Sequence[Candidate],
         retries: int,
         share: float,
-    ) -> StructuredAnswer[T] | None:
-        """`ask` with the request fitted to ``share`` of the model's budget, through `ask_structured`;
-        None when it does not fit."""
+        awaited: bool = False,
+    ) -> Steps[StructuredAnswer[T] | None]:
+        """`ask` with the request fitted to ``share`` of the model's budget, through the structured-output loop
+        (`structured_steps`; steps); None when it does not fit."""
         monitor = self.monitor.for_model(model)
         tools = schema_tools(schema)
         budget = int(monitor.budget * share)
@@ -285,15 +323,18 @@ class TeamMerge(Configured):
         fitted = fit_parts(parts, build, lambda req: monitor.fits(req, tools, budget), outputs, readable=False)
         if not fitted.fits:
             return None
-        return ask_structured(
-            self.bound(model, schema),
-            fitted.request,
-            read,
-            retries=retries,
-            config=self.config,
-            retry_prompt=TEAM_RETRY.replace("{tool}", schema.__name__),
-            error_chars=JUDGE_RETRY_ERROR_CHARS,
-            monitor=monitor,
+        return (
+            yield from structured_steps(
+                self.bound(model, schema),
+                fitted.request,
+                read,
+                retries=retries,
+                config=self.config,
+                retry_prompt=TEAM_RETRY.replace("{tool}", schema.__name__),
+                error_chars=JUDGE_RETRY_ERROR_CHARS,
+                monitor=monitor,
+                awaited=awaited,
+            )
         )
 
     # ------------------------------------------------------------------ the state update
