@@ -40,7 +40,7 @@ def agents(
     scripted: bool, with_deepagents: bool, **limits: int
 ) -> dict[str, Callable[[BaseChatModel, World], Outcome]]:
     """The agents of the table; ``limits`` are AgentConfig fields for replangraph (``context_window``,
-    ``reserved_output``, ``max_steps``) that a real model's server needs."""
+    ``reserved_output``, ``max_steps`` that a real model's server needs; ``batch_size``)."""
     extra = {**(SCRIPTED_RETRY if scripted else {}), **limits}
     table = {
         "replangraph --no-verify": replangraph_agent(verify=False, **extra),
@@ -165,6 +165,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
         "--reserved-output", type=int, help="replangraph's reserved_output: the longest reply the server writes"
     )
     parser.add_argument("--max-steps", type=int, help="replangraph's max_steps (a slow local model's runs are long)")
+    parser.add_argument("--batch-size", type=int, help="replangraph's batch_size (default: AgentConfig's)")
     args = parser.parse_args(argv)
     if args.deepagents and not deepagents_available():
         parser.error("--deepagents needs the deepagents package: pip install deepagents")
@@ -173,6 +174,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
         "context_window": args.context_window,
         "reserved_output": args.reserved_output,
         "max_steps": args.max_steps,
+        "batch_size": args.batch_size,
     }
     table = agents(scripted, args.deepagents, **{k: v for k, v in limits.items() if v is not None})
     print(f"Machine: {machine()}\n", file=out)

@@ -69,7 +69,7 @@ class AgentConfig(BaseModel):
         "retry, end the run with ModelServerDown, resumable from its checkpoint, instead of failing the work "
         "(the replanner and the final report would only see more failures). The CLI sets it.",
     )
-    batch_size: int = Field(5, ge=1, description="Items an agent handles before it must hand off the rest.")
+    batch_size: int = Field(20, ge=1, description="Items an agent handles before it must hand off the rest.")
     verify_results: bool = Field(
         True,
         description="Check each final result against its subtask (the completion check); queue what is missing "

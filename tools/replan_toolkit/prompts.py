@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-REVIEW_TOOL_DESCRIPTION = (
-    "Show the whole plan: completed subtasks with result previews, yours, and the pending ones. "
-    "Call it before handing off work."
-)
+REVIEW_TOOL_DESCRIPTION = "Show the whole plan: completed subtasks with result previews, yours, and the pending ones."
 
-SPLIT_TOOL_DESCRIPTION = (
-    "End this subtask: save `summary` as its result and queue `tasks` for the remaining work; they run next."
-)
+SPLIT_TOOL_DESCRIPTION = "End this subtask: `summary` becomes its result; `tasks`, the remaining work, run next."
 
-SPLIT_SUMMARY_DESCRIPTION = "The data you collected or produced so far (this subtask's result)."
+SPLIT_SUMMARY_DESCRIPTION = "The data you collected or produced so far."
 
-SPLIT_TASKS_DESCRIPTION = (
-    'JSON list of follow-up tasks, e.g. [{"content": "Extract items 6-10"}, {"content": "Extract items 11-15"}]. '
-    "A task may name an agent_type (default: yours)."
-)
+SPLIT_TASKS_DESCRIPTION = 'JSON list of tasks, e.g. [{"content": "Extract items 6-10"}]; a task may name an agent_type.'
+
 
 REQUEST_REPLAN_DESCRIPTION = (
     "End this subtask and ask for a new plan of the remaining work, when it cannot be done as planned."
