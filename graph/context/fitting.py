@@ -371,9 +371,10 @@ EXECUTION_RULES = """\
 Rules for this subtask:
 - Your final reply (no tool calls) is the subtask's result: put the actual data in it; \
 later subtasks see only that.
-- More than {batch_size} items: process one batch of at most {batch_size} (its tool calls \
-together in one reply), call `replan_review_context`, then `replan_split_and_handoff` with your data as `summary` and \
-the rest as tasks of at most {batch_size} items. That call ends your subtask.
+- More than {batch_size} items: process one batch of at most {batch_size} (independent tool calls \
+together in one reply), call `replan_review_context`, then `replan_split_and_handoff` with \
+your data as `summary` and the rest as tasks of at most {batch_size} items. That call ends \
+your subtask.
 - If the subtask cannot be done as planned, reply with {marker} and the reason."""
 
 SUBTASK_TEMPLATE = """\
