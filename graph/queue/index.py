@@ -169,7 +169,7 @@ class QueueIndex:
     def handed_off(self, tasks: Mapping[str, Mapping[str, Any]], task: Mapping[str, Any]) -> list[str]:
         """Work that ``task``'s dependencies split off (it waits for that too), less its own splits
         and siblings and its direct dependencies."""
-        own_ancestors = set(self.ancestors(tasks, task["id"]))
+        own_ancestors = set(split_chain(tasks, task["id"]))  # a parent gone from the queue included, as in `affected`
         direct = set(task["depends_on"])
         found: dict[str, None] = {}
         for dep in task["depends_on"]:

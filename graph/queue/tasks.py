@@ -376,6 +376,23 @@ SHOWN_FIRST = {"in_progress": 0, "pending": 1, "failed": 2, "skipped": 2, "compl
 """Which tasks a long plan message lists first: running ones, then those to come, then the rest."""
 
 
+def plan_item(tasks: Mapping[str, Task], task: Task, solo: bool, asking: Mapping[str, str] | None) -> str:
+    """One task-list item of the plan message: checked when done, handed-off work nested under its task,
+    with what it is doing (working, waiting for the answer to its question in ``asking``, failed or
+    skipped and why); ``solo``: the single-agent fallback."""
+    what = "one agent finishing the goal alone (the single-agent fallback)" if solo else task["content"]
+    indent = "  " * (0 if solo else len(ancestors(tasks, task["id"])))
+    line = f"{indent}- [{'x' if task['status'] == 'completed' else ' '}] {task['id']}: {preview(what, 120)}"
+    question = (asking or {}).get(task["id"])
+    if question is not None and task["status"] == "in_progress":
+        line += f" — *waiting for your answer:* {preview(question, 200)}"
+    elif task["status"] == "in_progress":
+        line += " — *working*"
+    elif task["status"] in ("failed", "skipped"):
+        line += f" — *{task['status']}*" + (f": {preview(task['error'], 120)}" if task.get("error") else "")
+    return line
+
+
 def plan_markdown(tasks: Mapping[str, Task], asking: Mapping[str, str] | None = None) -> str:
     """The plan as Markdown for a chat: how many tasks are done, then one task-list item per task (checked
     when done; handed-off work nested under its task) with what it is doing: working, waiting for the
@@ -392,17 +409,7 @@ def plan_markdown(tasks: Mapping[str, Task], asking: Mapping[str, str] | None = 
         counts[solo["status"]] += 1  # listed (and counted in the rest) after the plan's tasks
     picked = shown_first(tasks, aside, solo)
     for task in picked:
-        what = "one agent finishing the goal alone (the single-agent fallback)" if task is solo else task["content"]
-        indent = "  " * (len(ancestors(tasks, task["id"])) if task is not solo else 0)  # handed-off work: nested
-        line = f"{indent}- [{'x' if task['status'] == 'completed' else ' '}] {task['id']}: {preview(what, 120)}"
-        question = (asking or {}).get(task["id"])
-        if question is not None and task["status"] == "in_progress":
-            line += f" — *waiting for your answer:* {preview(question, 200)}"
-        elif task["status"] == "in_progress":
-            line += " — *working*"
-        elif task["status"] in ("failed", "skipped"):
-            line += f" — *{task['status']}*" + (f": {preview(task['error'], 120)}" if task.get("error") else "")
-        lines.append(line)
+        lines.append(plan_item(tasks, task, task is solo, asking))
         counts[task["status"]] -= 1
     if sum(counts.values()):
         left = ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in counts.items() if n)

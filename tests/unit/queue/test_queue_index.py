@@ -224,3 +224,14 @@ def test_work_replanned_onto_a_parent_whose_handoff_failed_runs():
     queue = apply_writes(queue, [{"2": None, "2_r1": replanned}])  # the replanner replaces the pending task
     assert [t["id"] for t in ready_tasks(queue)] == ["2_r1"]
     assert queue.index == QueueIndex.build(queue)
+
+
+def test_a_split_child_whose_parent_left_the_queue_does_not_wait_for_its_siblings():
+    """Found by the property test above: with parent ``t0`` gone, ``handed_off`` counted the siblings as work
+    ``t0`` handed off while `QueueIndex.affected` did not, so skipping disagreed with the definition."""
+    first = {**new_task("t0_d21_0", "split", position=[0, 0]), "parent_id": "t0"}
+    second = {**new_task("t0_d21_1", "split", position=[0, 1], depends_on=["t0"]), "parent_id": "t0"}
+    queue = apply_writes({}, [{"t0_d21_0": first, "t0_d21_1": second}])
+    assert effective_dependencies(queue, queue["t0_d21_1"]) == ["t0"]
+    assert skip_dependents(queue, "t0_d21_0") == {}
+    assert queue.index == QueueIndex.build(dict(queue))

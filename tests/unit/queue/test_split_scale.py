@@ -15,10 +15,9 @@ from replangraph.queue.tasks import (
     PLAN_MESSAGE_TASKS,
     SHOWN_FIRST,
     STATUSES,
-    ancestors,
     new_task,
+    plan_item,
     plan_markdown,
-    preview,
     ready_tasks,
     skip_dependents,
 )
@@ -140,16 +139,7 @@ def whole_queue_plan_markdown(tasks: dict, asking: dict | None = None) -> str:
     picked = {t["id"] for t in sorted(everything, key=lambda t: SHOWN_FIRST[t["status"]])[:PLAN_MESSAGE_TASKS]}
     lines = [f"**Plan**: {sum(t['status'] == 'completed' for t in queue)} of {len(queue)} done", ""]
     for task in [t for t in everything if t["id"] in picked]:
-        what = "one agent finishing the goal alone (the single-agent fallback)" if task is solo else task["content"]
-        indent = "  " * (len(ancestors(tasks, task["id"])) if task is not solo else 0)
-        line = f"{indent}- [{'x' if task['status'] == 'completed' else ' '}] {task['id']}: {preview(what, 120)}"
-        if (asking or {}).get(task["id"]) is not None and task["status"] == "in_progress":
-            line += f" — *waiting for your answer:* {preview(asking[task['id']], 200)}"
-        elif task["status"] == "in_progress":
-            line += " — *working*"
-        elif task["status"] in ("failed", "skipped"):
-            line += f" — *{task['status']}*" + (f": {preview(task['error'], 120)}" if task.get("error") else "")
-        lines.append(line)
+        lines.append(plan_item(tasks, task, task is solo, asking))  # the same item: this checks the selection
     left = [t for t in everything if t["id"] not in picked]
     if left:
         counts = {s: sum(t["status"] == s for t in left) for s in STATUSES}
