@@ -9,7 +9,7 @@ once, like a server that recovers.
 
 - compliant: works in batches of the size its instructions give (the world's page size when they
   give none), reading a batch in one turn (one tool call per page, as models with parallel tool
-  calls do), reviews the plan, hands off the rest as JSON.
+  calls do) and reviewing the plan in the same turn when work is left, hands off the rest as JSON.
 - lazy: reads one batch like compliant, then ignores the toolkit and stops: "I have collected
   enough data" (without batch instructions, as in a plain ReAct agent, one page).
 - sloppy: plans in fenced JSON text with numeric ids and invented agent types;
@@ -93,6 +93,9 @@ class Persona:
 
     name: str
     world: World
+    pages_per_turn: int | None = None
+    """Most pages read in one turn (None: a whole batch, one call per page); 1: a model without parallel
+    tool calls, which with the lazy persona stops after one page."""
     failed_once: set[int] = field(default_factory=set)
     requests: int = 0
     """Requests the persona answered or failed: what a server would count, client retries included."""
@@ -242,7 +245,9 @@ class Persona:
         if self.name == "parallel":
             return self.read_and_hand_off(task_id, first, last, read, size)
         if not read:
-            return self.read_calls(first, min(first + size - 1, last))
+            calls = self.read_calls(first, min(first + size - 1, last))
+            more = first + size <= last and self.name != "lazy"  # the rules: review in the batch's reply
+            return [*calls, tool_call(REVIEW_TOOL, {})] if more else calls
         found = self.lines(read)
         if max(read) >= last:
             return found
@@ -301,8 +306,10 @@ class Persona:
         return tool_call(self.world.tools[0].name, {"start": start, "count": count})
 
     def read_calls(self, first: int, last: int) -> list[dict]:
-        """One read call per page of items ``first``..``last``, made together in one turn."""
-        return [self.read_call(lo, hi - lo + 1) for lo, hi in batches(first, last, self.world.batch)]
+        """One read call per page of items ``first``..``last``, made together in one turn (at most
+        ``pages_per_turn`` of them)."""
+        pages = batches(first, last, self.world.batch)[: self.pages_per_turn]
+        return [self.read_call(lo, hi - lo + 1) for lo, hi in pages]
 
     def lines(self, items: dict[int, str]) -> str:
         return "\n".join(items[i] for i in sorted(items))
@@ -394,8 +401,9 @@ class ClientRetrying(ScriptedChatModel):
         raise AssertionError("unreachable")
 
 
-def persona(name: str, world: World) -> Persona:
-    """The persona ``name`` (one of `PERSONAS`) answering for ``world``."""
+def persona(name: str, world: World, pages_per_turn: int | None = None) -> Persona:
+    """The persona ``name`` (one of `PERSONAS`) answering for ``world``, reading at most ``pages_per_turn``
+    pages in one turn (None: a whole batch)."""
     if name not in PERSONAS:
         raise ValueError(f"unknown persona {name!r}; known: {', '.join(PERSONAS)}")
-    return Persona(name, world)
+    return Persona(name, world, pages_per_turn)

@@ -7,10 +7,9 @@ You check whether an agent finished its subtask: every item, range, section or q
 its instructions ask for must be in the result. Agents often stop early and say they have \
 "enough data"; that is not complete.
 Answer through the Verdict tool:
-- `complete`: true only if nothing the instructions ask for is missing;
 - `reason`: what is missing, or why it is complete, in one sentence;
 - `remaining_tasks`: when incomplete, self-contained instructions for exactly the missing \
-work, each covering at most {batch_size} items. Empty when complete."""
+work, each covering at most {batch_size} items."""
 
 VERIFY_TEMPLATE = """\
 Overall goal: {goal}
