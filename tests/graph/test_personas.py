@@ -113,12 +113,18 @@ def test_parallel_persona_reads_and_hands_off_in_one_message_and_nothing_is_lost
     assert world.score(state["final_answer"]) == 19
 
 
-@pytest.mark.parametrize("world_cls", WORLDS, ids=["catalog", "report"])
-def test_a_lazy_model_that_reads_one_page_per_turn_loses_nothing_at_the_default_batch_size(world_cls):
-    """Each check round gets one page more (4 or 5 items of a batch of 50): the check's follow-ups go
-    on for as many rounds as the batch needs, since each continues the same work, not a deeper split."""
-    world = world_cls(100)
+@pytest.mark.parametrize(
+    ("world_cls", "size", "batch"),
+    [(ReportWorld, 100, 20), (ReportWorld, 250, None), (CatalogWorld, 250, None)],
+    ids=["report-100-batch-20", "report-250-default", "catalog-250-default"],
+)
+def test_a_lazy_model_that_reads_one_page_per_turn_loses_nothing(world_cls, size, batch):
+    """Each check round gets one page further (4 or 5 items of a batch of 20 or 50): the check's
+    follow-ups continue the same work, so they keep going past max_split_depth (when they counted as
+    splits: 60/100, 120/250 and 125/250, the rest left to two replans)."""
+    world = world_cls(size)
     lazy = persona("lazy", world, pages_per_turn=1)
-    outcome = replangraph_agent(verify=True, retry_backoff_s=0.0)(lazy.model(), world)
+    limits = {"retry_backoff_s": 0.0, **({"batch_size": batch} if batch else {})}
+    outcome = replangraph_agent(verify=True, **limits)(lazy.model(), world)
     assert outcome.error is None
-    assert outcome.recovered == 100, f"{outcome.recovered}/100"
+    assert outcome.recovered == size, f"{outcome.recovered}/{size}"
