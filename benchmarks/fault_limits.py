@@ -88,7 +88,8 @@ def flaky_splits(seeds, items: int) -> tuple[list[int], int, list[str]]:
         server = FailingLoopback(persona("compliant", world).respond, lambda d=draw: d.random() < FAILURE_RATE)
         with server:
             model = chat_openai(server.base_url, max_retries=0)
-            config = AgentConfig(retry_backoff_s=0.001, verify_results=False)
+            # Batches of one page (4 cities): many handed-off children, as the review measured it.
+            config = AgentConfig(retry_backoff_s=0.001, verify_results=False, batch_size=world.batch)
             graph = build_graph(model, tools=world.tools, config=config)
             try:
                 state = graph.invoke({"messages": [("user", world.goal)]})

@@ -217,7 +217,9 @@ def flaky_provider(args: argparse.Namespace) -> Finding:
         server = FailingLoopback(persona("compliant", world).respond, lambda d=draw: d.random() < FAILURE_RATE)
         with server:
             model = chat_openai(server.base_url, max_retries=0)  # replangraph's own retries, none of the client's
-            graph = build_graph(model, tools=world.tools, config=AgentConfig(retry_backoff_s=0.001))
+            # Batches of one page (5 products), as the review measured it: many requests, many splits.
+            config = AgentConfig(retry_backoff_s=0.001, batch_size=world.batch)
+            graph = build_graph(model, tools=world.tools, config=config)
             try:
                 answer = graph.invoke({"messages": [("user", world.goal)]})["final_answer"]
             except Exception as exc:  # a crashed run loses every item

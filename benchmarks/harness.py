@@ -3,11 +3,13 @@
 Tokens come from each reply's ``usage_metadata`` (the scripted personas report
 ``count_tokens_approximately`` of the request, tool schemas included; a real
 endpoint reports its own count), read by a callback handler, so every agent is
-measured the same way.
+measured the same way. The same handler measures how much of the worker requests
+a provider could cache: the longest prefix all of them share (`Prefix`).
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import warnings
@@ -27,6 +29,69 @@ from .worlds import World
 
 WORKER_NODES = {"executor", "agent", "model"}
 """Graph nodes whose model calls do the subtask work (replangraph's executor; ReAct's agent/model node)."""
+SUBTASK_MARK = "Your subtask ("
+"""Where a replangraph worker request's own subtask text begins (the id, then the instructions)."""
+
+
+def serialized(messages: list, tools: list | None) -> str:
+    """A request as a provider reads it, in the order providers cache it: the system text, the tool
+    schemas, then every other message (its type, text and tool calls)."""
+    system = [m for m in messages if m.type == "system"]
+    parts = [str(m.content) for m in system] + [json.dumps(tools or [], sort_keys=True)]
+    for m in messages:
+        if m.type != "system":
+            calls = json.dumps(getattr(m, "tool_calls", None) or [], sort_keys=True, default=str)
+            parts.append(f"{m.type}: {m.content}{calls}")
+    return "\n".join(parts)
+
+
+def common_prefix(a: str, b: str) -> int:
+    """Length of the longest common prefix of ``a`` and ``b``."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo] and a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if a[:mid] == b[:mid] else (lo, mid)
+    return lo
+
+
+@dataclass
+class Prefix:
+    """The longest prefix every worker request shares, what providers cache across requests.
+
+    ``share``: that prefix over the requests' length (characters, summed over requests);
+    ``breaks_early``: whether it ends before a request's own subtask text (`SUBTASK_MARK`),
+    i.e. something subtask-specific sits in the instructions or the tool schemas."""
+
+    first: str = ""
+    length: int = -1
+    requests: int = 0
+    chars: int = 0
+    subtask_at: int = -1
+
+    def add(self, text: str) -> None:
+        if self.length < 0:
+            self.first, self.length = text, len(text)
+        else:
+            self.length = common_prefix(self.first[: self.length], text)
+        self.requests += 1
+        self.chars += len(text)
+        at = text.find(SUBTASK_MARK)
+        if at >= 0:
+            self.subtask_at = at if self.subtask_at < 0 else min(self.subtask_at, at)
+
+    @property
+    def share(self) -> float:
+        return self.length * self.requests / self.chars if self.chars else 0.0
+
+    @property
+    def breaks_early(self) -> bool | None:
+        """None for agents without subtasks (no request holds `SUBTASK_MARK`)."""
+        if self.subtask_at < 0 or self.requests < 2:
+            return None
+        return self.length < self.subtask_at
 
 
 class Meter(BaseCallbackHandler):
@@ -36,12 +101,17 @@ class Meter(BaseCallbackHandler):
         self.calls = 0
         self.prompts: list[tuple[str, int]] = []
         self.nodes: dict[UUID, str] = {}
+        self.prefix = Prefix()
         self.lock = threading.Lock()
 
-    def on_chat_model_start(self, serialized, messages, *, run_id: UUID, metadata=None, **kwargs: Any) -> None:
+    def on_chat_model_start(self, serialized_model, messages, *, run_id: UUID, metadata=None, **kwargs: Any) -> None:
+        node = (metadata or {}).get("langgraph_node", "")
+        tools = (kwargs.get("invocation_params") or {}).get("tools")
         with self.lock:
             self.calls += 1
-            self.nodes[run_id] = (metadata or {}).get("langgraph_node", "")
+            self.nodes[run_id] = node
+            if node in WORKER_NODES and messages:
+                self.prefix.add(serialized(messages[0], tools))
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         message = getattr(response.generations[0][0], "message", None) if response.generations else None
@@ -71,6 +141,8 @@ class Outcome:
     error: str | None = None
     requests: list[tuple[str, int]] = field(default_factory=list)
     """``(graph node, prompt tokens)`` of every answered model call, in order."""
+    prefix: Prefix = field(default_factory=Prefix)
+    """The prefix every worker request shares."""
 
 
 def measure(world: World, invoke: Callable[[Meter], str]) -> Outcome:
@@ -93,6 +165,7 @@ def measure(world: World, invoke: Callable[[Meter], str]) -> Outcome:
         wall_s=wall,
         error=error,
         requests=list(meter.prompts),
+        prefix=meter.prefix,
     )
 
 

@@ -7,8 +7,11 @@
         --reserved-output 512 --max-steps 40 --sizes 19 --runs 1 --worlds catalog   # a tiny local model
 
 Every cell: items recovered / N, model calls, total and largest worker prompt
-tokens, wall time (min / median of ``--runs``). Counts and tokens are the same
-every run; only wall time varies. With ``--base-url`` the personas are replaced
+tokens, prompt tokens per item against the items' own tokens (every page the
+world's tool returns, once), the cacheable-prefix share (the prefix every worker
+request shares, over their length; "breaks early" when it ends before a
+subtask's own text), wall time (min / median of ``--runs``). Counts and tokens
+are the same every run; only wall time varies. With ``--base-url`` the personas are replaced
 by the real model (ChatOpenAI); the worlds stay scripted.
 """
 
@@ -37,7 +40,7 @@ def agents(
     scripted: bool, with_deepagents: bool, **limits: int
 ) -> dict[str, Callable[[BaseChatModel, World], Outcome]]:
     """The agents of the table; ``limits`` are AgentConfig fields for replangraph (``context_window``,
-    ``reserved_output``, ``max_steps``) that a real model's server needs."""
+    ``reserved_output``, ``max_steps`` that a real model's server needs; ``batch_size``)."""
     extra = {**(SCRIPTED_RETRY if scripted else {}), **limits}
     table = {
         "replangraph --no-verify": replangraph_agent(verify=False, **extra),
@@ -58,14 +61,26 @@ def short(n: int) -> str:
     return str(n)
 
 
-def cell(outcomes: list[Outcome]) -> str:
+def per_item(outcome: Outcome, item_tokens: int) -> str:
+    """Prompt tokens per item and their ratio to the items' own tokens: ``117 tok/item = 1.8× items``."""
+    ratio = outcome.prompt_tokens / item_tokens if item_tokens else 0.0
+    return f"{outcome.prompt_tokens / outcome.size:.0f} tok/item = {ratio:.1f}× items"
+
+
+def prefix_cell(outcome: Outcome) -> str:
+    """The cacheable-prefix share of the worker requests, flagged when it breaks before a subtask's text."""
+    share = f"prefix {outcome.prefix.share:.0%}"
+    return share + (" (breaks early)" if outcome.prefix.breaks_early else "")
+
+
+def cell(outcomes: list[Outcome], item_tokens: int = 0) -> str:
     first = outcomes[0]
     walls = [o.wall_s for o in outcomes]
     done = f"**{first.recovered}/{first.size}**" + (f" ({first.error})" if first.error else "")
     wall = f"{min(walls):.2f}/{statistics.median(walls):.2f} s" if len(walls) > 1 else f"{walls[0]:.2f} s"
     return (
         f"{done} · {first.calls} req · {short(first.prompt_tokens)} tok · "
-        f"max {short(first.largest_worker_prompt)} · {wall}"
+        f"max {short(first.largest_worker_prompt)} · {per_item(first, item_tokens)} · {prefix_cell(first)} · {wall}"
     )
 
 
@@ -150,6 +165,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
         "--reserved-output", type=int, help="replangraph's reserved_output: the longest reply the server writes"
     )
     parser.add_argument("--max-steps", type=int, help="replangraph's max_steps (a slow local model's runs are long)")
+    parser.add_argument("--batch-size", type=int, help="replangraph's batch_size (default: AgentConfig's)")
     args = parser.parse_args(argv)
     if args.deepagents and not deepagents_available():
         parser.error("--deepagents needs the deepagents package: pip install deepagents")
@@ -158,22 +174,25 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
         "context_window": args.context_window,
         "reserved_output": args.reserved_output,
         "max_steps": args.max_steps,
+        "batch_size": args.batch_size,
     }
     table = agents(scripted, args.deepagents, **{k: v for k, v in limits.items() if v is not None})
     print(f"Machine: {machine()}\n", file=out)
     print(
-        f"Cells: recovered/N · model requests · total prompt tokens · largest worker prompt · wall min/median "
-        f"of {args.runs} run(s)\n",
+        f"Cells: recovered/N · model requests · total prompt tokens · largest worker prompt · prompt tokens "
+        f"per item = their ratio to the items' own tokens · cacheable-prefix share of the worker requests · "
+        f"wall min/median of {args.runs} run(s)\n",
         file=out,
     )
     for world_name in args.worlds:
         world_cls = WORLDS[world_name]
-        print(f"**{world_name} world**\n", file=out)
+        sizes = [n for n in args.sizes if world_name != "report" or n <= 250]
+        item_tokens = {n: world_cls(n).item_tokens() for n in sizes}
+        own = ", ".join(f"{item_tokens[n] / n:.0f} at N = {n}" for n in sizes)
+        print(f"**{world_name} world** (the items' own tokens per item: {own})\n", file=out)
         print("| N | persona | " + " | ".join(table) + " |", file=out)
         print("|---|---|" + "---|" * len(table), file=out)
-        for size in args.sizes:
-            if world_name == "report" and size > 250:
-                continue
+        for size in sizes:
             rows = (
                 ["real model: " + args.model]
                 if not scripted
@@ -187,7 +206,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
                     theirs = chat_openai(args.base_url, args.model, retries=2)
                     models = {name: ours if name.startswith("replangraph") else theirs for name in table}
                 cells = [
-                    cell(run_cell(agent, models[name], world_cls, size, args.runs)) for name, agent in table.items()
+                    cell(run_cell(agent, models[name], world_cls, size, args.runs), item_tokens[size])
+                    for name, agent in table.items()
                 ]
                 print(f"| {size} | {row} | " + " | ".join(cells) + " |", file=out, flush=True)
         print(file=out)

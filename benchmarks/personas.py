@@ -7,8 +7,11 @@ messages and bound tools), never from call order, so parallel branches stay
 deterministic. The flaky persona also remembers which requests it has failed
 once, like a server that recovers.
 
-- compliant: works in batches, reviews the plan, hands off the rest as JSON.
-- lazy: ignores the toolkit and stops after one batch: "I have collected enough data".
+- compliant: works in batches of the size its instructions give (the world's page size when they
+  give none), reading a batch in one turn (one tool call per page, as models with parallel tool
+  calls do) and reviewing the plan in the same turn when work is left, hands off the rest as JSON.
+- lazy: reads one batch like compliant, then ignores the toolkit and stops: "I have collected
+  enough data" (without batch instructions, as in a plain ReAct agent, one page).
 - sloppy: plans in fenced JSON text with numeric ids and invented agent types;
   hands off tasks as a real JSON array or inside fences.
 - repeater: hands off with a malformed task list and repeats the refused call unchanged.
@@ -74,6 +77,12 @@ def subtask(request: ScriptedRequest) -> tuple[str, str]:
     return (found.group(1), found.group(2)) if found else ("", "")
 
 
+def batch_size(request: ScriptedRequest, default: int) -> int:
+    """The batch size the request's instructions give ("... at most 20 ..."), else ``default``."""
+    found = re.search(r"at most (\d+)", request.system)
+    return int(found.group(1)) if found else default
+
+
 def stable_hash(text: str) -> int:
     return int(hashlib.sha1(text.encode()).hexdigest()[:12], 16)
 
@@ -84,6 +93,9 @@ class Persona:
 
     name: str
     world: World
+    pages_per_turn: int | None = None
+    """Most pages read in one turn (None: a whole batch, one call per page); 1: a model without parallel
+    tool calls, which with the lazy persona stops after one page."""
     failed_once: set[int] = field(default_factory=set)
     requests: int = 0
     """Requests the persona answered or failed: what a server would count, client retries included."""
@@ -229,10 +241,13 @@ class Persona:
             return self.synthesize(instruction, request.prompt)
         first, last = span
         read = self.read_items(request)
+        size = batch_size(request, self.world.batch)
         if self.name == "parallel":
-            return self.read_and_hand_off(task_id, first, last, read)
+            return self.read_and_hand_off(task_id, first, last, read, size)
         if not read:
-            return self.read_call(first, min(self.world.batch, last - first + 1))
+            calls = self.read_calls(first, min(first + size - 1, last))
+            more = first + size <= last and self.name != "lazy"  # the rules: review in the batch's reply
+            return [*calls, tool_call(REVIEW_TOOL, {})] if more else calls
         found = self.lines(read)
         if max(read) >= last:
             return found
@@ -240,21 +255,21 @@ class Persona:
             return f"{ENOUGH}\n{found}"
         if not request.called(REVIEW_TOOL):
             return tool_call(REVIEW_TOOL, {})
-        rest = [self.world.range_task(lo, hi) for lo, hi in batches(max(read) + 1, last, self.world.batch)]
+        rest = [self.world.range_task(lo, hi) for lo, hi in batches(max(read) + 1, last, size)]
         args = {"summary": found, "tasks": self.task_list(task_id, rest, max(read) + 1, last)}
         return tool_call(SPLIT_TOOL, args, call_id=f"split_{task_id}_{len(request.tool_results)}")
 
-    def read_and_hand_off(self, task_id: str, first: int, last: int, read: dict[int, str]):
+    def read_and_hand_off(self, task_id: str, first: int, last: int, read: dict[int, str], size: int):
         """One turn: read the next batch and, when more is left, hand off the batches after it
         in the same message (the hand-off's summary is what it had read before this turn)."""
         start = max(read) + 1 if read else first
         if start > last:
             return self.lines(read)
-        end = min(start + self.world.batch - 1, last)
-        fetch = self.read_call(start, end - start + 1)
+        end = min(start + size - 1, last)
+        fetch = self.read_calls(start, end)
         if end == last:
             return fetch
-        rest = [self.world.range_task(lo, hi) for lo, hi in batches(end + 1, last, self.world.batch)]
+        rest = [self.world.range_task(lo, hi) for lo, hi in batches(end + 1, last, size)]
         noun = self.world.noun
         summary = (
             self.lines(read)
@@ -266,7 +281,7 @@ class Persona:
             {"summary": summary, "tasks": self.task_list(task_id, rest, end + 1, last)},
             call_id=f"split_{task_id}_{start}",
         )
-        return [fetch, split]
+        return [*fetch, split]
 
     def task_list(self, task_id: str, contents: list[str], first: int, last: int):
         """The ``tasks`` argument, shaped the way this persona writes it."""
@@ -289,6 +304,12 @@ class Persona:
 
     def read_call(self, start: int, count: int) -> dict:
         return tool_call(self.world.tools[0].name, {"start": start, "count": count})
+
+    def read_calls(self, first: int, last: int) -> list[dict]:
+        """One read call per page of items ``first``..``last``, made together in one turn (at most
+        ``pages_per_turn`` of them)."""
+        pages = batches(first, last, self.world.batch)[: self.pages_per_turn]
+        return [self.read_call(lo, hi - lo + 1) for lo, hi in pages]
 
     def lines(self, items: dict[int, str]) -> str:
         return "\n".join(items[i] for i in sorted(items))
@@ -326,7 +347,7 @@ class Persona:
         missing = [i for i in range(span[0], span[1] + 1) if i not in have]
         if not missing:
             return tool_call(VERDICT, {"complete": True, "remaining_tasks": [], "reason": "every item is there"})
-        rest = [self.world.range_task(lo, hi) for lo, hi in runs(missing, self.world.batch)]
+        rest = [self.world.range_task(lo, hi) for lo, hi in runs(missing, batch_size(request, self.world.batch))]
         reason = f"{len(missing)} of {span[1] - span[0] + 1} {self.world.noun} are missing"
         return tool_call(VERDICT, {"complete": False, "remaining_tasks": rest, "reason": reason})
 
@@ -380,8 +401,9 @@ class ClientRetrying(ScriptedChatModel):
         raise AssertionError("unreachable")
 
 
-def persona(name: str, world: World) -> Persona:
-    """The persona ``name`` (one of `PERSONAS`) answering for ``world``."""
+def persona(name: str, world: World, pages_per_turn: int | None = None) -> Persona:
+    """The persona ``name`` (one of `PERSONAS`) answering for ``world``, reading at most ``pages_per_turn``
+    pages in one turn (None: a whole batch)."""
     if name not in PERSONAS:
         raise ValueError(f"unknown persona {name!r}; known: {', '.join(PERSONAS)}")
-    return Persona(name, world)
+    return Persona(name, world, pages_per_turn)

@@ -46,8 +46,9 @@ WARM_UP_ITEMS = 25
 
 
 def limits_for(n: int) -> dict[str, int]:
-    """Room for ``n`` items' subtasks (5 items each) and their model calls; every other setting is the default."""
-    return {"max_tasks": n // 5 + 20, "max_steps": 10 * n + 100}
+    """Batches of one page (5 items, so N/5 subtasks), room for them and their model calls; every other
+    setting is the default."""
+    return {"batch_size": 5, "max_tasks": n // 5 + 20, "max_steps": 10 * n + 100}
 
 
 def split_run(n: int, path: Path, check: bool = True) -> dict:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from langchain_core.messages import ToolMessage
+from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import BaseTool, StructuredTool
 
 
@@ -103,6 +105,11 @@ class World:
     def page(self, index: int) -> str:
         """The full record of item ``index`` as the tool shows it."""
         raise NotImplementedError
+
+    def item_tokens(self) -> int:
+        """The items' own tokens: every page the tool returns, once, counted as the requests are."""
+        pages = "\n".join(self.page(i) for i in range(1, self.size + 1))
+        return count_tokens_approximately([ToolMessage(pages, tool_call_id="pages")])
 
     def paged_tool(self, name: str, description: str) -> BaseTool:
         """A tool that reads up to ``batch`` item pages, beginning at ``start`` (1-based)."""

@@ -17,8 +17,8 @@ MAX_STEP_TIMEOUT_S = 30 * 24 * 3600.0
 """The longest ``step_timeout_s`` taken (30 days): far longer ones overflow the clocks that wait on it."""
 
 DEFAULT_AGENT_PROMPT = (
-    "You are a careful agent executing one subtask of a larger plan. Use your tools to do the "
-    "whole subtask. Never stop early or claim you have 'enough data' while items remain."
+    "You execute one subtask of a larger plan with your tools. Do all of it: never stop early or "
+    "claim 'enough data' while items remain."
 )
 
 
@@ -69,7 +69,7 @@ class AgentConfig(BaseModel):
         "retry, end the run with ModelServerDown, resumable from its checkpoint, instead of failing the work "
         "(the replanner and the final report would only see more failures). The CLI sets it.",
     )
-    batch_size: int = Field(5, ge=1, description="Items an agent handles before it must hand off the rest.")
+    batch_size: int = Field(50, ge=1, description="Items an agent handles before it must hand off the rest.")
     verify_results: bool = Field(
         True,
         description="Check each final result against its subtask (the completion check); queue what is missing "

@@ -42,7 +42,7 @@ def subtask_input(state: Mapping[str, Any], task: Task) -> SubtaskInput:
     tasks = state.get("tasks") or {}
     window = list((state.get("windows") or {}).get(task["id"], []))
     opening_only = not any(isinstance(m, AIMessage) for m in window)
-    dependencies = [dependency_input(d) for d in dependency_results(tasks, task)] if opening_only else []
+    dependencies = [dependency_input(d) for d in subtask_inputs(tasks, task)] if opening_only else []
     payload = SubtaskInput(
         task_id=task["id"], goal=state.get("goal", ""), task=task, dependencies=dependencies, window=window
     )
@@ -50,6 +50,19 @@ def subtask_input(state: Mapping[str, Any], task: Task) -> SubtaskInput:
     if held:
         payload[WORKSPACE] = {step_key(task): dict.fromkeys(held, {})}
     return payload
+
+
+def subtask_inputs(tasks: Mapping[str, Task], task: Task) -> list[Task]:
+    """The completed subtasks whose results ``task`` builds on: its dependencies and the work they handed off,
+    with the subtask that handed ``task`` off (a split, a check's follow-up) replaced by that subtask's own
+    inputs. A follow-up continues its parent's work from its own instructions; the parent's result reaches
+    the steps that depend on the parent, and sending it to every follow-up would cost its tokens each time."""
+    found: dict[str, Task] = {}
+    for dependency in dependency_results(tasks, task):
+        handed_off = dependency["id"] == task.get("parent_id")
+        for source in subtask_inputs(tasks, dependency) if handed_off else [dependency]:
+            found.setdefault(source["id"], source)
+    return list(found.values())
 
 
 def dependency_input(task: Task) -> DependencyResult:

@@ -110,6 +110,10 @@ class ScriptedChatModel(BaseChatModel):
             update={"bound_tools": [convert_to_openai_tool(t) for t in tools], "tool_choice": tool_choice}
         )
 
+    def _get_invocation_params(self, stop: list[str] | None = None, **kwargs: Any) -> dict[str, Any]:
+        """The call's parameters, with the bound tools as ChatOpenAI reports them (for callbacks)."""
+        return {**super()._get_invocation_params(stop=stop, **kwargs), "tools": self.bound_tools}
+
     def _generate(
         self,
         messages: list[BaseMessage],

@@ -368,13 +368,12 @@ def fit_request(
 
 
 EXECUTION_RULES = """\
-Rules for this subtask:
-- Your final reply (no tool calls) is the subtask's result: put the actual data in it; \
-later subtasks see only that.
-- More than {batch_size} items: process one batch of at most {batch_size}, call \
-`replan_review_context`, then `replan_split_and_handoff` with your data as `summary` and \
-the rest as tasks of at most {batch_size} items each. That call ends your subtask.
-- If the subtask cannot be done as planned, reply with {marker} and the reason."""
+Rules:
+- Your final reply (no tool calls) is the subtask's result: put the data in it; later subtasks see only that.
+- More than {batch_size} items: process one batch of at most {batch_size} and call `replan_review_context` \
+(independent calls in one reply), then `replan_split_and_handoff`: your data as `summary`, the rest as \
+tasks of at most {batch_size} items. It ends your subtask.
+- If it cannot be done as planned, reply with {marker} and the reason."""
 
 SUBTASK_TEMPLATE = """\
 Overall goal: {goal}

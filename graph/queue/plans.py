@@ -329,13 +329,16 @@ def split_task(
     agent_types: Iterable[str],
     max_tasks: int,
     max_split_depth: int,
+    deeper: bool = True,
 ) -> dict[str, Task]:
     """New dynamic tasks handed off by ``parent_id``; QueueError (`LimitReached` for limits)
     if the rules forbid them.
 
     Ids are ``{parent}_dyn_{i}``; each depends on the parent, inherits its agent type
     (unless it names another known one; see `coerce_agent_types`) and metadata, and sorts
-    right after the parent and its earlier dynamic children.
+    right after the parent and its earlier dynamic children. They sit one level deeper than
+    the parent (``max_split_depth`` bounds that), or at its depth when not ``deeper`` (the rest
+    of the parent's own work, as the completion check queues it).
     """
     if parent_id not in tasks:
         raise QueueError(f"unknown task {parent_id!r}")
@@ -345,8 +348,8 @@ def split_task(
     if is_fallback(parent):
         raise QueueError(NO_SPLIT)
     known_agents = set(agent_types)
-    depth = parent.get("depth", 0) + 1
-    if depth > max_split_depth:
+    depth = parent.get("depth", 0) + (1 if deeper else 0)
+    if deeper and depth > max_split_depth:
         raise LimitReached(
             f"split depth limit reached: {parent_id} is at depth {depth - 1} and max_split_depth is "
             f"{max_split_depth}; finish this subtask yourself",

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 VERIFIER_PROMPT = """\
-You check whether an agent finished its subtask. Compare the result with the subtask's \
-instructions: every item, range, section or question the instructions ask for must be in \
-the result. Agents often stop early and say they have "enough data"; that is not complete.
+You check whether an agent finished its subtask: every item, range, section or question \
+its instructions ask for must be in the result. Agents often stop early and say they have \
+"enough data"; that is not complete.
 Answer through the Verdict tool:
-- `complete`: true only if nothing the instructions ask for is missing;
 - `reason`: what is missing, or why it is complete, in one sentence;
 - `remaining_tasks`: when incomplete, self-contained instructions for exactly the missing \
-work, each covering at most {batch_size} items (several tasks for a larger remainder). \
-Empty when complete."""
+work, each covering at most {batch_size} items."""
 
 VERIFY_TEMPLATE = """\
 Overall goal: {goal}

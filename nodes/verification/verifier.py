@@ -200,8 +200,14 @@ class Verifier(Configured):
 
     def queue_follow_ups(self, tasks: Mapping[str, Task], task: Task, remaining: list[str]) -> tuple[dict, dict]:
         """``(follow-up tasks, task fields)``: the missing work as dynamic tasks of ``task``; when none
-        can be queued, the task's fields ask the replanner to take it over."""
+        can be queued, the task's fields ask the replanner to take it over.
+
+        The follow-ups are the rest of ``task``'s own work, so they sit at its depth: a model that gets a
+        little further each round is checked again and again, each round smaller. A follow-up that repeats
+        ``task``'s instructions word for word shows no progress and counts as a split (``max_split_depth``
+        then ends the rounds)."""
         specs = [{"content": c, "agent_type": None} for c in remaining]
+        same = " ".join(task["content"].split())
         try:
             return (
                 split_task(
@@ -211,6 +217,7 @@ class Verifier(Configured):
                     agent_types=self.profiles,
                     max_tasks=self.config.max_tasks,
                     max_split_depth=self.config.max_split_depth,
+                    deeper=any(" ".join(c.split()) == same for c in remaining),
                 ),
                 {},
             )

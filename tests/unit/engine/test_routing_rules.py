@@ -95,3 +95,24 @@ def test_a_rule_in_no_known_stage_is_refused():
 
     with pytest.raises(ValueError, match="stage"):
         default_rules(ContextMonitor(CONFIG), {}, rules=[Rule("odd", "test", lambda route: None, "later")])
+
+
+def test_a_follow_up_gets_its_parents_inputs_instead_of_its_parents_result():
+    from replangraph.queue.plans import split_task
+    from replangraph.routing import subtask_inputs
+
+    def done(task, result):
+        return {**task, "status": "completed", "result": result}
+
+    data = done(new_task("data", "Read records 1-8", position=[0]), "record-1 ... record-8")
+    rank = done(new_task("rank", "Rank every record", position=[1], depends_on=["data"]), "ranked 1-4")
+    tasks = {"data": data, "rank": rank}
+    [child] = split_task(tasks, "rank", [{"content": "Rank records 5-8"}], agent_types=["default"], **LIMITS).values()
+    tasks[child["id"]] = done(child, "ranked 5-6")
+    [grandchild] = split_task(tasks, child["id"], [{"content": "Rank 7-8"}], agent_types=["default"], **LIMITS).values()
+    assert [t["id"] for t in subtask_inputs(tasks, rank)] == ["data"]
+    assert [t["id"] for t in subtask_inputs(tasks, child)] == ["data"]  # not rank's "ranked 1-4"
+    assert [t["id"] for t in subtask_inputs(tasks, grandchild)] == ["data"]
+
+
+LIMITS = {"max_tasks": 10, "max_split_depth": 3}

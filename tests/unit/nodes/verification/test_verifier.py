@@ -139,7 +139,34 @@ def test_lenient_verdicts_are_understood():
     assert items_in(state["final_answer"]) == set(ITEMS)
 
 
+def test_check_follow_ups_continue_the_same_work_at_its_depth():
+    """Each round of the lazy worker gets 4 items further: the follow-ups are not deeper splits, so even
+    max_split_depth=0 lets the rounds go on until nothing is missing."""
+
+    def rest_in_one(request):
+        verdict = fair_check(request)
+        rest = verdict["args"]["remaining_tasks"]
+        if rest:  # "Extract items 5-12", not in pieces: each round is nested in the one before
+            verdict["args"]["remaining_tasks"] = [f"Extract items {wanted_range(rest[0])[0]}-12"]
+        return verdict
+
+    state, _ = run(build_graph(model(verdict=rest_in_one), config=AgentConfig(**FAST, max_split_depth=0)))
+    rounds = [t for t in ordered(state["tasks"]) if t["id"] != "1"]
+    assert [t["content"] for t in rounds] == ["Extract items 5-12", "Extract items 9-12"]
+    assert rounds[1]["parent_id"] == rounds[0]["id"] and {t["depth"] for t in rounds} == {0}
+    assert items_in(state["final_answer"]) == set(ITEMS)
+
+
 def test_missing_work_the_check_cannot_queue_goes_to_the_replanner():
+    """A follow-up that repeats the subtask's own instructions shows no progress: it counts as a split,
+    and max_split_depth=0 refuses it."""
+
+    def again(request):
+        if "Subtask (1)" in request.prompt:
+            again = {"complete": False, "remaining_tasks": ["Extract items 1-12"], "reason": "items 5-12 missing"}
+            return tool_call("Verdict", again)
+        return fair_check(request)
+
     def replan(request):
         assert "the completion check found the result incomplete (items 5-12 missing)" in request.prompt
         return plan_of(
@@ -147,7 +174,8 @@ def test_missing_work_the_check_cannot_queue_goes_to_the_replanner():
             {"id": "c", "content": "Extract items 9-12", "depends_on": []},
         )
 
-    state, events = run(build_graph(model(replan=replan), config=AgentConfig(**FAST, max_split_depth=0)))
+    config = AgentConfig(**FAST, max_split_depth=0)
+    state, events = run(build_graph(model(verdict=again, replan=replan), config=config))
     task = state["tasks"]["1"]
     assert task["status"] == "completed" and "max_split_depth=0 left no room" in task["verdict"]["error"]
     assert task["limits_hit"] == {"max_split_depth": 1}
