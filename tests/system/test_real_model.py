@@ -35,7 +35,9 @@ MODEL_NAME = "smollm2-135m"
 N_CTX = 8192
 """The window the server is started with (SmolLM2's trained window)."""
 MAX_TOKENS = 256
-"""The longest reply the server writes when a request sets none (the CLI sets none)."""
+"""The longest reply: the server's default, and the CLI's ``--max-output-tokens`` in these runs. Without it
+the CLI allows the answer the window leaves room for (8,000 tokens), and a 135M model may ramble that far: one
+run took 274 s of its 480 for that."""
 RUN_TIMEOUT_S = 480
 """The most one run may take before the test calls it a hang (about 1.5 min on 2 busy cores)."""
 GOAL = "Name three primary colors."
@@ -131,6 +133,7 @@ def run_cli(base_url: str, tmp_path: Path, *flags: str) -> tuple[subprocess.Comp
     """``replangraph run GOAL --json`` as a process: the finished process, its JSON events, its wall time."""
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "REPLANGRAPH_MODEL")}
     command = [sys.executable, "-m", "replangraph.app.cli", "run", GOAL, "--json", "--base-url", base_url]
+    command += ["--max-output-tokens", str(MAX_TOKENS)]
     command += ["--db", str(tmp_path / "runs.sqlite"), *flags]
     started = time.monotonic()
     try:
