@@ -3,6 +3,7 @@
     python -m benchmarks engine                 # chains of 150..1000, 100..5000 items, 64 parallel subtasks
     python -m benchmarks engine --quick         # tiny sizes, 1 run: well under a minute (CI)
     python -m benchmarks engine --runs 5 --max-seconds 120
+    python -m benchmarks engine --parallel-only  # table 3 alone
 
 Every model is scripted and answers at once, from the request alone, so the
 figures are the engine's: routing, state updates, checkpoints, the thread pool.
@@ -385,6 +386,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--langgraph-dev", action="store_true", help="add table 5: table 3 through a langgraph dev server (sdk)"
     )
+    parser.add_argument("--parallel-only", action="store_true", help="run table 3 (parallel) alone")
     parser.add_argument("--scale-child", nargs=2, metavar=("N", "PATH"), help=argparse.SUPPRESS)
     parser.add_argument("--big-index", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -401,6 +403,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     chains, items = ([150, 300], [100, 300]) if args.quick else ([150, 250, 500, 1000], [100, 1000, 5000])
     print(f"Machine: {machine()}\n", file=out)
     print(f"Scripted models answer at once; min / median over {args.runs} run(s) in tables 1, 3 and 4.\n", file=out)
+    if args.parallel_only:
+        sizes = {"concurrencies": [1, 8, 16], "tasks": 16} if args.quick else {"concurrencies": [1, 8, 32]}
+        parallel_table(runs=args.runs, out=out, **sizes)
+        return 0
     overhead_table(chains, args.runs, out)
     scale_table(items, args.max_seconds, out)
     parallel_table([1, 8, 16], args.runs, out, tasks=16) if args.quick else parallel_table([1, 8, 32], args.runs, out)

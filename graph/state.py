@@ -330,16 +330,32 @@ def plan_message(state: Mapping[str, Any], update: Any, new_plan: bool = False) 
         return None
     tasks = apply_writes(state.get("tasks") or {}, [update.get("tasks")])
     windows = replace_by_key(state.get("windows"), update.get("windows"))
-    asking = {
-        task_id: as_text(args.get("question") if isinstance(args := calls[0].get("args"), Mapping) else args)
-        for task_id, window in windows.items()
-        if (calls := waiting_questions(window))
-    }
-    text = plan_markdown(tasks, asking)
+    text = plan_markdown(tasks, WaitingQuestions(windows))
     if current is not None and not new_plan and current.content == text:
         return None
     message_id = PLAN_MESSAGE_ID + uuid.uuid4().hex if new_plan or current is None else current.id
     return AIMessage(text, id=message_id, name="replangraph")
+
+
+class WaitingQuestions(Mapping[str, str]):
+    """The question each subtask waits on (its window's unanswered ``ask_user`` call), by task id, read from a
+    window only when asked for: the plan message looks up the few tasks it lists, not every window."""
+
+    def __init__(self, windows: Mapping[str, Sequence[AnyMessage]]):
+        self.windows = windows
+
+    def __getitem__(self, task_id: str) -> str:
+        calls = waiting_questions(self.windows[task_id])
+        if not calls:
+            raise KeyError(task_id)
+        args = calls[0].get("args")
+        return as_text(args.get("question") if isinstance(args, Mapping) else args)
+
+    def __iter__(self) -> Iterator[str]:
+        return (task_id for task_id in self.windows if waiting_questions(self.windows[task_id]))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def with_plan_message(node: Any, new_plan: bool = False) -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemM
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from langchain_core.utils.pydantic import model_json_schema
 
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.excerpts import (  # the cutting itself; fair_shares, cut_args: importable here as before
@@ -39,8 +41,53 @@ DEFAULT_CONTEXT_WINDOW = 200_000
 
 
 def approximate_tokens(messages: Sequence[AnyMessage], tools: Sequence[BaseTool | dict] = ()) -> int:
-    """Offline token estimate of a request: messages plus tool schemas."""
-    return count_tokens_approximately(messages, tools=list(tools) or None)
+    """Offline token estimate of a request: messages plus tool schemas (LangChain's
+    ``count_tokens_approximately``, the same count, with each tool's schema measured once: `schema_chars`)."""
+    tools = list(tools)
+    if not tools:
+        return count_tokens_approximately(messages)
+    chars = [schema_chars(tool) for tool in tools]
+    if None in chars:  # a kind of tool only LangChain measures
+        return count_tokens_approximately(messages, tools=tools)
+    return count_tokens_approximately(messages) + math.ceil(sum(chars) / CHARS_PER_TOKEN)  # type: ignore[arg-type]
+
+
+CHARS_PER_TOKEN = 4.0
+"""``count_tokens_approximately``'s default."""
+_schema_chars: dict[int, tuple[Any, str, str | None, int]] = {}
+"""By ``id`` of a tool's ``tool_call_schema`` class: that class (held, so the id stays its own), the tool's
+name and description, and the length of the JSON LangChain counts for it."""
+SCHEMA_CACHE_SIZE = 1_024
+
+
+def schema_chars(tool: Any) -> int | None:
+    """Characters ``count_tokens_approximately`` counts for one tool: the JSON of its name, description and
+    parameters. A `BaseTool` is measured once per schema class (LangChain keeps that class until the tool's
+    name, description or arguments change); a dict each time; None for anything else."""
+    if isinstance(tool, dict):
+        return len(json.dumps(tool))
+    if not isinstance(tool, BaseTool):
+        return None
+    schema = tool.tool_call_schema
+    if isinstance(schema, dict):  # built anew on each read
+        return len(json.dumps(tool_schema_dict(tool, schema)))
+    known = _schema_chars.get(id(schema))
+    if known is not None and known[0] is schema and known[1] == tool.name and known[2] == tool.description:
+        return known[3]
+    chars = len(json.dumps(tool_schema_dict(tool, schema)))
+    if len(_schema_chars) >= SCHEMA_CACHE_SIZE:
+        _schema_chars.clear()
+    _schema_chars[id(schema)] = (schema, tool.name, tool.description, chars)
+    return chars
+
+
+def tool_schema_dict(tool: BaseTool, schema: Any) -> dict[str, Any]:
+    """The dict ``count_tokens_approximately`` measures for ``tool``: name, description, parameters (the
+    schema's own title and description left out, as they repeat the tool's)."""
+    parameters = dict(schema) if isinstance(schema, dict) else dict(model_json_schema(schema))
+    parameters.pop("title", None)
+    parameters.pop("description", None)
+    return {"name": tool.name, "description": tool.description, "parameters": parameters}
 
 
 CALIBRATION_TOLERANCE = 0.1

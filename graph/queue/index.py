@@ -214,6 +214,19 @@ class QueueIndex:
         """The index of ``new``, which differs from ``old`` (this index's queue) only in ``touched`` tasks.
         It costs what the touched tasks and the tasks they affect cost, not the queue's length (but for
         copies of the lists the write changes)."""
+        if not any(moved(old.get(task_id), new.get(task_id)) for task_id in touched):  # only counters changed
+            calls = sum(new[t].get("model_calls", 0) - old[t].get("model_calls", 0) for t in touched)
+            return QueueIndex(
+                self.children,
+                self.dependents,
+                self.outside,
+                self.ready,
+                self.active,
+                self.replan,
+                self.model_calls + calls,
+                self.by_status,
+                self.off_plan,
+            )
         index = QueueIndex(
             *rewired(self, old, new, touched),
             self.ready,
@@ -258,6 +271,19 @@ class QueueIndex:
         if ready is not None:
             index.ready = ready
         return index
+
+
+INDEXED_FIELDS = ("status", "position", *STRUCTURE_FIELDS, "replan_request", "origin")
+"""The task fields the index reads besides ``model_calls`` (the id aside): a write that changes none of them
+leaves every lookup as it was."""
+
+
+def moved(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> bool:
+    """Whether a write from ``before`` to ``after`` (None: not in the queue) can change the index beyond
+    ``model_calls``: the task came, went, or changed a field of `INDEXED_FIELDS`."""
+    if before is None or after is None:
+        return True
+    return any(before.get(name) != after.get(name) for name in INDEXED_FIELDS)
 
 
 def rewired(

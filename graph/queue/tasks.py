@@ -383,10 +383,11 @@ def plan_item(tasks: Mapping[str, Task], task: Task, solo: bool, asking: Mapping
     what = "one agent finishing the goal alone (the single-agent fallback)" if solo else task["content"]
     indent = "  " * (0 if solo else len(ancestors(tasks, task["id"])))
     line = f"{indent}- [{'x' if task['status'] == 'completed' else ' '}] {task['id']}: {preview(what, 120)}"
-    question = (asking or {}).get(task["id"])
-    if question is not None and task["status"] == "in_progress":
+    running = task["status"] == "in_progress"
+    question = asking.get(task["id"]) if running and asking is not None else None  # read only when shown
+    if question is not None:
         line += f" — *waiting for your answer:* {preview(question, 200)}"
-    elif task["status"] == "in_progress":
+    elif running:
         line += " — *working*"
     elif task["status"] in ("failed", "skipped"):
         line += f" — *{task['status']}*" + (f": {preview(task['error'], 120)}" if task.get("error") else "")
