@@ -34,6 +34,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO, TypedDict
 
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatResult
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 
@@ -298,18 +300,49 @@ def sleeper(sleep_s: float) -> Callable[[int], str]:
     return work
 
 
+ANSWER = "Did item"
+"""How a subtask's answer in table 3 starts: the reply a slow provider takes `PARALLEL_SLEEP_S` over."""
+
+
+async def awaited_latency(seconds: float) -> None:
+    """A provider's time over an answer on the async path: awaited, no thread held."""
+    await asyncio.sleep(seconds)
+
+
+class SlowProvider(ScriptedChatModel):
+    """A scripted model that takes ``latency_s`` over each subtask's answer, as a provider does over the
+    network: the sync call blocks its thread, the async one awaits (``ChatOpenAI.ainvoke`` awaits its HTTP
+    request the same way, so the async path holds no thread while a provider thinks)."""
+
+    latency_s: float = 0.0
+
+    def slow(self, result: ChatResult) -> bool:
+        return str(result.generations[0].message.content).startswith(ANSWER)
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any):
+        result = super()._generate(messages, stop, run_manager, **kw)
+        if self.slow(result):
+            time.sleep(self.latency_s)
+        return result
+
+    async def _agenerate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any):
+        result = super()._generate(messages, stop, None, **kw)
+        if self.slow(result):
+            await awaited_latency(self.latency_s)
+        return result
+
+
 def parallel_graph(tasks: int, concurrency: int, work: Callable[[int], str], model_s: float = 0.0) -> Any:
     """The graph of table 3: ``tasks`` independent subtasks, each calling the ``work`` tool once; the model
-    takes ``model_s`` over each subtask's answer (a slow provider)."""
+    takes ``model_s`` over each subtask's answer (`SlowProvider`)."""
 
     def call_then_answer(request: ScriptedRequest, index: int):
         if not request.called("work"):
             return tool_call("work", {"index": index})
-        if model_s:
-            time.sleep(model_s)
-        return f"Did item {index}."
+        return f"{ANSWER} {index}."
 
     model = scripted(independent_plan(tasks, "Work on"), call_then_answer)
+    model = SlowProvider(respond=model.respond, latency_s=model_s) if model_s else model
     return build_graph(model, tools=[work], config=config_for(tasks, max_concurrency=concurrency))
 
 

@@ -109,8 +109,15 @@ def test_parallel_table_has_a_row_per_slow_part_way_and_concurrency(monkeypatch)
 def test_a_slow_model_takes_its_time_over_each_answer(monkeypatch, way):
     clock = Ticking(0.0)
     monkeypatch.setattr(engine, "time", clock)
+    awaited: list[float] = []
+
+    async def record(seconds: float) -> None:
+        awaited.append(seconds)
+
+    monkeypatch.setattr(engine, "awaited_latency", record)
     engine.parallel_seconds(3, 5.0, concurrency=3, way=way, sleeping="model")
-    assert sorted(clock.slept) == [0.0, 0.0, 0.0, 5.0, 5.0, 5.0]  # the tools take nothing, each answer 5 s
+    assert sorted(clock.slept) == [0.0, 0.0, 0.0] + ([5.0] * 3 if way == "invoke" else [])  # the tools take nothing
+    assert awaited == ([5.0] * 3 if way == "ainvoke" else [])  # each answer 5 s: awaited on the async path
 
 
 def test_subtask_index_reads_the_item_from_the_request():
