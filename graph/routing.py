@@ -28,7 +28,14 @@ from replangraph.names import (
     TOOLS,
 )
 from replangraph.queue.index import index_of
-from replangraph.queue.tasks import Task, active_tasks, dependency_results, plan_summary, ready_tasks, spent_model_calls
+from replangraph.queue.tasks import (
+    Task,
+    active_tasks,
+    dependency_results,
+    plan_markdown,
+    ready_tasks,
+    spent_model_calls,
+)
 from replangraph.state import DependencyResult, SubtaskInput, run_settings
 
 
@@ -163,7 +170,7 @@ def next_turn(monitor: ContextMonitor, tool_schemas: Mapping[str, Sequence[Any]]
         over = refused or monitor.over_threshold(window, tool_schemas.get(task["agent_type"], ()))
         payload = subtask_input(route.state, task)
         if over:
-            payload["plan"] = plan_summary(route.tasks)
+            payload["plan"] = plan_markdown(route.tasks)  # bounded: its cost does not grow with the queue
         return Send(COMPRESSOR if over else EXECUTOR, payload)
 
     return step

@@ -1,7 +1,7 @@
 """compressor node: folds the older part of a subtask's window into a summary so the next request fits.
 
-The summary carries the current plan and the subtask's instructions, so the
-agent never loses them, and says where the folded messages are kept in full.
+The summary carries the current plan (the plan message: at most 12 tasks listed) and the subtask's
+instructions, so the agent never loses them, and says where the folded messages are kept in full.
 Cuts never separate tool calls from their results.
 """
 

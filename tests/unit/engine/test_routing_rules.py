@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from langchain_core.messages import HumanMessage
+
 from replangraph import AgentConfig
 from replangraph.context.fitting import ContextMonitor
-from replangraph.names import EXECUTOR, FINALIZE, REPLANNER, TEAM, TEAM_MERGE
+from replangraph.names import COMPRESSOR, EXECUTOR, FINALIZE, REPLANNER, TEAM, TEAM_MERGE
 from replangraph.nodes.human.hooks import human_rules
 from replangraph.nodes.teams.routing import team_rules
 from replangraph.nodes.teams.teams import Team
-from replangraph.queue.tasks import new_task
-from replangraph.routing import HOLD, Route, Rule, default_rules, make_router
+from replangraph.queue.tasks import PLAN_MESSAGE_TASKS, new_task
+from replangraph.routing import HOLD, Route, Rule, default_rules, make_router, next_turn
 
 CONFIG = AgentConfig()
 
@@ -116,3 +118,18 @@ def test_a_follow_up_gets_its_parents_inputs_instead_of_its_parents_result():
 
 
 LIMITS = {"max_tasks": 10, "max_split_depth": 3}
+
+
+def test_a_window_sent_to_the_compressor_carries_a_bounded_plan():
+    """The plan re-injected with a summary is the plan message (`PLAN_MESSAGE_TASKS` tasks listed, the rest
+    counted), not a line per task: a compression's bytes and work do not grow with the queue."""
+    tasks = {str(i): new_task(str(i), f"note {i}", position=(i,)) for i in range(500)}
+    running = tasks["0"] = {**tasks["0"], "status": "in_progress", "context_overflow": {"tokens": 9_999}}
+    state = {"tasks": tasks, "windows": {"0": [HumanMessage("a long window")]}}
+    route = Route(state, CONFIG, tasks, state["windows"], [running])
+    send = next_turn(ContextMonitor(CONFIG), {})(route, running)
+    assert send.node == COMPRESSOR
+    plan = send.arg["plan"]
+    listed = [line for line in plan.splitlines() if line.lstrip().startswith("- [")]
+    assert plan.startswith("**Plan**: 0 of 500 done") and len(listed) == PLAN_MESSAGE_TASKS
+    assert f"{500 - PLAN_MESSAGE_TASKS} more" in plan and "0: note 0" in plan
