@@ -37,7 +37,7 @@ from typing import Any, Generic, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import RunnableBinding
+from langchain_core.runnables import RunnableBinding, RunnableSequence
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langgraph.errors import GraphBubbleUp
 from pydantic import BaseModel
@@ -583,13 +583,22 @@ class Structured:
     def __init__(self, model: Any, schema: type[BaseModel]):
         self.model = model
         self.schema = schema
-        self.runnable = model.with_structured_output(schema, method="function_calling", include_raw=True)
+        self.answering = schema_call(model, schema)
+        self.runnable = (
+            model.with_structured_output(schema, method="function_calling", include_raw=True)
+            if self.answering is None
+            else None
+        )
         self.copies: dict[tuple[int | None, bool], Structured] = {}
 
     def invoke(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        if self.answering is not None:
+            return raw_answer(self.answering.invoke(request, *args, **kwargs))
         return self.runnable.invoke(request, *args, **kwargs)
 
     async def ainvoke(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        if self.answering is not None:
+            return raw_answer(await self.answering.ainvoke(request, *args, **kwargs))
         return await self.runnable.ainvoke(request, *args, **kwargs)
 
     def bounded(self, tokens: int | None, client_retries: bool = True) -> Structured:
@@ -600,6 +609,25 @@ class Structured:
         if (tokens, client_retries) not in self.copies:
             self.copies[tokens, client_retries] = Structured(model, self.schema)
         return self.copies[tokens, client_retries]
+
+
+def schema_call(model: Any, schema: type[BaseModel]) -> Any:
+    """The model call of ``model.with_structured_output(schema, method="function_calling")``: the model bound
+    to the schema as its one tool, as the provider's integration binds it (tool choice, strictness). None when
+    the integration builds something else; `Structured` then uses LangChain's ``include_raw`` chain.
+
+    Hand-written because ``include_raw=True`` wraps that call in a ``RunnableParallel``, whose ``invoke`` starts
+    a thread pool per call (a new thread for every check, plan and verdict), and `tool_arguments` reads the
+    raw reply leniently anyway: the parser's ``parsed`` value was never the one used."""
+    chain = model.with_structured_output(schema, method="function_calling")
+    first = chain.first if isinstance(chain, RunnableSequence) else None
+    return first if isinstance(first, (BaseChatModel, RunnableBinding)) else None
+
+
+def raw_answer(reply: Any) -> dict[str, Any]:
+    """A reply in the shape of LangChain's ``include_raw`` answers (``raw``, ``parsed``, ``parsing_error``);
+    the readers here read ``raw``."""
+    return {"raw": reply, "parsed": None, "parsing_error": None}
 
 
 def bind_schema(model: Any, schema: type[BaseModel]) -> Structured:

@@ -18,14 +18,13 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from langchain_core.runnables.config import ContextThreadPoolExecutor
 from pydantic import BaseModel, Field
 
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.fitting import GOAL_ID, ContextMonitor, Fitted, fit_request, result_id, schema_tools
 from replangraph.context.kept import announced, collect_writes, completed_with_window, merge_updates
 from replangraph.llm.aio import arun_steps, off_loop
-from replangraph.llm.calls import bind_schema, read_arguments, refit_steps, run_steps, structured_steps
+from replangraph.llm.calls import bind_schema, call_pool, read_arguments, refit_steps, run_steps, structured_steps
 from replangraph.llm.reading import UnreadableInput, answer_text, answers_waiting, as_text, task_specs, truthy
 from replangraph.nodes.verification.prompts import VERIFIER_PROMPT, VERIFY_EXCERPT_NOTE, VERIFY_TEMPLATE
 from replangraph.queue.plans import LimitReached, limit_hit, split_task
@@ -270,9 +269,9 @@ class Verifier(Configured):
             judged = [self.judge(goal, (state.get("tasks") or {})[t], results[t], retries) for t in waiting]
         else:
             tasks = state.get("tasks") or {}
-            with ContextThreadPoolExecutor(max_workers=min(len(waiting), self.config.max_concurrency)) as pool:
-                futures: list[Future] = [pool.submit(self.judge, goal, tasks[t], results[t], retries) for t in waiting]
-                judged = [f.result() for f in futures]
+            pool = call_pool("checks", self.config.max_concurrency)  # shared: no threads started per node
+            futures: list[Future] = [pool.submit(self.judge, goal, tasks[t], results[t], retries) for t in waiting]
+            judged = [f.result() for f in futures]
         return self.settled(state, waiting, results, judged)
 
     @collect_writes
