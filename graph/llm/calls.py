@@ -692,19 +692,10 @@ def read_arguments(answer: Any, tool: str) -> Any:
 
 
 def ask_structured(
-    structured: Any,
-    messages: Sequence[BaseMessage],
-    read: Callable[[Any], T],
-    *,
-    retries: int,
-    config: Any,
-    retry_prompt: str = RETRY_PROMPT,
-    error_chars: int = RETRY_ERROR_CHARS,
-    quoted_chars: int = QUOTED_CHARS,
-    observe: Callable[[Any, Any], None] | None = None,
-    monitor: Any = None,
+    structured: Any, messages: Sequence[BaseMessage], read: Callable[[Any], T], **options: Any
 ) -> StructuredAnswer[T]:
-    """Ask ``structured`` (see `bind_schema`) until ``read`` accepts an answer, at most ``retries + 1`` answers.
+    """Ask ``structured`` (see `bind_schema`) until ``read`` accepts an answer, at most ``retries + 1`` answers
+    (``options``: those of `structured_steps`; ``retries`` and ``config`` are required).
 
     Transient errors are retried inside each ask (``config``'s retry settings); a call that still
     fails ends the asking at once, its attempts counted. `UnreadableInput` from ``read`` asks again
@@ -713,19 +704,7 @@ def ask_structured(
     `Provisional` too, its value used when no accepted answer comes. LangGraph's bubble-up passes through.
     ``observe(request, reply)`` sees each reply; ``monitor`` bounds the answers (see `call_model`).
     """
-    asks = structured_steps(
-        structured,
-        messages,
-        read,
-        retries=retries,
-        config=config,
-        retry_prompt=retry_prompt,
-        error_chars=error_chars,
-        quoted_chars=quoted_chars,
-        observe=observe,
-        monitor=monitor,
-    )
-    return run_steps(asks)
+    return run_steps(structured_steps(structured, messages, read, **options))
 
 
 def structured_steps(

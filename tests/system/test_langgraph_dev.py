@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -53,6 +52,7 @@ from langgraph_dev_script import (
 )
 from openai_loopback import MODELS_PATH, OpenAILoopback
 
+from benchmarks.server_parallel import stop
 from replangraph import state as events
 from replangraph.app.demo import DEMO_GOAL, expected_products
 from replangraph.config import AgentConfig
@@ -114,19 +114,6 @@ def wait_until_ready(process: subprocess.Popen, url: str, log: Path) -> float:
             pass
         time.sleep(0.2)
     pytest.fail(f"langgraph dev did not answer /ok in {READY_DEADLINE_S}s:\n{log.read_text()[-6000:]}", pytrace=False)
-
-
-def stop(process: subprocess.Popen) -> None:
-    """Terminate the server's process group (``langgraph dev --no-reload`` is one process; a worker it
-    might start is in the group too). Signalled only while the leader is unreaped, so the group id is ours."""
-    if process.poll() is not None:
-        return
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=15)
 
 
 @pytest.fixture(scope="module")
