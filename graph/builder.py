@@ -30,7 +30,7 @@ from replangraph.names import (
     TOOLS,
 )
 from replangraph.nodes.execution.middleware import split_middleware
-from replangraph.routing import default_rules, make_router, make_turn_router, start_router
+from replangraph.routing import default_rules, make_router, start_router
 from replangraph.state import InputState, OutputState, ReplanState, with_plan_message
 
 HANDLER_TARGETS = {EXECUTOR: TOOLS, TOOLS: REPLANNER, COMPRESSOR: TOOLS}
@@ -263,7 +263,8 @@ def build_graph(
     builder.add_conditional_edges(START, start_router(entries), [PLANNER, *entry_nodes])
     # A fresh plan has no windows or replan requests; the replanner settles every request.
     builder.add_conditional_edges(PLANNER, route, after_plan)
-    builder.add_conditional_edges(EXECUTOR, make_turn_router(route), [TOOLS, *routed])
+    builder.add_edge(EXECUTOR, TOOLS)  # parallel model turns join there; a conditional edge would copy the
+    # whole state for every branch (LangGraph's fresh read), and the join needs no decision
     builder.add_edge(COMPRESSOR, TOOLS)
     builder.add_conditional_edges(TOOLS, route, routed)
     builder.add_conditional_edges(REPLANNER, route, [EXECUTOR, COMPRESSOR, *joining, FINALIZE])

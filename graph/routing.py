@@ -36,7 +36,7 @@ from replangraph.queue.tasks import (
     ready_tasks,
     spent_model_calls,
 )
-from replangraph.state import DependencyResult, SubtaskInput, run_settings
+from replangraph.state import DependencyResult, SubtaskInput, run_settings, settings_resolved_once
 
 
 def subtask_input(state: Mapping[str, Any], task: Task) -> SubtaskInput:
@@ -203,10 +203,7 @@ def dispatch_rule(task_rules: Sequence[TaskRule]) -> Rule:
             started = next((s for r in task_rules if r.ready and (s := r.ready(route, task, done)) is not None), None)
             if started is not None:
                 done.sends.append(started)
-        sends = done.sends
-        if len(sends) == 1 and isinstance(sends[0], Send) and sends[0].node == EXECUTOR:
-            sends[0].arg["alone"] = True
-        return sends or FINALIZE
+        return done.sends or FINALIZE
 
     return Rule("dispatch", "execution", dispatch)
 
@@ -223,7 +220,7 @@ def make_router(
     """
 
     def route(state: Mapping[str, Any]) -> Decision:
-        with open_workspace(state.get(WORKSPACE)):  # dependency results are read whole from it
+        with open_workspace(state.get(WORKSPACE)), settings_resolved_once():  # dependency results: read whole
             decision = decide(state)
         left = state.get("remaining_steps")
         if left is not None and left <= FINALIZE_MARGIN:
@@ -267,17 +264,6 @@ def default_rules(
     if unknown:
         raise ValueError(f"rules {', '.join(unknown)} name no stage of {', '.join(STAGES)}")
     return sorted([*rules, *engine], key=lambda rule: STAGES.index(rule.stage))
-
-
-def make_turn_router(route: Callable[[Mapping[str, Any]], list[Send | str] | str]) -> Callable[..., Any]:
-    """What follows a model turn: the tools node, which runs tool calls and is where parallel
-    branches join; or ``route`` at once when the turn ran alone and ended its subtask
-    (``ended_alone``), where the join would be an empty superstep."""
-
-    def after_turn(state: Mapping[str, Any]) -> list[Send | str] | str:
-        return route(state) if state.get("ended_alone") else TOOLS
-
-    return after_turn
 
 
 def start_router(

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, AnyMessage
-from langgraph.channels import DeltaChannel, EphemeralValue
+from langgraph.channels import DeltaChannel
 from langgraph.config import get_config, get_stream_writer
 from langgraph.graph.message import add_messages
 from langgraph.managed import RemainingSteps
@@ -161,9 +161,6 @@ class ReplanState(TypedDict):
     """The user cancelled the run (the cancel word or ``/cancel``); the finalizer then reports what was done."""
     remaining_steps: NotRequired[RemainingSteps]
     """Supersteps LangGraph's ``recursion_limit`` still allows this run (managed by LangGraph, not stored)."""
-    ended_alone: NotRequired[Annotated[bool, EphemeralValue(bool, guard=False)]]
-    """Set for one superstep when the only branch running ended its subtask: the router decides at once
-    instead of after an empty tools superstep (see `make_turn_router`)."""
 
 
 class StateUpdate(TypedDict, total=False):
@@ -186,7 +183,6 @@ class StateUpdate(TypedDict, total=False):
     stop_reason: str
     plan_review: PlanReviewStatus
     cancelled: bool
-    ended_alone: bool
     events: list[dict[str, Any]]
 
 
@@ -212,8 +208,6 @@ class SubtaskInput(TypedDict):
     """The current plan, sent to the compressor so it can re-inject it."""
     workspace: NotRequired[dict[str, dict[str, dict]]]
     """Without a store: the keys this subtask holds in the workspace (no text), so new keys never clash."""
-    alone: NotRequired[bool]
-    """The only branch of its superstep: a turn that ends the subtask sets ``ended_alone``."""
     reply: NotRequired[str]
     """A message the user sent to the thread while the subtask's question waited: its answer (the ask node
     then does not pause)."""
@@ -248,10 +242,38 @@ def context_settings(context: Any) -> dict[str, Any]:
     return {}
 
 
+_RESOLVED: contextvars.ContextVar[dict[int, tuple[AgentConfig, AgentConfig]] | None] = contextvars.ContextVar(
+    "replangraph_resolved_settings", default=None
+)
+"""The settings `run_settings` resolved in the node call in progress, by ``id(base)`` (`settings_resolved_once`)."""
+
+
+@contextmanager
+def settings_resolved_once() -> Iterator[None]:
+    """Within it, `run_settings` resolves each base once. A node's call runs under one run config and one
+    context, and its helpers read the settings dozens of times per model turn; `collect_writes` enters
+    this around every node call (a fresh scope each time, so no call sees another's settings)."""
+    token = _RESOLVED.set({})
+    try:
+        yield
+    finally:
+        _RESOLVED.reset(token)
+
+
 def run_settings(base: AgentConfig) -> AgentConfig:
     """The settings of the run in progress: ``base`` (the graph's), overlaid with the run config's
     ``configurable`` keys that name `AgentConfig` fields, then with the fields its ``context`` sets.
     ``base`` outside a run. Invalid values raise ValueError naming them."""
+    resolved = _RESOLVED.get()
+    if resolved is None:
+        return _resolve_settings(base)
+    known = resolved.get(id(base))
+    if known is None or known[0] is not base:
+        known = resolved[id(base)] = (base, _resolve_settings(base))
+    return known[1]
+
+
+def _resolve_settings(base: AgentConfig) -> AgentConfig:
     try:
         configurable = get_config().get("configurable") or {}
     except RuntimeError:  # not inside a run

@@ -68,6 +68,7 @@ from replangraph.state import (
     event,
     held_events,
     merge_workspace,
+    settings_resolved_once,
 )
 
 RUN_KEY = "run_key"
@@ -269,7 +270,8 @@ def collect_writes(node: Callable[..., Any]) -> Callable[..., Any]:
     A context variable carries the workspace to the readers deep in a node's call
     (as LangGraph's own ``get_store`` does) instead of threading it through every
     function; the wrapper keeps the node's signature for LangGraph. Events a node
-    emits directly are held too (`held_events`): a crash sends none of them.
+    emits directly are held too (`held_events`): a crash sends none of them. The run's
+    settings are resolved once per call (`settings_resolved_once`).
     """
 
     def opened(args: tuple) -> contextlib.AbstractContextManager[Workspace]:
@@ -281,14 +283,14 @@ def collect_writes(node: Callable[..., Any]) -> Callable[..., Any]:
 
         @functools.wraps(node)
         async def arun(*args: Any, **kwargs: Any) -> Any:
-            with opened(args) as workspace, held_events():
+            with opened(args) as workspace, held_events(), settings_resolved_once():
                 return await aapply_effects(await node(*args, **kwargs), workspace.store)
 
         return arun
 
     @functools.wraps(node)
     def run(*args: Any, **kwargs: Any) -> Any:
-        with opened(args) as workspace, held_events():
+        with opened(args) as workspace, held_events(), settings_resolved_once():
             return apply_effects(node(*args, **kwargs), workspace.store)
 
     return run

@@ -211,8 +211,6 @@ class Executor(Configured):
         task = payload["task"]
         if task["id"] in (update.get("tasks") or {}):
             update["tasks"][task["id"]]["elapsed_s"] = round(clock.elapsed(), 6)
-        if payload.get("alone") and (update.get("windows") or {}).get(task["id"], []) is None:
-            update["ended_alone"] = True  # nothing to join: the router decides at once
         return update
 
     def turn(self, payload: Mapping[str, Any], clock: StepClock, chain: Callable) -> Steps:

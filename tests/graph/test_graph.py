@@ -78,7 +78,7 @@ def node_runs(graph, **config) -> list[str]:
 
 
 @pytest.mark.parametrize("concurrency", [1, 3])
-def test_a_final_answer_costs_no_empty_tools_superstep_and_parallel_branches_join_once(concurrency):
+def test_model_turns_join_once_in_the_tools_node(concurrency):
     turns = []
 
     def answer_or_look(request):
@@ -94,10 +94,11 @@ def test_a_final_answer_costs_no_empty_tools_superstep_and_parallel_branches_joi
 
     model = make_model(plan_of({"content": "a"}, {"content": "b"}, {"content": "c"}), answer_or_look)
     runs = node_runs(build_graph(model, [look], config=AgentConfig(max_concurrency=concurrency, verify_results=False)))
-    if concurrency == 1:  # a: answer; b: tool call, tools, answer; c: answer
-        assert runs == ["planner", "executor", "executor", "tools", "executor", "executor", "finalize"]
-    else:  # all three at once; only b's tool call needs the tools node, which joins the branches once
-        assert runs == ["planner", "executor", "executor", "executor", "tools", "executor", "finalize"]
+    if concurrency == 1:  # a: answer; b: tool call, its result, answer; c: answer; each turn then the join
+        turn = ["executor", "tools"]
+        assert runs == ["planner", *turn * 4, "finalize"]
+    else:  # all three at once; the tools node joins the branches once, then b's second turn
+        assert runs == ["planner", "executor", "executor", "executor", "tools", "executor", "tools", "finalize"]
     assert sorted(turns) == ["a", "b", "b", "c"]  # nothing ran twice
 
 
@@ -125,7 +126,8 @@ def test_graph_nodes_and_mermaid():
     mermaid = graph.get_graph().draw_mermaid()
     assert "tools -.-> executor" in mermaid
     assert "tools -.-> replanner" in mermaid
-    assert "executor -.-> tools" in mermaid and "executor -.-> finalize" in mermaid
+    assert "executor --> tools" in mermaid  # a plain edge: model turns join in the tools node
+    assert "executor -.-> finalize" not in mermaid
 
 
 def test_state_schema_is_typing_extensions_typeddict():

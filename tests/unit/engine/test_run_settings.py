@@ -170,3 +170,33 @@ def test_no_step_timeout_means_no_limit():
 def test_run_settings_outside_a_run_are_the_graph_s():
     base = AgentConfig(max_steps=9)
     assert run_settings(base) is base
+
+
+def test_a_node_call_resolves_the_settings_once(monkeypatch):
+    import replangraph.state as state_module
+
+    reads, resolutions = [], []
+    real_read, real_resolve = state_module.run_settings, state_module._resolve_settings
+    monkeypatch.setattr(state_module, "run_settings", lambda base: reads.append(1) or real_read(base))
+    monkeypatch.setattr(state_module, "_resolve_settings", lambda base: resolutions.append(1) or real_resolve(base))
+    state = graph().invoke(goal(), context={"max_steps": 40})
+    assert all(t["status"] == "completed" for t in state["tasks"].values())
+    # 6 subtasks, each two model turns, a tool call and a check: the helpers read the settings hundreds of times
+    assert len(reads) > 5 * len(resolutions) > 0
+
+
+def test_parallel_runs_with_different_contexts_keep_their_own_settings():
+    import threading
+
+    app, results = graph(), {}
+
+    def run(name, context):
+        results[name] = app.invoke(goal(), context=context)
+
+    threads = [threading.Thread(target=run, args=args) for args in (("capped", {"max_steps": 3}), ("free", {}))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert model_calls(results["capped"]) == 3
+    assert all(t["status"] == "completed" for t in results["free"]["tasks"].values())
