@@ -55,6 +55,9 @@ PARALLEL_TARGETS = {8: 7, 32: 25}
 """Speedup over max_concurrency 1 that table 3 asks for, by max_concurrency (at `PARALLEL_TASKS` subtasks)."""
 WAYS = ("invoke", "ainvoke")
 """How table 3 runs the graph: ``graph.invoke`` (sync nodes) and ``await graph.ainvoke`` (async nodes)."""
+BARE = "bare"
+"""Table 3's rows for the same supersteps with LangGraph and LangChain alone (`benchmarks.bare_parallel`)."""
+WAY_LABELS = {"invoke": "`invoke`", "ainvoke": "`ainvoke`", BARE: "`invoke`, LangGraph alone"}
 
 Work = Callable[[ScriptedRequest, int], Any]
 """A subtask's reply, given the request and the item index its text names."""
@@ -366,7 +369,12 @@ def parallel_seconds(
     tasks: int, sleep_s: float, concurrency: int, way: str = "invoke", sleeping: str = "tool"
 ) -> float:
     """Wall time of ``tasks`` independent subtasks whose tool (``sleeping="tool"``) or model's answer
-    (``"model"``) takes ``sleep_s``, at ``max_concurrency``."""
+    (``"model"``) takes ``sleep_s``, at ``max_concurrency``; ``way`` `BARE`: the same without replangraph."""
+    if way == BARE:
+        from .bare_parallel import bare_parallel_run  # it builds on this module's model and tool
+
+        slow_model = sleep_s if sleeping == "model" else 0.0
+        return bare_parallel_run(tasks, concurrency, sleeper(sleep_s - slow_model), slow_model)
     if sleeping == "model":
         return parallel_run(tasks, concurrency, sleeper(0.0), way, model_s=sleep_s)
     return parallel_run(tasks, concurrency, sleeper(sleep_s), way)
@@ -377,14 +385,16 @@ def parallel_table(
     runs: int,
     out: TextIO,
     tasks: int = PARALLEL_TASKS,
-    ways: Sequence[str] = WAYS,
+    ways: Sequence[str] = (*WAYS, BARE),
     sleepers: Sequence[str] = ("tool", "model"),
 ) -> dict[str, dict[int, float]]:
-    """Print table 3; median wall seconds by ``"<what sleeps> <way>"`` (`WAYS`) and max_concurrency. Targets
-    (`PARALLEL_TARGETS`) are judged at `PARALLEL_TASKS` subtasks."""
+    """Print table 3; median wall seconds by ``"<what sleeps> <way>"`` (`WAYS`, and `BARE`: the same
+    supersteps with LangGraph alone) and max_concurrency. Targets (`PARALLEL_TARGETS`) are judged at
+    `PARALLEL_TASKS` subtasks, on replangraph's rows."""
     print(
         f"**3. Parallel** ({tasks} independent subtasks; in each, the `work` tool or the model's answer takes "
-        f"{PARALLEL_SLEEP_S} s; nothing in the run config; `invoke`: sync nodes, `ainvoke`: async nodes)\n",
+        f"{PARALLEL_SLEEP_S} s; nothing in the run config; `invoke`: sync nodes, `ainvoke`: async nodes; "
+        "LangGraph alone: the same supersteps without replangraph, `benchmarks/bare_parallel.py`)\n",
         file=out,
     )
     print("| slow | way | max_concurrency | wall s (min / median) | speedup vs 1 (median) | target |", file=out)
@@ -399,8 +409,9 @@ def parallel_table(
                 walls = [parallel_seconds(tasks, PARALLEL_SLEEP_S, k, way, sleeping) for _ in range(runs)]
                 medians[name][k] = statistics.median(walls)
                 speedup = medians[name][concurrencies[0]] / medians[name][k]
-                target = f"≥ {targets[k]}× {mark(speedup >= targets[k])}" if k in targets else ""
-                row = f"| {sleeping} | `{way}` | {k} | {min_median(walls, '.2f')} | {speedup:.1f}× | {target} |"
+                target = f"≥ {targets[k]}× {mark(speedup >= targets[k])}" if k in targets and way != BARE else ""
+                cells = [sleeping, WAY_LABELS[way], k, min_median(walls, ".2f"), f"{speedup:.1f}×", target]
+                row = "| " + " | ".join(map(str, cells)) + " |"
                 print(row, file=out, flush=True)
     print(file=out)
     return medians

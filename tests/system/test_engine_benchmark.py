@@ -12,7 +12,7 @@ import pytest
 from clocks import InFlight, Ticking
 from langchain_core.messages import HumanMessage
 
-from benchmarks import durability_table, engine, splits
+from benchmarks import bare_parallel, durability_table, engine, splits
 from benchmarks.__main__ import BENCHMARKS
 from replangraph.testing import ScriptedRequest
 
@@ -98,12 +98,34 @@ def test_parallel_table_has_a_row_per_slow_part_way_and_concurrency(monkeypatch)
     monkeypatch.setattr(engine, "time", Ticking(1.0))
     out = io.StringIO()
     medians = engine.parallel_table([1, 2], runs=1, out=out, tasks=2)
-    assert set(medians) == {f"{slow} {way}" for slow in ("tool", "model") for way in ("invoke", "ainvoke")}
+    ways = ("invoke", "ainvoke", "bare")
+    assert set(medians) == {f"{slow} {way}" for slow in ("tool", "model") for way in ways}
     assert all(set(m) == {1, 2} for m in medians.values())
     rows = [line.split("|")[1:4] for line in out.getvalue().splitlines() if line.startswith(("| tool", "| model"))]
+    labels = ["`invoke`", "`ainvoke`", "`invoke`, LangGraph alone"]
     assert [[cell.strip() for cell in row] for row in rows] == [
-        [slow, f"`{way}`", k] for slow in ("tool", "model") for way in ("invoke", "ainvoke") for k in ("1", "2")
+        [slow, label, k] for slow in ("tool", "model") for label in labels for k in ("1", "2")
     ]
+
+
+def test_langgraph_alone_takes_replangraph_s_supersteps():
+    """The bare graph of table 3's LangGraph-alone rows runs the same supersteps per subtask as replangraph."""
+
+    def supersteps(graph, given):
+        names = [c["name"] for c in graph.stream(given, stream_mode="tasks") if "input" in c]
+        return [name for name in names if name not in ("planner", "finalize", "start")]
+
+    ours = supersteps(engine.parallel_graph(2, 2, engine.sleeper(0)), {"messages": [("user", "Work on both.")]})
+    bare = supersteps(bare_parallel.bare_parallel_graph(2, 2, engine.sleeper(0)), {})
+    assert ours == ["executor", "executor", "tools", "executor", "executor", "tools", "verifier", "tools"]
+    assert bare == [name.replace("verifier", "verify") for name in ours]
+
+
+def test_langgraph_alone_runs_at_most_its_concurrency_and_checks_every_subtask():
+    for concurrency, parties in ((4, 4), (1, None)):
+        meter = InFlight(barrier_parties=parties)
+        bare_parallel.bare_parallel_run(4, concurrency, meter.wrap(engine.sleeper(0)))
+        assert meter.calls == 4 and meter.peak == concurrency
 
 
 def test_a_slow_model_takes_its_time_over_each_answer(monkeypatch, way):
