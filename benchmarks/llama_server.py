@@ -15,7 +15,9 @@ differ from that command, both at the server, none in replangraph:
   tool calls and results in the turns. A request whose ``tool_choice`` names a tool still gets the server's
   grammar, so structured output (the plan) stays JSON.
 - A filter in front of the server (`request_filter`) passes an assistant message's ``"content": null``
-  (how ChatOpenAI sends a tool-call turn, which the server refuses with HTTP 500) on as ``""``, and gives a
+  (how ChatOpenAI sends a tool-call turn, which the server refuses with HTTP 500) on as ``""``, a system
+  message's list of text parts (how LangChain's ``TodoListMiddleware`` sends its prompt, refused too) as
+  one string, and gives a
   request without ``max_tokens`` 512 (``--default_max_tokens``): the server's default is the whole window,
   and a small model that repeats itself would write until it is full.
 """
@@ -128,13 +130,25 @@ DEFAULT_MAX_TOKENS = 512
 
 
 def fixed_request(body: dict[str, Any], max_tokens: int = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
-    """``body`` with each assistant message's ``content: null`` sent as ``""`` (the server refuses null with
-    HTTP 500), and ``max_tokens`` when it has none."""
+    """``body`` with each assistant message's ``content: null`` sent as ``""`` and each system message's list
+    of text parts as one string (the server refuses both with HTTP 500, though OpenAI's API allows them), and
+    ``max_tokens`` when it has none."""
     messages = body.get("messages")
     if isinstance(messages, list):
-        null = [isinstance(m, dict) and m.get("role") == "assistant" and m.get("content") is None for m in messages]
-        body = {**body, "messages": [{**m, "content": ""} if n else m for m, n in zip(messages, null, strict=True)]}
+        body = {**body, "messages": [fixed_message(m) for m in messages]}
     return body if body.get("max_tokens") else {**body, "max_tokens": max_tokens}
+
+
+def fixed_message(message: Any) -> Any:
+    """One message as the server takes it (`fixed_request`)."""
+    if not isinstance(message, dict):
+        return message
+    content = message.get("content")
+    if message.get("role") == "assistant" and content is None:
+        return {**message, "content": ""}
+    if message.get("role") == "system" and isinstance(content, list):  # LangChain's TodoListMiddleware sends one
+        return {**message, "content": "".join(p.get("text", "") for p in content if isinstance(p, dict))}
+    return message
 
 
 ASGIApp = Callable[[MutableMapping[str, Any], Callable[[], Awaitable[dict]], Callable[[dict], Awaitable[None]]], Any]

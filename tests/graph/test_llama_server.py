@@ -75,6 +75,14 @@ def test_fixed_request_sends_null_content_as_text_and_bounds_the_reply():
     assert body["messages"][2]["content"] is None  # the request itself is left as it was
 
 
+def test_fixed_request_joins_a_system_message_s_text_parts():
+    """LangChain's TodoListMiddleware sends the system prompt as a list of text parts; the server wants a string."""
+    parts = [{"type": "text", "text": "You help. "}, {"type": "text", "text": "## `write_todos`"}]
+    fixed = fixed_request({"messages": [{"role": "system", "content": parts}, *CONVERSATION[1:]]})
+    assert fixed["messages"][0] == {"role": "system", "content": "You help. ## `write_todos`"}
+    assert fixed["messages"][1:2] == CONVERSATION[1:2]  # a user's content blocks stay: the server takes those
+
+
 def test_the_filter_passes_the_fixed_body_on():
     seen: dict = {}
 
