@@ -11,6 +11,9 @@ BENCHMARKS = {
     "teams": "benchmarks.team_table",
     "faults": "benchmarks.faults",
     "splits": "benchmarks.splits",
+    "compare": "benchmarks.compare",
+    "textcraft": "benchmarks.compare:textcraft_main",
+    "wide": "benchmarks.compare:wide_main",
 }
 
 
@@ -18,8 +21,9 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] not in BENCHMARKS:
         print(f"usage: python -m benchmarks {{{','.join(BENCHMARKS)}}} [options]", file=sys.stderr)
         return 2
-    module = __import__(BENCHMARKS[argv[0]], fromlist=["main"])
-    return module.main(argv[1:])
+    module_name, _, function = BENCHMARKS[argv[0]].partition(":")
+    module = __import__(module_name, fromlist=["main"])
+    return getattr(module, function or "main")(argv[1:])
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import json
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
@@ -143,6 +143,8 @@ class Outcome:
     """``(graph node, prompt tokens)`` of every answered model call, in order."""
     prefix: Prefix = field(default_factory=Prefix)
     """The prefix every worker request shares."""
+    answer: str = ""
+    """The run's final answer ("" when it crashed)."""
 
 
 def measure(world: World, invoke: Callable[[Meter], str]) -> Outcome:
@@ -166,6 +168,7 @@ def measure(world: World, invoke: Callable[[Meter], str]) -> Outcome:
         error=error,
         requests=list(meter.prompts),
         prefix=meter.prefix,
+        answer=answer,
     )
 
 
@@ -194,25 +197,68 @@ def react_agent(model: BaseChatModel, world: World) -> Outcome:
         agent = create_react_agent(model, world.tools)
 
     def invoke(meter: Meter) -> str:
-        state = agent.invoke({"messages": [("user", world.goal)]}, {"callbacks": [meter], "recursion_limit": 100_000})
-        last = state["messages"][-1]
-        return str(last.text) if isinstance(last, AIMessage) else ""
+        return last_text(
+            agent.invoke({"messages": [("user", world.goal)]}, {"callbacks": [meter], "recursion_limit": 100_000})
+        )
 
     return measure(world, invoke)
 
 
-def deepagents_agent(model: BaseChatModel, world: World) -> Outcome:
-    """deepagents' ``create_deep_agent`` (todo list, file system, summarization) with the world's tools."""
-    from deepagents import create_deep_agent
+def last_text(state: Mapping[str, Any]) -> str:
+    """The text of a ReAct run's last message when the model wrote it, else ""."""
+    last = state["messages"][-1] if state.get("messages") else None
+    return str(last.text) if isinstance(last, AIMessage) else ""
 
-    agent = create_deep_agent(model=model, tools=world.tools)
 
-    def invoke(meter: Meter) -> str:
-        state = agent.invoke({"messages": [("user", world.goal)]}, {"callbacks": [meter], "recursion_limit": 100_000})
-        last = state["messages"][-1]
-        return str(last.text) if isinstance(last, AIMessage) else ""
+def langchain_agent(todo_list: bool, budget: int | None = None) -> Callable[[BaseChatModel, World], Outcome]:
+    """langchain's ``create_agent`` (a plain ReAct loop), with ``TodoListMiddleware`` (the ``write_todos`` tool and
+    its prompt) when ``todo_list``; at most ``budget`` model calls (``ModelCallLimitMiddleware``, the run then ends
+    with what it has), else as many as it wants."""
 
-    return measure(world, invoke)
+    def run(model: BaseChatModel, world: World) -> Outcome:
+        from langchain.agents import create_agent
+        from langchain.agents.middleware import ModelCallLimitMiddleware, TodoListMiddleware
+
+        middleware: list[Any] = [TodoListMiddleware()] if todo_list else []
+        if budget is not None:
+            middleware.append(ModelCallLimitMiddleware(run_limit=budget, exit_behavior="end"))
+        agent = create_agent(model, world.tools, middleware=middleware)
+
+        def invoke(meter: Meter) -> str:
+            limit = 100_000 if budget is None else 3 * budget + 10  # the call limit ends the run first
+            return last_text(
+                agent.invoke({"messages": [("user", world.goal)]}, {"callbacks": [meter], "recursion_limit": limit})
+            )
+
+        return measure(world, invoke)
+
+    return run
+
+
+def deep_agent(budget: int | None = None) -> Callable[[BaseChatModel, World], Outcome]:
+    """deepagents' ``create_deep_agent`` (todo list, file system, summarization) with the world's tools; at most
+    ``budget`` model calls (``ModelCallLimitMiddleware``), else as many as it wants."""
+
+    def run(model: BaseChatModel, world: World) -> Outcome:
+        from deepagents import create_deep_agent
+        from langchain.agents.middleware import ModelCallLimitMiddleware
+
+        limits = [] if budget is None else [ModelCallLimitMiddleware(run_limit=budget, exit_behavior="end")]
+        agent = create_deep_agent(model=model, tools=world.tools, middleware=limits)
+
+        def invoke(meter: Meter) -> str:
+            limit = 100_000 if budget is None else 3 * budget + 10
+            return last_text(
+                agent.invoke({"messages": [("user", world.goal)]}, {"callbacks": [meter], "recursion_limit": limit})
+            )
+
+        return measure(world, invoke)
+
+    return run
+
+
+deepagents_agent = deep_agent()
+"""deepagents with as many model calls as it wants (the persona table's column)."""
 
 
 def deepagents_available() -> bool:
@@ -243,8 +289,7 @@ def summarization_agent(
             state = agent.invoke(
                 {"messages": [("user", world.goal)]}, {"callbacks": [meter], "recursion_limit": 100_000}
             )
-            last = state["messages"][-1]
-            return str(last.text) if isinstance(last, AIMessage) else ""
+            return last_text(state)
 
         return measure(world, invoke)
 

@@ -303,19 +303,18 @@ def benchmarks_root(cwd: Path | None = None) -> Path | None:
 
 
 def run_bench(args: argparse.Namespace, out: TextIO) -> int:
-    """``python -m benchmarks ARGS`` from the checkout, its output passed through; its exit code."""
+    """``python -m benchmarks ARGS`` from the checkout (no benchmark named: ``compare``), its output passed
+    through; its exit code."""
     root = benchmarks_root()
     if root is None:
         raise UsageError(
             "replangraph bench runs the benchmarks of a source checkout, which this installation has not: run it "
             "inside a clone of the replangraph repository (the folder holding benchmarks/ and pyproject.toml)."
         )
-    if not args.args:
-        raise UsageError(
-            "replangraph bench needs a benchmark: personas, context or engine, e.g. replangraph bench engine --quick."
-        )
+    given = args.args[1:] if args.args[:1] == ["--"] else args.args
+    named = given and not given[0].startswith("-")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p)}
-    command = [sys.executable, "-m", "benchmarks", *args.args]
+    command = [sys.executable, "-m", "benchmarks", *([] if named else ["compare"]), *given]
     if out is sys.stdout:
         return subprocess.call(command, env=env)
     with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True) as child:
@@ -344,6 +343,8 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
 
 def run_command(argv: list[str], out: TextIO) -> int:
     """Read ``argv`` and run its command; what goes wrong ends it with a sentence on stderr and an exit code."""
+    if argv[:1] == ["bench"] and argv[1:2] and argv[1].startswith("-") and argv[1] not in ("-h", "--help"):
+        argv = ["bench", "--", *argv[1:]]  # the comparison's flags: argparse takes none before a REMAINDER
     try:
         args = make_parser().parse_args(argv)
     except ArgumentsRefused as refused:  # usage and message are on stderr; --json promises an error object

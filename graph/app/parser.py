@@ -283,16 +283,20 @@ def make_parser() -> Parser:
     bench = sub.add_parser(
         "bench",
         formatter_class=ParagraphFormatter,
-        help="run a benchmark of a source checkout: python -m benchmarks NAME [options]",
+        help="compare agents on any endpoint, or run a benchmark of a source checkout: python -m benchmarks NAME",
         description="Run `python -m benchmarks NAME [options]` from the replangraph source checkout (the "
         "current folder, else the one the package was installed from in editable mode), passing the arguments "
-        "through. Benchmarks: personas, context, engine, teams; `replangraph bench NAME --help` lists a benchmark's "
-        "options, and --quick runs context and engine in seconds.",
+        "through. Without NAME it runs the comparison (`compare`): replangraph beside ReAct, ReAct with a todo "
+        "list and deepagents (when installed) on TextCraft and a wide list-collection world, e.g. replangraph "
+        "bench --base-url http://127.0.0.1:8080/v1 --model NAME; it prints one table per world and writes a "
+        "JSON result file (bench-results/). Benchmarks: compare, textcraft, wide, personas, context, engine, "
+        "teams, faults, splits; `replangraph bench NAME --help` lists a benchmark's options, and --quick runs "
+        "most in seconds.",
     )
     bench.add_argument(
         "args",
         nargs=argparse.REMAINDER,
-        metavar="NAME [options]",
-        help="the benchmark (personas, context, engine or teams) and its options, passed to python -m benchmarks",
+        metavar="[NAME] [options]",
+        help="the benchmark and its options, passed to python -m benchmarks (no NAME: compare)",
     )
     return parser

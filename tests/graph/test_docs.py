@@ -191,16 +191,19 @@ def check_cli_parses(command: str) -> None:
 
 
 def check_bench_flags(command: str) -> None:
-    """A benchmark: it exists, and its --help lists every flag the command passes (it is not run)."""
+    """A benchmark: it exists, and its --help lists every flag the command passes (it is not run);
+    ``replangraph bench --flag ...`` names none: the comparison."""
     from benchmarks.__main__ import BENCHMARKS
 
     words = shlex.split(command)
-    name, flags = words[3] if words[0] == "python" else words[2], [w for w in words if w.startswith("--")]
+    named = words[3] if words[0] == "python" else words[2]
+    name, flags = "compare" if named.startswith("-") else named, [w for w in words if w.startswith("--")]
     assert name in BENCHMARKS, f"no benchmark {name!r}"
-    module = __import__(BENCHMARKS[name], fromlist=["main"])
+    module_name, _, function = BENCHMARKS[name].partition(":")
+    main = getattr(__import__(module_name, fromlist=["main"]), function or "main")
     out = io.StringIO()
     with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
-        module.main(["--help"])
+        main(["--help"])
     for flag in flags:
         assert flag in out.getvalue(), f"{name} has no {flag}"
 
@@ -251,7 +254,7 @@ SHELL_CHECKS: list[tuple[str, Callable[[str], None]]] = [
     (r"replangraph graph", run_cli("replangraph graph", "graph TD;")),
     (r"replangraph (--help|run --help)", run_cli("replangraph --help", "usage: replangraph")),
     (r"replangraph (run|resume|output) .+", check_cli_parses),
-    (r"(replangraph bench|python -m benchmarks) \w+( .*)?", check_bench_flags),
+    (r"(replangraph bench|python -m benchmarks) (\w+|--[\w-]+)( .*)?", check_bench_flags),
     (r"export REPLANGRAPH_\w+=\S+", check_env_read),
     (r"LANGGRAPH_CLI_NO_ANALYTICS=1 langgraph dev( --[\w-]+)*", check_langgraph_dev),
     (r"jupyter lab notebooks/", check_jupyter),

@@ -277,12 +277,14 @@ def test_bench_runs_the_checkouts_benchmarks_with_their_arguments(monkeypatch, t
     assert cli.main(["bench", "engine", "--help"], out=out) == 0
     assert "usage: python -m benchmarks engine" in out.getvalue() and "--quick" in out.getvalue()
     assert cli.main(["bench", "nope"], out=io.StringIO()) == 2
-    assert "usage: python -m benchmarks {personas,context,engine,teams,faults,splits}" in capfd.readouterr().err
+    known = "personas,context,engine,teams,faults,splits,compare,textcraft,wide"
+    assert f"usage: python -m benchmarks {{{known}}}" in capfd.readouterr().err
 
-    assert cli.main(["bench"], out=io.StringIO()) == 2
-    assert capfd.readouterr().err == (
-        "replangraph bench needs a benchmark: personas, context or engine, e.g. replangraph bench engine --quick.\n"
-    )
+    compare, result = io.StringIO(), tmp_path / "result.json"  # no benchmark named: the comparison, flags given
+    flags = ["--quick", "--worlds", "wide", "--personas", "lazy", "--agents", "replangraph", "react-todo"]
+    assert cli.main(["bench", *flags, "--json", str(result)], out=compare) == 0
+    assert "| replangraph | lazy | **100%**" in compare.getvalue() and "| react-todo | lazy |" in compare.getvalue()
+    assert json.loads(result.read_text())["endpoint"] == {"scripted": True, "personas": ["lazy"]}
 
     monkeypatch.setattr(cli, "benchmarks_root", lambda: None)  # an installed package, not a checkout
     assert cli.main(["bench", "engine"], out=io.StringIO()) == 2

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+from replangraph import AgentConfig
+
 pytestmark = pytest.mark.system  # a llama-cpp-python server with a real model, and the CLI as a process
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -212,3 +214,31 @@ def test_the_server_takes_a_turn_that_only_calls_a_tool_and_its_result(llama_ser
     )
     assert isinstance(reply, AIMessage)
     assert log.chat_statuses(since) == ["200"]
+
+
+def test_bench_compares_the_agents_on_the_real_model_and_writes_its_result(llama_server, tmp_path):
+    """``replangraph bench --base-url``: every agent runs the wide world's goal on the real model, within the
+    budget, and the result file names the endpoint and holds every run (TextCraft too takes 3.5 min in all;
+    docs/benchmarks.md has that run's rows)."""
+    base_url, log = llama_server
+    since = len(log.lines)
+    result = tmp_path / "result.json"
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "REPLANGRAPH_MODEL")}
+    command = [sys.executable, "-m", "replangraph.app.cli", "bench", "--base-url", base_url, "--model", MODEL_NAME]
+    command += ["--worlds", "wide", "--quick", "--seeds", "1", "--budget", "6"]
+    command += ["--agents", "replangraph", "react", "react-todo"]
+    command += ["--context-window", str(N_CTX), "--reserved-output", str(MAX_TOKENS), "--json", str(result)]
+    started = time.monotonic()
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    for agent in ("replangraph", "react", "react-todo"):
+        assert f"| {agent} | model: {MODEL_NAME} |" in done.stdout, done.stdout
+    document = json.loads(result.read_text())
+    assert document["endpoint"] == {"base_url": base_url, "model": MODEL_NAME}
+    runs = document["runs"]
+    assert {(r["world"], r["agent"]) for r in runs} == {("wide", a) for a in ("replangraph", "react", "react-todo")}
+    planning = AgentConfig().planner_retries  # replangraph: a plan written badly is asked for again
+    assert all(0 < r["calls"] <= 6 + planning * (r["agent"] == "replangraph") for r in runs if not r["error"]), runs
+    statuses = log.chat_statuses(since, at_least=len(runs))
+    assert statuses and set(statuses) == {"200"}, f"requests the server refused: {statuses}\n{log.tail()}"
+    print(f"{time.monotonic() - started:.0f} s\n{done.stdout}")
