@@ -60,13 +60,14 @@ def waiting_answer(window: list[AnyMessage]) -> bool:
     return isinstance(window[-1], AIMessage) and not window[-1].tool_calls
 
 
-def bare_parallel_graph(tasks: int, concurrency: int, work: Callable[[int], str], model_s: float = 0.0) -> Any:
+def bare_parallel_graph(
+    tasks: int, concurrency: int, work: Callable[[int], str], pool: ThreadPoolExecutor, model_s: float = 0.0
+) -> Any:
     """``tasks`` independent subtasks, at most ``concurrency`` at once, each calling ``work`` once; the model
-    takes ``model_s`` over each answer (`SlowProvider`)."""
+    takes ``model_s`` over each answer (`SlowProvider`); the tool calls and checks run in ``pool``."""
     model = SlowProvider(respond=respond, latency_s=model_s) if model_s else ScriptedChatModel(respond=respond)
     work_tool = tool(work)
     agent, judge = model.bind_tools([work_tool]), model.with_structured_output(Verdict)
-    pool = ThreadPoolExecutor(concurrency)
 
     def start(state: BareState) -> dict:
         return {"status": {str(i): "pending" for i in range(1, tasks + 1)}}
@@ -108,16 +109,18 @@ def bare_parallel_graph(tasks: int, concurrency: int, work: Callable[[int], str]
     builder.add_edge("executor", "tools")
     builder.add_conditional_edges("tools", route, ["executor", "verify", END])
     builder.add_edge("verify", "tools")
-    return builder.compile().with_config(max_concurrency=concurrency + 1, recursion_limit=20 * tasks + 10)
+    # At most ``concurrency`` branches run in a superstep, as in replangraph's run.
+    return builder.compile().with_config(max_concurrency=concurrency, recursion_limit=20 * tasks + 10)
 
 
 def bare_parallel_run(tasks: int, concurrency: int, work: Callable[[int], str], model_s: float = 0.0) -> float:
     """The run's wall time under ``invoke`` (the graph built beforehand); RuntimeError unless every subtask
     was checked."""
-    graph = bare_parallel_graph(tasks, concurrency, work, model_s)
-    started = time.perf_counter()
-    state = graph.invoke({})
-    wall = time.perf_counter() - started
+    with ThreadPoolExecutor(concurrency) as pool:
+        graph = bare_parallel_graph(tasks, concurrency, work, pool, model_s)
+        started = time.perf_counter()
+        state = graph.invoke({})
+        wall = time.perf_counter() - started
     done = sum(status == "done" for status in state["status"].values())
     if done != tasks:
         raise RuntimeError(f"only {done}/{tasks} subtasks were checked at concurrency {concurrency}")

@@ -23,6 +23,7 @@ import json
 import os
 import statistics
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -30,7 +31,9 @@ from typing import Any, TextIO
 
 from langchain_core.language_models import BaseChatModel
 
-from .harness import Outcome, deep_agent, deepagents_available, langchain_agent, replangraph_agent
+from replangraph.app.parser import positive_int
+
+from .harness import Outcome, create_agent_baseline, deepagents_available, deepagents_baseline, replangraph_agent
 from .persona_table import SCRIPTED_RETRY, machine
 from .personas import Persona
 
@@ -48,7 +51,9 @@ class WorldSpec:
     make: Callable[[int, bool], Any]
     """``(seed, quick) -> world``."""
     persona: Callable[[str, Any], Persona]
-    seeds: tuple[int, ...]
+    seeds: range
+    """Every goal of the world, by seed; a run takes the first ``goals`` (or ``--seeds N``) of them."""
+    goals: int
     quick_seeds: tuple[int, ...]
     budget: int
     """Model calls one agent may make on one goal."""
@@ -59,13 +64,14 @@ class WorldSpec:
 
 
 def textcraft_spec() -> WorldSpec:
-    from .textcraft_world import QUICK_SEEDS, TextCraftWorld, textcraft_available, textcraft_persona
+    from .textcraft_world import QUICK_SEEDS, SEEDS, TextCraftWorld, textcraft_available, textcraft_persona
 
     return WorldSpec(
         name="textcraft",
         make=lambda seed, quick: TextCraftWorld(seed),
         persona=textcraft_persona,
-        seeds=tuple(range(2, 22)),
+        seeds=range(SEEDS),
+        goals=20,
         quick_seeds=QUICK_SEEDS[:2],
         budget=80,
         scored_by="success",
@@ -75,13 +81,14 @@ def textcraft_spec() -> WorldSpec:
 
 
 def wide_spec() -> WorldSpec:
-    from .wide_world import QUICK_SEEDS, SEEDS, WideWorld, wide_persona
+    from .wide_world import QUICK_SEEDS, WideWorld, wide_persona
 
     return WorldSpec(
         name="wide",
         make=lambda seed, quick: WideWorld(seed, regions=2, per_region=25) if quick else WideWorld(seed),
         persona=wide_persona,
-        seeds=SEEDS,
+        seeds=range(1, 10_000),
+        goals=5,
         quick_seeds=QUICK_SEEDS[:1],
         budget=120,
         scored_by="recall",
@@ -100,9 +107,9 @@ def agent(name: str, budget: int, **limits: Any) -> Callable[[BaseChatModel, Any
     if name == "replangraph":
         return replangraph_agent(verify=True, max_steps=max(budget - 2, 1), **limits)
     if name in ("react", "react-todo"):
-        return langchain_agent(todo_list=name == "react-todo", budget=budget)
+        return create_agent_baseline(todo_list=name == "react-todo", budget=budget)
     if name == "deepagents":
-        return deep_agent(budget)
+        return deepagents_baseline(budget)
     raise ValueError(f"unknown agent {name!r}; known: {', '.join(AGENT_NAMES)}")
 
 
@@ -208,18 +215,45 @@ def scripted_models(spec: WorldSpec, persona_name: str) -> Models:
     return model_for
 
 
-def endpoint_models(base_url: str, model: str) -> Models:
+def endpoint_models(base_url: str, model: str, temperature: float | None = 0.0) -> Models:
     """ChatOpenAI at ``base_url`` for every agent (replangraph's without client retries: its own policy
-    retries); the key from $OPENAI_API_KEY, never stored."""
+    retries; the others with ChatOpenAI's default two), and a count of the HTTP requests it sends, its
+    client's retries included, as a persona counts what it is asked. The key comes from $OPENAI_API_KEY
+    and is never stored."""
     from langchain_openai import ChatOpenAI
+    from openai import DefaultAsyncHttpxClient, DefaultHttpxClient
 
     key = os.environ.get("OPENAI_API_KEY") or "not-needed"
 
     def model_for(world: Any, agent_name: str):
-        retries = 0 if agent_name == "replangraph" else 2
-        return ChatOpenAI(model=model, base_url=base_url, api_key=key, max_retries=retries, temperature=0), None
+        sent = Requests()
+        chat = ChatOpenAI(
+            model=model,
+            base_url=base_url,
+            api_key=key,
+            max_retries=0 if agent_name == "replangraph" else 2,
+            temperature=temperature,
+            http_client=DefaultHttpxClient(event_hooks={"request": [sent.add]}),
+            http_async_client=DefaultAsyncHttpxClient(event_hooks={"request": [sent.aadd]}),
+        )
+        return chat, lambda: sent.count
 
     return model_for
+
+
+class Requests:
+    """Counts the HTTP requests a client sends (an httpx event hook; parallel subtasks send them at once)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.lock = threading.Lock()
+
+    def add(self, request: Any) -> None:
+        with self.lock:
+            self.count += 1
+
+    async def aadd(self, request: Any) -> None:
+        self.add(request)
 
 
 def versions() -> dict[str, str]:
@@ -233,18 +267,26 @@ def versions() -> dict[str, str]:
     return found
 
 
+def temperature(text: str) -> float | None:
+    """A sampling temperature, or ``none``: send none (some reasoning models refuse one)."""
+    return None if text.lower() == "none" else float(text)
+
+
 def parse(argv: Sequence[str] | None, prog: str = "python -m benchmarks compare") -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("--worlds", nargs="+", default=list(WORLDS), choices=list(WORLDS))
     parser.add_argument("--agents", nargs="+", default=None, choices=AGENT_NAMES, help="default: all installed")
     parser.add_argument("--personas", nargs="+", default=list(PERSONAS), choices=PERSONAS, help="scripted runs")
-    parser.add_argument("--seeds", type=int, default=None, help="goals per world (default: the world's list)")
+    parser.add_argument("--seeds", type=positive_int, help="goals per world (default: TextCraft 20, wide 5)")
     parser.add_argument("--quick", action="store_true", help="a few small goals per world (CI)")
     parser.add_argument("--base-url", help="an OpenAI-compatible endpoint: its model instead of the personas")
     parser.add_argument("--model", default="gpt-4o-mini", help="the model's name at --base-url")
+    parser.add_argument(
+        "--temperature", type=temperature, default=0.0, help="the model's temperature (default 0; none: send none)"
+    )
     parser.add_argument("--context-window", type=int, help="replangraph's context_window (the server's window)")
     parser.add_argument("--reserved-output", type=int, help="replangraph's reserved_output (the longest reply)")
-    parser.add_argument("--budget", type=int, help="model calls per goal for every agent (default: the world's)")
+    parser.add_argument("--budget", type=positive_int, help="model calls per goal for every agent (default: 80, 120)")
     parser.add_argument("--json", help=f"the result file (default: {RESULTS_DIR}/compare-<time>.json)")
     return parser.parse_args(argv)
 
@@ -269,18 +311,20 @@ def main(
     print(f"Machine: {machine()}\n", file=out)
     runs: list[Run] = []
     for spec in specs:
-        seeds = spec.quick_seeds if args.quick else spec.seeds
-        seeds = seeds[: args.seeds] if args.seeds else seeds
+        seeds, budget = seeds_of(spec, args.quick, args.seeds), args.budget or spec.budget
         behaviours = [f"model: {args.model}"] if args.base_url else list(args.personas)
-        print(world_heading(spec, seeds, args.budget or spec.budget), file=out)
+        print(world_heading(spec, seeds, budget), file=out)
         print(f"| agent | persona or model | {SCORE_TITLES[spec.scored_by]} | {COLUMNS} |", file=out)
         print("|---|---|---|---|---|---|", file=out)
         for behaviour in behaviours:
-            models = endpoint_models(args.base_url, args.model) if args.base_url else scripted_models(spec, behaviour)
+            models = (
+                endpoint_models(args.base_url, args.model, args.temperature)
+                if args.base_url
+                else scripted_models(spec, behaviour)
+            )
             for agent_name in agents:
                 row = Row(agent_name, behaviour)
                 for seed in seeds:
-                    budget = args.budget or spec.budget
                     row.runs.append(run_one(spec, seed, args.quick, agent_name, behaviour, models, budget, limits))
                 runs.extend(row.runs)
                 print("| " + " | ".join(row.cells(spec.scored_by)) + " |", file=out, flush=True)
@@ -298,8 +342,20 @@ SCORE_TITLES = {
 }
 
 
+def seeds_of(spec: WorldSpec, quick: bool, count: int | None) -> Sequence[int]:
+    """The goals of a run: the quick ones, or the first ``count`` of the world's (default: its ``goals``)."""
+    if quick:
+        return spec.quick_seeds[:count]
+    return spec.seeds[: count or spec.goals]
+
+
 def world_heading(spec: WorldSpec, seeds: Sequence[int], budget: int) -> str:
-    what = "the goal item crafted" if spec.scored_by == "success" else "entity recall and precision"
+    what = (
+        "the goal item crafted"
+        if spec.scored_by == "success"
+        else "recall, the mean over the goals (found / wanted summed), and precision, the mean over the goals "
+        "whose answer names an entity"
+    )
     return (
         f"**{spec.name}** ({len(seeds)} goal(s): seeds {', '.join(map(str, seeds))}; budget {budget} model "
         f"calls per goal; scored by {what})\n"
@@ -331,7 +387,11 @@ def world_main(world: str) -> Callable[[Sequence[str] | None], int]:
     """``python -m benchmarks WORLD [options]``: the comparison on that world alone."""
 
     def run(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
-        return main(["--worlds", world, *(argv or [])], out, prog=f"python -m benchmarks {world}")
+        argv = list(argv or [])
+        if "--worlds" in argv:
+            print(f"python -m benchmarks {world} runs {world} alone: use compare --worlds ...", file=sys.stderr)
+            return 2
+        return main(["--worlds", world, *argv], out, prog=f"python -m benchmarks {world}")
 
     return run
 

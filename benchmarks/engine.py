@@ -373,8 +373,9 @@ def parallel_seconds(
     if way == BARE:
         from .bare_parallel import bare_parallel_run  # it builds on this module's model and tool
 
-        slow_model = sleep_s if sleeping == "model" else 0.0
-        return bare_parallel_run(tasks, concurrency, sleeper(sleep_s - slow_model), slow_model)
+        if sleeping == "model":
+            return bare_parallel_run(tasks, concurrency, sleeper(0.0), model_s=sleep_s)
+        return bare_parallel_run(tasks, concurrency, sleeper(sleep_s))
     if sleeping == "model":
         return parallel_run(tasks, concurrency, sleeper(0.0), way, model_s=sleep_s)
     return parallel_run(tasks, concurrency, sleeper(sleep_s), way)

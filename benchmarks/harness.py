@@ -195,6 +195,25 @@ def react_agent(model: BaseChatModel, world: World) -> Outcome:
         # langchain.agents.create_agent is its successor; this one needs no package beyond langgraph.
         warnings.simplefilter("ignore", DeprecationWarning)
         agent = create_react_agent(model, world.tools)
+    return agent_run(agent, world)
+
+
+LIMIT_NOTICE = "Model call limits exceeded:"
+"""How the message ``ModelCallLimitMiddleware`` ends a run with begins (it is not the model's)."""
+
+
+def last_text(state: Mapping[str, Any]) -> str:
+    """What a ReAct run's model wrote last: the text of its last message, or, when the call budget ended the
+    run, of the last one before the middleware's notice (often a turn that called tools, so "")."""
+    for message in reversed(state.get("messages") or []):
+        if isinstance(message, AIMessage) and not str(message.text).startswith(LIMIT_NOTICE):
+            return str(message.text)
+    return ""
+
+
+def agent_run(agent: Any, world: World) -> Outcome:
+    """``agent`` (a compiled ReAct-style graph) on ``world``'s goal, measured and scored. The recursion limit is
+    out of the way: a budget ends the run through its middleware (one model call is about five supersteps)."""
 
     def invoke(meter: Meter) -> str:
         return last_text(
@@ -204,60 +223,40 @@ def react_agent(model: BaseChatModel, world: World) -> Outcome:
     return measure(world, invoke)
 
 
-def last_text(state: Mapping[str, Any]) -> str:
-    """The text of a ReAct run's last message when the model wrote it, else ""."""
-    last = state["messages"][-1] if state.get("messages") else None
-    return str(last.text) if isinstance(last, AIMessage) else ""
+def call_limit(budget: int | None) -> list[Any]:
+    """``ModelCallLimitMiddleware`` for ``budget`` model calls (the run then ends with what it has), or none."""
+    from langchain.agents.middleware import ModelCallLimitMiddleware
+
+    return [] if budget is None else [ModelCallLimitMiddleware(run_limit=budget, exit_behavior="end")]
 
 
-def langchain_agent(todo_list: bool, budget: int | None = None) -> Callable[[BaseChatModel, World], Outcome]:
+def create_agent_baseline(todo_list: bool, budget: int | None = None) -> Callable[[BaseChatModel, World], Outcome]:
     """langchain's ``create_agent`` (a plain ReAct loop), with ``TodoListMiddleware`` (the ``write_todos`` tool and
-    its prompt) when ``todo_list``; at most ``budget`` model calls (``ModelCallLimitMiddleware``, the run then ends
-    with what it has), else as many as it wants."""
+    its prompt) when ``todo_list``; at most ``budget`` model calls, else as many as it wants."""
 
     def run(model: BaseChatModel, world: World) -> Outcome:
         from langchain.agents import create_agent
-        from langchain.agents.middleware import ModelCallLimitMiddleware, TodoListMiddleware
+        from langchain.agents.middleware import TodoListMiddleware
 
-        middleware: list[Any] = [TodoListMiddleware()] if todo_list else []
-        if budget is not None:
-            middleware.append(ModelCallLimitMiddleware(run_limit=budget, exit_behavior="end"))
-        agent = create_agent(model, world.tools, middleware=middleware)
-
-        def invoke(meter: Meter) -> str:
-            limit = 100_000 if budget is None else 3 * budget + 10  # the call limit ends the run first
-            return last_text(
-                agent.invoke({"messages": [("user", world.goal)]}, {"callbacks": [meter], "recursion_limit": limit})
-            )
-
-        return measure(world, invoke)
+        todos = [TodoListMiddleware()] if todo_list else []
+        return agent_run(create_agent(model, world.tools, middleware=[*todos, *call_limit(budget)]), world)
 
     return run
 
 
-def deep_agent(budget: int | None = None) -> Callable[[BaseChatModel, World], Outcome]:
-    """deepagents' ``create_deep_agent`` (todo list, file system, summarization) with the world's tools; at most
-    ``budget`` model calls (``ModelCallLimitMiddleware``), else as many as it wants."""
+def deepagents_baseline(budget: int | None = None) -> Callable[[BaseChatModel, World], Outcome]:
+    """deepagents' ``create_deep_agent`` (todo list, file system, subagents, summarization) with the world's tools;
+    at most ``budget`` model calls of the main agent (a subagent's calls are its own), else as many as it wants."""
 
     def run(model: BaseChatModel, world: World) -> Outcome:
         from deepagents import create_deep_agent
-        from langchain.agents.middleware import ModelCallLimitMiddleware
 
-        limits = [] if budget is None else [ModelCallLimitMiddleware(run_limit=budget, exit_behavior="end")]
-        agent = create_deep_agent(model=model, tools=world.tools, middleware=limits)
-
-        def invoke(meter: Meter) -> str:
-            limit = 100_000 if budget is None else 3 * budget + 10
-            return last_text(
-                agent.invoke({"messages": [("user", world.goal)]}, {"callbacks": [meter], "recursion_limit": limit})
-            )
-
-        return measure(world, invoke)
+        return agent_run(create_deep_agent(model=model, tools=world.tools, middleware=call_limit(budget)), world)
 
     return run
 
 
-deepagents_agent = deep_agent()
+deepagents_agent = deepagents_baseline()
 """deepagents with as many model calls as it wants (the persona table's column)."""
 
 

@@ -77,6 +77,18 @@ def subtask(request: ScriptedRequest) -> tuple[str, str]:
     return (found.group(1), found.group(2)) if found else ("", "")
 
 
+def checked(request: ScriptedRequest) -> tuple[str, str]:
+    """``(the subtask's instructions, its result)`` of a completion-check request."""
+    instruction, _, result = request.prompt.partition("\nResult:")
+    task = re.search(r"^Subtask \([^)]*\): (.*)$", instruction, flags=re.MULTILINE)
+    return (task.group(1) if task else ""), result
+
+
+def verdict_call(reason: str, remaining: list[str] | None = None) -> dict:
+    """The check's Verdict call: complete unless ``remaining`` names missing work."""
+    return tool_call(VERDICT, {"complete": not remaining, "remaining_tasks": remaining or [], "reason": reason})
+
+
 def batch_size(request: ScriptedRequest, default: int) -> int:
     """The batch size the request's instructions give ("... at most 20 ..."), else ``default``."""
     found = re.search(r"at most (\d+)", request.system)
@@ -131,8 +143,12 @@ class Persona:
         if set(names) & {t.name for t in self.world.tools}:
             return self.react(request)
         if "compress the working memory" in request.system:
-            return "Facts so far:\n" + "\n".join(self.world.ordered_lines(self.world.items_in(request.prompt)))
+            return self.summary(request)
         return self.final(request)
+
+    def summary(self, request: ScriptedRequest) -> str:
+        """The compressor's summary: every item the window holds."""
+        return "Facts so far:\n" + "\n".join(self.world.ordered_lines(self.world.items_in(request.prompt)))
 
     def maybe_fail(self, request: ScriptedRequest) -> None:
         """Fail the first try of every third distinct request with one of ChatOpenAI's error classes."""
@@ -338,18 +354,16 @@ class Persona:
     # ------------------------------------------------------------------ checking and answering
 
     def verdict(self, request: ScriptedRequest):
-        instruction, _, result = request.prompt.partition("Result:")
-        task = re.search(r"Subtask \([^)]*\): (.*)", instruction)
-        span = self.world.range_of(task.group(1) if task else "")
+        instruction, result = checked(request)
+        span = self.world.range_of(instruction)
         if span is None:
-            return tool_call(VERDICT, {"complete": True, "remaining_tasks": [], "reason": "nothing to count"})
+            return verdict_call("nothing to count")
         have = self.world.items_in(result)
         missing = [i for i in range(span[0], span[1] + 1) if i not in have]
         if not missing:
-            return tool_call(VERDICT, {"complete": True, "remaining_tasks": [], "reason": "every item is there"})
+            return verdict_call("every item is there")
         rest = [self.world.range_task(lo, hi) for lo, hi in runs(missing, batch_size(request, self.world.batch))]
-        reason = f"{len(missing)} of {span[1] - span[0] + 1} {self.world.noun} are missing"
-        return tool_call(VERDICT, {"complete": False, "remaining_tasks": rest, "reason": reason})
+        return verdict_call(f"{len(missing)} of {span[1] - span[0] + 1} {self.world.noun} are missing", rest)
 
     def final(self, request: ScriptedRequest) -> str:
         items = self.world.items_in(request.prompt)

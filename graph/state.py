@@ -242,17 +242,19 @@ def context_settings(context: Any) -> dict[str, Any]:
     return {}
 
 
-_RESOLVED: contextvars.ContextVar[dict[int, tuple[AgentConfig, AgentConfig]] | None] = contextvars.ContextVar(
+_RESOLVED: contextvars.ContextVar[dict[int, tuple[AgentConfig, Any, AgentConfig]] | None] = contextvars.ContextVar(
     "replangraph_resolved_settings", default=None
 )
-"""The settings `run_settings` resolved in the node call in progress, by ``id(base)`` (`settings_resolved_once`)."""
+"""The settings `run_settings` resolved in the node call in progress, by ``id(base)``: ``(base, the run config's
+configurable it was resolved under, the settings)`` (`settings_resolved_once`)."""
 
 
 @contextmanager
 def settings_resolved_once() -> Iterator[None]:
-    """Within it, `run_settings` resolves each base once. A node's call runs under one run config and one
-    context, and its helpers read the settings dozens of times per model turn; `collect_writes` enters
-    this around every node call (a fresh scope each time, so no call sees another's settings)."""
+    """Within it, `run_settings` resolves each base once per run config. A node's call runs under one run
+    config and one context, and its helpers read the settings dozens of times per model turn; `collect_writes`
+    and the routers enter this around every node call and decision (a fresh scope each time). A run started
+    inside the call (a graph used as a tool) has a run config of its own, so it resolves its own settings."""
     token = _RESOLVED.set({})
     try:
         yield
@@ -264,20 +266,20 @@ def run_settings(base: AgentConfig) -> AgentConfig:
     """The settings of the run in progress: ``base`` (the graph's), overlaid with the run config's
     ``configurable`` keys that name `AgentConfig` fields, then with the fields its ``context`` sets.
     ``base`` outside a run. Invalid values raise ValueError naming them."""
-    resolved = _RESOLVED.get()
-    if resolved is None:
-        return _resolve_settings(base)
-    known = resolved.get(id(base))
-    if known is None or known[0] is not base:
-        known = resolved[id(base)] = (base, _resolve_settings(base))
-    return known[1]
-
-
-def _resolve_settings(base: AgentConfig) -> AgentConfig:
     try:
         configurable = get_config().get("configurable") or {}
     except RuntimeError:  # not inside a run
         return base
+    resolved = _RESOLVED.get()
+    if resolved is None:
+        return _resolve_settings(base, configurable)
+    known = resolved.get(id(base))
+    if known is None or known[0] is not base or known[1] is not configurable:
+        known = resolved[id(base)] = (base, configurable, _resolve_settings(base, configurable))
+    return known[2]
+
+
+def _resolve_settings(base: AgentConfig, configurable: Mapping[str, Any]) -> AgentConfig:
     overrides = {name: configurable[name] for name in SETTING_NAMES.intersection(configurable)}
     overrides.update(context_settings(run_context()))
     if not overrides:

@@ -312,7 +312,12 @@ def run_bench(args: argparse.Namespace, out: TextIO) -> int:
             "inside a clone of the replangraph repository (the folder holding benchmarks/ and pyproject.toml)."
         )
     given = args.args[1:] if args.args[:1] == ["--"] else args.args
-    named = given and not given[0].startswith("-")
+    if not given:
+        raise UsageError(
+            "replangraph bench needs a benchmark or the comparison's options, e.g. replangraph bench --base-url URL "
+            "--model NAME, or replangraph bench engine --quick."
+        )
+    named = not given[0].startswith("-")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p)}
     command = [sys.executable, "-m", "benchmarks", *([] if named else ["compare"]), *given]
     if out is sys.stdout:
@@ -343,7 +348,7 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
 
 def run_command(argv: list[str], out: TextIO) -> int:
     """Read ``argv`` and run its command; what goes wrong ends it with a sentence on stderr and an exit code."""
-    if argv[:1] == ["bench"] and argv[1:2] and argv[1].startswith("-") and argv[1] not in ("-h", "--help"):
+    if argv[:1] == ["bench"] and argv[1:2] and argv[1].startswith("-") and argv[1] not in ("-h", "--help", "--"):
         argv = ["bench", "--", *argv[1:]]  # the comparison's flags: argparse takes none before a REMAINDER
     try:
         args = make_parser().parse_args(argv)

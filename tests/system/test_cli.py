@@ -280,9 +280,16 @@ def test_bench_runs_the_checkouts_benchmarks_with_their_arguments(monkeypatch, t
     known = "personas,context,engine,teams,faults,splits,compare,textcraft,wide"
     assert f"usage: python -m benchmarks {{{known}}}" in capfd.readouterr().err
 
+    assert cli.main(["bench"], out=io.StringIO()) == 2
+    assert capfd.readouterr().err == (
+        "replangraph bench needs a benchmark or the comparison's options, e.g. replangraph bench --base-url URL "
+        "--model NAME, or replangraph bench engine --quick.\n"
+    )
+    assert cli.main(["bench", "--worlds", "nope"], out=io.StringIO()) == 2  # flags first: the comparison's
+    assert "python -m benchmarks compare: error: argument --worlds: invalid choice" in capfd.readouterr().err
     compare, result = io.StringIO(), tmp_path / "result.json"  # no benchmark named: the comparison, flags given
     flags = ["--quick", "--worlds", "wide", "--personas", "lazy", "--agents", "replangraph", "react-todo"]
-    assert cli.main(["bench", *flags, "--json", str(result)], out=compare) == 0
+    assert cli.main(["bench", "--", *flags, "--json", str(result)], out=compare) == 0  # with or without "--"
     assert "| replangraph | lazy | **100%**" in compare.getvalue() and "| react-todo | lazy |" in compare.getvalue()
     assert json.loads(result.read_text())["endpoint"] == {"scripted": True, "personas": ["lazy"]}
 

@@ -6,6 +6,7 @@ import io
 import os
 import sqlite3
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -116,7 +117,8 @@ def test_langgraph_alone_takes_replangraph_s_supersteps():
         return [name for name in names if name not in ("planner", "finalize", "start")]
 
     ours = supersteps(engine.parallel_graph(2, 2, engine.sleeper(0)), {"messages": [("user", "Work on both.")]})
-    bare = supersteps(bare_parallel.bare_parallel_graph(2, 2, engine.sleeper(0)), {})
+    with ThreadPoolExecutor(2) as pool:
+        bare = supersteps(bare_parallel.bare_parallel_graph(2, 2, engine.sleeper(0), pool), {})
     assert ours == ["executor", "executor", "tools", "executor", "executor", "tools", "verifier", "tools"]
     assert bare == [name.replace("verifier", "verify") for name in ours]
 

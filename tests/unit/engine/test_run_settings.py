@@ -178,7 +178,7 @@ def test_a_node_call_resolves_the_settings_once(monkeypatch):
     reads, resolutions = [], []
     real_read, real_resolve = state_module.run_settings, state_module._resolve_settings
     monkeypatch.setattr(state_module, "run_settings", lambda base: reads.append(1) or real_read(base))
-    monkeypatch.setattr(state_module, "_resolve_settings", lambda base: resolutions.append(1) or real_resolve(base))
+    monkeypatch.setattr(state_module, "_resolve_settings", lambda *args: resolutions.append(1) or real_resolve(*args))
     state = graph().invoke(goal(), context={"max_steps": 40})
     assert all(t["status"] == "completed" for t in state["tasks"].values())
     # 6 subtasks, each two model turns, a tool call and a check: the helpers read the settings hundreds of times
@@ -200,3 +200,20 @@ def test_parallel_runs_with_different_contexts_keep_their_own_settings():
         thread.join()
     assert model_calls(results["capped"]) == 3
     assert all(t["status"] == "completed" for t in results["free"]["tasks"].values())
+
+
+def test_within_one_scope_another_run_config_resolves_its_own_settings():
+    """A run started inside a node call (a graph used as a tool) has a run config of its own."""
+    from langchain_core.runnables.config import var_child_runnable_config
+
+    from replangraph.state import settings_resolved_once
+
+    base = AgentConfig()
+    with settings_resolved_once():
+        for steps in (5, 7, 5):
+            token = var_child_runnable_config.set({"configurable": {"max_steps": steps}})
+            try:
+                assert run_settings(base).max_steps == steps
+                assert run_settings(base).max_steps == steps  # and again from the scope's memo
+            finally:
+                var_child_runnable_config.reset(token)
