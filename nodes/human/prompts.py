@@ -18,6 +18,15 @@ NO_QUESTIONS = (
 
 ASKED_BEFORE = "You asked this already and the user answered: {answer}\nDo not ask again; go on with that answer."
 
+ANSWERED_IN_RUN = (
+    "The user answered this already in this run (asked by subtask {task_id}: {task}): {answer}\n"
+    "Do not ask again; go on with that answer."
+)
+
+ANSWERS_GIVEN = "The user already answered these questions in this run; go on with the answers, do not ask again:"
+
+MORE_ANSWERS = "({count} earlier answers are not shown; ask_user returns the answer to any of them without asking.)"
+
 NO_MORE_QUESTIONS = (
     "No more questions: this subtask has asked {asked} (max_clarifications={limit}). "
     "Go on with what you have and say in your result what you assumed."
