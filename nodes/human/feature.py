@@ -46,13 +46,14 @@ def human_feature(
         nodes={
             ASK: FeatureNode(AskUser(config)),  # parallel questions join at the tools node, like model turns
             # The plan review leads where planning does, or to the commands node (a command as the answer).
+            # A typed answer it cannot use is answered with a message, then it pauses again (it leads to itself).
             PLAN_REVIEW: FeatureNode(
                 PlanReview(planning, config),
                 joins_tools=False,
                 routed=False,
                 after_plan=True,
                 goes_like_planning=True,
-                leads_to=(COMMANDS,),
+                leads_to=(COMMANDS, PLAN_REVIEW),
             ),
             # After a command: the run pauses again, resumes (/resume), or ends (END).
             COMMANDS: FeatureNode(

@@ -27,6 +27,15 @@ ANSWERS_GIVEN = "The user already answered these questions in this run; go on wi
 
 MORE_ANSWERS = "({count} earlier answers are not shown; ask_user returns the answer to any of them without asking.)"
 
+ANSWER_TAKEN = 'Your answer to "{question}" went to subtask {task_id} ({task}); the run goes on.'
+"""The AI message after an answer typed into the chat: a chat client draws the next question's form under it."""
+
+PLAN_TAKEN = {
+    "approved": "Plan approved; the run goes on.",
+    "edited": "Plan edited ({subtasks}); the run goes on.",
+}
+"""The AI message after a plan decision typed into the chat, by decision."""
+
 NO_MORE_QUESTIONS = (
     "No more questions: this subtask has asked {asked} (max_clarifications={limit}). "
     "Go on with what you have and say in your result what you assumed."
