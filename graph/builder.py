@@ -200,6 +200,7 @@ def build_graph(
         tool_schemas,
         rules=[rule for feature in features for rule in feature.rules],
         task_rules=[rule for feature in features for rule in feature.task_rules],
+        opening_notes=[feature.opening_note for feature in features if feature.opening_note],
     )
     route = make_router(config, rules)
 

@@ -80,6 +80,9 @@ class Feature:
     that answers calls of a tool of its own lists it in an ``answered_tools()`` method, so the tools node
     knows the name (an unknown tool's error lists it); such a wrapper may return None for a call the
     feature answers in a node of its own (the ask node)."""
+    opening_note: Callable[[Mapping[str, Any], Any], str] | None = None
+    """``(state, subtask) -> text``: what a starting subtask's opening message ends with, or "" (human in the
+    loop: the user's answers so far in this run). Never cut to fit, so the feature keeps it short."""
 
 
 def nodes_where(features: Sequence[Feature], test: Callable[[FeatureNode], bool]) -> list[str]:

@@ -38,13 +38,18 @@ from replangraph.queue.tasks import (
 )
 from replangraph.state import DependencyResult, SubtaskInput, run_settings, settings_resolved_once
 
+OpeningNote = Callable[[Mapping[str, Any], Task], str]
+"""A feature's note for a starting subtask's opening message: given the state and the subtask, its text, or ""
+(`replangraph.features.Feature.opening_note`)."""
 
-def subtask_input(state: Mapping[str, Any], task: Task) -> SubtaskInput:
+
+def subtask_input(state: Mapping[str, Any], task: Task, notes: Sequence[OpeningNote] = ()) -> SubtaskInput:
     """The Send payload for one subtask: the task, its window, and on its first turn its inputs.
 
     Dependency results are read whole from the workspace until the subtask's first
-    model turn (later turns have them in the window). Without a store, the payload names the keys the
-    subtask already holds in the workspace (not their text), so new ones never clash.
+    model turn (later turns have them in the window), and so are the features' ``notes`` for it. Without a
+    store, the payload names the keys the subtask already holds in the workspace (not their text), so new
+    ones never clash.
     """
     tasks = state.get("tasks") or {}
     window = list((state.get("windows") or {}).get(task["id"], []))
@@ -53,6 +58,9 @@ def subtask_input(state: Mapping[str, Any], task: Task) -> SubtaskInput:
     payload = SubtaskInput(
         task_id=task["id"], goal=state.get("goal", ""), task=task, dependencies=dependencies, window=window
     )
+    written = [text for note in notes if (text := note(state, task))] if opening_only else []
+    if written:
+        payload["notes"] = written
     held = (state.get(WORKSPACE) or {}).get(step_key(task))
     if held:
         payload[WORKSPACE] = {step_key(task): dict.fromkeys(held, {})}
@@ -159,7 +167,9 @@ def budget_spent(route: Route) -> Decision | None:
     return FINALIZE if spent_model_calls(route.state) >= route.settings.max_steps else None
 
 
-def next_turn(monitor: ContextMonitor, tool_schemas: Mapping[str, Sequence[Any]]) -> Callable[[Route, Task], Send]:
+def next_turn(
+    monitor: ContextMonitor, tool_schemas: Mapping[str, Sequence[Any]], notes: Sequence[OpeningNote] = ()
+) -> Callable[[Route, Task], Send]:
     """A running subtask's next model turn, or the compressor first when its window is over the threshold
     (or the provider refused it as too long)."""
 
@@ -168,7 +178,7 @@ def next_turn(monitor: ContextMonitor, tool_schemas: Mapping[str, Sequence[Any]]
         overflow = task.get("context_overflow") or {}
         refused = bool(overflow) and not overflow.get("compressed")
         over = refused or monitor.over_threshold(window, tool_schemas.get(task["agent_type"], ()))
-        payload = subtask_input(route.state, task)
+        payload = subtask_input(route.state, task, notes)
         if over:
             payload["plan"] = plan_markdown(route.tasks)  # bounded: its cost does not grow with the queue
         return Send(COMPRESSOR if over else EXECUTOR, payload)
@@ -176,9 +186,13 @@ def next_turn(monitor: ContextMonitor, tool_schemas: Mapping[str, Sequence[Any]]
     return step
 
 
-def first_turn(route: Route, task: Task, dispatch: Dispatch) -> Send:
-    """A ready subtask starts with its first model turn."""
-    return Send(EXECUTOR, subtask_input(route.state, task))
+def first_turn(notes: Sequence[OpeningNote] = ()) -> Callable[[Route, Task, Dispatch], Send]:
+    """A ready subtask starts with its first model turn, told the features' ``notes``."""
+
+    def start(route: Route, task: Task, dispatch: Dispatch) -> Send:
+        return Send(EXECUTOR, subtask_input(route.state, task, notes))
+
+    return start
 
 
 def dispatch_rule(task_rules: Sequence[TaskRule]) -> Rule:
@@ -245,10 +259,12 @@ def default_rules(
     *,
     rules: Sequence[Rule] = (),
     task_rules: Sequence[TaskRule] = (),
+    opening_notes: Sequence[OpeningNote] = (),
 ) -> list[Rule]:
     """The router's rules in order: the engine's and the features' (``rules``), placed by stage (a feature's
     ahead of the engine's in the same stage), ending with the dispatch step, where the features'
-    ``task_rules`` claim subtasks ahead of the executor's."""
+    ``task_rules`` claim subtasks ahead of the executor's. ``opening_notes``: the features' notes for the
+    executor's payloads (`subtask_input`)."""
     engine = [
         Rule("unanswered_tool_calls", "execution", unanswered_tool_calls, "recover"),
         Rule("replan_requested", "planning", replan_pending, "replan"),
@@ -256,7 +272,12 @@ def default_rules(
         dispatch_rule(
             [
                 *task_rules,
-                TaskRule("next_turn", "execution", running=next_turn(monitor, tool_schemas), ready=first_turn),
+                TaskRule(
+                    "next_turn",
+                    "execution",
+                    running=next_turn(monitor, tool_schemas, opening_notes),
+                    ready=first_turn(opening_notes),
+                ),
             ]
         ),
     ]

@@ -204,6 +204,9 @@ class SubtaskInput(TypedDict):
     dependencies: list[DependencyResult]
     """Filled on the subtask's first turn only; later turns have them in the window."""
     window: list[AnyMessage]
+    notes: NotRequired[list[str]]
+    """What features tell the subtask at its start (`replangraph.features.Feature.opening_note`): on its first
+    turn only, like ``dependencies``."""
     plan: NotRequired[str]
     """The current plan, sent to the compressor so it can re-inject it."""
     workspace: NotRequired[dict[str, dict[str, dict]]]

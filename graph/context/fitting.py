@@ -435,13 +435,20 @@ def execution_rules(batch_size: int) -> str:
     return EXECUTION_RULES.format(batch_size=batch_size, marker=REPLAN_MARKER)
 
 
-def subtask_text(goal: str, task_id: str, content: str, dependencies: Sequence[tuple[str, str, str]]) -> str:
-    """The human message that opens a subtask window. ``dependencies``: (id, content, result)."""
+def subtask_text(
+    goal: str,
+    task_id: str,
+    content: str,
+    dependencies: Sequence[tuple[str, str, str]],
+    notes: Sequence[str] = (),
+) -> str:
+    """The human message that opens a subtask window. ``dependencies``: (id, content, result); ``notes``: what
+    features add at its end (`replangraph.features.Feature.opening_note`)."""
     text = SUBTASK_TEMPLATE.format(goal=goal, task_id=task_id, content=content)
     if dependencies:
         lines = [f"- {dep_id} ({dep_content}):\n{result}" for dep_id, dep_content, result in dependencies]
         text += "\n\n" + DEPENDENCIES_HEADER + "\n" + "\n".join(lines)
-    return text
+    return "\n\n".join([text, *notes])
 
 
 READ_OUTPUT_MENTION = "read_output(output_id="
@@ -456,16 +463,18 @@ def opening_window(
     tokens: Callable[[list[AnyMessage]], int],
     budget: int,
 ) -> Fitted[list[AnyMessage]]:
-    """The profile's prompt with the rules, then the goal, the subtask and its dependencies' results.
+    """The profile's prompt with the rules, then the goal, the subtask, its dependencies' results and the
+    features' notes (the payload's ``notes``).
 
     When the opening is over ``budget`` tokens, the largest of the goal and the
     dependency results are shown as excerpts, whose notes say how to read the rest
     (``read_output``), until it takes at most `OPENING_SHARE` of the budget (or, when
-    that cannot be reached, the whole budget). The system prompt and the subtask's own
-    instructions are never cut.
+    that cannot be reached, the whole budget). The system prompt, the subtask's own
+    instructions and the features' notes are never cut.
     """
     task = payload["task"]
     dependencies = list(payload.get("dependencies") or [])
+    notes = [note for note in payload.get("notes") or [] if note]
     parts = {GOAL_ID: payload.get("goal", "")}
     outputs = {GOAL_ID: GOAL_ID}
     for dep in dependencies:
@@ -475,7 +484,7 @@ def opening_window(
 
     def build(shown: Mapping[str, str]) -> list[AnyMessage]:
         inputs = [(d["id"], d["content"], shown[f"dep:{d['id']}"]) for d in dependencies]
-        return [system, HumanMessage(subtask_text(shown[GOAL_ID], task["id"], task["content"], inputs))]
+        return [system, HumanMessage(subtask_text(shown[GOAL_ID], task["id"], task["content"], inputs, notes))]
 
     full = build(parts)
     if tokens(full) <= budget:

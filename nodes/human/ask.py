@@ -2,7 +2,9 @@
 
 The interrupt's value carries LangChain v1's HITL request too (an ``ask_user`` action whose ``answer``
 field is the reply box), and the answer may come as a HITL decision. A message sent to the thread
-instead reaches the node as the payload's ``reply``: then there is no interrupt.
+instead reaches the node as the payload's ``reply``: then there is no interrupt, and the node answers the
+message with an AI message, so the thread ends with one (agent-chat-ui draws a waiting question's form
+only under an AI message).
 
 Its first step is ``interrupt()``: a resumed node re-runs from its start, and nothing
 before the interrupt may run twice (the model turn and the other tool calls ran in
@@ -15,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from replangraph.config import AgentConfig
 from replangraph.llm.reading import as_text, waiting_questions
@@ -29,7 +31,7 @@ from replangraph.nodes.human.interrupts import (
     slash_command,
     unwrapped,
 )
-from replangraph.nodes.human.prompts import DECLINED
+from replangraph.nodes.human.prompts import ANSWER_TAKEN, DECLINED
 from replangraph.nodes.human.questions import answer_text, question_of
 from replangraph.queue.tasks import preview
 from replangraph.state import QUESTION_ANSWERED, Configured, StateUpdate, emit
@@ -76,8 +78,9 @@ class AskUser(Configured):
     """Asks the first waiting question of the subtask in the payload (a `SubtaskInput`).
 
     The answer goes to the agent as the call's result and onto the task's
-    ``clarifications``. The cancel word cancels the run; a slash command is answered
-    by the commands node, after which the question is asked again.
+    ``clarifications``; an answer typed into the chat is acknowledged with an AI message.
+    The cancel word cancels the run; a slash command is answered by the commands node,
+    after which the question is asked again.
 
     Computes only (no model call), so it has no ``acall``: under ``ainvoke`` it runs in replangraph's pool
     (``both_paths``), and ``interrupt()`` pauses the run from there as well (the thread has the run's context).
@@ -102,4 +105,13 @@ class AskUser(Configured):
         emit(QUESTION_ANSWERED, task_id=task["id"], question=question, answer_preview=preview(text, 200))
         asked = [*(task.get("clarifications") or []), {"question": question, "answer": text}]
         reply = ToolMessage(text, tool_call_id=call.get("id") or "", name=ASK_USER)
-        return {"tasks": {task["id"]: {"clarifications": asked}}, "windows": {task["id"]: [*window, reply]}}
+        update: StateUpdate = {
+            "tasks": {task["id"]: {"clarifications": asked}},
+            "windows": {task["id"]: [*window, reply]},
+        }
+        if sent is not None:  # typed into the chat: the thread must not end with it while the next question waits
+            taken = ANSWER_TAKEN.format(
+                question=preview(question, 120), task_id=task["id"], task=preview(task["content"])
+            )
+            update["messages"] = [AIMessage(taken, name="replangraph")]
+        return update

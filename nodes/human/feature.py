@@ -2,8 +2,9 @@
 (``approve_plan``) and the commands node (slash commands), and their routing rules.
 
 Each of these nodes pauses with ``interrupt()`` as its first step. Its wrappers offer ``ask_user`` to the
-executor's model and screen the questions agents ask; its entry sends a slash command sent as input to the
-commands node instead of the planner.
+executor's model and screen the questions agents ask (one answered anywhere in the run is answered from the
+record); its opening note tells a starting subtask the run's answers so far; its entry sends a slash command
+sent as input to the commands node instead of the planner.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from replangraph.nodes.human.hooks import (
     human_rules,
     make_command_router,
     make_entry_router,
+    opening_answers,
     registered_commands,
 )
 from replangraph.nodes.human.plan_review import PlanReview
@@ -44,13 +46,14 @@ def human_feature(
         nodes={
             ASK: FeatureNode(AskUser(config)),  # parallel questions join at the tools node, like model turns
             # The plan review leads where planning does, or to the commands node (a command as the answer).
+            # A typed answer it cannot use is answered with a message, then it pauses again (it leads to itself).
             PLAN_REVIEW: FeatureNode(
                 PlanReview(planning, config),
                 joins_tools=False,
                 routed=False,
                 after_plan=True,
                 goes_like_planning=True,
-                leads_to=(COMMANDS,),
+                leads_to=(COMMANDS, PLAN_REVIEW),
             ),
             # After a command: the run pauses again, resumes (/resume), or ends (END).
             COMMANDS: FeatureNode(
@@ -66,4 +69,5 @@ def human_feature(
         agent_tools=[asker],
         model_wrappers=[OfferAskUser(config, asker)],  # ask_user is offered while the subtask may still ask
         tool_wrappers=[ScreenQuestions(config, asker)],  # questions the user need not see are answered at once
+        opening_note=opening_answers,  # a starting subtask is told the answers the user gave in this run
     )

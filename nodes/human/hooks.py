@@ -1,8 +1,9 @@
 """Human in the loop's hooks into a run: slash commands (input that starts with ``/`` is answered by a handler
 instead of planned; ``/plan``, ``/status``, ``/cancel`` and ``/resume`` are built in), the feature's routing
 rules (a cancelled run, a slash command, a plan waiting for approval, questions), where a run starts and what
-follows a command, and the ask_user tool with the wrappers that offer it to the executor's model (while the
-subtask may still ask) and screen the questions agents ask (the ask node puts the rest to the user)."""
+follows a command, the ask_user tool with the wrappers that offer it to the executor's model (while the
+subtask may still ask) and screen the questions agents ask (the ask node puts the rest to the user), and
+the note that tells a starting subtask the answers the user gave so far in the run."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from replangraph.llm.reading import message_text, waiting_questions
 from replangraph.names import ASK, ASK_USER, COMMANDS, FINALIZE, PLAN_REVIEW
 from replangraph.nodes.human.interrupts import COMMAND_RE
 from replangraph.nodes.human.prompts import ASK_USER_DESCRIPTION, NO_USER
-from replangraph.nodes.human.questions import AskArgs, question_of, screen_question
+from replangraph.nodes.human.questions import AskArgs, answers_so_far, question_of, screen_question
 from replangraph.queue.tasks import Task, plan_summary, preview, spent_model_calls, status_counts
 from replangraph.routing import Decision, Route, Rule, subtask_input
 from replangraph.state import Configured, has_checkpointer, run_settings
@@ -227,6 +228,12 @@ def make_command_router(route: Callable[[Mapping[str, Any]], list[Send | str] | 
     return after_command
 
 
+def opening_answers(state: Mapping[str, Any], task: Task) -> str:
+    """The feature's opening note: the user's answers so far in this run (`answers_so_far`); "" before any."""
+    tasks: Mapping[str, Task] = state.get("tasks") or {}
+    return answers_so_far(tasks, task) if any(t.get("clarifications") for t in tasks.values()) else ""
+
+
 def ask_user_tool() -> BaseTool:
     """The tool's schema, for binding to the model (the graph answers its calls, never this function)."""
 
@@ -259,8 +266,9 @@ class OfferAskUser(Configured):
 
 
 class ScreenQuestions(Configured):
-    """``wrap_tool_call``: answers an ask_user call the user need not see (empty, asked before, over the limit);
-    returns None for one the ask node must put to the user. Other calls go on to ``handler``."""
+    """``wrap_tool_call``: answers an ask_user call the user need not see (empty, answered before anywhere in the
+    run: ``request.state["tasks"]``, over the limit); returns None for one the ask node must put to the user.
+    Other calls go on to ``handler``."""
 
     def __init__(self, config: AgentConfig, tool: BaseTool | None = None):
         self.base_config = config
@@ -271,7 +279,7 @@ class ScreenQuestions(Configured):
             return handler(request)
         if not has_checkpointer():  # the run cannot pause: the agent is told so, the run goes on
             return ToolMessage(NO_USER, tool_call_id=request.tool_call.get("id") or "", name=ASK_USER, status="error")
-        return screen_question(request.tool_call, request.state["task"], self.config)
+        return screen_question(request.tool_call, request.state["task"], self.config, request.state.get("tasks"))
 
     async def awrap(self, request: Any, handler: Callable) -> Any:
         if request.tool_call.get("name") != ASK_USER:

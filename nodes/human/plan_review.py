@@ -3,7 +3,9 @@
 Its first step is ``interrupt()``, so a resume runs no planner call again. An edited
 plan that does not validate is answered with a new interrupt carrying the error. The interrupt
 carries LangChain v1's HITL request too (an ``approve_plan`` action: approve, edit its ``tasks``,
-reject), and a message sent to the thread reaches the node as its input's ``reply``.
+reject), and a message sent to the thread reaches the node as its input's ``reply``. Such a message is
+answered with an AI message (agent-chat-ui draws a waiting interrupt's form only under one): the decision
+taken, or why it was not used, after which the plan is shown again with that error.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.types import interrupt
 
 from replangraph.config import AgentConfig, AgentProfile
@@ -26,6 +28,7 @@ from replangraph.nodes.human.interrupts import (
     slash_command,
     unwrapped,
 )
+from replangraph.nodes.human.prompts import PLAN_TAKEN
 from replangraph.queue.plans import (
     fit_required_tools,
     normalize_plan,
@@ -38,6 +41,20 @@ from replangraph.queue.tasks import DEFAULT_AGENT, RESET, QueueError, Task
 from replangraph.state import PLAN_REVIEWED, Configured, StateUpdate, emit
 
 APPROVALS = frozenset({"approve", "approved", "yes", "y", "ok", "okay", "go", "lgtm", "accept", "true"})
+TYPED_ERROR = "replangraph_plan_error"
+"""``response_metadata`` key of the AI message that says why a typed answer to the plan review was not used."""
+
+
+def typed_error(messages: Sequence[AnyMessage]) -> str:
+    """The error of a typed answer the plan review could not use, when the thread ends with its message, else ""."""
+    last = messages[-1] if messages else None
+    return str(last.content) if isinstance(last, AIMessage) and (last.response_metadata or {}).get(TYPED_ERROR) else ""
+
+
+def taken(decision: str, count: int = 0) -> list[AIMessage]:
+    """The AI message that answers a plan decision typed into the chat."""
+    subtasks = f"{count} subtask" + ("" if count == 1 else "s")
+    return [AIMessage(PLAN_TAKEN[decision].format(subtasks=subtasks), name="replangraph")]
 
 
 def decision_of(answer: Any) -> str | None:
@@ -107,8 +124,9 @@ def edited_plan(
 
 
 class PlanReview(Configured):
-    """Shows the plan (``{"kind": "plan", "tasks": [...]}``) and applies the user's decision.
-    Only the planner's plan is reviewed; a replan runs without a pause.
+    """Shows the plan (``{"kind": "plan", "tasks": [...]}``) and applies the user's decision; a decision typed
+    into the chat is answered with an AI message. Only the planner's plan is reviewed; a replan runs without
+    a pause.
 
     Computes only (no model call), so it has no ``acall``: under ``ainvoke`` it runs in replangraph's pool
     (``both_paths``), and ``interrupt()`` pauses the run from there as well (the thread has the run's context)."""
@@ -121,7 +139,7 @@ class PlanReview(Configured):
 
     def __call__(self, state: Mapping[str, Any]) -> StateUpdate:
         tasks: Mapping[str, Task] = state.get("tasks") or {}
-        request = plan_request(state.get("goal", ""), plan_listing(tasks))
+        request = plan_request(state.get("goal", ""), plan_listing(tasks), typed_error(state.get("messages") or []))
         sent = state.get("reply")  # a message sent to the waiting thread (see the feature's entry)
         answer = sent if sent is not None else pause_for_user(request, "approve_plan")
         while True:  # each invalid edit asks again; a resume replays the earlier answers in order
@@ -135,7 +153,7 @@ class PlanReview(Configured):
                 return {"messages": [HumanMessage(command)]}
             if decision == "approve":
                 emit(PLAN_REVIEWED, decision="approved", tasks=request["tasks"], notes=[])
-                return {"plan_review": "approved"}
+                return {"plan_review": "approved", **({"messages": taken("approved")} if sent is not None else {})}
             how = f"Answer 'approve', {self.config.cancel_word!r}, or the task list edited (the same shape as `tasks`)."
             try:
                 if decision == "reject":
@@ -145,9 +163,12 @@ class PlanReview(Configured):
                 error = f"The edited plan was not used: {exc}. {how}"
                 if isinstance(answer, str) and answer.strip()[:1] not in ("[", "{", "`"):
                     error = f"{as_text(answer)[:80]!r} is not a decision. {how}"
+                if sent is not None:  # typed: said in the chat, then the plan is shown again with the error
+                    return {"messages": [AIMessage(error, name="replangraph", response_metadata={TYPED_ERROR: True})]}
                 answer = interrupt(plan_request(request["goal"], request["tasks"], error))
                 continue
             plan_id = next(iter(tasks.values()), {}).get("plan_id", "1")
             new_tasks = tasks_from_plan(specs, plan_id=plan_id)
             emit(PLAN_REVIEWED, decision="edited", tasks=plan_listing(new_tasks), notes=notes)
-            return {"tasks": {RESET: True, **new_tasks}, "plan_review": "edited"}
+            update: StateUpdate = {"tasks": {RESET: True, **new_tasks}, "plan_review": "edited"}
+            return {**update, **({"messages": taken("edited", len(new_tasks))} if sent is not None else {})}

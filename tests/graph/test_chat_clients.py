@@ -157,7 +157,32 @@ def test_a_message_sent_while_a_question_waits_answers_it():
     assert out["final_answer"].endswith("paint the door in green") and list(out["tasks"]) == ["1"]
     assert out["tasks"]["1"]["clarifications"] == [{"question": "Which colour?", "answer": "green"}]
     assert calls["paint the door"] == 2  # the turn that asked, the turn that answered: none again
-    assert [type(m).__name__ for m in out["messages"]] == ["HumanMessage", "AIMessage", "HumanMessage", "AIMessage"]
+    kinds = ["HumanMessage", "AIMessage", "HumanMessage", "AIMessage", "AIMessage"]  # goal, plan, answer, ack, final
+    assert [type(m).__name__ for m in out["messages"]] == kinds
+    assert out["messages"][3].text == (
+        'Your answer to "Which colour?" went to subtask 1 (paint the door); the run goes on.'
+    )
+
+
+def test_a_typed_answer_leaves_an_ai_message_last_while_the_next_question_waits():
+    """agent-chat-ui draws an interrupt's form only under a last message that is an AI message."""
+
+    def two_questions(request):
+        got = [m.text for m in request.tool_results if request.tool_name(m) == "ask_user"]
+        if len(got) < 2:
+            return tool_call("ask_user", {"question": ["Which colour?", "Which finish?"][len(got)]})
+        return f"door in {got[0]}, {got[1]}"
+
+    graph = graph_for(two_questions)
+    out, cfg = start(graph)
+    out = graph.invoke({"messages": [("user", "green")]}, cfg)
+    assert [i.value["question"] for i in out["__interrupt__"]] == ["Please confirm: Which finish?"]
+    last = out["messages"][-1]
+    assert isinstance(last, AIMessage) and not str(last.id).startswith(PLAN_MESSAGE_ID)
+    assert "subtask 1" in last.text and graph.get_state(cfg).interrupts  # the form's interrupt is pending
+    assert out["messages"][-2].text == "green"
+    out = graph.invoke({"messages": [("user", "matte")]}, cfg)
+    assert "__interrupt__" not in out and out["final_answer"].endswith("door in green, matte")
 
 
 def test_a_message_sent_while_two_questions_wait_is_refused_and_they_are_asked_again():
@@ -178,10 +203,22 @@ def test_a_message_sent_while_the_plan_waits_is_the_decision():
     graph = graph_for(lambda r: f"{subtask_of(r)} done", TWO_STEPS, approve_plan=True)
     out, cfg = start(graph)
     out = graph.invoke({"messages": [("user", "looks nice")]}, cfg)
-    assert "'looks nice' is not a decision" in out["__interrupt__"][0].value["error"]
+    error = out["__interrupt__"][0].value["error"]
+    assert "'looks nice' is not a decision" in error
+    assert isinstance(out["messages"][-1], AIMessage) and out["messages"][-1].text == error  # the form shows under it
     out = graph.invoke({"messages": [("user", "approve")]}, cfg)
     assert "step B done" in out["final_answer"] and out["goal"] == "paint"
-    assert isinstance(out["messages"][-2], HumanMessage) and out["messages"][-2].text == "approve"
+    typed = next(n for n, m in enumerate(out["messages"]) if m.text == "approve")
+    assert isinstance(out["messages"][typed], HumanMessage)
+    assert out["messages"][typed + 1].text == "Plan approved; the run goes on."
+
+
+def test_a_plan_edit_typed_into_the_chat_is_acknowledged_before_a_question_waits():
+    graph = graph_for(asking, TWO_STEPS, approve_plan=True)
+    out, cfg = start(graph)
+    out = graph.invoke({"messages": [("user", '[{"id": "x", "content": "paint the door"}]')]}, cfg)
+    assert [i.value["question"] for i in out["__interrupt__"]] == ["Please confirm: Which colour?"]
+    assert set(out["tasks"]) == {"x"} and out["messages"][-1].text == "Plan edited (1 subtask); the run goes on."
 
 
 def test_a_message_to_a_thread_that_waits_for_nothing_is_a_new_goal():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
@@ -215,9 +216,13 @@ def test_without_a_checkpointer_ask_user_is_not_offered_and_a_call_to_it_is_refu
 
 
 def asking_graph(**settings):
+    """Two subtasks, one after the other, each asking its own question ("Colour of the door?", "... gate?")."""
+
     def work(request):
         got = answers(request)
-        return f"{subtask_of(request)} in {got[0]}" if got else tool_call("ask_user", {"question": "Colour?"})
+        if got:
+            return f"{subtask_of(request)} in {got[0]}"
+        return tool_call("ask_user", {"question": f"Colour of the {subtask_of(request).split()[-1]}?"})
 
     plan = plan_of(
         {"id": "1", "content": "paint the door"}, {"id": "2", "content": "paint the gate", "depends_on": ["1"]}
@@ -231,7 +236,8 @@ def test_a_slash_command_sent_while_a_question_waits_is_answered_and_the_questio
     asked = out["__interrupt__"][0]
     out = graph.invoke({"messages": [("user", "/status")]}, cfg)
     reply = next(m for m in reversed(out["messages"]) if isinstance(m, AIMessage)).text
-    assert "1 in progress" in reply and '1: "Colour?"' in reply
+    assert "1 in progress" in reply and '1: "Colour of the door?"' in reply
+    assert isinstance(out["messages"][-1], AIMessage)  # a chat client draws the question's form under it
     assert questions(out) == [asked.value["question"]]  # asked again
     out = graph.invoke({"messages": [("user", "/plan")]}, cfg)
     assert questions(out) == [asked.value["question"]]
@@ -247,7 +253,7 @@ def test_a_path_is_an_answer_not_a_command():
     graph = asking_graph()
     out, cfg = start(graph)
     out = graph.invoke(Command(resume="/home/me/colours.csv"), cfg)
-    assert questions(out) == ["Please confirm: Colour?"]  # task 2 asks next
+    assert questions(out) == ["Please confirm: Colour of the gate?"]  # task 2 asks next
     assert out["tasks"]["1"]["clarifications"][0]["answer"] == "/home/me/colours.csv"
 
 
@@ -550,3 +556,50 @@ def test_options_are_shown_with_the_question_and_an_unknown_tool_error_names_ask
     assert (
         "no tool named 'ask_human'" in out["final_answer"] and "ask_user" in out["final_answer"].split("Available")[1]
     )
+
+
+# --------------------------------------------------------------------------- questions carry over
+
+
+def test_a_follow_up_asking_its_parents_question_gets_the_answer_without_asking_the_user():
+    def work(request):
+        got = answers(request)
+        if subtask_of(request) == "paint the door":
+            if not got:
+                return tool_call("ask_user", {"question": "Which colour?"})
+            follow_up = json.dumps([{"content": "paint the second coat"}])
+            return tool_call(SPLIT_TOOL, {"summary": f"first coat in {got[0]}", "tasks": follow_up})
+        if not got:  # the follow-up asks the same question again, as handed-off agents do
+            return tool_call("ask_user", {"question": "which colour"})
+        return f"second coat: {got[0]}"
+
+    graph = graph_for(work)
+    out, cfg = start(graph)
+    assert questions(out) == ["Please confirm: Which colour?"]
+    out = graph.invoke(Command(resume="green"), cfg)
+    assert "__interrupt__" not in out  # not asked again
+    (child,) = [t for t in out["tasks"].values() if t.get("parent_id") == "1"]
+    assert child["status"] == "completed"
+    assert child["result"].startswith("second coat: The user answered this already in this run")
+    assert "(asked by subtask 1: paint the door): green" in child["result"]
+    assert not child.get("clarifications")  # the user was asked once, by the parent
+    assert out["tasks"]["1"]["clarifications"] == [{"question": "Which colour?", "answer": "green"}]
+
+
+def test_a_later_subtask_is_told_the_answers_the_user_gave_earlier_in_the_run():
+    openings = {}
+
+    def work(request):
+        openings.setdefault(subtask_of(request), request.prompt)
+        if subtask_of(request) == "paint the door" and not answers(request):
+            return tool_call("ask_user", {"question": "Which colour?"})
+        return f"{subtask_of(request)} done"
+
+    graph = graph_for(work, TWO_TASKS, max_concurrency=1)  # independent subtasks, one after the other
+    out, cfg = start(graph)
+    out = graph.invoke(Command(resume="green"), cfg)
+    assert "__interrupt__" not in out and "paint the gate done" in out["final_answer"]
+    told = openings["paint the gate"]
+    assert "The user already answered these questions in this run" in told
+    assert "- Which colour? -> green (asked by subtask 1)" in told
+    assert "already answered" not in openings["paint the door"]  # nothing was answered when it started

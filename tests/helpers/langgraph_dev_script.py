@@ -14,6 +14,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 from replangraph.config import AgentProfile
+from replangraph.llm.reading import message_text
 from replangraph.names import ASK_USER
 from replangraph.nodes.finalize.prompts import FINALIZER_PROMPT
 from replangraph.testing import ScriptedRequest, tool_call
@@ -40,13 +41,19 @@ WORK = {
 }
 ASK_MARK = "heading colour"
 """Goals that contain this get the one-task plan whose worker asks the user."""
+STYLE_TASK = "Write the report heading in the colour and font the user picks."
+FONT_QUESTION = "Which font should the heading use?"
+STYLE_MARK = "heading style"
+"""Goals that contain this get the one-task plan whose worker asks the user two questions, one after the other."""
 SYNTHESIS = "SYNTHESIS of the results:"
 
 
 def plan(request: ScriptedRequest) -> dict:
     if "replanner" in request.system:
         raise AssertionError("no run in this module should need a new plan")
-    if ASK_MARK in request.prompt:
+    if STYLE_MARK in request.prompt:
+        tasks = [{"id": "1", "content": STYLE_TASK, "depends_on": []}]
+    elif ASK_MARK in request.prompt:
         tasks = [{"id": "1", "content": HEADING_TASK, "depends_on": []}]
     else:
         tasks = [
@@ -61,6 +68,11 @@ def work(request: ScriptedRequest) -> dict | str:
     subtask = found.group(1) if found else ""
     if subtask in WORK:
         return WORK[subtask]
+    if subtask == STYLE_TASK:
+        got = [message_text(m) for m in request.tool_results if request.tool_name(m) == ASK_USER]
+        if len(got) < 2:
+            return tool_call(ASK_USER, {"question": [QUESTION, FONT_QUESTION][len(got)]})
+        return f"RESULT heading style: {got[0]}, {got[1]}"
     if subtask != HEADING_TASK:
         raise AssertionError(f"unknown subtask {subtask!r}")
     answer = request.last_result(ASK_USER)

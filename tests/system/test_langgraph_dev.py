@@ -32,12 +32,15 @@ from langgraph_dev_script import (
     ASK_MARK,
     COUNT_TASK,
     ENV_TOOL,
+    FONT_QUESTION,
     HEADING_TASK,
     MODEL,
     QUESTION,
     REVERSE_TASK,
     SPELLER,
     SPELLER_PROMPT,
+    STYLE_MARK,
+    STYLE_TASK,
     SYNTHESIS,
     WORK,
     custom_events,
@@ -447,6 +450,43 @@ def test_a_message_sent_to_a_thread_waiting_on_a_question_answers_it(client, loo
     assert state["interrupts"] == [] and client.threads.get(thread_id)["status"] == "idle"
     assert values["goal"] == goal and list(values["tasks"]) == ["1"]  # no new plan
     assert values["final_answer"] == f"{SYNTHESIS}\nRESULT heading colour: teal"
+    assert len([r for r in requests_of(loopback, tag) if "Plan" in tool_names(r)]) == 1
+
+
+def test_after_a_typed_answer_the_thread_ends_with_an_ai_message_under_which_the_next_form_shows(client, loopback):
+    """agent-chat-ui draws an interrupt's form only under a last message of type ``ai``. Its chat box answers
+    the first of two questions with a new run carrying a human message; the thread must then end with an AI
+    message while the second question waits, in LangChain v1's HITL shape, for the form to answer it."""
+    goal, tag = tagged_goal(f"Write a report heading; ask me for the {STYLE_MARK}.")
+    thread_id = client.threads.create()["thread_id"]
+    stream(client, thread_id, input={"messages": [{"type": "human", "content": goal}]}, stream_mode=["values"])
+    first = client.threads.get_state(thread_id)
+    assert [i["value"]["question"] for i in first["interrupts"]] == ["Please confirm: " + QUESTION]
+    assert first["values"]["messages"][-1]["type"] == "ai"  # the plan message
+
+    answer = {"type": "human", "content": [{"type": "text", "text": "teal"}]}
+    stream(client, thread_id, input={"messages": [answer]}, stream_mode=["values"])
+    state = client.threads.get_state(thread_id)
+    messages = state["values"]["messages"]
+    assert [m["type"] for m in messages[-2:]] == ["human", "ai"]
+    assert messages[-1]["content"] == f'Your answer to "{QUESTION}" went to subtask 1 ({STYLE_TASK}); the run goes on.'
+    assert not str(messages[-1].get("id") or "").startswith(PLAN_MESSAGE_ID)  # a message of its own, not the plan
+    (waiting,) = state["interrupts"]
+    value = waiting["value"]
+    assert value["question"] == "Please confirm: " + FONT_QUESTION and value["task_id"] == "1"
+    (action,) = value["action_requests"]
+    assert action["name"] == ASK_USER and action["args"] == {"question": value["question"], "answer": ""}
+    assert value["review_configs"] == [{"action_name": ASK_USER, "allowed_decisions": ["respond", "edit", "reject"]}]
+    assert client.threads.get(thread_id)["status"] == "interrupted"
+
+    resume = {"decisions": [{"type": "respond", "message": "serif"}]}  # the form's answer
+    stream(client, thread_id, command={"resume": resume}, stream_mode=["values"])
+    values = client.threads.get_state(thread_id)["values"]
+    assert values["tasks"]["1"]["clarifications"] == [
+        {"question": QUESTION, "answer": "teal"},
+        {"question": FONT_QUESTION, "answer": "serif"},
+    ]
+    assert values["final_answer"] == f"{SYNTHESIS}\nRESULT heading style: teal, serif"
     assert len([r for r in requests_of(loopback, tag) if "Plan" in tool_names(r)]) == 1
 
 
