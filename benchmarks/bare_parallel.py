@@ -1,8 +1,9 @@
 """Table 3's run with nothing but LangGraph and LangChain: what the framework alone costs for the same shape.
 
-A graph of four nodes with replangraph's supersteps for each subtask: a model turn per ``Send`` branch
+A graph of five nodes with replangraph's supersteps for each subtask: a model turn per ``Send`` branch
 (``executor``), a node where the branches join and every pending tool call runs (``tools``), a structured
-completion check of every answer waiting for it (``verify``), and one routing function after the join. The
+completion check of every answer waiting for it (``verify``), and one routing function after the join; at the
+end, one structured check of every answer against the goal (``check_goal``), as replangraph's goal check. The
 same scripted model and tool as table 3, under ``invoke``; no queue, windows kept whole, no limits, no
 context fitting, no error handling. Its speedup is the ceiling this shape reaches on the machine: the engine
 work of each superstep is serialised by the GIL while the sleeps overlap.
@@ -44,6 +45,7 @@ class BareState(TypedDict, total=False):
     status: Annotated[dict[str, str], merged]
     """Each subtask's status: pending, running or done."""
     windows: Annotated[dict[str, list[AnyMessage]], merged]
+    goal_checked: bool
 
 
 def respond(request: ScriptedRequest) -> Any:
@@ -89,6 +91,11 @@ def bare_parallel_graph(
         list(pool.map(judge.invoke, checks))
         return {"status": dict.fromkeys(waiting, "done")}
 
+    def check_goal(state: BareState) -> dict:
+        answers = "\n".join(str(w[-1].content) for w in state["windows"].values())
+        judge.invoke([HumanMessage(f"Check the goal for every item 1-{tasks} against these answers:\n{answers}")])
+        return {"goal_checked": True}
+
     def route(state: BareState) -> Any:
         windows, status = state.get("windows") or {}, state["status"]
         running = [i for i, s in status.items() if s == "running"]
@@ -97,18 +104,20 @@ def bare_parallel_graph(
         sends = [Send("executor", {"id": i, "window": windows[i]}) for i in running]
         ready = [i for i, s in status.items() if s == "pending"][: concurrency - len(running)]
         sends += [Send("executor", {"id": i, "window": [HumanMessage(f"Work on item {i}")]}) for i in ready]
-        return sends or END
+        return sends or (END if state.get("goal_checked") else "check_goal")
 
     builder = StateGraph(BareState)
     builder.add_node("start", start)
     builder.add_node("executor", executor)
     builder.add_node("tools", tools)
     builder.add_node("verify", verify)
+    builder.add_node("check_goal", check_goal)
     builder.add_edge(START, "start")
     builder.add_conditional_edges("start", route, ["executor", END])
     builder.add_edge("executor", "tools")
-    builder.add_conditional_edges("tools", route, ["executor", "verify", END])
+    builder.add_conditional_edges("tools", route, ["executor", "verify", "check_goal", END])
     builder.add_edge("verify", "tools")
+    builder.add_edge("check_goal", END)
     # At most ``concurrency`` branches run in a superstep, as in replangraph's run.
     return builder.compile().with_config(max_concurrency=concurrency, recursion_limit=20 * tasks + 10)
 

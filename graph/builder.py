@@ -268,7 +268,8 @@ def build_graph(
     # whole state for every branch (LangGraph's fresh read), and the join needs no decision
     builder.add_edge(COMPRESSOR, TOOLS)
     builder.add_conditional_edges(TOOLS, route, routed)
-    builder.add_conditional_edges(REPLANNER, route, [EXECUTOR, COMPRESSOR, *joining, FINALIZE])
+    settling = nodes_where(features, lambda spec: spec.routed and not spec.joins_tools)  # the goal check
+    builder.add_conditional_edges(REPLANNER, route, [EXECUTOR, COMPRESSOR, *joining, *settling, FINALIZE])
     builder.add_edge(FINALIZE, END)
 
     graph = builder.compile(checkpointer=checkpointer, store=store, name=name)

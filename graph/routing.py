@@ -153,8 +153,10 @@ class Dispatch:
 
 
 def unanswered_tool_calls(route: Route) -> Decision | None:
-    """A run resumed (``/resume``) after a crash between a model turn and its tool calls: run them first."""
-    return TOOLS if any(calls_to_run(route.windows.get(t["id"], [])) for t in route.active) else None
+    """A run resumed (``/resume``) after a crash between a model turn and its tool calls (or the end a limit
+    asked for): run them first."""
+    waiting = (calls_to_run(route.windows.get(t["id"], [])) or t.get("limit_reached") for t in route.active)
+    return TOOLS if any(waiting) else None
 
 
 def replan_pending(route: Route) -> Decision | None:

@@ -151,6 +151,9 @@ class ReplanState(TypedDict):
     run_key: NotRequired[Annotated[RunKey, first_value]]
     replans: NotRequired[list[ReplanRecord]]
     planner_calls: NotRequired[int]
+    goal_check: NotRequired[dict[str, Any]]
+    """What the check of every result against the goal said, and the missing work it queued (``verify_results``;
+    `replangraph.nodes.verification.goal_check.GoalCheckRecord`)."""
     final_answer: NotRequired[str]
     stop_reason: NotRequired[str]
     """Why the final answer is the fallback report; '' when the model wrote it."""
@@ -179,6 +182,7 @@ class StateUpdate(TypedDict, total=False):
     workspace: dict[str, dict[str, dict[str, Any]]]
     replans: list[ReplanRecord]
     planner_calls: int
+    goal_check: dict[str, Any]
     final_answer: str
     stop_reason: str
     plan_review: PlanReviewStatus
@@ -416,6 +420,8 @@ QUESTION_ANSWERED = "question_answered"
 COMMAND_ANSWERED = "command_answered"
 TEAM_MERGED = "team_merged"
 ANSWER_CUT = "answer_cut"
+CHECK_STOOD_DOWN = "check_stood_down"
+GOAL_CHECKED = "goal_checked"
 
 EVENT_NAMES = (
     PLAN_CREATED,
@@ -432,6 +438,8 @@ EVENT_NAMES = (
     COMMAND_ANSWERED,
     TEAM_MERGED,
     ANSWER_CUT,
+    CHECK_STOOD_DOWN,
+    GOAL_CHECKED,
 )
 
 

@@ -16,9 +16,11 @@ from langchain_core.callbacks import BaseCallbackHandler
 from replangraph.queue import plan_summary, preview, spent_model_calls, status_counts
 from replangraph.state import (
     ANSWER_CUT,
+    CHECK_STOOD_DOWN,
     COMMAND_ANSWERED,
     CONTEXT_COMPRESSED,
     DYNAMIC_TASKS_ADDED,
+    GOAL_CHECKED,
     PLAN_COMPLETED,
     PLAN_CREATED,
     PLAN_REVIEWED,
@@ -31,7 +33,7 @@ from replangraph.state import (
     TEAM_MERGED,
 )
 
-QUEUE_CHANGES = {PLAN_CREATED, DYNAMIC_TASKS_ADDED, REPLANNING}
+QUEUE_CHANGES = {PLAN_CREATED, DYNAMIC_TASKS_ADDED, REPLANNING, GOAL_CHECKED}
 
 EXIT_DONE = 0
 """The run ended with every subtask completed."""
@@ -101,9 +103,22 @@ def describe(event: Mapping[str, Any]) -> str:
         trouble = f"; {preview(event['error'], 80)}" if event.get("error") else ""
         return f"{event['task_id']} checked: {verdict}{why}{queued}{trouble}"
     if name == DYNAMIC_TASKS_ADDED:
+        added = ", ".join(event["task_ids"])
         if event.get("source") == "verifier":
-            return f"{event['parent_id']}: the check added {', '.join(event['task_ids'])}"
-        return f"{event['parent_id']} handed off work: added {', '.join(event['task_ids'])}"
+            return f"{event['parent_id']}: the check added {added}"
+        if event.get("source") == "limit":
+            return f"{event['parent_id']} stopped at a limit: the rest continues in {added}"
+        if event.get("source") == "goal_check":
+            return f"the goal check added {added}"
+        return f"{event['parent_id']} handed off work: added {added}"
+    if name == CHECK_STOOD_DOWN:
+        return f"{event['task_id']}: the check stood down ({preview(event['reason'], 100)})"
+    if name == GOAL_CHECKED:
+        verdict = "covered" if event["complete"] else "incomplete"
+        queued = f"; queued {', '.join(event['task_ids'])}" if event.get("task_ids") else ""
+        trouble = f"; {preview(event['error'], 80)}" if event.get("error") else ""
+        why = f" ({preview(event['reason'], 70)})" if event.get("reason") else ""
+        return f"goal checked against every result: {verdict}{why}{queued}{trouble}"
     if name == REPLANNING:
         new = f", new tasks {', '.join(event['new_task_ids'])}" if event["new_task_ids"] else ""
         why = f"{event['trigger']}: {preview(event['reason'], 60)}"

@@ -104,9 +104,13 @@ def _final(request: ScriptedRequest) -> str:
 
 
 def _verdict(request: ScriptedRequest) -> dict:
-    instruction, _, result = request.prompt.partition("Result:")
-    span = re.search(r"ranked (\d+)-(\d+)", instruction)
-    first, last = (int(span.group(1)), int(span.group(2))) if span else (1, 0)
+    if request.prompt.startswith("Goal:"):  # the check of every result against the goal: all of the top N
+        goal, _, result = request.prompt.partition("Results of the run")
+        first, last = 1, _requested_top(goal)
+    else:
+        instruction, _, result = request.prompt.partition("Result:")
+        span = re.search(r"ranked (\d+)-(\d+)", instruction)
+        first, last = (int(span.group(1)), int(span.group(2))) if span else (1, 0)
     missing = [r for r in range(first, last + 1) if f"#{r} " not in result]
     if not missing:
         return tool_call("Verdict", {"complete": True, "remaining_tasks": [], "reason": "every rank is there"})

@@ -36,6 +36,7 @@ from langgraph.config import get_config, get_store
 from langgraph.store.base import PutOp
 from langgraph.types import Command
 
+from replangraph.context.carried import Read, reads_in, uncarried, with_reads
 from replangraph.context.compression import transcript
 from replangraph.context.excerpts import PAGE_RE
 from replangraph.context.fitting import (
@@ -502,16 +503,60 @@ def keep_window(task: Mapping[str, Any], window: Any) -> tuple[str, dict[str, An
     return f" (its window is kept as output {output_id(task['id'], key)})", keep_outputs(task, outputs)
 
 
+def window_reads(task: Mapping[str, Any], window: Any) -> list[Read]:
+    """The outputs of its own tools a subtask's window holds (`replangraph.context.carried.window_reads`), an
+    output the window dropped read back from the workspace."""
+    prefix = f"{task['id']}/"
+    workspace = current_workspace()
+
+    def kept_text(ident: str) -> str | None:
+        return workspace.get(output_slot(task, ident.removeprefix(prefix))) if ident.startswith(prefix) else None
+
+    return reads_in(list(window or []), kept_text)
+
+
+def result_with_reads(task: Mapping[str, Any], window: Any, text: str) -> str:
+    """``text`` (an answer, a summary, a partial result), followed by the outputs the subtask's window holds
+    whose data it does not show (`with_reads`): what the agent read reaches its result."""
+    reads = window_reads(task, window)
+    return with_reads(text, reads) if reads else text
+
+
 def completed_with_window(
     task: Mapping[str, Any], window: Any, result: str, model_calls: int | None = None, **payload: Any
 ) -> StateUpdate:
-    """`completed`, keeping the tool outputs still in the subtask's window that are not kept already (the
-    answer may not name all it read); the result is unchanged."""
+    """`completed`, keeping the tool outputs still in the subtask's window that are not kept already; the result
+    carries the outputs whose data the answer does not show (`result_with_reads`)."""
     kept = keep_outputs(task, window_outputs(list(window or []), is_taken(task)))
+    result = result_with_reads(task, window, result)
     return merge_updates([kept, completed(task, result, model_calls, **payload)])
 
 
 def failed_with_window(task: Mapping[str, Any], window: Any, error: str, model_calls: int, **extra: Any) -> StateUpdate:
-    """`failed`, keeping what the subtask had seen and written (see `keep_window`); the error says where."""
+    """`failed`, keeping what the subtask had seen and written (see `keep_window`); the error says where. Its
+    partial result carries the outputs it read (`result_with_reads`), so what it found reaches the replanner, the
+    tasks that take its work over and the final answer."""
     note, kept = keep_window(task, window)
+    partial = result_with_reads(task, window, extra.pop("result", None) or "")
+    if partial:
+        extra["result"] = partial
     return merge_updates([kept, failed(task, error + note, model_calls, **extra)])
+
+
+def ending_result(update: StateUpdate, task: Mapping[str, Any]) -> str | None:
+    """The whole result an update that ends ``task`` keeps (None: it keeps none)."""
+    step, rest = result_slot(task)
+    entry = ((update.get(WORKSPACE) or {}).get(step) or {}).get(rest)
+    own = (update.get("tasks") or {}).get(task["id"]) or {}
+    return str(entry["content"]) if entry and "content" in entry else own.get("result")
+
+
+def earlier_reads(ending: StateUpdate, task: Mapping[str, Any], window: Any, more: str) -> str:
+    """``more`` (what a turn that ended its subtask adds to its result), followed by the outputs of the turns
+    before it whose data neither the result the ending keeps nor ``more`` shows (`with_reads`)."""
+    reads = window_reads(task, window)
+    said = "\n\n".join(part for part in (ending_result(ending, task) or "", more) if part) if reads else ""
+    missing = uncarried(said, reads) if reads else []
+    if not missing:
+        return more
+    return "\n\n".join(part for part in (more, with_reads("", missing)) if part)

@@ -8,7 +8,18 @@ from typing import Any
 
 from replangraph.llm.reading import match_name
 from replangraph.queue.index import index_of
-from replangraph.queue.tasks import DEFAULT_AGENT, QueueError, Task, TaskOrigin, is_fallback, new_task, ordered
+from replangraph.queue.tasks import (
+    DEFAULT_AGENT,
+    FollowUp,
+    FollowUpKind,
+    FollowUpSource,
+    QueueError,
+    Task,
+    TaskOrigin,
+    is_fallback,
+    new_task,
+    ordered,
+)
 
 NO_SPLIT = "the single-agent fallback cannot hand off work (no agent runs after it): its agent does the rest itself"
 """Why a split of the single-agent fallback's subtask is refused."""
@@ -329,16 +340,19 @@ def split_task(
     agent_types: Iterable[str],
     max_tasks: int,
     max_split_depth: int,
-    deeper: bool = True,
+    kind: FollowUpKind = "split",
+    by: FollowUpSource = "handoff",
 ) -> dict[str, Task]:
     """New dynamic tasks handed off by ``parent_id``; QueueError (`LimitReached` for limits)
     if the rules forbid them.
 
     Ids are ``{parent}_dyn_{i}``; each depends on the parent, inherits its agent type
     (unless it names another known one; see `coerce_agent_types`) and metadata, and sorts
-    right after the parent and its earlier dynamic children. They sit one level deeper than
-    the parent (``max_split_depth`` bounds that), or at its depth when not ``deeper`` (the rest
-    of the parent's own work, as the completion check queues it).
+    right after the parent and its earlier dynamic children. A ``split`` (narrower parts of the
+    parent's work) sits one level deeper than the parent, and ``max_split_depth`` bounds that;
+    a ``continuation`` (the rest of the parent's own work) stays at its depth: the length of a
+    chain is bounded by the run's budgets and by progress, not by nesting. ``by`` records who
+    queued them (`FollowUp`). A spec's ``continued`` is kept on its task.
     """
     if parent_id not in tasks:
         raise QueueError(f"unknown task {parent_id!r}")
@@ -348,6 +362,7 @@ def split_task(
     if is_fallback(parent):
         raise QueueError(NO_SPLIT)
     known_agents = set(agent_types)
+    deeper = kind == "split"
     depth = parent.get("depth", 0) + (1 if deeper else 0)
     if deeper and depth > max_split_depth:
         raise LimitReached(
@@ -390,6 +405,9 @@ def split_task(
             origin="dynamic",
             plan_id=parent.get("plan_id") or "1",
         )
+        created[task_id]["follow_up"] = FollowUp(kind=kind, by=by)
+        if spec.get("continued"):
+            created[task_id]["continued"] = spec["continued"]
     return created
 
 

@@ -41,13 +41,40 @@ __all__ = [
 ]
 
 TaskStatus = Literal["pending", "in_progress", "completed", "failed", "skipped"]
-TaskOrigin = Literal["planner", "dynamic", "replanner", "team_member", "fallback"]
+TaskOrigin = Literal["planner", "dynamic", "replanner", "team_member", "fallback", "check"]
 ReplanTrigger = Literal["marker", "tool", "failure", "check"]
 
 # FALLBACK: the origin of the single-agent fallback's task, and its id when no task of the plan has taken that id.
 DEFAULT_AGENT = "default"
 
 STATUS_MARKS = {"completed": "X", "in_progress": ">", "pending": " ", "failed": "!", "skipped": "-"}
+
+
+FollowUpKind = Literal["continuation", "split"]
+FollowUpSource = Literal["handoff", "check", "limit", "coverage", "goal"]
+
+
+class FollowUp(TypedDict):
+    """How a dynamic task came to be."""
+
+    kind: FollowUpKind
+    """``continuation``: the rest of its parent's own work, at its parent's depth; ``split``: a narrower part of
+    the parent's work, one level deeper (``max_split_depth`` bounds that nesting)."""
+    by: FollowUpSource
+    """Who queued it: its parent's agent (``handoff``), the completion check (``check``), a limit that stopped its
+    parent (``limit``: ``max_step_iterations``, ``step_timeout_s``), a gap in a hand-off's follow-ups
+    (``coverage``), the check of the goal against every result (``goal``)."""
+
+
+class Continued(TypedDict):
+    """What a continuation queued by a limit is told of the work before it (its instructions repeat the chain's)."""
+
+    instructions: str
+    """The instructions of the first subtask of the chain."""
+    calls: list[str]
+    """The latest tool calls the chain made (``name {args}``), oldest first."""
+    earlier: int
+    """How many earlier calls are not listed."""
 
 
 class ReplanRequest(TypedDict):
@@ -67,6 +94,11 @@ class TaskVerdict(TypedDict):
     follow_up_ids: list[str]
     error: str | None
     """Why the check could not judge (the result then stands), or why follow-ups were not queued."""
+    stood_down: NotRequired[str]
+    """Why the check let an incomplete verdict stand without follow-ups: what it asked for repeats work queued,
+    running or done, or its earlier follow-up added nothing."""
+    notes: NotRequired[list[str]]
+    """Missing work it named that was not queued, and why (a repeat)."""
 
 
 def verdict_record(
@@ -166,6 +198,15 @@ class Task(TypedDict):
     """The completion check's judgement of this subtask's result (``verify_results``)."""
     team: NotRequired[TeamRecord]
     """A team subtask's members, candidates and merge decision."""
+    follow_up: NotRequired[FollowUp]
+    """How a dynamic task came to be: a continuation or a split, and who queued it."""
+    continued: NotRequired[Continued]
+    """A continuation queued by a limit: the chain's instructions and the tool calls made so far."""
+    limit_reached: NotRequired[str | None]
+    """A limit stopped the subtask between two steps (say which); the tools node ends it (`stopped_at_limit`)."""
+    progress: NotRequired[bool]
+    """Whether its result holds data its parent's result does not (follow-ups only): a chain that stops adding
+    data is stopped."""
 
 
 class QueueError(ValueError):
@@ -281,9 +322,10 @@ def next_plan_id(tasks: Mapping[str, Task]) -> str:
 
 
 def spent_model_calls(state: Mapping[str, Any]) -> int:
-    """Executor, verifier and replanner model calls of a run so far (what ``max_steps`` limits)."""
+    """Executor, verifier, goal check and replanner model calls of a run so far (what ``max_steps`` limits)."""
     replans = state.get("replans") or []
-    return total_model_calls(state.get("tasks") or {}) + sum(r.get("model_calls", 0) for r in replans)
+    checked = (state.get("goal_check") or {}).get("model_calls", 0)
+    return total_model_calls(state.get("tasks") or {}) + sum(r.get("model_calls", 0) for r in replans) + checked
 
 
 def is_fallback(task: Mapping | None) -> bool:

@@ -12,15 +12,27 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 
+from replangraph.context.carried import adds_data, call_label, with_reads
 from replangraph.context.fitting import approximate_tokens
-from replangraph.context.kept import WORKSPACE, completed, failed, merge_updates, result_fields, result_slot
+from replangraph.context.kept import (
+    announced,
+    completed,
+    ending_result,
+    failed,
+    failed_with_window,
+    full_result,
+    merge_updates,
+    result_fields,
+    window_reads,
+)
 from replangraph.llm.calls import StepClock, cut_note, paused_if_down
 from replangraph.llm.errors import StepTimeout, is_server_down, server_url
 from replangraph.llm.reading import answer_text, message_text, with_text
-from replangraph.names import ASK_USER
+from replangraph.names import ASK_USER, BUILT_IN_TOOLS
 from replangraph.nodes.execution.middleware import ContextOverflow, StepFailed
-from replangraph.queue.tasks import preview
-from replangraph.state import ANSWER_CUT, StateUpdate, emit
+from replangraph.queue.plans import LimitReached, limit_hit, split_task
+from replangraph.queue.tasks import Continued, QueueError, preview
+from replangraph.state import ANSWER_CUT, DYNAMIC_TASKS_ADDED, StateUpdate, emit, event
 from replangraph.tools.replan_toolkit.toolkit import STILL_YOURS, sent_summary
 
 if TYPE_CHECKING:
@@ -75,8 +87,10 @@ def turn_failure(
     """The update for a model turn that raised ``exc`` (``calls``: the model calls spent, tries included);
     `ModelServerDown` when the server stopped answering and the run pauses for that."""
     paused_if_down(exc, executor.config)
-    if isinstance(exc, StepTimeout):
-        return executor.fail(task, window, f"step exceeded step_timeout_s={clock.limit_s}", calls)
+    if isinstance(exc, StepTimeout):  # the tools node ends it: with a continuation when it made progress
+        why = f"step exceeded step_timeout_s={clock.limit_s}"
+        change = {"status": "in_progress", "model_calls": calls, "started_at": started, "limit_reached": why}
+        return {"tasks": {task["id"]: change}, "windows": {task["id"]: window}}
     if isinstance(exc, StepFailed):
         return executor.fail(task, window, str(exc), calls)
     if isinstance(exc, ContextOverflow):
@@ -146,17 +160,87 @@ def with_cut_note(reply: AIMessage, text: str, limit: int | None, task_id: str) 
     return text, reply
 
 
-def ending_result(update: StateUpdate, task: Mapping[str, Any]) -> str | None:
-    """The whole result an update that ends ``task`` keeps (None: it keeps none)."""
-    step, rest = result_slot(task)
-    entry = ((update.get(WORKSPACE) or {}).get(step) or {}).get(rest)
-    own = (update.get("tasks") or {}).get(task["id"]) or {}
-    return str(entry["content"]) if entry and "content" in entry else own.get("result")
-
-
 def with_more_result(update: StateUpdate, task: Mapping[str, Any], more: str) -> StateUpdate:
     """``update`` (one that ends ``task``) with ``more`` after the result it keeps; ``more`` is the
     result when it keeps none (a failed subtask's partial result)."""
     head = ending_result(update, task)
     fields, entries = result_fields(task, f"{head}\n\n{more}" if head else more)
     return merge_updates([update, {"tasks": {task["id"]: fields}}, entries])  # the same slots: these win
+
+
+# --------------------------------------------------------------------------- a limit stopped the subtask
+
+CALLS_LISTED = 20
+"""Most tool calls a continuation's instructions list (the latest ones; the rest are counted)."""
+CONTINUATION = (
+    "{instructions}\n\n(This continues subtask {parent}, which stopped before it finished: {why}. Its tool calls so "
+    "far, whose outputs are kept in its result: {calls}. Do the rest of the work, without repeating them.)"
+)
+
+
+def continuation_spec(task: Mapping[str, Any], window: Sequence[AnyMessage], why: str) -> dict[str, Any]:
+    """The follow-up that goes on with ``task``'s work after a limit stopped it: the chain's instructions, and the
+    tool calls the chain made so far (the latest `CALLS_LISTED`), so that its agent does not repeat them."""
+    before = task.get("continued") or {}
+    instructions = before.get("instructions") or task["content"]
+    made = [
+        call_label(c)
+        for m in window
+        if isinstance(m, AIMessage)
+        for c in m.tool_calls
+        if c.get("name") not in BUILT_IN_TOOLS
+    ]
+    calls = [*before.get("calls", []), *made]
+    earlier = before.get("earlier", 0) + max(len(calls) - CALLS_LISTED, 0)
+    calls = calls[-CALLS_LISTED:]
+    listed = "; ".join(calls) or "none"
+    if earlier:
+        listed = f"(… and {earlier} earlier calls) {listed}"
+    content = CONTINUATION.format(instructions=instructions, parent=task["id"], why=why, calls=listed)
+    return {"content": content, "continued": Continued(instructions=instructions, calls=calls, earlier=earlier)}
+
+
+def is_continuation(task: Mapping[str, Any]) -> bool:
+    """Whether ``task`` goes on with its parent's own work (a `FollowUp` of kind ``continuation``)."""
+    return (task.get("follow_up") or {}).get("kind") == "continuation"
+
+
+def stopped_at_limit(
+    task: Mapping[str, Any],
+    tasks: Mapping[str, Mapping[str, Any]],
+    window: Sequence[AnyMessage],
+    why: str,
+    calls: int,
+    config: Any,
+    agent_types: Sequence[str],
+) -> StateUpdate:
+    """The end of a subtask a limit stopped (``max_step_iterations``, ``step_timeout_s``; ``why`` says which),
+    as if its agent had handed off: when it made progress (its own tools read something new), what it read is
+    its result and the rest is queued as a continuation. One that made no progress fails; so does one whose
+    continuation cannot be queued (a limit, or the single-agent fallback), keeping what it read as its partial
+    result."""
+    reads = window_reads(task, window)
+    parent = tasks.get(task.get("parent_id") or "")
+    before = full_result(parent) if parent is not None and is_continuation(task) else None
+    if not reads or not adds_data("\n".join(r.text for r in reads), before):
+        return failed_with_window(task, window, why, calls)
+    message = next((m for m in reversed(window) if isinstance(m, AIMessage)), None)
+    result = with_reads(answer_text(message) if message is not None else "", reads)
+    try:
+        created = split_task(
+            tasks,
+            task["id"],
+            [continuation_spec(task, window, why)],
+            agent_types=agent_types,
+            max_tasks=config.max_tasks,
+            max_split_depth=config.max_split_depth,
+            kind="continuation",
+            by="limit",
+        )
+    except QueueError as exc:
+        hit = limit_hit(task, exc if isinstance(exc, LimitReached) else None)
+        return failed_with_window(task, window, f"{why}; the rest could not be queued: {exc}", calls, **hit)
+    added = event(DYNAMIC_TASKS_ADDED, parent_id=task["id"], task_ids=list(created), source="limit", notes=[why])
+    update = announced([added], completed(task, result, calls, handed_off=list(created)))
+    update["tasks"].update(created)
+    return update

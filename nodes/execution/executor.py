@@ -22,6 +22,7 @@ from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
 from replangraph.config import AgentConfig, AgentProfile
+from replangraph.context.carried import made_calls
 from replangraph.context.fitting import (
     ContextMonitor,
     cut_answered_args,
@@ -34,7 +35,7 @@ from replangraph.context.kept import (
     combined_ending,
     completed_with_window,
     drop_old_observations,
-    failed,
+    earlier_reads,
     failed_with_window,
     is_taken,
     keep_outputs,
@@ -52,7 +53,7 @@ from replangraph.llm.calls import (
     was_cut,
 )
 from replangraph.llm.errors import StepTimeout
-from replangraph.llm.reading import all_tool_calls, answer_text, message_text, pending_tool_calls
+from replangraph.llm.reading import all_tool_calls, answer_text, ends_with_answer, message_text, pending_tool_calls
 from replangraph.names import ASK_USER, READ_OUTPUT, TOOLKIT_NAMES
 from replangraph.nodes.execution.endings import (  # rare ends of a turn; a turn that goes well runs none of them
     NOT_ASKED,
@@ -60,6 +61,7 @@ from replangraph.nodes.execution.endings import (  # rare ends of a turn; a turn
     no_reply,
     not_run,
     repeated_refusal,
+    stopped_at_limit,
     too_small,
     turn_record,
     unfinished,
@@ -68,7 +70,6 @@ from replangraph.nodes.execution.endings import (  # rare ends of a turn; a turn
 )
 from replangraph.nodes.execution.middleware import (
     BoundModels,
-    IterationCap,
     ModelRequest,
     ModelWrapper,
     OfferReadOutput,
@@ -155,11 +156,10 @@ class Executor(Configured):
 
     def wrappers(self, clock: StepClock, agent_type: str) -> list[ModelWrapper]:
         """The model call's wrappers, outermost first (why this order: `replangraph.nodes.execution.middleware`):
-        iteration cap, step deadline, overflow refit, offers, user middleware, retries, tool-call repair."""
+        step deadline, overflow refit, offers, user middleware, retries, tool-call repair."""
         config = self.config
         known = [t.name for t in self.tool_schemas[agent_type]]
         return [
-            IterationCap(config.max_step_iterations),
             StepDeadline(clock),
             refit_overflow,
             *self.offers,
@@ -268,13 +268,10 @@ class Executor(Configured):
                 result=partial or None,
                 replan_request={"trigger": "marker", "reason": reason},
             )
-        if self.config.verify_results:
-            # The answer waits in the window for the verifier node, which completes the subtask.
-            change = {"status": "in_progress", "model_calls": calls, "started_at": started, **cleared}
-            return {"tasks": {task_id: change}, "windows": {task_id: [*window, reply]}}
-        update = completed_with_window(task, window, text, calls)  # what it read stays readable
-        update["tasks"][task_id].update(cleared)
-        return update
+        # The answer waits in the window: the verifier node checks and completes the subtask, or with the check
+        # off the tools node completes it; both see the whole run, so what the agent read reaches its result.
+        change = {"status": "in_progress", "model_calls": calls, "started_at": started, **cleared}
+        return {"tasks": {task_id: change}, "windows": {task_id: [*window, reply]}}
 
     def failure(
         self, task: Mapping[str, Any], window: list, started: float, calls: int, exc: Exception, clock: StepClock
@@ -372,6 +369,8 @@ class ToolRunner(Configured):
         emitted before the crash never go out (the update that carried them is lost).
         """
         task = tasks[task_id]
+        if ends_with_answer(window):  # the check is off: the answer is the result (what was read comes along)
+            return completed_with_window(task, window, answer_text(window[-1]), task.get("model_calls", 0))
         clock = StepClock(task.get("elapsed_s") or 0.0, self.config.step_timeout_s)
         replies: list[ToolMessage] = []  # filled as calls return, so a crash keeps what they brought
         cut: dict[str, str] = {}  # the whole texts of the replies it cuts: kept even if the step then crashes
@@ -411,7 +410,7 @@ class ToolRunner(Configured):
         Once the step's time is out only the toolkit still runs. Several calls that end the subtask
         become one ending (`combined_ending`): a hand-off wins, the others add their reasons."""
         task = tasks[task_id]
-        session = ReplanSession(task_id, tasks, self.agent_types, self.config, goal=goal)
+        session = ReplanSession(task_id, tasks, self.agent_types, self.config, goal=goal, progress=made_calls(window))
         answered = [t for w in self.feature_wrappers for t in getattr(w, "answered_tools", list)()]
         tools = [*self.profiles[task["agent_type"]].tools, *replan_toolkit(session), *answered]
         if any(call.get("name") == READ_OUTPUT for call in pending_tool_calls(window)):
@@ -462,7 +461,11 @@ class ToolRunner(Configured):
         if guard.refused is not None and not endings:  # the repeat guard ends only a subtask nothing else ended
             skip.add(guard.refused[0].get("id") or "")
             endings.append(repeated_refusal(task, *guard.refused, calls))
-        if not endings and timeout is None:
+        # A limit that stopped the subtask: its time (a tool ran past it), or its turns (this was its last).
+        limit = timeout or (None if calls < self.config.max_step_iterations else self.turns_used())
+        if endings or task.get("limit_reached"):
+            limit = None if endings else task["limit_reached"]
+        if not endings and limit is None:
             keep = self.config.max_observations
             window = cut_answered_args(task_id, window, replies, self.config.max_observation_chars, taken, cut)
             new_window, dropped = drop_old_observations([*window, *replies], keep, task_id, taken)
@@ -470,14 +473,17 @@ class ToolRunner(Configured):
             return merge_updates([*changes, {"windows": {task_id: new_window}}])
         # The window goes: keep every output it had read, and the turn's replies whole (no drop notes).
         replies.extend(not_run(call, NOT_ASKED) for call in waiting)  # nobody waits: the questions go in the result
+        if not endings:  # a limit: what it read is its result, and the rest is queued as a continuation
+            read = [*window, *replies]
+            changes.append(keep_outputs(task, window_outputs(read, taken)))
+            return merge_updates(
+                [*changes, stopped_at_limit(task, tasks, read, limit, calls, self.config, self.agent_types)]
+            )
         to_keep = window_outputs(window, taken)
         record_key = unique_key("turn-at-end", lambda k: taken(k) or k in to_keep)
         record = output_id(task_id, record_key)
         more, outputs = turn_outputs(task_id, turn, replies, skip, lambda k: taken(k) or k in to_keep, record)
         to_keep.update(outputs)
-        if not endings:  # a timeout alone fails the step; the outputs are kept
-            changes.append(keep_outputs(task, to_keep))
-            return merge_updates([*changes, failed(task, timeout or "", calls)])
         flags = [f"{timeout}, so its output and that of any tool call after it are missing"] * (timeout is not None)
         failures = turn_failures(turn, replies, skip | timed_out, record)  # the timeout is a flag already
         message = next((m for m in reversed(window) if isinstance(m, AIMessage)), None)
@@ -486,7 +492,12 @@ class ToolRunner(Configured):
             more = "\n\n".join(part for part in (more, TURN_KEPT.format(id=record)) if part)
         changes.append(keep_outputs(task, to_keep))
         ending = combined_ending(task_id, endings, [*flags, *failures])
+        more = earlier_reads(ending, task, window, more)  # what earlier turns read that the summary omits
         return merge_updates([*changes, with_more_result(ending, task, more) if more else ending])
+
+    def turns_used(self) -> str:
+        """Why a subtask that used its last model turn stops."""
+        return f"no final answer after max_step_iterations={self.config.max_step_iterations} model turns"
 
     @collect_writes  # the toolkit's events go out with the update that carries them
     def __call__(self, state: Mapping) -> StateUpdate:
@@ -517,8 +528,15 @@ class ToolRunner(Configured):
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         windows = state.get("windows") or {}
         goal = state.get("goal", "")
+        answers = not self.config.verify_results  # with the check on, the verifier takes them
         return [
             (task_id, window, tasks, goal)
             for task_id, window in windows.items()
-            if task_id in tasks and tasks[task_id]["status"] == "in_progress" and pending_tool_calls(window)
+            if task_id in tasks
+            and tasks[task_id]["status"] == "in_progress"
+            and (
+                pending_tool_calls(window)
+                or tasks[task_id].get("limit_reached")
+                or (answers and ends_with_answer(window))
+            )
         ]

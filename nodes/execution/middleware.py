@@ -10,7 +10,6 @@ middleware and refuses what cannot run in a subtask; `Hook` and `async_form` (th
 path on the other.
 
 Model calls, outermost first (see `Executor.chain`):
-  iteration cap   - sees the final reply, after every retry and fallback, and the turn's whole count;
   step deadline   - one limit for everything below it, retry waits and fallbacks included;
   overflow refit  - a context overflow, from any model below, goes to the compressor;
   offers          - read_output, then the features' tools (ask_user): user middleware sees them;
@@ -66,7 +65,7 @@ from replangraph.llm.calls import (
 )
 from replangraph.llm.errors import StepTimeout, is_context_overflow
 from replangraph.llm.formats import CUT_CALL
-from replangraph.llm.reading import all_tool_calls, message_text, repair_tool_calls, split_reasoning
+from replangraph.llm.reading import message_text, repair_tool_calls, split_reasoning
 from replangraph.names import TOOLKIT_NAMES
 from replangraph.nodes.execution.adapting import (  # noqa: F401  # Hook, run_coroutine, split_middleware: importable here
     Hook,
@@ -219,30 +218,6 @@ class StepFailed(Exception):
 
 class ContextOverflow(Exception):
     """The provider refused the request as too long (the original error is ``__cause__``)."""
-
-
-def calls_so_far(request: ModelRequest) -> int:
-    """The subtask's model calls, this turn's included."""
-    return (request.state.get("task") or {}).get("model_calls", 0) + request.state.get("attempts", 0)
-
-
-class IterationCap:
-    """Fails the subtask when a reply still calls tools after ``limit`` model calls."""
-
-    def __init__(self, limit: int):
-        self.limit = limit
-
-    def __call__(self, request: ModelRequest, handler: Callable) -> ModelResponse:
-        return self.checked(request, handler(request))
-
-    async def awrap(self, request: ModelRequest, handler: Callable) -> ModelResponse:
-        return self.checked(request, await handler(request))
-
-    def checked(self, request: ModelRequest, response: ModelResponse) -> ModelResponse:
-        """``response``, or `StepFailed` when it still calls tools at the cap."""
-        if all_tool_calls(reply_of(response)) and calls_so_far(request) >= self.limit:
-            raise StepFailed(f"no final answer after max_step_iterations={self.limit} model turns")
-        return response
 
 
 class StepDeadline:

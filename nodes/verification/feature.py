@@ -13,9 +13,10 @@ from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.fitting import ContextMonitor
 from replangraph.features import Feature, FeatureNode
 from replangraph.llm.reading import ends_with_answer
-from replangraph.names import TOOLS, VERIFIER
+from replangraph.names import GOAL_CHECK, TOOLS, VERIFIER
+from replangraph.nodes.verification.goal_check import GoalCheck, goal_left_unchecked, goal_unchecked
 from replangraph.nodes.verification.verifier import Verifier
-from replangraph.routing import TaskRule, window_rule
+from replangraph.routing import Rule, TaskRule, window_rule
 from replangraph.safety_net import let_results_stand
 
 
@@ -29,4 +30,8 @@ def verification_feature(
     # A subtask whose window ends with an answer waits for the check (one verifier node checks every
     # waiting answer) and keeps its slot meanwhile.
     waiting = TaskRule("answer_waiting", "verification", running=window_rule(ends_with_answer, VERIFIER))
-    return Feature("verification", nodes={VERIFIER: node}, task_rules=[waiting])
+    # Once every subtask has settled, the results are checked against the goal before the final answer; a crash
+    # there lets the results stand (the run goes on to the router, which finalizes).
+    goal = FeatureNode(GoalCheck(verifier), error_handler=goal_left_unchecked, joins_tools=False)
+    unchecked = Rule("goal_unchecked", "verification", goal_unchecked, "dispatch")
+    return Feature("verification", nodes={VERIFIER: node, GOAL_CHECK: goal}, rules=[unchecked], task_rules=[waiting])

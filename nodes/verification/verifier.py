@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from concurrent.futures import Future
 from typing import Any
 
@@ -21,15 +21,31 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
 from replangraph.config import AgentConfig, AgentProfile
-from replangraph.context.fitting import GOAL_ID, ContextMonitor, Fitted, fit_request, result_id, schema_tools
-from replangraph.context.kept import announced, collect_writes, completed_with_window, merge_updates
+from replangraph.context.carried import adds_data
+from replangraph.context.fitting import ContextMonitor, Fitted, fit_request, result_id, schema_tools
+from replangraph.context.kept import (
+    announced,
+    collect_writes,
+    completed_with_window,
+    full_result,
+    merge_updates,
+    result_with_reads,
+)
 from replangraph.llm.aio import arun_steps, off_loop
 from replangraph.llm.calls import bind_schema, call_pool, read_arguments, refit_steps, run_steps, structured_steps
 from replangraph.llm.reading import UnreadableInput, answer_text, answers_waiting, as_text, task_specs, truthy
 from replangraph.nodes.verification.prompts import VERIFIER_PROMPT, VERIFY_EXCERPT_NOTE, VERIFY_TEMPLATE
+from replangraph.queue.coverage import fresh_follow_ups
 from replangraph.queue.plans import LimitReached, limit_hit, split_task
-from replangraph.queue.tasks import QueueError, Task, TaskVerdict, apply_writes, spent_model_calls, verdict_record
-from replangraph.state import DYNAMIC_TASKS_ADDED, STEP_VERIFIED, Configured, StateUpdate, event
+from replangraph.queue.tasks import (
+    QueueError,
+    Task,
+    TaskVerdict,
+    apply_writes,
+    spent_model_calls,
+    verdict_record,
+)
+from replangraph.state import CHECK_STOOD_DOWN, DYNAMIC_TASKS_ADDED, STEP_VERIFIED, Configured, StateUpdate, event
 
 RESULT_PART = "result"
 
@@ -129,20 +145,19 @@ class Verifier(Configured):
         self.base_config = config
 
     def request(self, goal: str, task: Task, result: str, budget: int | None = None) -> Fitted[list[BaseMessage]]:
-        """The check's request. A goal or result too long for it is shown as an excerpt, and the
-        prompt then says the omitted text is not missing; the instructions are never cut."""
+        """The check's request: the subtask's instructions and its result, not the goal (a weak judge takes the
+        goal for the subtask and asks for all of it again). A result too long for it is shown as an excerpt, and
+        the prompt then says the omitted text is not missing; the instructions are never cut."""
         system = SystemMessage(VERIFIER_PROMPT.format(batch_size=self.config.batch_size))
 
         def build(shown: Mapping[str, str]) -> list[BaseMessage]:
-            text = VERIFY_TEMPLATE.format(
-                goal=shown[GOAL_ID], task_id=task["id"], content=task["content"], result=shown[RESULT_PART]
-            )
-            if shown[GOAL_ID] != goal or shown[RESULT_PART] != result:
+            text = VERIFY_TEMPLATE.format(task_id=task["id"], content=task["content"], result=shown[RESULT_PART])
+            if shown[RESULT_PART] != result:
                 text += VERIFY_EXCERPT_NOTE
             return [system, HumanMessage(text)]
 
-        parts = {GOAL_ID: goal, RESULT_PART: result}
-        outputs = {GOAL_ID: GOAL_ID, RESULT_PART: result_id(task["id"])}
+        parts = {RESULT_PART: result}
+        outputs = {RESULT_PART: result_id(task["id"])}
         return fit_request(parts, build, outputs, self.monitor, tools=self.tools, budget=budget)
 
     def judge(self, goal: str, task: Task, result: str, retries: int = VERIFY_RETRIES) -> tuple[TaskVerdict, int]:
@@ -150,18 +165,19 @@ class Verifier(Configured):
 
         A provider that refuses the request as too long gets it once more, fitted to a smaller budget.
         """
-        return run_steps(self.judge_steps(goal, task, result, retries))
+        return run_steps(self.judge_steps(lambda budget: self.request(goal, task, result, budget), retries))
 
     async def ajudge(self, goal: str, task: Task, result: str, retries: int) -> tuple[TaskVerdict, int]:
         """`judge` on the async path: the model awaited."""
-        return await arun_steps(self.judge_steps(goal, task, result, retries, awaited=True), off_loop=False)  # no store
+        steps = self.judge_steps(lambda budget: self.request(goal, task, result, budget), retries, awaited=True)
+        return await arun_steps(steps, off_loop=False)  # no store
 
     def judge_steps(
-        self, goal: str, task: Task, result: str, retries: int, awaited: bool = False
+        self, build: Callable[[int], Fitted[list[BaseMessage]]], retries: int, awaited: bool = False
     ) -> Generator[Any, Any, tuple[TaskVerdict, int]]:
-        """`judge` as steps (`run_steps`)."""
+        """A verdict on the request ``build(budget)`` makes (steps, `run_steps`), and the model calls it took."""
         judged = yield from refit_steps(
-            lambda share: self.within_steps(goal, task, result, int(self.monitor.budget * share), retries, awaited),
+            lambda share: self.within_steps(build(int(self.monitor.budget * share)), retries, awaited),
             refused=lambda outcome: outcome[2] is not None,
             learn=self.monitor.learn_overflow,
             error=lambda outcome: outcome[2],
@@ -169,11 +185,10 @@ class Verifier(Configured):
         return judged[-1][0], sum(calls for _, calls, _ in judged)
 
     def within_steps(
-        self, goal: str, task: Task, result: str, budget: int, retries: int, awaited: bool = False
+        self, fitted: Fitted[list[BaseMessage]], retries: int, awaited: bool = False
     ) -> Generator[Any, Any, tuple[TaskVerdict, int, BaseException | str | None]]:
-        """One try of `judge_steps`, the request fitted to ``budget`` tokens: the verdict, its model calls, and
+        """One try of `judge_steps` with the request ``fitted`` to a budget: the verdict, its model calls, and
         the provider's error when it refused the request as too long."""
-        fitted = self.request(goal, task, result, budget)
         if not fitted.fits:
             needed = self.monitor.tokens(fitted.request, self.tools)
             error = f"the check's request does not fit the context window ({needed} tokens); the result stands"
@@ -197,28 +212,31 @@ class Verifier(Configured):
         complete, reason, remaining, note = asked.value
         return verdict_record(complete, reason, remaining, error=note), asked.calls, None
 
-    def queue_follow_ups(self, tasks: Mapping[str, Task], task: Task, remaining: list[str]) -> tuple[dict, dict]:
-        """``(follow-up tasks, task fields)``: the missing work as dynamic tasks of ``task``; when none
-        can be queued, the task's fields ask the replanner to take it over.
+    def queue_follow_ups(
+        self, tasks: Mapping[str, Task], task: Task, remaining: list[str], goal: str, progress: bool
+    ) -> tuple[dict, dict]:
+        """``(follow-up tasks, task fields)``: the missing work as continuations of ``task`` (the rest of its own
+        work, at its depth); when none can be queued, the task's fields say why (`settle`).
 
-        The follow-ups are the rest of ``task``'s own work, so they sit at its depth: a model that gets a
-        little further each round is checked again and again, each round smaller. A follow-up that repeats
-        ``task``'s instructions word for word shows no progress and counts as a split (``max_split_depth``
-        then ends the rounds)."""
-        specs = [{"content": c, "agent_type": None} for c in remaining]
-        same = " ".join(task["content"].split())
+        Missing work that repeats the goal or work already queued, running or done, or that lies outside the
+        subtask's range, is not queued (`fresh_follow_ups`); a repeat of the subtask's own instructions is queued
+        only when it made ``progress`` (it goes on). A check whose every follow-up is left out stands down, and
+        the result stands."""
+        fresh = fresh_follow_ups(tasks, remaining, within=task, goal=goal, again=progress)
+        if not fresh.queued:
+            why = "what it found missing repeats work queued, running or done: " + " ".join(fresh.notes)
+            return {}, {"stood_down": why}
+        specs = [{"content": c, "agent_type": None} for c in fresh.queued]
         try:
-            return (
-                split_task(
-                    tasks,
-                    task["id"],
-                    specs,
-                    agent_types=self.profiles,
-                    max_tasks=self.config.max_tasks,
-                    max_split_depth=self.config.max_split_depth,
-                    deeper=any(" ".join(c.split()) == same for c in remaining),
-                ),
-                {},
+            created = split_task(
+                tasks,
+                task["id"],
+                specs,
+                agent_types=self.profiles,
+                max_tasks=self.config.max_tasks,
+                max_split_depth=self.config.max_split_depth,
+                kind="continuation",
+                by="check",
             )
         except LimitReached as exc:
             return {}, {
@@ -227,30 +245,50 @@ class Verifier(Configured):
             }
         except QueueError as exc:
             return {}, {"why": str(exc)}
+        return created, {"notes": fresh.notes} if fresh.notes else {}
 
     def settle(
-        self, tasks: Mapping[str, Task], task: Task, result: str, judged: TaskVerdict, calls: int, window: Any = ()
+        self,
+        tasks: Mapping[str, Task],
+        task: Task,
+        result: str,
+        judged: TaskVerdict,
+        calls: int,
+        window: Any = (),
+        goal: str = "",
     ) -> StateUpdate:
         """The state update for one judged subtask: completed, with follow-ups when something is missing;
         the tool outputs still in its ``window`` are kept.
 
-        Missing work that could not be queued (none named, or a limit refused it) goes to the
-        replanner, with the answer kept as the partial result.
-        """
+        Missing work that could not be queued (none named, or a limit refused it) goes to the replanner, with
+        the answer kept as the partial result. The check stands down (the result stands, with a
+        ``check_stood_down`` event) when the subtask is a follow-up the check queued that added no data to its
+        parent's result, or when all it found missing repeats work queued, running or done."""
         task_id = task["id"]
         created: dict[str, Task] = {}
         extra: dict[str, Any] = {}
+        parent = tasks.get(task.get("parent_id") or "")
+        progress = adds_data(result, full_result(parent) if parent is not None else None)
         if not judged["complete"]:
             extra = {"why": "it named no remaining tasks"}
-            if judged["remaining_tasks"]:
-                created, extra = self.queue_follow_ups(tasks, task, judged["remaining_tasks"])
+            if (task.get("follow_up") or {}).get("by") == "check" and not progress:
+                extra = {"stood_down": f"its follow-up {task_id} added no data to {parent['id']}'s result"}
+            elif judged["remaining_tasks"]:
+                created, extra = self.queue_follow_ups(tasks, task, judged["remaining_tasks"], goal, progress)
             why = extra.pop("why", None)
-            if not created:
+            notes = extra.pop("notes", [])
+            if extra.get("stood_down"):
+                judged = {**judged, "stood_down": extra.pop("stood_down")}
+            elif not created:
                 judged = {**judged, "error": "; ".join(e for e in (judged["error"], f"not queued: {why}") if e)}
                 reason = f"the completion check found the result incomplete ({judged['reason'] or 'no reason'}); {why}"
                 extra["replan_request"] = {"trigger": "check", "reason": reason}
+            if notes:
+                judged = {**judged, "notes": notes}
         judged = {**judged, "follow_up_ids": list(created)}
         events = [event(STEP_VERIFIED, task_id=task_id, **judged)]
+        if judged.get("stood_down"):
+            events.append(event(CHECK_STOOD_DOWN, task_id=task_id, reason=judged["stood_down"]))
         if created:
             events.append(
                 event(DYNAMIC_TASKS_ADDED, parent_id=task_id, task_ids=list(created), source="verifier", notes=[])
@@ -259,6 +297,8 @@ class Verifier(Configured):
         handed = {"handed_off": list(created)} if created else {}
         update = announced(events, completed_with_window(task, window, result, spent, **handed))
         update["tasks"][task_id].update(verdict=judged, **extra)
+        if parent is not None:
+            update["tasks"][task_id]["progress"] = progress
         update["tasks"].update(created)
         return update
 
@@ -277,7 +317,7 @@ class Verifier(Configured):
     @collect_writes
     async def acall(self, state: Mapping[str, Any]) -> StateUpdate:
         """`__call__` on the async path: the checks awaited together."""
-        goal, waiting, results, retries = self.checks(state)
+        goal, waiting, results, retries = await off_loop(lambda: self.checks(state))  # results read the store
         tasks = state.get("tasks") or {}
         judged = await asyncio.gather(*(self.ajudge(goal, tasks[t], results[t], retries) for t in waiting))
         return await off_loop(lambda: self.settled(state, waiting, results, list(judged)))  # keeping reads the store
@@ -287,7 +327,8 @@ class Verifier(Configured):
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         windows = state.get("windows") or {}
         waiting = answers_waiting(tasks, windows)
-        results = {tid: answer_text(windows[tid][-1]) for tid in waiting}
+        # What each agent read and its answer does not show is part of its result, checked with it.
+        results = {tid: result_with_reads(tasks[tid], windows[tid], answer_text(windows[tid][-1])) for tid in waiting}
         # A retry of an unreadable verdict only while max_steps leaves room for one per waiting answer.
         left = self.config.max_steps - spent_model_calls(state)
         retries = VERIFY_RETRIES if left >= 2 * len(waiting) else 0
@@ -305,7 +346,9 @@ class Verifier(Configured):
         view = apply_writes(tasks, [])  # keeps the queue's index
         updates = []
         for task_id, (judgement, calls) in zip(waiting, judged, strict=True):
-            update = self.settle(view, tasks[task_id], results[task_id], judgement, calls, windows[task_id])
+            update = self.settle(
+                view, tasks[task_id], results[task_id], judgement, calls, windows[task_id], state.get("goal", "")
+            )
             view = apply_writes(view, [update["tasks"]])
             updates.append(update)
         return merge_updates(updates)

@@ -272,6 +272,8 @@ def test_under_ainvoke_the_completion_checks_run_together():
     meter = InFlight(barrier_parties=n)  # every check waits until all n are being made
 
     def respond(request):
+        if "Verdict" in request.tool_names and request.prompt.startswith("Goal:"):  # the goal check, once at the end
+            return tool_call("Verdict", {"complete": True, "reason": "all there", "remaining_tasks": []})
         if "Verdict" in request.tool_names:
             with meter:
                 return tool_call("Verdict", {"complete": True, "reason": "all there", "remaining_tasks": []})

@@ -9,6 +9,7 @@ from scenarios import WINDOW_ANSWER, item_reader, item_text, read_item
 from scripting import make_model, plan_of, run
 
 from replangraph import AgentConfig, build_graph
+from replangraph.context.carried import READS_HEAD
 from replangraph.durable import kept_output, kept_output_ids
 
 ITEMS = 8
@@ -24,9 +25,12 @@ def test_every_item_a_completing_subtask_read_stays_readable(verify_results, wit
     state, events = run(graph)
     task = state["tasks"]["1"]
     assert task["status"] == "completed"
-    assert task["result"] == WINDOW_ANSWER  # the result text is unchanged
+    # The answer names items 1 and 2 only: the result carries the other items its agent read after the answer.
+    assert task["result"].startswith(WINDOW_ANSWER + "\n\n" + READS_HEAD)
+    assert all((item_text(n) in task["result"]) == (n > 2) for n in range(1, ITEMS + 1))
     assert any(e["event"] == "step_verified" for e in events) == verify_results
-    texts = [kept_output(state, store, "t", ident) for ident in kept_output_ids(state, store, "t")]
+    outputs = [ident for ident in kept_output_ids(state, store, "t") if not ident.endswith("/result")]
+    texts = [kept_output(state, store, "t", ident) for ident in outputs]
     for n in range(1, ITEMS + 1):
         holding = [t for t in texts if t and item_text(n) in t]
-        assert len(holding) == 1, f"ITEM-{n}: kept {len(holding)} times"  # reachable, and saved once
+        assert len(holding) == 1, f"ITEM-{n}: kept {len(holding)} times"  # reachable, and kept once as an output

@@ -54,6 +54,7 @@ def test_events_are_emitted_in_order(way):
         ("step_started", "1_dyn_2"),
         ("step_verified", "1_dyn_2"),  # the completion check is on by default
         ("step_completed", "1_dyn_2"),
+        ("goal_checked", None),  # every result against the goal, once, before the final answer
         ("plan_completed", None),
     ]
     added = next(e for e in events if e["event"] == "dynamic_tasks_added")

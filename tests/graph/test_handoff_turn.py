@@ -202,12 +202,23 @@ def test_a_tool_past_the_step_deadline_does_not_undo_the_handoff(stuck):
     assert "it did not finish" in text and "Not run: the step had no time left" in text
 
 
-def test_a_timeout_without_a_handoff_still_fails_the_step(stuck):
+def test_a_timeout_after_the_agent_read_something_hands_the_rest_off_as_a_continuation(stuck):
     update = runner(stuck, step_timeout_s=0.2)(
         turn(tool_call("fetch", {"start": 1}, call_id="f"), tool_call("stuck", {}, call_id="slow"))
     )
-    assert update["tasks"]["1"]["status"] == "failed" and "step_timeout_s" in update["tasks"]["1"]["error"]
+    own = update["tasks"]["1"]
+    assert own["status"] == "completed" and all(f"item-{n}" in result(update) for n in range(1, 6))
+    [child] = children(update).values()
+    assert child["follow_up"] == {"kind": "continuation", "by": "limit"} and child["depth"] == 0
+    assert child["content"].startswith("extract 19 products\n\n(This continues subtask 1")
+    assert 'fetch {"start": 1}' in child["content"] and "step_timeout_s=0.2" in child["content"]
     assert kept(update, "1")["f"] == fetch(1)
+
+
+def test_a_timeout_before_the_agent_read_anything_fails_the_step(stuck):
+    update = runner(stuck, step_timeout_s=0.2)(turn(tool_call("stuck", {}, call_id="slow")))
+    assert update["tasks"]["1"]["status"] == "failed" and "step_timeout_s" in update["tasks"]["1"]["error"]
+    assert not children(update)
 
 
 # --------------------------------------------------------------------------- property: nothing is lost

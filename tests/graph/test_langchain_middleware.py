@@ -160,15 +160,19 @@ def test_middleware_with_tools_or_state_keys_of_its_own_is_refused():
 
 
 def test_middleware_limits_still_hold_with_the_config(way):
-    """The executor's own iteration cap stays outermost: user middleware cannot loop past it."""
+    """The executor's own turn limit holds whatever user middleware does: the subtask stops after 3 model calls,
+    and the rest of its work goes on in a continuation (until max_steps ends the run)."""
 
     def forever(request):
         return tool_call("look", {"name": str(len(request.tool_results))})
 
     fallback = ModelFallbackMiddleware(make_model(PLAN, forever))
-    config = AgentConfig(max_step_iterations=3)
+    config = AgentConfig(max_step_iterations=3, max_steps=8)
     state, _ = run(build_graph(make_model(PLAN, forever), [look], config=config, middleware=[fallback]), way=way)
-    assert "max_step_iterations=3" in state["tasks"]["1"]["error"]
+    first, after = state["tasks"]["1"], state["tasks"]["1_dyn_0"]
+    assert first["model_calls"] == 3 and first["status"] == "completed"
+    assert after["follow_up"] == {"kind": "continuation", "by": "limit"}
+    assert "max_step_iterations=3" in after["content"]
 
 
 def test_something_that_is_no_middleware_is_refused_at_build_time():

@@ -87,6 +87,8 @@ def test_every_event_has_a_readable_line():
             "candidates": [{"agent_type": "careful", "error": None}, {"agent_type": "fast", "error": "boom"}],
         },
         "answer_cut": {"task_id": "a", "part": "result", "limit": 256},
+        "check_stood_down": {"task_id": "a_dyn_0", "reason": "its follow-up a_dyn_0 added no data to a's result"},
+        "goal_checked": {"complete": False, "reason": "ranks 20-25 missing", "task_ids": ["goal_check_1"]},
     }
     assert set(samples) == set(EVENT_NAMES)
     lines = {name: console.describe({"event": name, **payload}) for name, payload in samples.items()}
@@ -101,6 +103,12 @@ def test_every_event_has_a_readable_line():
     assert "agent type 'x' does not exist" in lines["plan_created"]
     assert lines["step_verified"] == "a checked: incomplete (ranks 6-19 missing); queued a_dyn_0"
     assert lines["dynamic_tasks_added"] == "a: the check added a_dyn_0"
+    assert (
+        lines["check_stood_down"] == "a_dyn_0: the check stood down (its follow-up a_dyn_0 added no data to a's result)"
+    )
+    assert lines["goal_checked"] == (
+        "goal checked against every result: incomplete (ranks 20-25 missing); queued goal_check_1"
+    )
 
 
 def test_waiting_questions_are_listed_plan_first_then_by_task_id():

@@ -119,8 +119,8 @@ def test_langgraph_alone_takes_replangraph_s_supersteps():
     ours = supersteps(engine.parallel_graph(2, 2, engine.sleeper(0)), {"messages": [("user", "Work on both.")]})
     with ThreadPoolExecutor(2) as pool:
         bare = supersteps(bare_parallel.bare_parallel_graph(2, 2, engine.sleeper(0), pool), {})
-    assert ours == ["executor", "executor", "tools", "executor", "executor", "tools", "verifier", "tools"]
-    assert bare == [name.replace("verifier", "verify") for name in ours]
+    assert ours == ["executor", "executor", "tools", "executor", "executor", "tools", "verifier", "tools", "goal_check"]
+    assert bare == [name.replace("verifier", "verify").replace("goal_check", "check_goal") for name in ours]
 
 
 def test_langgraph_alone_runs_at_most_its_concurrency_and_checks_every_subtask():

@@ -107,7 +107,7 @@ def test_layout_puts_unreached_nodes_on_a_row_of_their_own_or_leaves_them_out():
     layout = graph_layout(nodes, edges)
     assert set(layout) == set(nodes) and len(set(layout.values())) == len(nodes)  # every node, none on another
     handlers = [n for n in nodes if n.startswith("__error_handler__")]
-    assert len(handlers) == 4
+    assert len(handlers) == 5  # executor, tools, compressor, verifier, goal_check
     bottom = min(y for _, y in layout.values())
     assert {layout[n][1] for n in handlers} == {bottom} and layout[END][1] > bottom
     assert set(graph_layout(nodes, edges, isolated=False)) == set(nodes) - set(handlers)

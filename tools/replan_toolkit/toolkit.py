@@ -65,6 +65,9 @@ class ReplanSession:
     """The summaries of this turn's hand-offs, in call order."""
     limits_hit: dict[str, int] = field(default_factory=dict)
     """The limits that refused a split in this turn, with the value that would have fit."""
+    progress: bool = False
+    """Whether the subtask did some of its work with its own tools: its follow-ups then continue that work (at
+    its depth), else they split it (one level deeper)."""
     closed: bool = False
 
     def _check_open(self, ending: bool = False) -> None:
@@ -123,6 +126,7 @@ class ReplanSession:
                 agent_types=self.agent_types,
                 max_tasks=self.config.max_tasks,
                 max_split_depth=self.config.max_split_depth,
+                kind="continuation" if self.progress else "split",
             )
         except LimitReached as exc:
             task = self.tasks[self.task_id]

@@ -9,6 +9,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langgraph.store.memory import InMemoryStore
 from scripting import kept
 
+from replangraph.context.carried import READS_HEAD
 from replangraph.context.fitting import mark_kept
 from replangraph.context.kept import (
     announced,
@@ -49,19 +50,29 @@ def test_failed_keeps_a_partial_result_and_its_window_as_entries(sent):
     update = failed_with_window(TASK, window, "boom", 2, result="half done")
     assert "its window is kept as output 1/window-at-failure" in update["tasks"]["1"]["error"]
     assert set(kept(update, "1")) == {"c", "window-at-failure"} and kept(update, "1")["c"] == "FACT"
-    assert update["workspace"]["plan:1:step:1"][":result"]["content"] == "half done"
+    # The partial result carries what the window read (its tools' outputs), after the agent's words.
+    partial = update["workspace"]["plan:1:step:1"][":result"]["content"]
+    assert partial == f"half done\n\n{READS_HEAD}\n\n[tool {{}}]\nFACT"
     assert [e["event"] for e in update["events"]] == ["step_failed"] and sent == []
 
 
-def test_completed_keeps_the_window_outputs_not_kept_already_and_the_result_unchanged(sent):
+def test_completed_keeps_the_window_outputs_not_kept_already_and_the_result_carries_what_it_omits(sent):
     dropped = mark_kept(ToolMessage("x", tool_call_id="d"), "[output removed from context]", "1/d")
-    window = [SystemMessage("s"), HumanMessage("h"), AIMessage(""), dropped, ToolMessage("FACT", tool_call_id="c")]
-    before = {"plan:1:step:1": {":output:d": {"content": "OLD"}, ":output:c": {"content": "EARLIER"}}}
+    calls = AIMessage(
+        "", tool_calls=[{"name": "look", "args": {"n": 1}, "id": "d"}, {"name": "look", "args": {}, "id": "c"}]
+    )
+    window = [SystemMessage("s"), HumanMessage("h"), calls, dropped, ToolMessage("FACT", tool_call_id="c", name="look")]
+    before = {"plan:1:step:1": {":output:d": {"content": "OLD FINDING"}, ":output:c": {"content": "EARLIER"}}}
     with open_workspace(before):
         update = completed_with_window(TASK, window, "the answer", 3)
     assert kept(update, "1") == {"c~2": "FACT"}  # ``d`` is kept already; ``c`` holds another text
-    assert update["workspace"]["plan:1:step:1"][":result"]["content"] == "the answer"
-    assert update["tasks"]["1"]["result"] == "the answer" and update["windows"] == {"1": None}
+    # The answer shows neither output: both follow it, the dropped one read back whole from the workspace.
+    carried = f'the answer\n\n{READS_HEAD}\n\n[look {{"n": 1}}]\nOLD FINDING\n\n[look {{}}]\nFACT'
+    assert update["workspace"]["plan:1:step:1"][":result"]["content"] == carried
+    assert update["tasks"]["1"]["result"] == carried and update["windows"] == {"1": None}
+    with open_workspace(before):
+        shown = completed_with_window(TASK, window, "the answer: OLD FINDING and FACT", 3)
+    assert shown["tasks"]["1"]["result"] == "the answer: OLD FINDING and FACT"  # it shows them: nothing added
     assert [e["event"] for e in update["events"]] == ["step_completed"] and sent == []
 
 

@@ -46,7 +46,7 @@ class Recording(ScriptedChatModel):
 
 def kind(request: ScriptedRequest) -> str:
     if "Verdict" in request.tool_names:
-        return "verifier"
+        return "goal check" if request.prompt.startswith("Goal:") else "verifier"
     if is_replan(request):
         return "replanner"
     if "Plan" in request.tool_names:

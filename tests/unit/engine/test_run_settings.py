@@ -181,8 +181,9 @@ def test_a_node_call_resolves_the_settings_once(monkeypatch):
     monkeypatch.setattr(state_module, "_resolve_settings", lambda *args: resolutions.append(1) or real_resolve(*args))
     state = graph().invoke(goal(), context={"max_steps": 40})
     assert all(t["status"] == "completed" for t in state["tasks"].values())
-    # 6 subtasks, each two model turns, a tool call and a check: the helpers read the settings hundreds of times
-    assert len(reads) > 5 * len(resolutions) > 0
+    # 6 subtasks, each two model turns, a tool call and a check: the helpers read the settings hundreds of times,
+    # resolved once per node call and routing decision (without that, every read resolves them: a ratio of 1)
+    assert len(reads) > 3 * len(resolutions) > 0
 
 
 def test_parallel_runs_with_different_contexts_keep_their_own_settings():

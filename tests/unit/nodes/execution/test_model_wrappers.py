@@ -14,19 +14,17 @@ from replangraph.llm.errors import StepTimeout
 from replangraph.nodes.execution.middleware import (
     BoundModels,
     ContextOverflow,
-    IterationCap,
     ModelRequest,
     ModelResponse,
     OfferReadOutput,
     RepairToolCalls,
     Retries,
     StepDeadline,
-    StepFailed,
     chain_model_calls,
     refit_overflow,
 )
 from replangraph.nodes.human.hooks import OfferAskUser
-from replangraph.testing import ScriptedChatModel, tool_call
+from replangraph.testing import ScriptedChatModel
 from replangraph.tools.read_output import read_output_tool
 from replangraph.tools.replan_toolkit.toolkit import split_replan_marker
 
@@ -58,14 +56,6 @@ def test_chain_puts_the_first_outermost_and_accepts_bare_messages():
 
     handler = chain_model_calls([note("a"), note("b")], lambda req: AIMessage("x"))
     assert handler(request()).result[0].content == "x" and order == ["a", "b"]
-
-
-def test_iteration_cap_fails_a_reply_that_still_calls_tools():
-    calls = AIMessage("", tool_calls=[tool_call("look", {})])
-    with pytest.raises(StepFailed, match="max_step_iterations=3"):
-        IterationCap(3)(request(task={"model_calls": 2}, attempts=1), answer(calls))
-    assert IterationCap(3)(request(attempts=1), answer(calls)).result == [calls]
-    assert IterationCap(1)(request(attempts=5), answer(AIMessage("done"))).result[0].content == "done"
 
 
 def test_step_deadline_stops_a_slow_call():

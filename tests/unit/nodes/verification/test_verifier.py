@@ -83,10 +83,6 @@ def test_without_the_check_a_lazy_agent_loses_the_rest():
 
 
 def test_a_complete_result_is_accepted_as_it_is():
-    def diligent(request):
-        first, last = wanted_range(subtask_of(request))
-        return ", ".join(ITEMS[first - 1 : last])
-
     state, events = run(build_graph(model(worker=diligent), config=AgentConfig(**FAST)))
     assert list(state["tasks"]) == ["1"] and state["tasks"]["1"]["verdict"]["complete"] is True
     assert items_in(state["final_answer"]) == set(ITEMS)
@@ -157,30 +153,51 @@ def test_check_follow_ups_continue_the_same_work_at_its_depth():
     assert items_in(state["final_answer"]) == set(ITEMS)
 
 
-def test_missing_work_the_check_cannot_queue_goes_to_the_replanner():
-    """A follow-up that repeats the subtask's own instructions shows no progress: it counts as a split,
-    and max_split_depth=0 refuses it."""
+def test_missing_work_a_limit_refuses_goes_to_the_replanner():
+    """max_tasks=2 leaves no room for the check's two follow-ups: the answer is kept as the partial result and
+    the replanner plans the rest."""
 
-    def again(request):
-        if "Subtask (1)" in request.prompt:
-            again = {"complete": False, "remaining_tasks": ["Extract items 1-12"], "reason": "items 5-12 missing"}
-            return tool_call("Verdict", again)
-        return fair_check(request)
+    def worker(request):
+        return lazy_worker(request) if subtask_of(request) == "Extract items 1-12" else diligent(request)
 
     def replan(request):
         assert "the completion check found the result incomplete (items 5-12 missing)" in request.prompt
-        return plan_of(
-            {"id": "b", "content": "Extract items 5-8", "depends_on": []},
-            {"id": "c", "content": "Extract items 9-12", "depends_on": []},
-        )
+        return plan_of({"id": "b", "content": "Extract items 5-12", "depends_on": []})
 
-    config = AgentConfig(**FAST, max_split_depth=0)
-    state, events = run(build_graph(model(verdict=again, replan=replan), config=config))
+    config = AgentConfig(**FAST, max_tasks=2)
+    state, events = run(build_graph(model(worker=worker, replan=replan), config=config))
     task = state["tasks"]["1"]
-    assert task["status"] == "completed" and "max_split_depth=0 left no room" in task["verdict"]["error"]
-    assert task["limits_hit"] == {"max_split_depth": 1}
+    assert task["status"] == "completed" and "max_tasks=2 left no room" in task["verdict"]["error"]
+    assert task["limits_hit"] == {"max_tasks": 3}
     [replanning] = [e for e in events if e["event"] == "replanning"]
     assert replanning["trigger"] == "check" and replanning["outcome"] == "replanned"
+    assert items_in(state["final_answer"]) == set(ITEMS)
+
+
+def diligent(request):
+    first, last = wanted_range(subtask_of(request))
+    return ", ".join(ITEMS[first - 1 : last])
+
+
+def test_a_check_that_asks_for_the_whole_subtask_again_stands_down_once_the_redo_adds_nothing():
+    """An over-critical check (a weak judge) calls every result incomplete and asks for the subtask again. The
+    redo is run once, as a continuation; it finds nothing new, so the check stands down and the result stands:
+    no replanning, no endless rounds."""
+
+    def over_critical(request):
+        if request.prompt.startswith("Goal:"):
+            return tool_call("Verdict", {"complete": False, "remaining_tasks": ["do it"], "reason": "not all there"})
+        asked = re.search(r"^Subtask \([^)]*\): (.*)$", request.prompt, flags=re.M).group(1)
+        return tool_call("Verdict", {"complete": False, "remaining_tasks": [asked], "reason": "not all there"})
+
+    state, events = run(build_graph(model(verdict=over_critical, worker=diligent), config=AgentConfig(**FAST)))
+    tasks = state["tasks"]
+    assert [t["id"] for t in ordered(tasks)] == ["1", "1_dyn_0"]  # the redo, once
+    assert tasks["1_dyn_0"]["follow_up"] == {"kind": "continuation", "by": "check"} and not tasks["1_dyn_0"]["progress"]
+    assert "added no data" in tasks["1_dyn_0"]["verdict"]["stood_down"]
+    assert [e["task_id"] for e in events if e["event"] == "check_stood_down"] == ["1_dyn_0"]
+    assert not state["replans"] and all(t["status"] == "completed" for t in tasks.values())
+    assert "repeats the goal" in state["goal_check"]["notes"][0] and not state["goal_check"]["task_ids"]
     assert items_in(state["final_answer"]) == set(ITEMS)
 
 

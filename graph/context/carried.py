@@ -1,0 +1,205 @@
+"""What an agent read reaches its result. No LangGraph here.
+
+An agent's answer or hand-off summary may paraphrase what it read ("Extracted products 1-50") or only point at
+it, and the finalizer sees results, not windows. So a subtask's result carries, after the agent's own words, each
+tool output it read whose data those words do not show (`with_reads`). Whether words show an output's data is
+told by its **data words**: numbers and words of three letters or more, less the boilerplate that most lines of
+the outputs share (a listing's field names, a page's footer) and a few common words. Words that hold at least
+`CARRIED_SHARE` of an output's data words carry it.
+
+The same measure tells whether a result adds anything to an earlier one (`adds_data`): a follow-up that
+continues its parent's work but finds nothing new has stopped making progress.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+
+from replangraph.context.fitting import kept_id
+from replangraph.llm.reading import message_text
+from replangraph.names import BUILT_IN_TOOLS
+
+CARRIED_SHARE = 1 / 3
+"""Words that hold at least this share of an output's data words carry that output's data."""
+BOILERPLATE_SHARE = 0.5
+"""A word found in more than this share of the lines of the outputs is boilerplate, not data (with enough lines)."""
+BOILERPLATE_LINES = 4
+"""Fewer lines than this tell nothing of boilerplate: every word counts."""
+NEW_WORDS = 3
+"""A result adds data to an earlier one when at least this many of its data words (and a tenth of them) are new."""
+COMMON = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "with",
+        "from",
+        "that",
+        "this",
+        "are",
+        "was",
+        "were",
+        "has",
+        "have",
+        "had",
+        "not",
+        "but",
+        "all",
+        "any",
+        "its",
+        "into",
+        "per",
+        "each",
+        "than",
+        "then",
+        "there",
+        "their",
+        "them",
+        "they",
+        "you",
+        "your",
+        "our",
+        "out",
+        "off",
+        "also",
+        "more",
+        "most",
+        "some",
+        "such",
+        "only",
+        "over",
+        "under",
+        "about",
+        "after",
+        "before",
+        "what",
+        "which",
+        "when",
+        "where",
+        "who",
+        "how",
+        "will",
+        "would",
+        "can",
+        "could",
+        "should",
+        "been",
+        "being",
+        "other",
+        "these",
+        "those",
+        "here",
+    ]
+)
+WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'._/-]*")
+READS_HEAD = "Data its agent read that the text above does not show (tool outputs, as its window held them):"
+"""Heads the outputs a result carries after the agent's own words."""
+
+
+def data_words(text: str) -> set[str]:
+    """The words of ``text`` that can carry data: numbers (any token with a digit) and words of three letters or
+    more, lower-cased, trailing punctuation dropped, common words left out."""
+    found = set()
+    for token in WORD.findall(text):
+        word = token.rstrip("._/-'").lower()
+        if any(c.isdigit() for c in word) or (len(word) >= 3 and word not in COMMON):
+            found.add(word)
+    return found
+
+
+def boilerplate(texts: Iterable[str]) -> set[str]:
+    """Data words found in more than `BOILERPLATE_SHARE` of the non-empty lines of ``texts`` (none when they
+    have fewer than `BOILERPLATE_LINES` lines)."""
+    lines = [line for text in texts for line in text.splitlines() if line.strip()]
+    if len(lines) < BOILERPLATE_LINES:
+        return set()
+    counts = Counter(word for line in lines for word in data_words(line))
+    return {word for word, n in counts.items() if n > BOILERPLATE_SHARE * len(lines)}
+
+
+def carried(words: str, texts: Sequence[str]) -> list[bool]:
+    """For each of ``texts``, whether ``words`` show its data (at least `CARRIED_SHARE` of its data words,
+    boilerplate shared by the texts left out). A text with no data words is carried."""
+    shown = data_words(words)
+    shared = boilerplate(texts)
+    result = []
+    for text in texts:
+        own = data_words(text) - shared
+        result.append(not own or len(own & shown) >= CARRIED_SHARE * len(own))
+    return result
+
+
+def adds_data(new: str, before: str | None) -> bool:
+    """Whether ``new`` holds data ``before`` does not: at least `NEW_WORDS` new data words, and a tenth of its own."""
+    own = data_words(new)
+    fresh = own - data_words(before or "")
+    return len(fresh) >= max(NEW_WORDS, len(own) / 10)
+
+
+@dataclass(frozen=True)
+class Read:
+    """One tool output an agent read: the call that made it (``name {args}``) and its text as the window held it."""
+
+    call: str
+    text: str
+
+
+ARGS_SHOWN = 200
+"""Longest arguments a read's label shows."""
+
+
+def call_label(call: Mapping) -> str:
+    """``name {json args}`` of a tool call, the arguments cut to `ARGS_SHOWN` characters."""
+    args = json.dumps(call.get("args"), default=str, ensure_ascii=False, sort_keys=True)
+    if len(args) > ARGS_SHOWN:
+        args = args[: ARGS_SHOWN - 1] + "…"
+    return f"{call.get('name') or 'tool'} {args}"
+
+
+def reads_in(window: Sequence[AnyMessage], kept_text: Callable[[str], str | None] = lambda ident: None) -> list[Read]:
+    """The outputs of the agent's own tools that ``window`` holds, in order: not the built-in tools' (toolkit,
+    read_output, ask_user), not failed calls. An output the window dropped is read back whole with ``kept_text``
+    (an output id -> its text, None when gone); a cut one is taken as the window shows it (its note names where
+    the rest is)."""
+    calls = {c.get("id"): c for m in window if isinstance(m, AIMessage) for c in m.tool_calls}
+    reads = []
+    for message in window:
+        if not isinstance(message, ToolMessage) or message.status == "error" or message.name in BUILT_IN_TOOLS:
+            continue
+        text = message_text(message)
+        ident = kept_id(message)
+        if ident and text.startswith("[output ") and "removed from context" in text[:300]:
+            text = kept_text(ident) or text
+        if text.strip():
+            call = calls.get(message.tool_call_id) or {"name": message.name, "args": {}}  # a call the window lost
+            reads.append(Read(call_label(call), text))
+    return reads
+
+
+def uncarried(words: str, reads: Sequence[Read]) -> list[Read]:
+    """The reads whose data ``words`` do not show (`carried`)."""
+    return [read for read, shown in zip(reads, carried(words, [r.text for r in reads]), strict=True) if not shown]
+
+
+def with_reads(words: str, reads: Sequence[Read]) -> str:
+    """``words``, followed by the reads whose data they do not show (under `READS_HEAD`); ``words`` as they are
+    when they show them all. Empty words carry every read."""
+    missing = uncarried(words, reads) if words.strip() else list(reads)
+    if not missing:
+        return words
+    parts = [f"[{read.call}]\n{read.text}" for read in missing]
+    head = f"{words.rstrip()}\n\n" if words.strip() else ""
+    return head + "\n\n".join([READS_HEAD, *parts])
+
+
+def made_calls(window: Sequence[AnyMessage]) -> bool:
+    """Whether the agent called a tool of its own (not a built-in one) in ``window``: it did some of its work."""
+    return any(
+        call.get("name") not in BUILT_IN_TOOLS for m in window if isinstance(m, AIMessage) for call in m.tool_calls
+    )
