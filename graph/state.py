@@ -422,6 +422,7 @@ TEAM_MERGED = "team_merged"
 ANSWER_CUT = "answer_cut"
 CHECK_STOOD_DOWN = "check_stood_down"
 GOAL_CHECKED = "goal_checked"
+ANSWER_COMPLETED = "answer_completed"
 
 EVENT_NAMES = (
     PLAN_CREATED,
@@ -440,6 +441,7 @@ EVENT_NAMES = (
     ANSWER_CUT,
     CHECK_STOOD_DOWN,
     GOAL_CHECKED,
+    ANSWER_COMPLETED,
 )
 
 

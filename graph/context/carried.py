@@ -203,3 +203,38 @@ def made_calls(window: Sequence[AnyMessage]) -> bool:
     return any(
         call.get("name") not in BUILT_IN_TOOLS for m in window if isinstance(m, AIMessage) for call in m.tool_calls
     )
+
+
+ITEM_LINE = re.compile(r"^\s*(?:[-*•+]\s|\d{1,4}[.)]\s|#\d|\|)")
+"""A line that is one item of a list: a bullet, a number, ``#rank``, a table row."""
+ELIDED = re.compile(
+    r"(?:\.\.\.|…)\s*(?:and|plus)\s+\d[\d,]*\s+(?:more|others)|\band\s+\d[\d,]*\s+(?:more|others)\b|"
+    r"\(\s*\+?\d[\d,]*\s+more\b|\[(?:list\s+)?truncated\]|(?:remaining|other)\s+\d[\d,]*\s+"
+    r"(?:items|entries|rows|products|results)\s+(?:are\s+)?(?:omitted|not shown|left out)",
+    re.IGNORECASE,
+)
+"""How a shortened list says so: "... and 9 more", "(+9 more)", "[truncated]", "remaining 9 items omitted"."""
+
+
+def item_groups(result: str) -> list[list[str]]:
+    """The list items of a result (`ITEM_LINE`), by the part they come from: the agent's own words, then each
+    output it carried (`READS_HEAD`); a part's boilerplate is its own (a page's footer is boilerplate among pages,
+    not among an agent's lines)."""
+    words, _, reads = result.partition(READS_HEAD)
+    parts = [words, *re.split(r"\n\n(?=\[)", reads)] if reads else [words]
+    groups = [[line.strip() for line in part.splitlines() if ITEM_LINE.match(line)] for part in parts]
+    return [group for group in groups if group]
+
+
+def left_out(answer: str, results: Sequence[str]) -> list[str]:
+    """The list items of ``results`` whose data ``answer`` does not show (`carried`), each once, in order."""
+    missing: dict[str, None] = {}
+    for result in results:
+        for group in item_groups(result):
+            missing.update((item, None) for item, shown in zip(group, carried(answer, group), strict=True) if not shown)
+    return list(missing)
+
+
+def elides(answer: str) -> bool:
+    """Whether ``answer`` shortens a list and says so ("... and 9 more")."""
+    return bool(ELIDED.search(answer))

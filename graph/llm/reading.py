@@ -445,3 +445,55 @@ def answers_waiting(tasks: Mapping[str, Any], windows: Mapping[str, Sequence[Any
         for tid, window in windows.items()
         if tid in tasks and tasks[tid]["status"] == "in_progress" and ends_with_answer(window)
     ]
+
+
+INTENT = re.compile(
+    r"\b(?:i'll|i will|i'm going to|i am going to|let me|let's|next,? i(?:'ll| will)?|now,? i(?:'ll| will)?|"
+    r"i need to|i should|i'm now|i am now)\s+(?:now\s+|first\s+|then\s+|go ahead and\s+)?(?P<verb>[a-z]+)",
+    re.IGNORECASE,
+)
+ACTIONS = frozenset(
+    [
+        "call",
+        "use",
+        "fetch",
+        "read",
+        "look",
+        "search",
+        "check",
+        "get",
+        "retrieve",
+        "query",
+        "run",
+        "open",
+        "request",
+        "invoke",
+        "continue",
+        "proceed",
+        "gather",
+        "collect",
+        "extract",
+        "browse",
+        "visit",
+        "load",
+        "download",
+        "scrape",
+        "start",
+        "try",
+    ]
+)
+"""Verbs that, after "I'll" or "Let me", announce an action with a tool."""
+ANNOUNCEMENT_TAIL = 300
+"""How much of the end of an answer is read for an announcement."""
+
+
+def announces_call(text: str, tool_names: Sequence[str] = ()) -> bool:
+    """Whether an answer only says what it will do next instead of doing it: its end states an intent to act
+    ("I'll now call read_ranking to fetch products 51-55.", "Let me fetch the next page.") with an action verb
+    or one of ``tool_names``. "Let me know …" and "Let me summarize …" are no announcement."""
+    tail = text.strip()[-ANNOUNCEMENT_TAIL:]
+    for match in INTENT.finditer(tail):
+        verb = match.group("verb").lower()
+        if verb in ACTIONS or any(name and name in tail[match.start() :] for name in tool_names):
+            return True
+    return False

@@ -352,7 +352,7 @@ def split_task(
     parent's work) sits one level deeper than the parent, and ``max_split_depth`` bounds that;
     a ``continuation`` (the rest of the parent's own work) stays at its depth: the length of a
     chain is bounded by the run's budgets and by progress, not by nesting. ``by`` records who
-    queued them (`FollowUp`). A spec's ``continued`` is kept on its task.
+    queued them (`FollowUp`; a spec's own ``by`` wins). A spec's ``continued`` is kept on its task.
     """
     if parent_id not in tasks:
         raise QueueError(f"unknown task {parent_id!r}")
@@ -405,7 +405,7 @@ def split_task(
             origin="dynamic",
             plan_id=parent.get("plan_id") or "1",
         )
-        created[task_id]["follow_up"] = FollowUp(kind=kind, by=by)
+        created[task_id]["follow_up"] = FollowUp(kind=kind, by=spec.get("by") or by)
         if spec.get("continued"):
             created[task_id]["continued"] = spec["continued"]
     return created

@@ -207,6 +207,8 @@ class Task(TypedDict):
     progress: NotRequired[bool]
     """Whether its result holds data its parent's result does not (follow-ups only): a chain that stops adding
     data is stopped."""
+    chain_stopped: NotRequired[str]
+    """Why its hand-off queued nothing: a continuation that found nothing its parent had not stops its chain."""
 
 
 class QueueError(ValueError):
@@ -326,6 +328,11 @@ def spent_model_calls(state: Mapping[str, Any]) -> int:
     replans = state.get("replans") or []
     checked = (state.get("goal_check") or {}).get("model_calls", 0)
     return total_model_calls(state.get("tasks") or {}) + sum(r.get("model_calls", 0) for r in replans) + checked
+
+
+def is_continuation(task: Mapping | None) -> bool:
+    """Whether ``task`` goes on with its parent's own work (a `FollowUp` of kind ``continuation``)."""
+    return bool(task) and (task.get("follow_up") or {}).get("kind") == "continuation"
 
 
 def is_fallback(task: Mapping | None) -> bool:

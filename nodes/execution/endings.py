@@ -7,10 +7,11 @@ deadline or answered by no one (`not_run`, `unfinished`, `no_reply`), a refused 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
 from replangraph.context.carried import adds_data, call_label, with_reads
 from replangraph.context.fitting import approximate_tokens
@@ -31,7 +32,7 @@ from replangraph.llm.reading import answer_text, message_text, with_text
 from replangraph.names import ASK_USER, BUILT_IN_TOOLS
 from replangraph.nodes.execution.middleware import ContextOverflow, StepFailed
 from replangraph.queue.plans import LimitReached, limit_hit, split_task
-from replangraph.queue.tasks import Continued, QueueError, preview
+from replangraph.queue.tasks import Continued, QueueError, is_continuation, preview
 from replangraph.state import ANSWER_CUT, DYNAMIC_TASKS_ADDED, StateUpdate, emit, event
 from replangraph.tools.replan_toolkit.toolkit import STILL_YOURS, sent_summary
 
@@ -200,11 +201,6 @@ def continuation_spec(task: Mapping[str, Any], window: Sequence[AnyMessage], why
     return {"content": content, "continued": Continued(instructions=instructions, calls=calls, earlier=earlier)}
 
 
-def is_continuation(task: Mapping[str, Any]) -> bool:
-    """Whether ``task`` goes on with its parent's own work (a `FollowUp` of kind ``continuation``)."""
-    return (task.get("follow_up") or {}).get("kind") == "continuation"
-
-
 def stopped_at_limit(
     task: Mapping[str, Any],
     tasks: Mapping[str, Mapping[str, Any]],
@@ -244,3 +240,22 @@ def stopped_at_limit(
     update = announced([added], completed(task, result, calls, handed_off=list(created)))
     update["tasks"].update(created)
     return update
+
+
+NUDGE = (
+    "Your last reply says what you will do next but makes no tool call, so nothing was done. Make the call now, "
+    "as a tool call. If the subtask is finished, reply with its result instead."
+)
+"""What an agent that announced a tool call instead of making it is told, once (`nudged`)."""
+
+
+def nudged(task: Mapping[str, Any], window: Sequence[AnyMessage], reply: AIMessage, calls: int) -> StateUpdate:
+    """The update that answers an announcement (a reply that says it will call a tool and calls none) with one
+    nudge in the same conversation, instead of taking it as the subtask's result."""
+    change = {"status": "in_progress", "model_calls": calls, "started_at": task.get("started_at") or time.time()}
+    return {"tasks": {task["id"]: change}, "windows": {task["id"]: [*window, reply, HumanMessage(NUDGE)]}}
+
+
+def was_nudged(window: Sequence[AnyMessage]) -> bool:
+    """Whether the window's last message is the nudge: the reply after it is taken as it is."""
+    return bool(window) and isinstance(window[-1], HumanMessage) and message_text(window[-1]) == NUDGE

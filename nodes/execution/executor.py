@@ -22,7 +22,7 @@ from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
 from replangraph.config import AgentConfig, AgentProfile
-from replangraph.context.carried import made_calls
+from replangraph.context.carried import adds_data, made_calls
 from replangraph.context.fitting import (
     ContextMonitor,
     cut_answered_args,
@@ -37,10 +37,12 @@ from replangraph.context.kept import (
     drop_old_observations,
     earlier_reads,
     failed_with_window,
+    full_result,
     is_taken,
     keep_outputs,
     merge_updates,
     window_outputs,
+    window_reads,
 )
 from replangraph.llm.aio import arun_steps
 from replangraph.llm.calls import (
@@ -53,18 +55,27 @@ from replangraph.llm.calls import (
     was_cut,
 )
 from replangraph.llm.errors import StepTimeout
-from replangraph.llm.reading import all_tool_calls, answer_text, ends_with_answer, message_text, pending_tool_calls
+from replangraph.llm.reading import (
+    all_tool_calls,
+    announces_call,
+    answer_text,
+    ends_with_answer,
+    message_text,
+    pending_tool_calls,
+)
 from replangraph.names import ASK_USER, READ_OUTPUT, TOOLKIT_NAMES
 from replangraph.nodes.execution.endings import (  # rare ends of a turn; a turn that goes well runs none of them
     NOT_ASKED,
     TURN_KEPT,
     no_reply,
     not_run,
+    nudged,
     repeated_refusal,
     stopped_at_limit,
     too_small,
     turn_record,
     unfinished,
+    was_nudged,
     with_cut_note,
     with_more_result,
 )
@@ -268,6 +279,8 @@ class Executor(Configured):
                 result=partial or None,
                 replan_request={"trigger": "marker", "reason": reason},
             )
+        if announces_call(text, [t.name for t in request.tools]) and not was_nudged(window):  # said, not done
+            return nudged({**task, "started_at": started}, window, reply, calls)
         # The answer waits in the window: the verifier node checks and completes the subtask, or with the check
         # off the tools node completes it; both see the whole run, so what the agent read reaches its result.
         change = {"status": "in_progress", "model_calls": calls, "started_at": started, **cleared}
@@ -410,7 +423,15 @@ class ToolRunner(Configured):
         Once the step's time is out only the toolkit still runs. Several calls that end the subtask
         become one ending (`combined_ending`): a hand-off wins, the others add their reasons."""
         task = tasks[task_id]
-        session = ReplanSession(task_id, tasks, self.agent_types, self.config, goal=goal, progress=made_calls(window))
+        parent = tasks.get(task.get("parent_id") or "")
+
+        def new_data(summary: str) -> bool:  # a hand-off's data, with what its agent read so far, against its parent's
+            read = [r.text for r in window_reads(task, [*window, *replies])]
+            return parent is None or adds_data("\n".join([summary, *read]), full_result(parent))
+
+        session = ReplanSession(
+            task_id, tasks, self.agent_types, self.config, goal=goal, progress=made_calls(window), new_data=new_data
+        )
         answered = [t for w in self.feature_wrappers for t in getattr(w, "answered_tools", list)()]
         tools = [*self.profiles[task["agent_type"]].tools, *replan_toolkit(session), *answered]
         if any(call.get("name") == READ_OUTPUT for call in pending_tool_calls(window)):

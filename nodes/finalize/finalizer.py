@@ -18,6 +18,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
 
 from replangraph.config import AgentConfig
+from replangraph.context.carried import elides, left_out
 from replangraph.context.fitting import GOAL_ID, ContextMonitor, fit_parts
 from replangraph.context.kept import (
     announced,
@@ -42,10 +43,12 @@ from replangraph.llm.calls import (
 )
 from replangraph.llm.reading import answer_text
 from replangraph.nodes.finalize.prompts import (
+    ADDED_ITEMS,
     FINAL_MERGE_TEMPLATE,
     FINAL_PART_TEMPLATE,
     FINAL_TEMPLATE,
     FINALIZER_PROMPT,
+    LEFT_OUT,
 )
 from replangraph.nodes.finalize.report import (
     ResultsTooBig,
@@ -58,10 +61,11 @@ from replangraph.queue.tasks import (
     RESET,
     Task,
     ordered,
+    preview,
     spent_model_calls,
     status_counts,
 )
-from replangraph.state import ANSWER_CUT, PLAN_COMPLETED, Configured, StateUpdate, emit, event
+from replangraph.state import ANSWER_COMPLETED, ANSWER_CUT, PLAN_COMPLETED, Configured, StateUpdate, emit, event
 
 Steps = Generator[Any, Any, Any]
 """Work written once for both paths (`replangraph.llm.calls.run_steps`): the model's calls are made by the
@@ -71,6 +75,8 @@ Ask = Callable[[list[AnyMessage]], Steps]
 Tokens = Callable[[list[AnyMessage]], int]
 
 MIN_PIECE_CHARS = 200
+LEFT_OUT_NAMED = 10
+"""Items left out of a final answer that the request for a whole one names."""
 
 
 @dataclass(frozen=True)
@@ -320,7 +326,7 @@ class Finalizer(Configured):
             syntheses = yield from refit_steps(
                 lambda share: self.synthesize(goal, tasks, share, awaited), learn=self.monitor.learn_overflow
             )
-            return syntheses[-1].text
+            return (yield from self.whole(goal, tasks, syntheses[-1].text, awaited))
 
         text = yield from guarded_steps(written(), failed)
         if failure:
@@ -330,6 +336,29 @@ class Finalizer(Configured):
             report, lists = report_with_lists(goal, tasks, reason)
             return report, reason, lists
         return text, "", {}
+
+    def whole(self, goal: str, tasks: Mapping[str, Task], text: str, awaited: bool = False) -> Steps:
+        """``text`` (the model's final answer), with nothing of the results dropped (steps): an answer that leaves
+        out list items of the results, or shortens a list ("... and 9 more"), is asked for once more, in the same
+        conversation when the results fit one request; what the better answer still leaves out follows it, word
+        for word (`left_out`)."""
+        if not text:
+            return text
+        results = [entry.body for entry in result_entries(tasks)]
+        missing = left_out(text, results)
+        if not missing and not elides(text):
+            return text
+        first = final_request(goal, joined(result_entries(tasks)))
+        named = "; ".join(preview(item, 80) for item in missing[:LEFT_OUT_NAMED])
+        again = [*first, AIMessage(text), HumanMessage(LEFT_OUT.format(count=len(missing), named=named or "none"))]
+        if self.monitor.fits(again):
+            second = yield from self.ask(again, awaited)
+            if second and len(left_out(second, results)) <= len(missing) and not elides(second):
+                text, missing = second, left_out(second, results)
+        if missing:
+            emit(ANSWER_COMPLETED, items=len(missing))
+            text = f"{text}\n\n{ADDED_ITEMS}\n" + "\n".join(missing)
+        return text
 
 
 def cut_results_note(tasks: Mapping[str, Task]) -> str:

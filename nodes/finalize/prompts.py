@@ -31,3 +31,11 @@ These parts of the final answer cover consecutive shares of the subtask results,
 Join them into one final answer that keeps every item, number and name of every part, in order.
 
 {parts}"""
+
+LEFT_OUT = """\
+Your answer leaves out {count} items of the results (for example: {named}), or shortens a list \
+and says so. Write the whole final answer again with every item of the results; never shorten \
+a list with "... and N more"."""
+
+ADDED_ITEMS = "Items of the results that the answer above leaves out:"
+"""Heads what replangraph adds after a final answer that drops items of the results, word for word."""

@@ -43,6 +43,7 @@ from replangraph.queue.plans import (
     tool_names,
     validate_plan,
 )
+from replangraph.queue.scopes import batched_plan
 from replangraph.queue.tasks import DEFAULT_AGENT, RESET, QueueError, Task, next_plan_id, preview
 from replangraph.state import PLAN_CREATED, Configured, StateUpdate, emit
 
@@ -322,10 +323,13 @@ class Planner(Configured):
         self.base_config = config
 
     def check(self, specs: list[dict]) -> tuple[list[dict], list[str]]:
-        """Repair what is clear (dependency spellings, unknown agent types and tools), then validate;
-        `UsablePlan` when only required tools do not fit their agent types."""
+        """Repair what is clear (dependency spellings, unknown agent types and tools, one task per item batched to
+        ``batch_size`` items: `batched_plan`), then validate; `UsablePlan` when only required tools do not fit
+        their agent types."""
         specs, notes = normalize_plan(specs)
         specs, agent_notes = coerce_agent_types(specs, list(self.profiles), DEFAULT_AGENT)
+        specs, batch_notes = batched_plan(specs, self.config.batch_size)
+        agent_notes += batch_notes
         return check_required_tools(
             specs,
             notes + agent_notes,

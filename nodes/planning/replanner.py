@@ -52,6 +52,7 @@ from replangraph.queue.plans import (
     tool_names,
     validate_plan,
 )
+from replangraph.queue.scopes import batched_plan
 from replangraph.queue.tasks import (
     DEFAULT_AGENT,
     QueueError,
@@ -317,6 +318,8 @@ class Replanner(Configured):
             specs, notes = normalize_plan(specs, existing=can_wait_on)
             renamed = rename_colliding(specs, set(tasks), suffix)
             renamed, agent_notes = coerce_agent_types(renamed, list(self.profiles), DEFAULT_AGENT)
+            renamed, batch_notes = batched_plan(renamed, self.config.batch_size)  # one task per item, batched
+            agent_notes += batch_notes
 
             def validate(fitted: list[dict]) -> None:
                 validate_plan(fitted, agent_types=self.profiles, existing=can_wait_on, max_tasks=None)

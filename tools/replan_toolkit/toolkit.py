@@ -27,8 +27,18 @@ from replangraph.context.fitting import kept_id, message_key, output_id, unique_
 from replangraph.context.kept import announced, completed, failed
 from replangraph.llm.reading import UnreadableInput, as_text, message_text, task_specs, text_field
 from replangraph.names import ASK_USER, REPLAN_MARKER, REQUEST_REPLAN_TOOL, REVIEW_TOOL, SPLIT_TOOL, TOOLKIT_NAMES
+from replangraph.queue.coverage import fresh_follow_ups, skipped_parts
 from replangraph.queue.plans import LimitReached, coerce_agent_types, limit_hit, split_task
-from replangraph.queue.tasks import QueueError, Task, is_candidate, ordered, preview, task_line
+from replangraph.queue.tasks import (
+    FollowUpKind,
+    QueueError,
+    Task,
+    is_candidate,
+    is_continuation,
+    ordered,
+    preview,
+    task_line,
+)
 from replangraph.state import DYNAMIC_TASKS_ADDED, event
 from replangraph.tools.replan_toolkit.prompts import (
     REPLAN_REASON_DESCRIPTION,
@@ -68,6 +78,9 @@ class ReplanSession:
     progress: bool = False
     """Whether the subtask did some of its work with its own tools: its follow-ups then continue that work (at
     its depth), else they split it (one level deeper)."""
+    new_data: Callable[[str], bool] = lambda summary: True
+    """Whether a hand-off with this summary holds data the subtask's parent did not find (with what its agent
+    read): a continuation that adds nothing stops its chain."""
     closed: bool = False
 
     def _check_open(self, ending: bool = False) -> None:
@@ -115,21 +128,18 @@ class ReplanSession:
             raise ToolException(
                 f"`tasks` could not be read: {exc}. Send a list such as {example}. {unchanged}"
             ) from None
-        specs, notes = coerce_agent_types(specs, list(self.agent_types), self.tasks[self.task_id]["agent_type"])
+        task = self.tasks[self.task_id]
+        specs, notes = coerce_agent_types(specs, list(self.agent_types), task["agent_type"])
         earlier = {spec["content"] for spec in self.handed_off}
-        specs = [*self.handed_off, *(spec for spec in specs if spec["content"] not in earlier)]
+        specs, covered = self.covered([*self.handed_off, *(spec for spec in specs if spec["content"] not in earlier)])
+        kind = "continuation" if self.progress else "split"
+        stopped = None
+        if kind == "continuation" and is_continuation(task) and not self.new_data(summary):
+            stopped = f"it found nothing its parent {task['parent_id']} had not: its chain of continuations stops here"
+            specs = []
         try:
-            created = split_task(
-                self.tasks,
-                self.task_id,
-                specs,
-                agent_types=self.agent_types,
-                max_tasks=self.config.max_tasks,
-                max_split_depth=self.config.max_split_depth,
-                kind="continuation" if self.progress else "split",
-            )
+            created = self.queued(specs, kind)
         except LimitReached as exc:
-            task = self.tasks[self.task_id]
             self.limits_hit = limit_hit({"limits_hit": {**(task.get("limits_hit") or {}), **self.limits_hit}}, exc)[
                 "limits_hit"
             ]
@@ -141,21 +151,64 @@ class ReplanSession:
         self.ended, self.handed_off = True, specs
         if summary not in self.summaries:
             self.summaries.append(summary)
-        task = self.tasks[self.task_id]
+        notes += covered
         added = event(
             DYNAMIC_TASKS_ADDED, parent_id=self.task_id, task_ids=list(created), source="toolkit", notes=notes
         )
-        update = announced([added], completed(task, joined_summaries(self.summaries), handed_off=list(created)))
+        update = completed(task, joined_summaries(self.summaries), handed_off=list(created))
+        update = announced([added], update) if created else update
         update["tasks"].update(created)
+        if stopped:
+            update["tasks"][self.task_id]["chain_stopped"] = stopped
         listing = ", ".join(created)
         text = f"Handed off. Your partial result is saved and {len(created)} task(s) were queued: {listing}."
         if again:
             text = f"Handed off with this turn's earlier hand-off: {len(created)} task(s) are queued in all: {listing}."
         if is_candidate(task):  # held until the team's merge
             text = f"Handed off. Your partial result is saved; {listing} run only if the team keeps your result."
+        if not created:
+            text = "Your partial result is saved; nothing was queued: " + (stopped or "the rest is queued or done.")
         if notes:
-            text += " Note: " + "; ".join(notes) + "."
+            text += " Note: " + " ".join(note.rstrip(".") + "." for note in notes)
         return reply(call_id, SPLIT_TOOL, text + " Stop now.", update)
+
+    def covered(self, specs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+        """``(follow-ups to queue, notes)``: ``specs`` less what repeats the goal or work queued, running or done,
+        those on this subtask's list of items kept inside its range (`fresh_follow_ups`), and with the parts of its
+        range the follow-ups skip added (`skipped_parts`)."""
+        if not specs:
+            return specs, []
+        task = self.tasks[self.task_id]
+        kept: list[dict[str, Any]] = []
+        notes: list[str] = []
+        by_type: dict[Any, list[str]] = {}
+        for spec in specs:
+            by_type.setdefault(spec.get("agent_type"), []).append(spec["content"])
+        for agent_type, contents in by_type.items():
+            fresh = fresh_follow_ups(
+                self.tasks, [*(k["content"] for k in kept), *contents], within=task, goal=self.goal
+            )
+            earlier = {k["content"] for k in kept}
+            kept += [{"content": c, "agent_type": agent_type} for c in fresh.queued if c not in earlier]
+            notes += fresh.notes
+        skipped = skipped_parts(task["content"], [k["content"] for k in kept])
+        kept += [{"content": c, "agent_type": task["agent_type"], "by": "coverage"} for c in skipped]
+        notes += [f"Follow-up {c!r} was added: the follow-ups skipped that part of this subtask" for c in skipped]
+        return kept, notes
+
+    def queued(self, specs: list[dict[str, Any]], kind: FollowUpKind) -> dict[str, Task]:
+        """The follow-up tasks for ``specs`` (none for none); `QueueError` when the queue's rules refuse them."""
+        if not specs:
+            return {}
+        return split_task(
+            self.tasks,
+            self.task_id,
+            specs,
+            agent_types=self.agent_types,
+            max_tasks=self.config.max_tasks,
+            max_split_depth=self.config.max_split_depth,
+            kind=kind,
+        )
 
     def request_replan(self, reason: Any, call_id: str = "") -> Command:
         """The update ending this subtask and asking the replanner for a new plan of the remaining work
