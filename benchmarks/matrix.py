@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -81,8 +82,8 @@ class Row:
         vs_react = ratio(self.ours.calls, self.react.calls)
         vs_baseline = ratio(self.ours.calls, self.baseline_calls)
         return {
-            "a": Target(ours == 1.0, f"{ours:.2f}"),
-            "b": Target(ours >= react, f"{ours:.2f} vs {react:.2f}"),
+            "a": Target(ours == 1.0, share(ours)),
+            "b": Target(ours >= react, f"{share(ours)} vs {share(react)}"),
             "c": Target(vs_react <= WITHIN if react == 1.0 else None, f"{vs_react:.1f}×"),
             "d": Target(vs_baseline <= WITHIN, f"{vs_baseline:.1f}×"),
         }
@@ -106,6 +107,12 @@ class Row:
 
 def recall(outcome: Outcome) -> float:
     return outcome.recovered / outcome.size if outcome.size else 0.0
+
+
+def share(value: float) -> str:
+    """A recall with two decimals, or three where two would show a recall short of 1 as 1.00 (999/1000)."""
+    text = f"{value:.2f}"
+    return f"{math.floor(value * 1000) / 1000:.3f}" if text == "1.00" and value < 1 else text
 
 
 def ratio(calls: int, other: int) -> float:

@@ -343,6 +343,9 @@ def test_matrix_targets_judge_recall_and_both_call_ratios():
     worse = matrix.Row("catalog", 100, "paraphrase", outcome(0, 40), outcome(100, 21), 7).targets()
     assert worse["b"].met is False and worse["b"].figure == "0.00 vs 1.00"
     assert matrix.tally([row]) == (3, 4)
+    short_of_all = matrix.Row("catalog", 1000, "off-by-one", outcome(999, 62, 1000), outcome(907, 205, 1000), 62)
+    assert short_of_all.targets()["a"] == matrix.Target(False, "0.999")  # never shown as 1.00
+    assert short_of_all.targets()["b"].figure == "0.999 vs 0.91"
 
 
 def test_matrix_prints_a_table_per_world_and_writes_every_figure(tmp_path):
