@@ -6,6 +6,7 @@ import sys
 
 BENCHMARKS = {
     "personas": "benchmarks.persona_table",
+    "matrix": "benchmarks.matrix",
     "context": "benchmarks.context_table",
     "engine": "benchmarks.engine",
     "teams": "benchmarks.team_table",

@@ -29,7 +29,7 @@ from typing import TextIO
 from langchain_core.language_models import BaseChatModel
 
 from .harness import Outcome, deepagents_agent, deepagents_available, react_agent, replangraph_agent
-from .personas import PERSONAS, persona
+from .personas import BATCHED_HANDOFF_PERSONAS, PERSONAS, persona
 from .worlds import WORLDS, World
 
 SCRIPTED_RETRY = {"retry_backoff_s": 0.01}
@@ -146,7 +146,13 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     parser.add_argument(
         "--sizes", nargs="+", type=int, default=[19, 100, 1000], help="N items (report world: at most 250)"
     )
-    parser.add_argument("--personas", nargs="+", default=list(PERSONAS), choices=list(PERSONAS))
+    parser.add_argument(
+        "--personas",
+        nargs="+",
+        default=list(BATCHED_HANDOFF_PERSONAS),
+        choices=list(PERSONAS),
+        help="default: the nine that hand off in batches (`python -m benchmarks matrix` runs every persona)",
+    )
     parser.add_argument("--runs", type=int, default=3, help="runs per cell; wall time is min/median")
     parser.add_argument(
         "--large-personas",

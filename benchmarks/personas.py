@@ -28,6 +28,70 @@ once, like a server that recovers.
 - reasoning: like compliant, but every reply opens with a ``<think>`` block (a draft that names items
   the answer leaves out) and carries ``reasoning_content``, as reasoning models served by vLLM or
   Ollama do.
+
+The variants below hand off, plan, check or answer the way real models do when they do not follow the
+rules to the letter (`VARIANT_PERSONAS`); each names where models were seen doing it. Unless a line says
+otherwise they work like compliant, and in a plain ReAct agent (no planner, toolkit or check) they page
+through the tool like compliant.
+
+- one-rest: hands off the whole rest as ONE follow-up ("products ranked 51-1000") instead of batches, so
+  each hand-off goes one level deeper. Seen: agents that spawn "a single sub-agent that does the entire
+  job" (https://github.com/kirodotdev/KiroCrew/pull/156).
+- single-call: one tool call per turn (one page), never reviews, never hands off; reads page after page to
+  the end of its range, then answers with every item it read. A continuation (instructions listing the
+  "tool calls so far") starts after the highest item those calls covered. Seen: vLLM's docs say Llama
+  models do not support parallel tool calls, "the model is not designed for this"
+  (https://github.com/vllm-project/vllm/issues/11592); llama-4-scout "doesn't currently support parallel
+  tool calling" (https://inference-docs.cerebras.ai/capabilities/tool-use).
+- over-critical: as the completion check, and as the goal-level check, always incomplete ("not everything
+  is there"), asking for the overall goal again (the checked subtask when the request shows no goal).
+  Seen: a judge that "predicted FAIL on 75% of traces (ground truth: 8.8% fail)"
+  (https://github.com/Azure/azureml-assets/pull/4978); a goal judge that failed a finished task as
+  goal_incomplete (https://github.com/openmake/openmake_llm/pull/494). Found nothing showing a judge that
+  asks for the overall goal when it checks one subtask: that part is ours.
+- overlapping: sloppy ranges that repeat work: a hand-off queues its own batch again plus the rest in
+  batches that each repeat the last 5 items of the one before (at most half a batch); as the check, the
+  missing work starts 5 items before the first missing item and runs to the end of the subtask's range.
+  Seen: "without detailed task descriptions, agents might duplicate work, leave gaps" (Anthropic's
+  multi-agent research system, https://www.anthropic.com/engineering/multi-agent-research-system, as
+  quoted at https://blog.earlyspark.com/p/building-multi-agent-systems). The 5-item overlap is ours.
+- paraphrase: hand-off summaries and subtask answers describe what it read ("Extracted products ranked
+  51-100 from the bestseller ranking (name, units sold and rating for each).") and carry no item; its final
+  answers (the finalizer's, ReAct's last turn) list every item the request shows. Seen: an orchestrator that
+  "discarded the detailed results and wrote thin 20-30 line summaries"
+  (https://github.com/anthropics/claude-code/issues/36336); sub-agent summaries that "may strip out details
+  the top-level agent needs" (https://github.com/openai/openai-agents-python/pull/817).
+- off-by-one: a hand-off's follow-ups start one item too late (skipping one) or one too early (repeating
+  one), picked by a stable hash of the subtask id; in ReAct its next ``start`` skips or repeats one item,
+  picked by a stable hash of the right start (a skipped item is lost). Seen: the "leave gaps" of the
+  Anthropic post above; found no report of a model paging off by one, only code that does
+  (https://github.com/medic/cht-core/issues/1625: a duplicate item at a page boundary).
+- partial-plan: its planner plans the first half of the items only ("products ranked 1-50" for the top 100);
+  ReAct has no planner, so there it is compliant. Seen: a planner that can "silently ignore" required
+  features (https://github.com/gsd-build/get-shit-done/issues/2091); a decomposition whose report "still
+  misses music, writing and film" (https://github.com/project-delphi/claude-architect-prep/issues/2).
+- tiny-plan: its planner makes one subtask per item ("Extract the product ranked 7 ...", "Look up the climate
+  figures of survey city 7."), then the report world's compare and write steps after all of them; a
+  one-item subtask takes one call and an answer. Seen: a planner that "over-expanded enumerable work" into a
+  step "for EACH" item (https://github.com/fr0ster/llm-agent/pull/178).
+- announcer: the first turn of every subtask that reads (and of a ReAct run) announces the call instead of
+  making it ("I'll now call read_ranking to fetch products 51-55."); once a human message follows the
+  announcement (a nudge) it makes the call and works like compliant. In ReAct the announcement is the final
+  answer. Seen: a "model narrates next step in prose instead of emitting a tool call"
+  (https://github.com/shenjianan97/persistent-agent-runtime/issues/97); OpenAI's o3/o4-mini guide: "Do NOT
+  promise to call a function later"
+  (https://developers.openai.com/cookbook/examples/o-series/o3o4-mini_prompting_guide/).
+- cut-final: every final answer it writes (each finalizer request; ReAct's last turn) stops after 10 items
+  with "... and N more.". Seen: GPT-4's late-2023 laziness, placeholders such as "// ... rest of code here"
+  (https://ai-fails.lol/blog/gpt-4-stopped-finishing-its-work-in-late-2023-openai-blamed-an-unintentional-upd),
+  acknowledged by OpenAI (https://www.greataiprompts.com/ai-news/chatgpt-has-become-lazy-openai-confirms/).
+  The "... and N more." wording is ours: found no report quoting it from a model.
+
+Every persona also answers a goal-level check (a Verdict request with a "Goal:" line, the run's results and
+no "Subtask (" line): the goal's items the request does not show are missing, queued as range tasks of the
+request's batch size. As the single-agent fallback ("Finish the overall goal yourself") it reads the goal's
+items the attached results lack, the way it reads (a batch a turn; single-call a page), and answers with
+every item; a worker whose subtask repeats the goal ("the top 100 products") works on all its items.
 """
 
 from __future__ import annotations
@@ -48,9 +112,46 @@ from replangraph.tools import REVIEW_TOOL, SPLIT_TOOL
 
 from .worlds import World
 
-PERSONAS = ("compliant", "lazy", "sloppy", "repeater", "flaky", "blocks", "parallel", "text-calls", "reasoning")
+BATCHED_HANDOFF_PERSONAS = (
+    "compliant",
+    "lazy",
+    "sloppy",
+    "repeater",
+    "flaky",
+    "blocks",
+    "parallel",
+    "text-calls",
+    "reasoning",
+)
+"""Personas whose hand-offs list the rest in batches of the right size."""
+VARIANT_PERSONAS = (
+    "one-rest",
+    "single-call",
+    "over-critical",
+    "overlapping",
+    "paraphrase",
+    "off-by-one",
+    "partial-plan",
+    "tiny-plan",
+    "announcer",
+    "cut-final",
+)
+"""Personas that hand off, plan, check or answer the way real models do when they bend the rules."""
+PERSONAS = BATCHED_HANDOFF_PERSONAS + VARIANT_PERSONAS
 THOUGHT = "Draft, not my answer: item-9999 belongs here, and maybe I should reply [REPLAN]."
 ENOUGH = "I have collected enough data."
+NOT_EVERYTHING = "not everything is there"
+"""The over-critical check's reason."""
+ANNOUNCED = "I'll now call"
+"""How the announcer's announcement begins."""
+OVERLAP = 5
+"""Items the overlapping persona repeats from the batch before."""
+SHOWN_IN_FULL = 10
+"""Items the cut-final persona's final answers list before "... and N more."."""
+TAKE_OVER = "Finish the overall goal yourself"
+"""How the single-agent fallback's subtask begins: one agent takes the whole goal over."""
+CONTINUED = re.compile(r"tool calls so far", re.IGNORECASE)
+"""What a continuation's line listing the calls its cut-off subtask made says before them."""
 VERDICT, PLAN = "Verdict", "Plan"
 REQUEST = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
 
@@ -69,6 +170,37 @@ def runs(numbers: list[int], size: int) -> list[tuple[int, int]]:
         else:
             out.append((n, n))
     return out
+
+
+def overlapping_batches(after: int, last: int, size: int) -> list[tuple[int, int]]:
+    """Ranges of ``size`` up to ``last``, the first starting `OVERLAP` items before ``after`` (the end of the
+    batch just read) and each next one `OVERLAP` items before the end of the one before (at most half a batch)."""
+    overlap = min(OVERLAP, size // 2)
+    out: list[tuple[int, int]] = []
+    end = after
+    while end < last:
+        lo = end - overlap + 1
+        out.append((lo, min(lo + size - 1, last)))
+        end = out[-1][1]
+    return out
+
+
+def calls_so_far(text: str, tool: str) -> list[dict]:
+    """The arguments of the ``tool`` calls listed after "tool calls so far" in ``text`` (a continuation's
+    instructions), read leniently: ``read_ranking {"start": 1, "count": 5}; ...``; none without that phrase."""
+    mark = CONTINUED.search(text)
+    if not mark:
+        return []
+    decoder = json.JSONDecoder()
+    found = []
+    for name in re.finditer(rf"\b{re.escape(tool)}\s*(?=\{{)", text[mark.end() :]):
+        try:
+            args, _ = decoder.raw_decode(text, mark.end() + name.end())
+        except ValueError:
+            continue
+        if isinstance(args, dict):
+            found.append(args)
+    return found
 
 
 def subtask(request: ScriptedRequest) -> tuple[str, str]:
@@ -200,15 +332,20 @@ class Persona:
     # ------------------------------------------------------------------ planning
 
     def plan_tasks(self) -> list[dict]:
+        """The plan: one subtask for every item (tiny-plan: one per item; partial-plan: the first half only),
+        then, in the report world, the compare and write steps."""
         world = self.world
-        tasks = [{"id": "1", "content": world.range_task(1, world.size), "depends_on": []}]
+        if self.name == "tiny-plan":
+            tasks = [{"id": str(k), "content": world.item_task(k), "depends_on": []} for k in range(1, world.size + 1)]
+        else:
+            last = (world.size + 1) // 2 if self.name == "partial-plan" else world.size
+            tasks = [{"id": "1", "content": world.range_task(1, last), "depends_on": []}]
         if world.noun == "cities":
-            tasks.append(
-                {"id": "2", "content": "Compare the yearly rainfall of all cities and rank them.", "depends_on": ["1"]}
-            )
-            tasks.append(
-                {"id": "3", "content": "Write the report that ranks every city by rainfall.", "depends_on": ["2"]}
-            )
+            gathered, compare, write = [t["id"] for t in tasks], str(len(tasks) + 1), str(len(tasks) + 2)
+            comparing = "Compare the yearly rainfall of all cities and rank them."
+            tasks.append({"id": compare, "content": comparing, "depends_on": gathered})
+            writing = "Write the report that ranks every city by rainfall."
+            tasks.append({"id": write, "content": writing, "depends_on": [compare]})
         return tasks
 
     def plan(self, request: ScriptedRequest):
@@ -250,30 +387,108 @@ class Persona:
 
     # ------------------------------------------------------------------ replangraph workers
 
+    def span_of(self, instruction: str) -> tuple[int, int] | None:
+        """The items an instruction asks for: its range, its one item, or all the items of a goal it repeats."""
+        world = self.world
+        item = world.item_of(instruction)
+        whole = world.size_in_goal(instruction)
+        return world.range_of(instruction) or ((item, item) if item else None) or ((1, whole) if whole else None)
+
+    def read_through(self, text: str) -> int:
+        """The highest item the calls a continuation lists ("tool calls so far") covered; 0 without such a list."""
+        covered = 0
+        for args in calls_so_far(text, self.world.tools[0].name):
+            try:
+                start, count = int(args.get("start")), int(args.get("count", self.world.batch))
+            except (TypeError, ValueError):
+                continue
+            covered = max(covered, min(start + min(count, self.world.batch) - 1, self.world.size))
+        return covered
+
     def work(self, request: ScriptedRequest):
         task_id, instruction = subtask(request)
-        span = self.world.range_of(instruction)
+        if instruction.startswith(TAKE_OVER):
+            return self.take_over(request)
+        span = self.span_of(instruction)
+        if span is None and self.name == "paraphrase":
+            return self.described_step(instruction, request.prompt)
         if span is None:
             return self.synthesize(instruction, request.prompt)
-        first, last = span
+        first, last = span[0], span[1]
+        first = max(first, self.read_through(request.prompt) + 1)  # a continuation starts after the calls made
         read = self.read_items(request)
+        if first > last and not read:
+            return f"The earlier calls read every one of {self.world.noun} {span[0]}-{last}."
         size = batch_size(request, self.world.batch)
         if self.name == "parallel":
             return self.read_and_hand_off(task_id, first, last, read, size)
+        if self.name == "single-call":
+            return self.page_after_page(first, last, read)
+        if self.name == "announcer" and not any(isinstance(m, AIMessage) for m in request.messages):
+            return self.announcement(first, min(first + size - 1, last))  # a later turn (after a nudge) reads
         if not read:
             calls = self.read_calls(first, min(first + size - 1, last))
             more = first + size <= last and self.name != "lazy"  # the rules: review in the batch's reply
             return [*calls, tool_call(REVIEW_TOOL, {})] if more else calls
-        found = self.lines(read)
+        found = self.result_text(read)
         if max(read) >= last:
             return found
         if self.name == "lazy":
             return f"{ENOUGH}\n{found}"
         if not request.called(REVIEW_TOOL):
             return tool_call(REVIEW_TOOL, {})
-        rest = [self.world.range_task(lo, hi) for lo, hi in batches(max(read) + 1, last, size)]
+        rest = [self.world.range_task(lo, hi) for lo, hi in self.rest_ranges(task_id, first, max(read), last, size)]
         args = {"summary": found, "tasks": self.task_list(task_id, rest, max(read) + 1, last)}
         return tool_call(SPLIT_TOOL, args, call_id=f"split_{task_id}_{len(request.tool_results)}")
+
+    def take_over(self, request: ScriptedRequest):
+        """The single-agent fallback: read the goal's items that neither the attached results nor this window
+        hold, a batch a turn (as this persona reads: single-call one page, lazy one batch, the announcer after
+        announcing), then answer with every item, those of the attached results included."""
+        goal = re.search(r"^Overall goal: (.*)$", request.prompt, flags=re.MULTILINE)
+        size = self.world.size_in_goal(goal.group(1) if goal else "") or self.world.size
+        shown, read = self.world.items_in(request.prompt), self.read_items(request)
+        missing = [i for i in range(1, size + 1) if i not in shown and i not in read]
+        if self.name == "announcer" and missing and not any(isinstance(m, AIMessage) for m in request.messages):
+            return self.announcement(missing[0], missing[0] + self.world.batch - 1)
+        if not missing or (self.name == "lazy" and read):
+            every = {**shown, **read}
+            text = self.world.described(1, size) if self.name == "paraphrase" else self.final_text(every)
+            return f"{ENOUGH}\n{text}" if missing else text
+        pages = runs(missing, self.world.batch)
+        turn = 1 if self.name == "single-call" else max(1, batch_size(request, self.world.batch) // self.world.batch)
+        return [self.read_call(lo, hi - lo + 1) for lo, hi in pages[:turn]]
+
+    def rest_ranges(self, task_id: str, first: int, after: int, last: int, size: int) -> list[tuple[int, int]]:
+        """The item ranges a hand-off queues after reading ``first``..``after`` of ``first``..``last``: batches of
+        ``size``, or this persona's variant of them."""
+        if self.name == "one-rest":
+            return [(after + 1, last)]
+        if self.name == "overlapping":
+            return [(first, after), *overlapping_batches(after, last, size)]
+        if self.name == "off-by-one":
+            start = after + 1 + (1 if stable_hash(task_id) % 2 else -1)  # one item skipped, or one read again
+            if start <= last:
+                return batches(start, last, size)
+        return batches(after + 1, last, size)
+
+    def page_after_page(self, first: int, last: int, read: dict[int, str]):
+        """single-call: the next page (one call, no review), or every item read once the range is read."""
+        if read and max(read) >= last:
+            return self.result_text(read)
+        start = max(read) + 1 if read else first
+        return self.read_call(start, min(self.world.batch, last - start + 1))
+
+    def announcement(self, first: int, last: int) -> str:
+        """The announcer's first turn: the call it would make, described, not made."""
+        end = min(first + self.world.batch - 1, last)
+        return f"{ANNOUNCED} {self.world.tools[0].name} to fetch {self.world.noun} {first}-{end}."
+
+    def result_text(self, items: dict[int, str]) -> str:
+        """A subtask's answer or hand-off summary: the items' lines (paraphrase: a sentence naming none)."""
+        if self.name == "paraphrase":
+            return self.world.described(min(items), max(items))
+        return self.lines(items)
 
     def read_and_hand_off(self, task_id: str, first: int, last: int, read: dict[int, str], size: int):
         """One turn: read the next batch and, when more is left, hand off the batches after it
@@ -330,6 +545,13 @@ class Persona:
     def lines(self, items: dict[int, str]) -> str:
         return "\n".join(items[i] for i in sorted(items))
 
+    def described_step(self, instruction: str, prompt: str) -> str:
+        """paraphrase's answer to a step that works on earlier results: what it did, naming no item."""
+        count = len(self.world.items_in(prompt))
+        if instruction.lower().startswith("write"):
+            return f"Wrote the report that ranks all {count} {self.world.noun} by rainfall."
+        return f"Compared the yearly rainfall of {count} {self.world.noun} and ranked them."
+
     def synthesize(self, instruction: str, prompt: str) -> str:
         """A step that works on earlier results (compare, write): it keeps every item."""
         items = self.world.items_in(prompt)
@@ -345,29 +567,79 @@ class Persona:
         size = self.world.size_in_goal(request.prompt) or self.world.size
         read = self.read_items(request)
         if not read:
+            if self.name == "announcer" and not any(isinstance(m, AIMessage) for m in request.messages):
+                return self.announcement(1, size)  # no tool call: ReAct takes it for the final answer
             return self.read_call(1, self.world.batch)
         if self.name == "lazy" or max(read) >= size:
             text = self.synthesize("write", self.lines(read)) if self.world.noun == "cities" else self.lines(read)
+            if self.name == "cut-final":
+                text = self.cut(text)
             return f"{ENOUGH}\n{text}" if max(read) < size else text
-        return self.read_call(max(read) + 1, self.world.batch)
+        start = max(read) + 1
+        if self.name == "off-by-one":
+            shifted = start + (1 if stable_hash(str(start)) % 2 else -1)  # skips one item, or reads one again
+            start = shifted if shifted <= size else start
+        return self.read_call(start, self.world.batch)
 
     # ------------------------------------------------------------------ checking and answering
 
     def verdict(self, request: ScriptedRequest):
+        """The completion check of one subtask, or the goal-level check (no "Subtask (" line, a "Goal:" line)."""
+        prompt = request.prompt
+        goal = re.search(r"^Goal: (.*)$", prompt, flags=re.MULTILINE)
+        if goal and not re.search(r"^Subtask \(", prompt, flags=re.MULTILINE):
+            return self.goal_verdict(request, goal.group(1))
         instruction, result = checked(request)
-        span = self.world.range_of(instruction)
+        if self.name == "over-critical":
+            overall = re.search(r"^Overall goal: (.*)$", prompt, flags=re.MULTILINE)
+            return verdict_call(NOT_EVERYTHING, [overall.group(1) if overall else instruction])
+        span = self.span_of(instruction)
         if span is None:
             return verdict_call("nothing to count")
+        first = max(span[0], self.read_through(prompt.partition("\nResult:")[0]) + 1)  # earlier calls' items are kept
         have = self.world.items_in(result)
-        missing = [i for i in range(span[0], span[1] + 1) if i not in have]
+        missing = [i for i in range(first, span[1] + 1) if i not in have]
         if not missing:
             return verdict_call("every item is there")
-        rest = [self.world.range_task(lo, hi) for lo, hi in runs(missing, batch_size(request, self.world.batch))]
+        rest = self.missing_tasks(missing, first, span[1], batch_size(request, self.world.batch))
         return verdict_call(f"{len(missing)} of {span[1] - span[0] + 1} {self.world.noun} are missing", rest)
 
+    def goal_verdict(self, request: ScriptedRequest, goal: str):
+        """The goal-level check: the goal's items 1..N the request does not show are missing."""
+        if self.name == "over-critical":
+            return verdict_call(NOT_EVERYTHING, [goal])
+        size = self.world.size_in_goal(goal) or self.world.size
+        have = self.world.items_in(request.prompt)
+        missing = [i for i in range(1, size + 1) if i not in have]
+        if not missing:
+            return verdict_call("every item of the goal is there")
+        rest = self.missing_tasks(missing, 1, size, batch_size(request, self.world.batch))
+        return verdict_call(f"{len(missing)} of {size} {self.world.noun} are missing", rest)
+
+    def missing_tasks(self, missing: list[int], first: int, last: int, size: int) -> list[str]:
+        """Range tasks of at most ``size`` for the ``missing`` items of ``first``..``last`` (overlapping: from
+        `OVERLAP` items before the first missing one to ``last``)."""
+        if self.name == "overlapping":
+            ranges = batches(max(first, missing[0] - OVERLAP), last, size)
+        else:
+            ranges = runs(missing, size)
+        return [self.world.range_task(lo, hi) for lo, hi in ranges]
+
     def final(self, request: ScriptedRequest) -> str:
-        items = self.world.items_in(request.prompt)
+        text = self.final_text(self.world.items_in(request.prompt))
+        return self.cut(text) if self.name == "cut-final" else text
+
+    def final_text(self, items: dict[int, str]) -> str:
+        """An answer that lists ``items`` in the order the goal wants."""
         return f"{len(items)} {self.world.noun}:\n" + "\n".join(self.world.ordered_lines(items))
+
+    def cut(self, text: str) -> str:
+        """``text`` stopped after `SHOWN_IN_FULL` item lines, with "... and N more." for the rest."""
+        lines = text.split("\n")
+        at = [i for i, line in enumerate(lines) if self.world.items_in(line)]
+        if len(at) <= SHOWN_IN_FULL:
+            return text
+        return "\n".join([*lines[: at[SHOWN_IN_FULL]], f"... and {len(at) - SHOWN_IN_FULL} more."])
 
 
 def qwen_calls(calls: list) -> str:

@@ -89,6 +89,18 @@ class World:
         found = re.search(rf"(?:ranked|{self.noun}) (\d+)-(\d+)", text)
         return (int(found.group(1)), int(found.group(2))) if found else None
 
+    def item_task(self, index: int) -> str:
+        """The instruction for the one item ``index``."""
+        raise NotImplementedError
+
+    def item_of(self, text: str) -> int | None:
+        """The one item an `item_task` instruction asks for, else None."""
+        raise NotImplementedError
+
+    def described(self, first: int, last: int) -> str:
+        """A sentence that says items ``first``..``last`` were handled, naming none of them."""
+        raise NotImplementedError
+
     def size_in_goal(self, text: str) -> int | None:
         """The number of items a goal asks for."""
         found = re.search(rf"(?:top|the) (\d+) {self.noun}", text)
@@ -146,6 +158,19 @@ class CatalogWorld(World):
     def range_task(self, first: int, last: int) -> str:
         return f"Extract products ranked {first}-{last} from the bestseller ranking: name, units sold and rating."
 
+    def item_task(self, index: int) -> str:
+        return f"Extract the product ranked {index} from the bestseller ranking: name, units sold and rating."
+
+    def item_of(self, text: str) -> int | None:
+        found = re.search(r"\bproduct ranked (\d+)\b(?!-)", text)
+        return int(found.group(1)) if found else None
+
+    def described(self, first: int, last: int) -> str:
+        return (
+            f"Extracted products ranked {first}-{last} from the bestseller ranking "
+            "(name, units sold and rating for each)."
+        )
+
     def page(self, rank: int) -> str:
         units = 20_000 - 17 * rank if rank <= 1_000 else 3_000_000 // rank  # fewer down the ranking, never none
         rating = 3.5 + (rank * 7 % 15) / 10
@@ -183,6 +208,19 @@ class ReportWorld(World):
 
     def range_task(self, first: int, last: int) -> str:
         return f"Look up the climate figures of survey cities {first}-{last}."
+
+    def item_task(self, index: int) -> str:
+        return f"Look up the climate figures of survey city {index}."
+
+    def item_of(self, text: str) -> int | None:
+        found = re.search(r"\bsurvey city (\d+)\b(?!-)", text)
+        return int(found.group(1)) if found else None
+
+    def described(self, first: int, last: int) -> str:
+        return (
+            f"Looked up the climate figures of survey cities {first}-{last} "
+            "(yearly rainfall, mean temperature and population for each)."
+        )
 
     def rainfall(self, index: int) -> int:
         return 400 + (index * 389) % 1_700

@@ -1,13 +1,16 @@
 """Every benchmark persona, end to end in both worlds: what replangraph recovers, what ReAct loses.
 
-At N = 19 the runs use batches of 5, so every persona splits its work; at N = 100 they use the default."""
+At N = 19 the runs use batches of 5, so every persona that hands off in batches splits its work; at N = 100
+they use the defaults, and every persona runs, the variants (`VARIANT_PERSONAS`) included: that test is the
+product's target (a model that bends the rules still gets every item done), and on an engine that does not
+yet meet it some variants fail it."""
 
 from __future__ import annotations
 
 import pytest
 
 from benchmarks.harness import Meter, react_agent, replangraph_agent
-from benchmarks.personas import PERSONAS, persona
+from benchmarks.personas import BATCHED_HANDOFF_PERSONAS, PERSONAS, persona
 from benchmarks.worlds import CatalogWorld, ReportWorld
 from replangraph import AgentConfig, build_graph
 from replangraph.tools.replan_toolkit.toolkit import TURN_OUTPUTS
@@ -18,7 +21,7 @@ WORLDS = [CatalogWorld, ReportWorld]
 
 
 @pytest.mark.parametrize("world_cls", WORLDS, ids=["catalog", "report"])
-@pytest.mark.parametrize("name", PERSONAS)
+@pytest.mark.parametrize("name", BATCHED_HANDOFF_PERSONAS)
 def test_replangraph_recovers_every_item_with_every_persona(world_cls, name):
     world = world_cls(19)
     verify = name == "lazy"  # the lazy persona ignores the toolkit: only the completion check catches it
@@ -30,6 +33,7 @@ def test_replangraph_recovers_every_item_with_every_persona(world_cls, name):
 @pytest.mark.parametrize("world_cls", WORLDS, ids=["catalog", "report"])
 @pytest.mark.parametrize("name", PERSONAS)
 def test_every_persona_recovers_every_item_with_the_default_batch_size(world_cls, name):
+    """replangraph on defaults recalls all 100 items with every persona, each variant included."""
     world = world_cls(100)
     outcome = replangraph_agent(verify=True, retry_backoff_s=0.0)(persona(name, world).model(), world)
     assert outcome.error is None

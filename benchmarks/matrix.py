@@ -1,0 +1,240 @@
+"""The persona matrix: replangraph on defaults beside plain ReAct, every persona at every size, against targets.
+
+    python -m benchmarks matrix                     # catalog world, N = 19, 100 and 1,000
+    python -m benchmarks matrix --quick             # N = 19 and 100
+    python -m benchmarks matrix --worlds catalog report --personas one-rest announcer --sizes 100
+    python -m benchmarks matrix --json matrix.json  # every figure, as JSON too
+
+Each cell is one run of a scripted persona (`benchmarks.personas`) on one world: replangraph with
+``AgentConfig()`` (only ``retry_backoff_s`` lowered: scripted failures need no real wait) and plain ReAct,
+LangChain's ``create_agent`` with the same tools and no call limit. Figures: recall (items in the final
+answer / N), model calls (the requests the persona answered or failed, client retries included: ReAct gets
+ChatOpenAI's default 2 client retries, replangraph none, as in the persona table) and prompt tokens. Counts
+and tokens are the same every run; wall time varies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import TextIO
+
+from langchain_core.language_models import BaseChatModel
+
+from replangraph import AgentConfig
+
+from .harness import Outcome, create_agent_baseline, langchain_available, replangraph_agent
+from .persona_table import SCRIPTED_RETRY, machine, persona_model, run_cell, short
+from .personas import PERSONAS
+from .worlds import WORLDS, World
+
+SIZES = (19, 100, 1000)
+QUICK_SIZES = (19, 100)
+REPORT_MAX = 250
+"""The report world names at most 250 distinct cities."""
+WITHIN = 2.0
+"""How many times the calls of the row it is compared with replangraph may make (targets c and d)."""
+REACT_CLIENT_RETRIES = 2
+"""ChatOpenAI's default ``max_retries``: what a plain agent gets from its client."""
+BASELINE = "compliant"
+"""The persona whose replangraph calls target (d) compares with."""
+
+LEGEND = f"""\
+Targets, per row: (a) replangraph recalls every item; (b) replangraph recalls at least what ReAct does;
+(c) where ReAct recalls every item, replangraph makes at most {WITHIN:g}× ReAct's model calls; (d) replangraph
+makes at most {WITHIN:g}× the calls it makes with the `{BASELINE}` persona at the same N and world. (c) and
+(d) print their ratio on every row; (c) counts only where ReAct recalls everything ("—" elsewhere). They
+measure different things and can disagree: (c) compares replangraph with a plain agent on the same model,
+(d) with the engine's best case. A persona that reads one page per call (single-call) can never come within
+{WITHIN:g}× of `{BASELINE}`, which reads a whole batch (ten pages) in one turn, though it may be within
+{WITHIN:g}× of ReAct, which pages one call at a time on every persona; a persona whose ReAct run is cheap
+can fail (c) and pass (d). Rows where they disagree are listed under each table."""
+
+
+@dataclass
+class Target:
+    """One target of one row: ``met`` (None: it does not apply) and the figure it was judged on."""
+
+    met: bool | None
+    figure: str
+
+    def cell(self) -> str:
+        return {True: "✓ ", False: "✗ ", None: "— "}[self.met] + self.figure
+
+
+@dataclass
+class Row:
+    """One persona at one size in one world: replangraph and ReAct, and the calls of replangraph's baseline."""
+
+    world: str
+    size: int
+    persona: str
+    ours: Outcome
+    react: Outcome
+    baseline_calls: int
+
+    def targets(self) -> dict[str, Target]:
+        ours, react = recall(self.ours), recall(self.react)
+        vs_react = ratio(self.ours.calls, self.react.calls)
+        vs_baseline = ratio(self.ours.calls, self.baseline_calls)
+        return {
+            "a": Target(ours == 1.0, share(ours)),
+            "b": Target(ours >= react, f"{share(ours)} vs {share(react)}"),
+            "c": Target(vs_react <= WITHIN if react == 1.0 else None, f"{vs_react:.1f}×"),
+            "d": Target(vs_baseline <= WITHIN, f"{vs_baseline:.1f}×"),
+        }
+
+    def disagrees(self) -> bool:
+        """Whether targets (c) and (d) both apply and one is met, the other not."""
+        judged = self.targets()
+        return judged["c"].met is not None and judged["c"].met != judged["d"].met
+
+    def as_json(self) -> dict:
+        return {
+            "world": self.world,
+            "size": self.size,
+            "persona": self.persona,
+            "replangraph": figures(self.ours),
+            "react": figures(self.react),
+            f"replangraph_{BASELINE}_calls": self.baseline_calls,
+            "targets": {name: asdict(target) for name, target in self.targets().items()},
+        }
+
+
+def recall(outcome: Outcome) -> float:
+    return outcome.recovered / outcome.size if outcome.size else 0.0
+
+
+def share(value: float) -> str:
+    """A recall with two decimals, or three where two would show a recall short of 1 as 1.00 (999/1000)."""
+    text = f"{value:.2f}"
+    return f"{math.floor(value * 1000) / 1000:.3f}" if text == "1.00" and value < 1 else text
+
+
+def ratio(calls: int, other: int) -> float:
+    return calls / other if other else float("inf")
+
+
+def figures(outcome: Outcome) -> dict:
+    """Every figure of one run, for ``--json``."""
+    return {
+        "recovered": outcome.recovered,
+        "size": outcome.size,
+        "recall": recall(outcome),
+        "calls": outcome.calls,
+        "prompt_tokens": outcome.prompt_tokens,
+        "largest_prompt": outcome.largest_prompt,
+        "wall_s": round(outcome.wall_s, 3),
+        "error": outcome.error,
+    }
+
+
+def agent_cell(outcome: Outcome) -> str:
+    """``**100/100** · 7 calls · 12.3k tok · 0.12 s``, and the error a crashed run ended with."""
+    crashed = f" ({outcome.error})" if outcome.error else ""
+    return (
+        f"**{outcome.recovered}/{outcome.size}**{crashed} · {outcome.calls} call{'' if outcome.calls == 1 else 's'} · "
+        f"{short(outcome.prompt_tokens)} tok · {outcome.wall_s:.2f} s"
+    )
+
+
+Agent = Callable[[BaseChatModel, World], Outcome]
+
+
+def agents() -> tuple[Agent, Agent]:
+    """replangraph on defaults (the completion check as ``AgentConfig`` has it) and plain ReAct."""
+    ours = replangraph_agent(verify=AgentConfig().verify_results, **SCRIPTED_RETRY)
+    return ours, create_agent_baseline(todo_list=False)
+
+
+def run(agent: Agent, persona: str, world_cls: type[World], size: int, client_retries: int) -> Outcome:
+    """One run of ``agent`` with ``persona``; its calls are the requests the persona saw."""
+    [outcome] = run_cell(agent, persona_model(persona, client_retries), world_cls, size, 1)
+    return outcome
+
+
+def rows(
+    world_name: str, sizes: Sequence[int], personas: Sequence[str], on_row: Callable[[Row], None] = lambda row: None
+) -> list[Row]:
+    """Every persona at every size in one world (the baseline persona's replangraph run first, for target d)."""
+    ours, react = agents()
+    world_cls = WORLDS[world_name]
+    out = []
+    for size in sizes:
+        baseline = run(ours, BASELINE, world_cls, size, 0)
+        for name in personas:
+            mine = baseline if name == BASELINE else run(ours, name, world_cls, size, 0)
+            theirs = run(react, name, world_cls, size, REACT_CLIENT_RETRIES)
+            out.append(Row(world_name, size, name, mine, theirs, baseline.calls))
+            on_row(out[-1])
+    return out
+
+
+HEADER = (
+    "| N | persona | replangraph | ReAct | (a) recall 1.0 | (b) ≥ ReAct | "
+    f"(c) calls ≤ {WITHIN:g}× ReAct | (d) calls ≤ {WITHIN:g}× {BASELINE} |"
+)
+
+
+def table_row(row: Row) -> str:
+    judged = row.targets()
+    cells = [str(row.size), row.persona, agent_cell(row.ours), agent_cell(row.react)]
+    return "| " + " | ".join(cells + [judged[name].cell() for name in "abcd"]) + " |"
+
+
+def tally(all_rows: Sequence[Row]) -> tuple[int, int]:
+    """``(targets met, targets that apply)`` over ``all_rows``."""
+    judged = [t for row in all_rows for t in row.targets().values() if t.met is not None]
+    return sum(1 for t in judged if t.met), len(judged)
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks matrix", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--worlds", nargs="+", default=["catalog"], choices=list(WORLDS))
+    parser.add_argument("--sizes", nargs="+", type=int, help=f"N items (default {SIZES}; report: at most {REPORT_MAX})")
+    parser.add_argument("--quick", action="store_true", help=f"N = {' and '.join(map(str, QUICK_SIZES))} only")
+    parser.add_argument("--personas", nargs="+", default=list(PERSONAS), choices=list(PERSONAS))
+    parser.add_argument("--json", metavar="PATH", help="also write every figure to PATH as JSON")
+    args = parser.parse_args(argv)
+    if not langchain_available():
+        parser.error("the ReAct column needs langchain 1.x: pip install -e '.[test]'")
+    sizes = args.sizes or (QUICK_SIZES if args.quick else SIZES)
+    print(f"Machine: {machine()}\n", file=out)
+    print(LEGEND + "\n", file=out)
+    print("Cells: recovered/N · model calls (client retries included) · prompt tokens · wall time\n", file=out)
+    all_rows: list[Row] = []
+    for world_name in args.worlds:
+        world_sizes = [n for n in sizes if world_name != "report" or n <= REPORT_MAX]
+        left_out = sorted(set(sizes) - set(world_sizes))
+        note = f" (N = {', '.join(map(str, left_out))} left out: at most {REPORT_MAX} cities)" if left_out else ""
+        print(f"**{world_name} world**{note}\n", file=out)
+        print(HEADER, file=out)
+        print("|---|---|---|---|---|---|---|---|", file=out, flush=True)
+        world_rows = rows(
+            world_name, world_sizes, args.personas, lambda row: print(table_row(row), file=out, flush=True)
+        )
+        disagree = [f"{row.persona} at N = {row.size}" for row in world_rows if row.disagrees()]
+        if disagree:
+            print(f"\n(c) and (d) disagree on: {', '.join(disagree)}.", file=out)
+        print(file=out)
+        all_rows += world_rows
+    met, applicable = tally(all_rows)
+    print(f"targets met: {met} of {applicable}", file=out)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(
+                {
+                    "machine": machine(),
+                    "config": {"replangraph": SCRIPTED_RETRY, "react_client_retries": REACT_CLIENT_RETRIES},
+                    "targets_met": met,
+                    "targets_applicable": applicable,
+                    "rows": [row.as_json() for row in all_rows],
+                },
+                f,
+                indent=1,
+            )
+    return 0
