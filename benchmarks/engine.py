@@ -93,8 +93,9 @@ def chain_plan(n: int) -> list[dict]:
 
 
 def config_for(n: int, **fields: Any) -> AgentConfig:
-    """Limits that let ``n`` subtasks finish: room for the plan and ten model calls per subtask."""
-    return AgentConfig(max_tasks=n + 10, max_steps=max(10 * n, 100), **fields)
+    """Limits that let ``n`` subtasks finish: room for the plan and ten model calls per subtask; one item per
+    subtask (``batch_size`` 1), so the plan's one task per item is run as planned, not batched."""
+    return AgentConfig(max_tasks=n + 10, max_steps=max(10 * n, 100), **{"batch_size": 1, **fields})
 
 
 def completed(state: dict) -> int:

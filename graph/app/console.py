@@ -15,6 +15,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 
 from replangraph.queue import plan_summary, preview, spent_model_calls, status_counts
 from replangraph.state import (
+    ANSWER_COMPLETED,
     ANSWER_CUT,
     CHECK_STOOD_DOWN,
     COMMAND_ANSWERED,
@@ -111,6 +112,8 @@ def describe(event: Mapping[str, Any]) -> str:
         if event.get("source") == "goal_check":
             return f"the goal check added {added}"
         return f"{event['parent_id']} handed off work: added {added}"
+    if name == ANSWER_COMPLETED:
+        return f"the final answer left out {event['items']} items of the results: added after it"
     if name == CHECK_STOOD_DOWN:
         return f"{event['task_id']}: the check stood down ({preview(event['reason'], 100)})"
     if name == GOAL_CHECKED:

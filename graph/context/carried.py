@@ -4,8 +4,8 @@ An agent's answer or hand-off summary may paraphrase what it read ("Extracted pr
 it, and the finalizer sees results, not windows. So a subtask's result carries, after the agent's own words, each
 tool output it read whose data those words do not show (`with_reads`). Whether words show an output's data is
 told by its **data words**: numbers and words of three letters or more, less the boilerplate that most lines of
-the outputs share (a listing's field names, a page's footer) and a few common words. Words that hold at least
-`CARRIED_SHARE` of an output's data words carry it.
+the outputs share (a listing's field names, a page's footer) and a few common words. Words that hold half of an
+output's telling data words (names, numbers of three characters or more), one of its names among them, carry it.
 
 The same measure tells whether a result adds anything to an earlier one (`adds_data`): a follow-up that
 continues its parent's work but finds nothing new has stopped making progress.
@@ -21,12 +21,12 @@ from dataclasses import dataclass
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 
-from replangraph.context.fitting import kept_id
+from replangraph.context.fitting import excerpt, kept_id
 from replangraph.llm.reading import message_text
 from replangraph.names import BUILT_IN_TOOLS
 
-CARRIED_SHARE = 1 / 3
-"""Words that hold at least this share of an output's data words carry that output's data."""
+CARRIED_SHARE = 1 / 2
+"""Words that hold at least this share of an output's data words, and one of its names, carry that output's data."""
 BOILERPLATE_SHARE = 0.5
 """A word found in more than this share of the lines of the outputs is boilerplate, not data (with enough lines)."""
 BOILERPLATE_LINES = 4
@@ -97,16 +97,25 @@ COMMON = frozenset(
         "here",
     ]
 )
-WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'._/-]*")
+WORD = re.compile(r"\d(?:[\d,.]*\d)?|[A-Za-z0-9][A-Za-z0-9'._/-]*")
+"""A word: a number (thousands separators and decimals kept: "19,218", "4.2"), or letters and digits."""
 READS_HEAD = "Data its agent read that the text above does not show (tool outputs, as its window held them):"
 """Heads the outputs a result carries after the agent's own words."""
 
 
+OUR_NOTES = re.compile(
+    r'\[… output "[^"]*": characters \d+-\d+ of \d+ are not shown here;.*?…\]'
+    r'|\[output "[^"]*" removed from context[^\]]*\]',
+    re.DOTALL,
+)
+"""The notes replangraph puts in a text it cut or dropped: they say where the rest is, and hold no data."""
+
+
 def data_words(text: str) -> set[str]:
     """The words of ``text`` that can carry data: numbers (any token with a digit) and words of three letters or
-    more, lower-cased, trailing punctuation dropped, common words left out."""
+    more, lower-cased, trailing punctuation dropped, common words and replangraph's own notes left out."""
     found = set()
-    for token in WORD.findall(text):
+    for token in WORD.findall(OUR_NOTES.sub(" ", text)):
         word = token.rstrip("._/-'").lower()
         if any(c.isdigit() for c in word) or (len(word) >= 3 and word not in COMMON):
             found.add(word)
@@ -123,16 +132,32 @@ def boilerplate(texts: Iterable[str]) -> set[str]:
     return {word for word, n in counts.items() if n > BOILERPLATE_SHARE * len(lines)}
 
 
+def telling(word: str) -> bool:
+    """Whether a data word tells its item apart: a name or a number of three characters or more ("7" or "12" turn
+    up in any text)."""
+    return len(word) >= 3
+
+
 def carried(words: str, texts: Sequence[str]) -> list[bool]:
-    """For each of ``texts``, whether ``words`` show its data (at least `CARRIED_SHARE` of its data words,
-    boilerplate shared by the texts left out). A text with no data words is carried."""
+    """For each of ``texts``, whether ``words`` show its data: at least `CARRIED_SHARE` of its telling data words
+    (`telling`; of all its data words when none tells), one of its names among them when it has any, boilerplate
+    shared by the texts left out. A text with no data words is carried."""
     shown = data_words(words)
     shared = boilerplate(texts)
-    result = []
-    for text in texts:
-        own = data_words(text) - shared
-        result.append(not own or len(own & shown) >= CARRIED_SHARE * len(own))
-    return result
+    return [shows(shown, telling_words(data_words(text) - shared)) for text in texts]
+
+
+def telling_words(words: set[str]) -> set[str]:
+    """The `telling` ones of ``words``, or all of them when none tells."""
+    return {w for w in words if telling(w)} or words
+
+
+def shows(shown: set[str], own: set[str]) -> bool:
+    """Whether the words ``shown`` show data whose words are ``own``: at least `CARRIED_SHARE` of them, and one of
+    its names (words without digits) when it has any. Nothing to show is shown."""
+    named = {w for w in own if not any(c.isdigit() for c in w)}
+    enough = len(own & shown) >= CARRIED_SHARE * len(own)
+    return not own or (enough and (not named or bool(named & shown)))
 
 
 def adds_data(new: str, before: str | None) -> bool:
@@ -152,6 +177,9 @@ class Read:
 
 ARGS_SHOWN = 200
 """Longest arguments a read's label shows."""
+READ_BACK_CHARS = 10_000
+"""Longest text of an output the window dropped that a result carries, as an excerpt (the whole stays readable
+under its output id): the window held no more of an output than ``max_observation_chars``, 10,000 by default."""
 
 
 def call_label(call: Mapping) -> str:
@@ -175,7 +203,8 @@ def reads_in(window: Sequence[AnyMessage], kept_text: Callable[[str], str | None
         text = message_text(message)
         ident = kept_id(message)
         if ident and text.startswith("[output ") and "removed from context" in text[:300]:
-            text = kept_text(ident) or text
+            whole = kept_text(ident)
+            text = excerpt(whole, READ_BACK_CHARS, ident) if whole else text
         if text.strip():
             call = calls.get(message.tool_call_id) or {"name": message.name, "args": {}}  # a call the window lost
             reads.append(Read(call_label(call), text))
@@ -227,11 +256,23 @@ def item_groups(result: str) -> list[list[str]]:
 
 
 def left_out(answer: str, results: Sequence[str]) -> list[str]:
-    """The list items of ``results`` whose data ``answer`` does not show (`carried`), each once, in order."""
+    """The list items of ``results`` that no line of ``answer`` shows (`shows`), each once, in order. An item is
+    matched against lines, not the whole answer: its name's words and numbers scattered over other items' lines do
+    not show it."""
+    lines = [data_words(line) for line in answer.splitlines()]
+    by_word: dict[str, list[int]] = {}
+    for number, words in enumerate(lines):
+        for word in words:
+            by_word.setdefault(word, []).append(number)
     missing: dict[str, None] = {}
     for result in results:
         for group in item_groups(result):
-            missing.update((item, None) for item, shown in zip(group, carried(answer, group), strict=True) if not shown)
+            shared = boilerplate(group)
+            for item in group:
+                own = telling_words(data_words(item) - shared)
+                candidates = {n for word in own for n in by_word.get(word, ())}
+                if own and not any(shows(lines[n], own) for n in candidates):
+                    missing[item] = None
     return list(missing)
 
 

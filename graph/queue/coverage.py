@@ -46,28 +46,40 @@ def fresh_follow_ups(
     within: Mapping[str, Any] | None = None,
     goal: str = "",
     again: bool = False,
+    claims: bool = True,
 ) -> FreshWork:
     """The follow-ups of ``contents`` worth queueing (`fresh_work`), with a note for each one left out or trimmed:
     none repeats the goal, work the queue accounts for (`claimed_work`) or an earlier follow-up, and those on
     ``within``'s list stay inside its range. ``within``: the subtask whose work they are (the one handing off, or
     the one a check judged). With ``again``, a follow-up that repeats ``within``'s own instructions is kept: the
-    subtask made progress, and its check asks it to go on."""
+    subtask made progress, and its check asks it to go on. Without ``claims`` (a check that judged the results
+    themselves found the work missing), completed subtasks count only by their instructions' exact text, not by
+    the ranges they claim to have done."""
     own = within["content"] if within is not None else None
     taken = claimed_work(tasks, [within["id"]] if within is not None else [])
+    notes: list[str] = []
+    if not claims:
+        done = {normalized(t["content"]): t["id"] for t in tasks.values() if t["status"] == "completed"}
+        repeats = {c: done[normalized(c)] for c in contents if normalized(c) in done}
+        notes += [f'Follow-up "{preview(c, 60)}" dropped: it repeats task {who}.' for c, who in repeats.items()]
+        contents = [c for c in contents if c not in repeats]
+        taken = [(task_id, text) for task_id, text in taken if tasks[task_id]["status"] != "completed"]
     the_goal = [c for c in contents if goal and same_text(c, goal)]
     going_on = [c for c in contents if again and own is not None and same_text(c, own) and c not in the_goal]
     fresh = fresh_work([c for c in contents if c not in (*the_goal, *going_on)], within=own, taken=taken)
-    notes = [f'Follow-up "{preview(c, 60)}" dropped: it repeats the goal.' for c in the_goal] + fresh.notes
+    notes += [f'Follow-up "{preview(c, 60)}" dropped: it repeats the goal.' for c in the_goal] + fresh.notes
     return FreshWork([*fresh.queued, *going_on[:1]], notes)
+
+
+def normalized(text: str) -> str:
+    """An instruction as `same_text` compares it."""
+    return " ".join(text.split()).strip(" .!?:;").casefold()
 
 
 def same_text(a: str, b: str) -> bool:
     """Whether two instructions are the same, ignoring case, spacing and closing punctuation."""
 
-    def norm(text: str) -> str:
-        return " ".join(text.split()).strip(" .!?:;").casefold()
-
-    return norm(a) == norm(b)
+    return normalized(a) == normalized(b)
 
 
 def skipped_parts(within: str, contents: Sequence[str]) -> list[str]:

@@ -248,10 +248,10 @@ def gaps(within: str, follow_ups: Sequence[str]) -> list[str]:
     return [own.text(first, last) for first, last in subtract([(start, own.last)], spans)]
 
 
-def batched_plan(specs: Sequence[Mapping[str, Any]], batch_size: int) -> tuple[list[dict], list[str]]:
+def batched_plan(specs: Sequence[Mapping[str, Any]], batch_size: int, min_run: int = 2) -> tuple[list[dict], list[str]]:
     """The plan with each run of item tasks merged into tasks of at most ``batch_size`` items, and one note per run.
 
-    A run: two or more consecutive tasks whose instructions differ only in one item number, with the same
+    A run: ``min_run`` or more consecutive tasks whose instructions differ only in one item number, with the same
     ``agent_type``, ``required_tools`` and ``depends_on`` (none of them inside the run). Its items, sorted, are
     cut into batches written as one range ("ranked 1-50") or a list ("ranked 3, 7-9, 12"); a batch takes the id
     of its first task in the plan, and what depended on a merged task depends on its batch. Every other task is
@@ -260,7 +260,7 @@ def batched_plan(specs: Sequence[Mapping[str, Any]], batch_size: int) -> tuple[l
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
     numbered = [_numbered(str(spec.get("content", ""))) for spec in specs]
-    runs = _item_runs(specs, numbered) if batch_size > 1 else []
+    runs = [run for run in _item_runs(specs, numbered) if run[1] - run[0] >= min_run] if batch_size > 1 else []
     planned: list[dict] = []
     notes: list[str] = []
     holder: dict[str, str] = {}

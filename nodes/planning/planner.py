@@ -266,6 +266,19 @@ def check_required_tools(
     return specs, notes + tool_notes
 
 
+ITEM_RUN = 10
+"""Tasks of one instruction that differ only in an item number, in a row, that make a plan of one task per item
+(batched: `batched_items`); a few such tasks are kept as planned."""
+
+
+def batched_items(specs: list[dict], config: AgentConfig) -> tuple[list[dict], list[str]]:
+    """``specs`` with each run of more than `ITEM_RUN` one-item tasks batched (`batched_plan`) into tasks of
+    ``batch_size`` items, or fewer so that the items still make ``max_concurrency`` tasks to run at once; a task
+    per item costs a subtask (a fresh window, a turn, an answer, a check) per item. ``batch_size`` 1 keeps them."""
+    size = max(1, min(config.batch_size, -(-len(specs) // config.max_concurrency)))
+    return batched_plan(specs, size, min_run=max(ITEM_RUN, config.max_concurrency) + 1)
+
+
 def tools_prompt(prompt: str, profiles: Mapping[str, Any], tools_by_agent: Mapping[str, Sequence[str]]) -> str:
     """``prompt`` with its agent types listed; with tools offered (several agent types), each type's
     tools and the rule to name the ones a subtask needs."""
@@ -324,11 +337,11 @@ class Planner(Configured):
 
     def check(self, specs: list[dict]) -> tuple[list[dict], list[str]]:
         """Repair what is clear (dependency spellings, unknown agent types and tools, one task per item batched to
-        ``batch_size`` items: `batched_plan`), then validate; `UsablePlan` when only required tools do not fit
+        ``batch_size`` items: `batched_items`), then validate; `UsablePlan` when only required tools do not fit
         their agent types."""
         specs, notes = normalize_plan(specs)
         specs, agent_notes = coerce_agent_types(specs, list(self.profiles), DEFAULT_AGENT)
-        specs, batch_notes = batched_plan(specs, self.config.batch_size)
+        specs, batch_notes = batched_items(specs, self.config)
         agent_notes += batch_notes
         return check_required_tools(
             specs,

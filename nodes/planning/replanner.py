@@ -34,6 +34,7 @@ from replangraph.features import AfterReplan
 from replangraph.llm.calls import arun_steps, refit_steps, run_steps
 from replangraph.nodes.planning.planner import (
     PlanAnswer,
+    batched_items,
     check_required_tools,
     plan_schema,
     request_plan_steps,
@@ -52,7 +53,6 @@ from replangraph.queue.plans import (
     tool_names,
     validate_plan,
 )
-from replangraph.queue.scopes import batched_plan
 from replangraph.queue.tasks import (
     DEFAULT_AGENT,
     QueueError,
@@ -318,7 +318,7 @@ class Replanner(Configured):
             specs, notes = normalize_plan(specs, existing=can_wait_on)
             renamed = rename_colliding(specs, set(tasks), suffix)
             renamed, agent_notes = coerce_agent_types(renamed, list(self.profiles), DEFAULT_AGENT)
-            renamed, batch_notes = batched_plan(renamed, self.config.batch_size)  # one task per item, batched
+            renamed, batch_notes = batched_items(renamed, self.config)  # one task per item, batched
             agent_notes += batch_notes
 
             def validate(fitted: list[dict]) -> None:

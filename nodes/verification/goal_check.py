@@ -129,7 +129,8 @@ class GoalCheck(Configured):
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         fresh, notes = [], []
         if not judged["complete"]:
-            work = fresh_follow_ups(tasks, judged["remaining_tasks"], goal=state.get("goal", ""))
+            # It judged the results themselves: a range a subtask claims but whose items are missing is queued.
+            work = fresh_follow_ups(tasks, judged["remaining_tasks"], goal=state.get("goal", ""), claims=False)
             fresh, notes = work.queued, list(work.notes)
         room = max(self.config.max_tasks - len(tasks), 0)
         if len(fresh) > room:

@@ -16,7 +16,6 @@ from langgraph.store.memory import InMemoryStore
 from scripting import kept, plan_of, run, subtask_of
 
 from replangraph import AgentConfig, build_graph
-from replangraph.context.carried import READS_HEAD
 from replangraph.context.excerpts import NOTE_RE
 from replangraph.llm.reading import message_text
 from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
@@ -139,13 +138,12 @@ def test_kept_outputs_are_read_from_the_store_when_the_graph_has_one():
 
     config = AgentConfig(max_observation_chars=2_000)
     state, _ = run(build_graph(ScriptedChatModel(respond=respond), tools=[big], config=config, store=store))
-    # The answer, then what the window held of the output it does not show (an excerpt pointing at the whole).
-    assert state["tasks"]["1"]["result"].startswith("CODE-9\n\n" + READS_HEAD)
+    assert state["tasks"]["1"]["result"] == "CODE-9"  # the output's excerpt holds no data beyond its note
     assert not state.get("workspace")  # with a store, nothing is kept in the state
     items = store.search(("replangraph", "t"), filter={"step": "plan:1:step:1"})
     [output] = [i for i in items if ":output:" in i.key]
     assert "CODE-9" in output.value["content"]
-    assert store.get(("replangraph", "t"), "plan:1:step:1:result").value["content"].startswith("CODE-9\n\n")
+    assert store.get(("replangraph", "t"), "plan:1:step:1:result").value["content"] == "CODE-9"
 
 
 def test_a_dependency_result_too_big_for_the_window_is_shown_with_a_pointer_the_agent_follows():

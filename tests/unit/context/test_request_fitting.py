@@ -72,13 +72,16 @@ def batch_result(batch: int, per_batch: int = 25, filler: int = 280) -> str:
 
 
 def batches_model(count: int, final=list_items, result=batch_result) -> Recording:
-    plan = plan_of(*({"id": str(b), "content": f"Collect batch {b}"} for b in range(count)))
+    # Batches named b0, b1...: big subtasks the planner must not merge as one task per item would be.
+    plan = plan_of(*({"id": str(b), "content": f"Collect batch b{b}"} for b in range(count)))
 
     def respond(request: ScriptedRequest):
         if "Plan" in request.tool_names:
             return plan
+        if "Verdict" in request.tool_names:
+            return tool_call("Verdict", {"complete": True, "reason": "all there", "remaining_tasks": []})
         if request.tool_names:
-            return result(int(subtask_of(request).rsplit(" ", 1)[1]))
+            return result(int(subtask_of(request).rsplit(" b", 1)[1]))
         return final(request)
 
     return Recording(respond=respond)
@@ -222,7 +225,7 @@ def test_finalizer_splits_a_single_result_bigger_than_the_window_into_pieces():
     finals = model.prompts("finalizer")
     assert count_tokens_approximately([HumanMessage(big)]) > 8_000
     assert max(model.tokens("finalizer")) <= BUDGET
-    assert any("[0] Collect batch 0 (part 2 of " in p for p in finals)
+    assert any("[0] Collect batch b0 (part 2 of " in p for p in finals)
     assert items(state["final_answer"]) == [f"ITEM-{n}" for n in range(300)]
 
 
