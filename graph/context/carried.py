@@ -14,6 +14,7 @@ continues its parent's work but finds nothing new has stopped making progress.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -255,25 +256,42 @@ def item_groups(result: str) -> list[list[str]]:
     return [group for group in groups if group]
 
 
+COMMON_SHARE = 0.1
+"""A word found in more items than this share of them (and in more than two) tells no item apart: a field name,
+a footer, the noun forty products share."""
+
+
 def left_out(answer: str, results: Sequence[str]) -> list[str]:
-    """The list items of ``results`` that no line of ``answer`` shows (`shows`), each once, in order. An item is
-    matched against lines, not the whole answer: its name's words and numbers scattered over other items' lines do
-    not show it."""
+    """The list items of ``results`` that no line of ``answer`` shows, each once, in order.
+
+    Each item is matched against one line at a time, by its words weighted by how rare they are among all the
+    items (a word common to many items weighs nothing): a line shows the item when it holds `CARRIED_SHARE` of its
+    weight and one of its names. So "#121 Amber Backpack" is not shown by "#1 Amber Lamp", and a product's data
+    spread over other products' lines never shows it."""
+    items = list(dict.fromkeys(item for result in results for group in item_groups(result) for item in group))
+    words = [data_words(item) for item in items]
+    counts = Counter(word for own in words for word in own)
+    common = max(2, COMMON_SHARE * len(items))
+    weight = {word: math.log(len(items) / n) for word, n in counts.items() if n <= common}
     lines = [data_words(line) for line in answer.splitlines()]
     by_word: dict[str, list[int]] = {}
-    for number, words in enumerate(lines):
-        for word in words:
+    for number, line in enumerate(lines):
+        for word in line:
             by_word.setdefault(word, []).append(number)
-    missing: dict[str, None] = {}
-    for result in results:
-        for group in item_groups(result):
-            shared = boilerplate(group)
-            for item in group:
-                own = telling_words(data_words(item) - shared)
-                candidates = {n for word in own for n in by_word.get(word, ())}
-                if own and not any(shows(lines[n], own) for n in candidates):
-                    missing[item] = None
-    return list(missing)
+    missing = []
+    for item, own in zip(items, words, strict=True):
+        telling = {w: weight[w] for w in own if w in weight and weight[w] > 0}
+        candidates = {n for word in telling for n in by_word.get(word, ())}
+        if telling and not any(weighs_enough(lines[n], telling) for n in candidates):
+            missing.append(item)
+    return missing
+
+
+def weighs_enough(line: set[str], own: Mapping[str, float]) -> bool:
+    """Whether a line's words hold `CARRIED_SHARE` of an item's word weight (``own``), and one of its names."""
+    held = sum(w for word, w in own.items() if word in line)
+    named = [word for word in own if not any(c.isdigit() for c in word)]
+    return held >= CARRIED_SHARE * sum(own.values()) and (not named or any(word in line for word in named))
 
 
 def elides(answer: str) -> bool:

@@ -284,6 +284,49 @@ def batched_plan(specs: Sequence[Mapping[str, Any]], batch_size: int, min_run: i
     return planned, notes
 
 
+def merged_ranges(
+    specs: Sequence[Mapping[str, Any]], batch_size: int, min_tasks: int = 1
+) -> tuple[list[dict], list[str]]:
+    """The plan with each run of consecutive tasks about adjacent ranges, worded alike but for the range (same
+    agent type, tools and dependencies, none depending on another), merged while a merged task holds at most
+    ``batch_size`` items, and one note per merge: "products 51-55", "56-60" ... become "products 51-100". The
+    plan keeps at least
+    ``min_tasks`` tasks (room for parallel subtasks); a merged task takes its first task's id, and what depended
+    on a merged task depends on it. Every other task is copied unchanged, in order."""
+    scopes = [scope_of(str(spec.get("content", ""))) for spec in specs]
+    planned: list[dict] = []
+    holder: dict[str, str] = {}
+    notes: list[str] = []
+    merges_left = max(len(specs) - max(min_tasks, 1), 0)
+    i = 0
+    while i < len(specs):
+        head, end = scopes[i], i + 1
+        while (
+            head is not None
+            and merges_left > end - i - 1
+            and end < len(specs)
+            and (nxt := scopes[end]) is not None
+            and _plain(nxt.template) == _plain(head.template)  # the same words around the range, not only one list
+            and _alike(specs[i], specs[end])
+            and nxt.first == scopes[end - 1].last + 1
+            and nxt.last - head.first + 1 <= batch_size
+        ):
+            end += 1
+        task = dict(specs[i])
+        if end - i > 1:
+            task["content"] = head.text(head.first, scopes[end - 1].last)
+            holder.update((str(specs[j]["id"]), str(task["id"])) for j in range(i + 1, end))
+            ids = f"{specs[i]['id']} to {specs[end - 1]['id']}"
+            notes.append(f"tasks {ids} ({end - i} adjacent ranges) were merged into one of at most {batch_size} items")
+            merges_left -= end - i - 1
+        planned.append(task)
+        i = end
+    for task in planned:
+        if holder and task.get("depends_on"):
+            task["depends_on"] = list(dict.fromkeys(holder.get(str(dep), dep) for dep in task["depends_on"]))
+    return planned, notes
+
+
 def covered_lines(contents: Sequence[str]) -> list[str]:
     """The instructions with those on one list collapsed into one line with the union of their ranges
     ("Extract products ranked 1-1,000 ... (20 subtasks)"); the others unchanged; in first-seen order."""

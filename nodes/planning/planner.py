@@ -43,7 +43,7 @@ from replangraph.queue.plans import (
     tool_names,
     validate_plan,
 )
-from replangraph.queue.scopes import batched_plan
+from replangraph.queue.scopes import batched_plan, merged_ranges
 from replangraph.queue.tasks import DEFAULT_AGENT, RESET, QueueError, Task, next_plan_id, preview
 from replangraph.state import PLAN_CREATED, Configured, StateUpdate, emit
 
@@ -273,10 +273,13 @@ ITEM_RUN = 10
 
 def batched_items(specs: list[dict], config: AgentConfig) -> tuple[list[dict], list[str]]:
     """``specs`` with each run of more than `ITEM_RUN` one-item tasks batched (`batched_plan`) into tasks of
-    ``batch_size`` items, or fewer so that the items still make ``max_concurrency`` tasks to run at once; a task
-    per item costs a subtask (a fresh window, a turn, an answer, a check) per item. ``batch_size`` 1 keeps them."""
+    ``batch_size`` items, or fewer so that the items still make ``max_concurrency`` tasks to run at once, and
+    adjacent ranges of one list merged up to ``batch_size`` items (`merged_ranges`): a task costs a subtask (a
+    fresh window, a turn, an answer, a check) however few items it has. ``batch_size`` 1 keeps them."""
     size = max(1, min(config.batch_size, -(-len(specs) // config.max_concurrency)))
-    return batched_plan(specs, size, min_run=max(ITEM_RUN, config.max_concurrency) + 1)
+    specs, notes = batched_plan(specs, size, min_run=max(ITEM_RUN, config.max_concurrency) + 1)
+    specs, merged = merged_ranges(specs, config.batch_size, min_tasks=config.max_concurrency)
+    return specs, notes + merged
 
 
 def tools_prompt(prompt: str, profiles: Mapping[str, Any], tools_by_agent: Mapping[str, Sequence[str]]) -> str:

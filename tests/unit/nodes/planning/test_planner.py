@@ -244,7 +244,7 @@ def test_a_cut_plan_is_refused_and_asked_again_for_a_shorter_answer(cut):
         prompts.append(request.prompt)
         return plan_call(*BIG_PLAN) if CUT_MARK in request.prompt else cut
 
-    tasks, calls, why, _ = planner_for(respond, max_tasks=200).plan(GOAL)
+    tasks, calls, why, _ = planner_for(respond, max_tasks=200, batch_size=5).plan(GOAL)  # 5 items a task: no merge
     assert len(tasks) == 97 and calls == 2 and why == ""  # never one task read from the cut JSON
     assert "shorter" in prompts[1]
 
