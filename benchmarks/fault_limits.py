@@ -128,13 +128,16 @@ def window_outputs(args: argparse.Namespace) -> Finding:
             state = build_graph(model, tools=[read_item], config=config, store=store).invoke(
                 {"messages": [("user", "do it")]}, THREAD
             )
-            texts = [kept_output(state, store, "t", ident) or "" for ident in kept_output_ids(state, store, "t")]
+            ids = kept_output_ids(state, store, "t")
+            texts = [kept_output(state, store, "t", ident) or "" for ident in ids if not ident.endswith("/result")]
             kept = [sum(item_text(n) in t for t in texts) for n in range(1, items + 1)]
             none, twice = kept.count(0), sum(k > 1 for k in kept)
+            result = kept_output(state, store, "t", "1/result") or ""
+            carried = sum(bool(re.search(rf"\bITEM-{n}\b", result)) for n in range(1, items + 1))  # named or whole
             status = state["tasks"]["1"]["status"]
-            bad += none + twice + (status != "completed")
+            bad += none + twice + (status != "completed") + (items - carried)
             where = f"{'verifier' if verify else 'executor'} completes, {'store' if store else 'state'}"
-            figures.append(f"{where}: kept 0 times {none}, twice {twice}")
+            figures.append(f"{where}: outputs kept 0 times {none}, twice {twice}; in the result {carried}")
     return Finding(bad == 0, f"{items} items read one per turn, 15 outputs in the window; " + "; ".join(figures))
 
 

@@ -10,7 +10,11 @@ Words, one noun per concept (the code and the docs use these):
   whose **members** each run the subtask as a **candidate**, one result kept by the **merge**.
 - **window**: the private message list of one running subtask (``windows`` in the state).
 - **hand-off**: a running agent ends its subtask with a partial result and queues the rest as **follow-up**
-  subtasks (``replan_split_and_handoff``); the completion check queues follow-ups the same way.
+  subtasks (``replan_split_and_handoff``); the completion check queues follow-ups the same way, and so does a
+  limit that stops a subtask (``max_step_iterations``, ``step_timeout_s``). A follow-up is a **continuation**
+  (the rest of its parent's own work, at its parent's depth) or a **split** (a narrower part of work its
+  parent did none of, one level deeper: ``max_split_depth`` bounds that nesting). **Coverage**: what the
+  queue's subtasks account for (the ranges of items they hold); follow-ups that repeat it are not run twice.
 - **replan request**: a subtask that failed, wrote ``[REPLAN]`` or called ``request_replan``; the
   **replanner** replaces the pending subtasks with a new plan.
 - **kept text**: text cut from a window or a request (a long tool output, folded history) and kept whole
@@ -19,7 +23,9 @@ Words, one noun per concept (the code and the docs use these):
   files the file tools read and write (``workspace_dir``, `replangraph.tools.workspace_tools`) — a different
   thing.
 - **compression**: folding a window's older messages into a **summary** so the next request fits.
-- **completion check**: the verifier's judgement of a result (``verify_results``), a **verdict**.
+- **completion check**: the verifier's judgement of a result (``verify_results``), a **verdict**. The **goal
+  check** judges every result against the goal once, before the final answer.
+- **reads**: the outputs of an agent's own tools; a result carries the reads its words do not show.
 - **single-agent fallback**: one agent's last try at the whole goal when replanning ends. **fallback report**:
   the final answer the finalizer writes without a model when the run ends unfinished. **rule plan**: the plan
   built from the goal's verbs when the planner's model gives no usable plan.

@@ -68,21 +68,28 @@ def subtask_input(state: Mapping[str, Any], task: Task, notes: Sequence[OpeningN
 
 
 def subtask_inputs(tasks: Mapping[str, Task], task: Task) -> list[Task]:
-    """The completed subtasks whose results ``task`` builds on: its dependencies and the work they handed off,
+    """The subtasks whose results ``task`` builds on: its completed dependencies and the work they handed off,
     with the subtask that handed ``task`` off (a split, a check's follow-up) replaced by that subtask's own
-    inputs. A follow-up continues its parent's work from its own instructions; the parent's result reaches
-    the steps that depend on the parent, and sending it to every follow-up would cost its tokens each time."""
+    inputs, and the stopped subtasks whose partial results it takes over (``builds_on``). A follow-up continues
+    its parent's work from its own instructions; the parent's result reaches the steps that depend on the
+    parent, and sending it to every follow-up would cost its tokens each time."""
     found: dict[str, Task] = {}
     for dependency in dependency_results(tasks, task):
         handed_off = dependency["id"] == task.get("parent_id")
         for source in subtask_inputs(tasks, dependency) if handed_off else [dependency]:
             found.setdefault(source["id"], source)
+    for stopped in task.get("builds_on") or ():  # what stopped subtasks found: it goes on from there
+        if stopped in tasks and tasks[stopped].get("result"):
+            found.setdefault(stopped, tasks[stopped])
     return list(found.values())
 
 
 def dependency_input(task: Task) -> DependencyResult:
-    """What a subtask is told about one of its dependencies: id, instructions and the whole result."""
-    return DependencyResult(id=task["id"], content=task["content"], result=full_result(task) or "")
+    """What a subtask is told about one of its inputs: id, instructions and the whole result (a partial result
+    of a subtask that stopped says so)."""
+    stopped = task["status"] != "completed"
+    content = f"{task['content']} (partial result: this subtask stopped; go on from what it found)" * stopped
+    return DependencyResult(id=task["id"], content=content or task["content"], result=full_result(task) or "")
 
 
 Decision = list[Send | str] | str

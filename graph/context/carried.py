@@ -246,14 +246,35 @@ ELIDED = re.compile(
 """How a shortened list says so: "... and 9 more", "(+9 more)", "[truncated]", "remaining 9 items omitted"."""
 
 
+RECORD_CHARS = 200
+"""Longest line that counts as a record of a list without a list mark."""
+RECORD_RUN = 3
+"""Consecutive short lines with a number that make a list of records ("item-7: code 55433", "City 5: 2,345 mm")."""
+
+
+def item_lines(text: str) -> list[str]:
+    """The lines of ``text`` that are items of a list: marked ones (`ITEM_LINE`), and records: short lines with a
+    number, `RECORD_RUN` or more in a row (a sentence of prose on its own is no item)."""
+    lines = [line.strip() for line in text.splitlines()]
+    record = [bool(line) and len(line) <= RECORD_CHARS and any(c.isdigit() for c in line) for line in lines]
+    found, run = [], []
+    for line, is_record in [*zip(lines, record, strict=True), ("", False)]:
+        if is_record and not ITEM_LINE.match(line):
+            run.append(line)
+            continue
+        found += run if len(run) >= RECORD_RUN else []
+        run = []
+        if ITEM_LINE.match(line):
+            found.append(line)
+    return found
+
+
 def item_groups(result: str) -> list[list[str]]:
-    """The list items of a result (`ITEM_LINE`), by the part they come from: the agent's own words, then each
-    output it carried (`READS_HEAD`); a part's boilerplate is its own (a page's footer is boilerplate among pages,
-    not among an agent's lines)."""
+    """The list items of a result (`item_lines`), by the part they come from: the agent's own words, then each
+    output it carried (`READS_HEAD`)."""
     words, _, reads = result.partition(READS_HEAD)
     parts = [words, *re.split(r"\n\n(?=\[)", reads)] if reads else [words]
-    groups = [[line.strip() for line in part.splitlines() if ITEM_LINE.match(line)] for part in parts]
-    return [group for group in groups if group]
+    return [group for group in map(item_lines, parts) if group]
 
 
 COMMON_SHARE = 0.1
@@ -292,6 +313,17 @@ def weighs_enough(line: set[str], own: Mapping[str, float]) -> bool:
     held = sum(w for word, w in own.items() if word in line)
     named = [word for word in own if not any(c.isdigit() for c in word)]
     return held >= CARRIED_SHARE * sum(own.values()) and (not named or any(word in line for word in named))
+
+
+def reported(results: Sequence[str]) -> list[str]:
+    """What each result reports: its agent's own words; the outputs it carried (`READS_HEAD`) only when those words
+    hold no list item (an agent that paraphrased what it read reports it through them). Outputs an agent read and
+    left out of its list may be what its goal excludes (a search's other hits)."""
+    found = []
+    for result in results:
+        words, _, reads = result.partition(READS_HEAD)
+        found.append(words if item_lines(words) or not reads else reads)
+    return found
 
 
 def elides(answer: str) -> bool:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from replangraph.queue.index import index_of
-from replangraph.queue.scopes import FreshWork, fresh_work, gaps, same_list, scope_of, subtract
+from replangraph.queue.scopes import FreshWork, fresh_work, gaps, merged_ranges, same_list, scope_of, subtract
 from replangraph.queue.tasks import preview
 
 OPEN = ("pending", "in_progress")
@@ -47,14 +47,16 @@ def fresh_follow_ups(
     goal: str = "",
     again: bool = False,
     claims: bool = True,
+    batch_size: int | None = None,
 ) -> FreshWork:
     """The follow-ups of ``contents`` worth queueing (`fresh_work`), with a note for each one left out or trimmed:
     none repeats the goal, work the queue accounts for (`claimed_work`) or an earlier follow-up, and those on
     ``within``'s list stay inside its range. ``within``: the subtask whose work they are (the one handing off, or
     the one a check judged). With ``again``, a follow-up that repeats ``within``'s own instructions is kept: the
-    subtask made progress, and its check asks it to go on. Without ``claims`` (a check that judged the results
-    themselves found the work missing), completed subtasks count only by their instructions' exact text, not by
-    the ranges they claim to have done."""
+    subtask made progress, and its check asks it to go on. With ``batch_size``, adjacent ranges worded alike are
+    merged into follow-ups of up to that many items (`merged_ranges`). Without ``claims`` (a check that judged
+    the results themselves found the work missing), completed subtasks count only by their instructions' exact
+    text, not by the ranges they claim to have done."""
     own = within["content"] if within is not None else None
     taken = claimed_work(tasks, [within["id"]] if within is not None else [])
     notes: list[str] = []
@@ -68,7 +70,11 @@ def fresh_follow_ups(
     going_on = [c for c in contents if again and own is not None and same_text(c, own) and c not in the_goal]
     fresh = fresh_work([c for c in contents if c not in (*the_goal, *going_on)], within=own, taken=taken)
     notes += [f'Follow-up "{preview(c, 60)}" dropped: it repeats the goal.' for c in the_goal] + fresh.notes
-    return FreshWork([*fresh.queued, *going_on[:1]], notes)
+    queued = [*fresh.queued, *going_on[:1]]
+    if batch_size and len(queued) > 1:  # adjacent small ranges: one follow-up of up to batch_size items
+        merged, joined = merged_ranges([{"id": str(n), "content": c} for n, c in enumerate(queued)], batch_size)
+        queued, notes = [spec["content"] for spec in merged], notes + joined
+    return FreshWork(queued, notes)
 
 
 def normalized(text: str) -> str:

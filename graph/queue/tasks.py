@@ -207,6 +207,9 @@ class Task(TypedDict):
     progress: NotRequired[bool]
     """Whether its result holds data its parent's result does not (follow-ups only): a chain that stops adding
     data is stopped."""
+    builds_on: NotRequired[list[str]]
+    """Stopped subtasks whose partial results it gets with its inputs (the tasks of a replan, the single-agent
+    fallback): it goes on from what they found, not from scratch."""
     chain_stopped: NotRequired[str]
     """Why its hand-off queued nothing: a continuation that found nothing its parent had not stops its chain."""
 

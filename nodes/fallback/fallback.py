@@ -75,6 +75,7 @@ def fallback_task(tasks: Mapping[str, Task], why: str, turns: int, existing: Tas
     done = [t["id"] for t in others if t["status"] == "completed"]
     waiting = [t["id"] for t in others if t["status"] in ("pending", "in_progress")]
     attached = done if len(done) <= ATTACHED_RESULTS else []
+    partial = [t["id"] for t in others if t["status"] in ("failed", "skipped") and t.get("result")]
     content = FALLBACK_TASK.format(
         why=why,
         turns=turns,
@@ -82,7 +83,7 @@ def fallback_task(tasks: Mapping[str, Task], why: str, turns: int, existing: Tas
         unfinished=unfinished_text(tasks),
         completed="" if attached or not done else completed_index(done),
     )
-    return new_task(
+    task = new_task(
         existing["id"] if existing else free_id(tasks),
         content,
         position=[max((t["position"][0] for t in tasks.values() if not is_fallback(t)), default=-1) + 1],
@@ -91,3 +92,6 @@ def fallback_task(tasks: Mapping[str, Task], why: str, turns: int, existing: Tas
         origin=FALLBACK,
         plan_id=(existing.get("plan_id") if existing else None) or next_plan_id(tasks),
     )
+    if partial:  # what the stopped subtasks found comes with it, as its completed inputs do
+        task["builds_on"] = partial[:ATTACHED_RESULTS]
+    return task

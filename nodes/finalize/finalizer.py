@@ -18,7 +18,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
 
 from replangraph.config import AgentConfig
-from replangraph.context.carried import elides, left_out
+from replangraph.context.carried import elides, left_out, reported
 from replangraph.context.fitting import GOAL_ID, ContextMonitor, fit_parts
 from replangraph.context.kept import (
     announced,
@@ -266,7 +266,13 @@ class Finalizer(Configured):
             answer, reported, lists = yield from self.answer(goal, closed, reason, awaited)
             kept = keep_outputs(report_task(closed), lists)
         answer += cut_results_note(closed)
-        done = event(PLAN_COMPLETED, final_answer=answer, counts=status_counts(closed), stop_reason=reported or None)
+        done = event(
+            PLAN_COMPLETED,
+            final_answer=answer,
+            counts=status_counts(closed),
+            stop_reason=reported or None,
+            notes=run_notes(closed),
+        )
         update: StateUpdate = {
             **merge_updates([closing, kept]),
             "final_answer": answer,
@@ -338,27 +344,55 @@ class Finalizer(Configured):
         return text, "", {}
 
     def whole(self, goal: str, tasks: Mapping[str, Task], text: str, awaited: bool = False) -> Steps:
-        """``text`` (the model's final answer), with nothing of the results dropped (steps): an answer that leaves
-        out list items of the results, or shortens a list ("... and 9 more"), is asked for once more, in the same
-        conversation when the results fit one request; what the better answer still leaves out follows it, word
-        for word (`left_out`)."""
+        """``text`` (the model's final answer), with nothing the subtasks reported dropped (steps).
+
+        An answer that leaves out list items the results report (`reported`), or shortens a list and says so
+        ("... and 9 more"), is asked for once more, in the same conversation when the results fit one request.
+        When the answer it keeps still shortens a list, or stopped at the output limit, the items it leaves out
+        follow it, word for word. Items left out of two answers that say nothing of it are the model's choice
+        (a goal may ask for some of the items found): they stay in the results."""
         if not text:
             return text
-        results = [entry.body for entry in result_entries(tasks)]
+        results = reported([entry.body for entry in result_entries(tasks)])
         missing = left_out(text, results)
-        if not missing and not elides(text):
+        if not missing and not shortened(text):
             return text
         first = final_request(goal, joined(result_entries(tasks)))
         named = "; ".join(preview(item, 80) for item in missing[:LEFT_OUT_NAMED])
         again = [*first, AIMessage(text), HumanMessage(LEFT_OUT.format(count=len(missing), named=named or "none"))]
         if self.monitor.fits(again):
             second = yield from self.ask(again, awaited)
-            if second and len(left_out(second, results)) <= len(missing) and not elides(second):
+            if second and len(left_out(second, results)) <= len(missing) and not shortened(second):
                 text, missing = second, left_out(second, results)
-        if missing:
+        if missing and shortened(text):
             emit(ANSWER_COMPLETED, items=len(missing))
             text = f"{text}\n\n{ADDED_ITEMS}\n" + "\n".join(missing)
         return text
+
+
+def shortened(answer: str) -> bool:
+    """Whether a final answer says it shortened a list ("... and 9 more"), or stopped at the output limit."""
+    return elides(answer) or CUT_TEXT in answer
+
+
+CUT_TEXT = "stopped at the model's output limit"
+"""What `cut_note` says of an answer the output limit cut."""
+
+
+def run_notes(tasks: Mapping[str, Task]) -> list[str]:
+    """What the run decided on its own that a reader should know, one line each, in queue order: a completion
+    check that stood down, a chain of continuations stopped for adding nothing, a subtask a limit stopped and
+    continued."""
+    notes = []
+    for task in ordered(tasks):
+        stood = (task.get("verdict") or {}).get("stood_down")
+        if stood:
+            notes.append(f"The completion check of {task['id']} stood down; its result stands: {preview(stood, 200)}")
+        if task.get("chain_stopped"):
+            notes.append(f"{task['id']} queued no follow-ups: {preview(task['chain_stopped'], 200)}")
+        if (task.get("follow_up") or {}).get("by") == "limit":
+            notes.append(f"{task['parent_id']} stopped at a limit; {task['id']} went on with its work")
+    return notes
 
 
 def cut_results_note(tasks: Mapping[str, Task]) -> str:

@@ -122,6 +122,12 @@ def report_with_lists(goal: str, tasks: Mapping[str, Task], reason: str) -> tupl
         lines.append(KEPT_HINT.format(thread=thread_id() or "THREAD"))
     if "max_" in reason:
         lines.append("- A limit stopped the run: raise it in AgentConfig (max_steps, max_tasks, max_replans).")
+    from replangraph.nodes.finalize.finalizer import run_notes  # finalizer imports this module
+
+    notes = run_notes(tasks)
+    if notes:
+        lines += ["", "## Notes", *(f"- {note}" for note in notes[:REPORT_LISTED])]
+        lines += [f"- … and {len(notes) - REPORT_LISTED} more"] if len(notes) > REPORT_LISTED else []
     return "\n".join(lines), kept
 
 

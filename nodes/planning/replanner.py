@@ -350,6 +350,9 @@ class Replanner(Configured):
             origin="replanner",
             plan_id=next_plan_id(tasks),
         )
+        found = [t["id"] for t in flagged if t.get("result")]  # what the flagged subtasks found goes along
+        for task in created.values() if found else ():
+            task["builds_on"] = list(found)
         updates: dict[str, Any] = {tid: None for tid in pending}
         updates.update(created)
         record = self.record(flagged, "replanned", new=list(created), replaced=pending, calls=answer.calls)

@@ -130,7 +130,13 @@ class GoalCheck(Configured):
         fresh, notes = [], []
         if not judged["complete"]:
             # It judged the results themselves: a range a subtask claims but whose items are missing is queued.
-            work = fresh_follow_ups(tasks, judged["remaining_tasks"], goal=state.get("goal", ""), claims=False)
+            work = fresh_follow_ups(
+                tasks,
+                judged["remaining_tasks"],
+                goal=state.get("goal", ""),
+                claims=False,
+                batch_size=self.config.batch_size,
+            )
             fresh, notes = work.queued, list(work.notes)
         room = max(self.config.max_tasks - len(tasks), 0)
         if len(fresh) > room:

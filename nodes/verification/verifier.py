@@ -222,7 +222,9 @@ class Verifier(Configured):
         subtask's range, is not queued (`fresh_follow_ups`); a repeat of the subtask's own instructions is queued
         only when it made ``progress`` (it goes on). A check whose every follow-up is left out stands down, and
         the result stands."""
-        fresh = fresh_follow_ups(tasks, remaining, within=task, goal=goal, again=progress)
+        fresh = fresh_follow_ups(
+            tasks, remaining, within=task, goal=goal, again=progress, batch_size=self.config.batch_size
+        )
         if not fresh.queued:
             why = "what it found missing repeats work queued, running or done: " + " ".join(fresh.notes)
             return {}, {"stood_down": why}

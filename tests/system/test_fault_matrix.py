@@ -17,7 +17,7 @@ pytestmark = pytest.mark.system  # processes, loopback servers, SQLite files
 ROOT = Path(__file__).resolve().parents[2]
 FIGURES = {
     "failed-child": r"recovery paths run 4/4 .*answers lost 0; .*handed-off children failed \d+, items lost 0 ",
-    "window-outputs": r"60 items(.*kept 0 times 0, twice 0){4}",
+    "window-outputs": r"60 items(.*kept 0 times 0, twice 0; in the result 60){4}",
     "huge-call": r"refused True; subtasks \{'1': 'completed', '1_dyn_0': 'completed'\}.*equal True.*equal True",
     "huge-report": r"report [\d,]+ characters \(cap 300,000\); whole lists read back by id: 5,000 of 5,000",
     "workspace-attacks": r"refused 3/3 .*changed 0; .*largest size seen 2,000; .*reads outside 0, listings outside "

@@ -59,7 +59,7 @@ from benchmarks.server_parallel import stop
 from replangraph import state as events
 from replangraph.app.demo import DEMO_GOAL, expected_products
 from replangraph.config import AgentConfig
-from replangraph.names import ASK_USER, EXECUTOR, FINALIZE, PLANNER, TOOLS, VERIFIER
+from replangraph.names import ASK_USER, EXECUTOR, FINALIZE, GOAL_CHECK, PLANNER, TOOLS, VERIFIER
 from replangraph.state import PLAN_MESSAGE_ID
 
 pytestmark = pytest.mark.system  # a `langgraph dev` server, and a loopback model server for it
@@ -240,6 +240,7 @@ def test_streamed_run_sends_replangraph_events_and_node_updates(client, loopback
         events.STEP_STARTED,
         events.STEP_VERIFIED,
         events.STEP_COMPLETED,
+        events.GOAL_CHECKED,  # every result against the goal, once, before the final answer
         events.PLAN_COMPLETED,
     ]
     created = found[0]
@@ -254,7 +255,7 @@ def test_streamed_run_sends_replangraph_events_and_node_updates(client, loopback
     nodes = updated_nodes(parts)
     assert nodes[0] == PLANNER and nodes[-1] == FINALIZE
     assert nodes.count(EXECUTOR) == 2
-    assert set(nodes) <= {PLANNER, EXECUTOR, TOOLS, VERIFIER, FINALIZE}
+    assert set(nodes) <= {PLANNER, EXECUTOR, TOOLS, VERIFIER, GOAL_CHECK, FINALIZE}
     final = next(data for event, data in parts if event == "updates" and FINALIZE in data)[FINALIZE]
     assert final["final_answer"] == completed["final_answer"]
 
@@ -265,7 +266,9 @@ def test_streamed_run_sends_replangraph_events_and_node_updates(client, loopback
     assert state["next"] == []
 
     sent = requests_of(loopback, tag)
-    assert len(sent) == 6  # planner, two subtasks of one turn each, their two checks, finalizer
+    # planner, two subtasks of one turn each, the goal check, finalizer (a subtask's check shows its instructions,
+    # not the tagged goal)
+    assert len(sent) == 5
     assert {r["model"] for r in sent} == {MODEL}
     assert not any(r.get("stream") for r in sent)  # no `messages` mode: ChatOpenAI does not stream
 
@@ -300,6 +303,7 @@ def test_ask_user_interrupts_and_the_answer_reaches_the_agent(client, loopback):
         events.QUESTION_ANSWERED,
         events.STEP_VERIFIED,
         events.STEP_COMPLETED,
+        events.GOAL_CHECKED,
         events.PLAN_COMPLETED,
     ]
     assert found[0]["question"] == QUESTION and found[0]["answer_preview"] == "teal"
@@ -365,7 +369,8 @@ def test_configurable_keys_still_pick_the_model_and_settings(client, loopback):
         stream_mode=["updates"], config={"configurable": configurable},
     )  # fmt: skip
     sent = requests_of(loopback, tag)
-    assert len(sent) == 6  # planner, two turns, two checks, finalizer
+    # planner, two turns, the goal check, finalizer (a subtask's check shows its instructions, not the tagged goal)
+    assert len(sent) == 5
     assert {r["model"] for r in sent} == {"loopback-other"}
     for request in executor_requests(loopback, tag):
         rules = "\n".join(str(m.get("content")) for m in request["messages"])

@@ -48,13 +48,14 @@ EXPECTED: dict[str, dict] = {
             r"1: read_ranking\(start=1, count=5\)\n1: replan_review_context\(\)\n1: replan_split_and_handoff\(",
             r"Current subtask: 1: Extract products ranked 1-19",
             r"'task_ids': \['1_dyn_0', '1_dyn_1', '1_dyn_2'\]",
-            r"1_dyn_2 +1 +1 +dynamic +\[0, 2\] +completed",
-            r"\{'1': 0, '1_dyn_0': 1, '1_dyn_0_dyn_0': 2, '1_dyn_0_dyn_0_dyn_0': 3\}",
+            r"1_dyn_2 +1 +0 +continuation +dynamic +\[0, 2\] +completed",
+            # a chain of continuations stays at its parent's depth
+            r"\{'1': 0, '1_dyn_0': 0, '1_dyn_0_dyn_0': 0, '1_dyn_0_dyn_0_dyn_0': 0\}",
             r"19 / 19 products in the final answer(.|\n)*19 / 19 products in the final answer",
-            # max_split_depth=1: the second handoff is refused, and the subtask finishes the ranks itself
+            # max_split_depth=1: the splits of the first split's halves are refused; each reads its ranks itself
             r"1_dyn_0 was told: split depth limit reached: 1_dyn_0 is at depth 1 and max_split_depth is 1; "
             r"finish this subtask yourself\. The queue is unchanged; this subtask is still yours\.",
-            r"\{'1': 0, '1_dyn_0': 1\} \{'max_split_depth': 2\}\n19 / 19 products in the final answer",
+            r"\{'1': 0, '1_dyn_0': 1, '1_dyn_1': 1\} \{'max_split_depth': 2\}\n19 / 19 products in the final answer",
         ],
     },
     "compression": {
@@ -138,9 +139,16 @@ def shown(notebook) -> str:
     """Everything the notebook's outputs show as text (printed, returned, Markdown)."""
     parts = []
     for cell in notebook.cells:
+        streamed = False  # a loaded kernel may send one cell's printing as several stream messages: one part
         for output in cell.get("outputs", []):
             if output["output_type"] == "stream":
-                parts.append(output["text"])
+                if streamed:
+                    parts[-1] += output["text"]
+                else:
+                    parts.append(output["text"])
+                streamed = True
+                continue
+            streamed = False
             for mime in ("text/plain", "text/markdown"):
                 if mime in output.get("data", {}):
                     parts.append(output["data"][mime])

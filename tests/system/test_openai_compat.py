@@ -165,8 +165,9 @@ def test_run_with_the_completion_check(fake_openai):
     out = io.StringIO()
     assert cli.main(["run", DEMO_GOAL, "--tools", "replangraph.app.demo:read_ranking", "--verify"], out=out) == 0
     assert out.getvalue().count("checked: complete (every rank is there)") == 3
+    assert out.getvalue().count("goal checked against every result: covered") == 1
     verdicts = [r for r in fake_openai if any(t["function"]["name"] == "Verdict" for t in r.get("tools", []))]
-    assert len(verdicts) == 3  # the three follow-ups end with answers; the first subtask handed off
+    assert len(verdicts) == 4  # the three follow-ups end with answers (the first subtask handed off); the goal
 
 
 @pytest.mark.system

@@ -174,8 +174,8 @@ class ReplanSession:
 
     def covered(self, specs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
         """``(follow-ups to queue, notes)``: ``specs`` less what repeats the goal or work queued, running or done,
-        those on this subtask's list of items kept inside its range (`fresh_follow_ups`), and with the parts of its
-        range the follow-ups skip added (`skipped_parts`)."""
+        those on this subtask's list of items kept inside its range (`fresh_follow_ups`; their batches are the
+        agent's to size), and with the parts of its range the follow-ups skip added (`skipped_parts`)."""
         if not specs:
             return specs, []
         task = self.tasks[self.task_id]
@@ -186,7 +186,10 @@ class ReplanSession:
             by_type.setdefault(spec.get("agent_type"), []).append(spec["content"])
         for agent_type, contents in by_type.items():
             fresh = fresh_follow_ups(
-                self.tasks, [*(k["content"] for k in kept), *contents], within=task, goal=self.goal
+                self.tasks,
+                [*(k["content"] for k in kept), *contents],
+                within=task,
+                goal=self.goal,
             )
             earlier = {k["content"] for k in kept}
             kept += [{"content": c, "agent_type": agent_type} for c in fresh.queued if c not in earlier]

@@ -12,7 +12,7 @@ from replangraph import AgentConfig, build_graph
 from replangraph.queue.tasks import ordered
 from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
 
-FAST = {"retry_backoff_s": 0.0, "verify_results": True}
+FAST = {"retry_backoff_s": 0.0, "verify_results": True, "batch_size": 4}  # the lazy worker reads 4 a round
 ITEMS = [f"item-{i}" for i in range(1, 13)]
 
 
