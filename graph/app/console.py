@@ -98,11 +98,7 @@ def describe(event: Mapping[str, Any]) -> str:
     if name == STEP_FAILED:
         return f"{event['task_id']} failed: {preview(event['error'], 100)}"
     if name == STEP_VERIFIED:
-        verdict = "complete" if event["complete"] else "incomplete"
-        why = f" ({preview(event['reason'], 70)})" if event.get("reason") else ""
-        queued = f"; queued {', '.join(event['follow_up_ids'])}" if event.get("follow_up_ids") else ""
-        trouble = f"; {preview(event['error'], 80)}" if event.get("error") else ""
-        return f"{event['task_id']} checked: {verdict}{why}{queued}{trouble}"
+        return f"{event['task_id']} checked: {verdict_text(event, 'complete', event.get('follow_up_ids'))}"
     if name == DYNAMIC_TASKS_ADDED:
         added = ", ".join(event["task_ids"])
         if event.get("source") == "verifier":
@@ -117,11 +113,7 @@ def describe(event: Mapping[str, Any]) -> str:
     if name == CHECK_STOOD_DOWN:
         return f"{event['task_id']}: the check stood down ({preview(event['reason'], 100)})"
     if name == GOAL_CHECKED:
-        verdict = "covered" if event["complete"] else "incomplete"
-        queued = f"; queued {', '.join(event['task_ids'])}" if event.get("task_ids") else ""
-        trouble = f"; {preview(event['error'], 80)}" if event.get("error") else ""
-        why = f" ({preview(event['reason'], 70)})" if event.get("reason") else ""
-        return f"goal checked against every result: {verdict}{why}{queued}{trouble}"
+        return f"goal checked against every result: {verdict_text(event, 'covered', event.get('task_ids'))}"
     if name == REPLANNING:
         new = f", new tasks {', '.join(event['new_task_ids'])}" if event["new_task_ids"] else ""
         why = f"{event['trigger']}: {preview(event['reason'], 60)}"
@@ -148,6 +140,15 @@ def describe(event: Mapping[str, Any]) -> str:
         limit = f" of {event['limit']} tokens" if event.get("limit") else ""
         return f"{whose}{event['part']} cut at the output limit{limit} (max_output_tokens)"
     return f"{name}: {dict(event)}"
+
+
+def verdict_text(event: Mapping[str, Any], complete: str, queued: list[str] | None) -> str:
+    """``complete`` or ``incomplete``, then the check's reason, what it queued and why it could not judge."""
+    verdict = complete if event["complete"] else "incomplete"
+    why = f" ({preview(event['reason'], 70)})" if event.get("reason") else ""
+    added = f"; queued {', '.join(queued)}" if queued else ""
+    trouble = f"; {preview(event['error'], 80)}" if event.get("error") else ""
+    return f"{verdict}{why}{added}{trouble}"
 
 
 def json_line(obj: Mapping[str, Any]) -> str:
