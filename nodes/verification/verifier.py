@@ -21,7 +21,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
 from replangraph.config import AgentConfig, AgentProfile
-from replangraph.context.carried import adds_data
+from replangraph.context.carried import adds_data, made_calls
 from replangraph.context.fitting import ContextMonitor, Fitted, fit_request, result_id, schema_tools
 from replangraph.context.kept import (
     announced,
@@ -220,8 +220,8 @@ class Verifier(Configured):
 
         Missing work that repeats the goal or work already queued, running or done, or that lies outside the
         subtask's range, is not queued (`fresh_follow_ups`); a repeat of the subtask's own instructions is queued
-        only when it made ``progress`` (it goes on). A check whose every follow-up is left out stands down, and
-        the result stands."""
+        only when it made ``progress`` with tools of its own (it goes on). A check whose every follow-up is left out
+        stands down, and the result stands."""
         fresh = fresh_follow_ups(
             tasks, remaining, within=task, goal=goal, again=progress, batch_size=self.config.batch_size
         )
@@ -276,7 +276,9 @@ class Verifier(Configured):
             if (task.get("follow_up") or {}).get("by") == "check" and not progress:
                 extra = {"stood_down": f"its follow-up {task_id} added no data to {parent['id']}'s result"}
             elif judged["remaining_tasks"]:
-                created, extra = self.queue_follow_ups(tasks, task, judged["remaining_tasks"], goal, progress)
+                # Going over its own instructions again helps only an agent that reads with tools of its own.
+                again = progress and made_calls(list(window or []))
+                created, extra = self.queue_follow_ups(tasks, task, judged["remaining_tasks"], goal, again)
             why = extra.pop("why", None)
             notes = extra.pop("notes", [])
             if extra.get("stood_down"):

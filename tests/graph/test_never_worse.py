@@ -205,6 +205,21 @@ def test_replanned_work_gets_what_the_failed_subtask_read():
     assert again["builds_on"] == ["1"] and found(state) == set(range(1, GOAL_ITEMS + 1))
 
 
+def test_an_over_critical_check_gets_one_redo_from_a_reading_agent_then_stands_down():
+    def over_critical(request):
+        if request.prompt.startswith("Goal:"):
+            return tool_call("Verdict", {"complete": False, "remaining_tasks": [GOAL], "reason": "not all there"})
+        asked = re.search(r"^Subtask \([^)]*\): (.*)$", request.prompt, flags=re.M).group(1)
+        return tool_call("Verdict", {"complete": False, "remaining_tasks": [asked], "reason": "not all there"})
+
+    state, events = run(graph(one_call_per_turn, verdict=over_critical, max_step_iterations=40), goal=GOAL)
+    redo = state["tasks"]["1_dyn_0"]
+    assert list(state["tasks"]) == ["1", "1_dyn_0"] and redo["content"] == "List items 1-30"  # one redo
+    assert redo["follow_up"] == {"kind": "continuation", "by": "check"} and redo["progress"] is False
+    assert [e["task_id"] for e in events if e["event"] == "check_stood_down"] == ["1_dyn_0"]
+    assert not state["replans"] and found(state) == set(range(1, GOAL_ITEMS + 1))
+
+
 # --------------------------------------------------------------------------- repeats, gaps and the goal
 
 
