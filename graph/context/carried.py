@@ -7,12 +7,14 @@ told by its **data words**: numbers and words of three letters or more, less the
 the outputs share (a listing's field names, a page's footer) and a few common words. Words that hold half of an
 output's telling data words (names, numbers of three characters or more), one of its names among them, carry it.
 
-The same measure tells whether a result adds anything to an earlier one (`adds_data`): a follow-up that
-continues its parent's work but finds nothing new has stopped making progress.
+The same measure tells whether a result adds anything to an earlier one (`adds_data`); with what an agent's
+calls returned (`read_digests`), it tells whether a follow-up that continues its parent's work has stopped
+making progress (`made_progress`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -226,6 +228,26 @@ def with_reads(words: str, reads: Sequence[Read]) -> str:
     parts = [f"[{read.call}]\n{read.text}" for read in missing]
     head = f"{words.rstrip()}\n\n" if words.strip() else ""
     return head + "\n\n".join([READS_HEAD, *parts])
+
+
+READS_KEPT = 200
+"""Most read digests a task keeps (`read_digests`)."""
+
+
+def read_digests(reads: Sequence[Read]) -> list[str]:
+    """Short digests of an agent's reads (the call and what it returned), sorted, each once, at most
+    `READS_KEPT`: what tells a follow-up that learned something new from one that repeats its parent."""
+    return sorted({hashlib.sha1(f"{r.call}\n{r.text}".encode()).hexdigest()[:10] for r in reads})[:READS_KEPT]
+
+
+def made_progress(new: str, reads: Sequence[Read], parent: Mapping | None, parent_result: str | None) -> bool:
+    """Whether a follow-up went beyond its parent: its result (``new``) holds data the parent's does not
+    (`adds_data`), or one of its calls returned what none of the parent's did (a crafting agent's inventory
+    count that grew, though its words read alike round after round). A redo that reads the same pages again
+    does neither."""
+    if adds_data(new, parent_result):
+        return True
+    return bool(set(read_digests(reads)) - set((parent or {}).get("read_digests") or ()))
 
 
 def made_calls(window: Sequence[AnyMessage]) -> bool:

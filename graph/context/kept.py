@@ -36,7 +36,7 @@ from langgraph.config import get_config, get_store
 from langgraph.store.base import PutOp
 from langgraph.types import Command
 
-from replangraph.context.carried import Read, reads_in, uncarried, with_reads
+from replangraph.context.carried import Read, read_digests, reads_in, uncarried, with_reads
 from replangraph.context.compression import transcript
 from replangraph.context.excerpts import PAGE_RE
 from replangraph.context.fitting import (
@@ -529,7 +529,8 @@ def completed_with_window(
     carries the outputs whose data the answer does not show (`result_with_reads`)."""
     kept = keep_outputs(task, window_outputs(list(window or []), is_taken(task)))
     result = result_with_reads(task, window, result)
-    return merge_updates([kept, completed(task, result, model_calls, **payload)])
+    update = merge_updates([kept, completed(task, result, model_calls, **payload)])
+    return with_read_digests(update, task, window)
 
 
 def failed_with_window(task: Mapping[str, Any], window: Any, error: str, model_calls: int, **extra: Any) -> StateUpdate:
@@ -540,7 +541,16 @@ def failed_with_window(task: Mapping[str, Any], window: Any, error: str, model_c
     partial = result_with_reads(task, window, extra.pop("result", None) or "")
     if partial:
         extra["result"] = partial
-    return merge_updates([kept, failed(task, error + note, model_calls, **extra)])
+    return with_read_digests(merge_updates([kept, failed(task, error + note, model_calls, **extra)]), task, window)
+
+
+def with_read_digests(update: StateUpdate, task: Mapping[str, Any], window: Any) -> StateUpdate:
+    """``update`` (one that ends ``task``) with the digests of what its agent's own tools returned
+    (`read_digests`), when they returned anything: its follow-ups' progress is told from them."""
+    made = read_digests(window_reads(task, window))
+    if made and task["id"] in (update.get("tasks") or {}):
+        update["tasks"][task["id"]]["read_digests"] = made
+    return update
 
 
 def ending_result(update: StateUpdate, task: Mapping[str, Any]) -> str | None:

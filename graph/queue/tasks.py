@@ -210,6 +210,9 @@ class Task(TypedDict):
     builds_on: NotRequired[list[str]]
     """Stopped subtasks whose partial results it gets with its inputs (the tasks of a replan, the single-agent
     fallback): it goes on from what they found, not from scratch."""
+    read_digests: NotRequired[list[str]]
+    """Digests of what its agent's own tools returned, call by call: a follow-up whose calls returned something
+    new made progress even when its words read like its parent's."""
     chain_stopped: NotRequired[str]
     """Why its hand-off queued nothing: a continuation that found nothing its parent had not stops its chain."""
 

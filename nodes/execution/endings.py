@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
-from replangraph.context.carried import adds_data, call_label, with_reads
+from replangraph.context.carried import call_label, made_progress, with_reads
 from replangraph.context.fitting import approximate_tokens
 from replangraph.context.kept import (
     announced,
@@ -25,6 +25,7 @@ from replangraph.context.kept import (
     merge_updates,
     result_fields,
     window_reads,
+    with_read_digests,
 )
 from replangraph.llm.calls import StepClock, cut_note, paused_if_down
 from replangraph.llm.errors import StepTimeout, is_server_down, server_url
@@ -218,7 +219,7 @@ def stopped_at_limit(
     reads = window_reads(task, window)
     parent = tasks.get(task.get("parent_id") or "")
     before = full_result(parent) if parent is not None and is_continuation(task) else None
-    if not reads or not adds_data("\n".join(r.text for r in reads), before):
+    if not reads or not made_progress("\n".join(r.text for r in reads), reads, parent, before):
         return failed_with_window(task, window, why, calls)
     message = next((m for m in reversed(window) if isinstance(m, AIMessage)), None)
     result = with_reads(answer_text(message) if message is not None else "", reads)
@@ -239,7 +240,7 @@ def stopped_at_limit(
     added = event(DYNAMIC_TASKS_ADDED, parent_id=task["id"], task_ids=list(created), source="limit", notes=[why])
     update = announced([added], completed(task, result, calls, handed_off=list(created)))
     update["tasks"].update(created)
-    return update
+    return with_read_digests(update, task, window)
 
 
 NUDGE = (

@@ -22,7 +22,7 @@ from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
 from replangraph.config import AgentConfig, AgentProfile
-from replangraph.context.carried import adds_data, made_calls
+from replangraph.context.carried import made_calls, made_progress
 from replangraph.context.fitting import (
     ContextMonitor,
     cut_answered_args,
@@ -43,6 +43,7 @@ from replangraph.context.kept import (
     merge_updates,
     window_outputs,
     window_reads,
+    with_read_digests,
 )
 from replangraph.llm.aio import arun_steps
 from replangraph.llm.calls import (
@@ -425,9 +426,12 @@ class ToolRunner(Configured):
         task = tasks[task_id]
         parent = tasks.get(task.get("parent_id") or "")
 
-        def new_data(summary: str) -> bool:  # a hand-off's data, with what its agent read so far, against its parent's
-            read = [r.text for r in window_reads(task, [*window, *replies])]
-            return parent is None or adds_data("\n".join([summary, *read]), full_result(parent))
+        def new_data(
+            summary: str,
+        ) -> bool:  # a hand-off's data and calls, with what its agent read, against its parent's
+            reads = window_reads(task, [*window, *replies])
+            text = "\n".join([summary, *(r.text for r in reads)])
+            return parent is None or made_progress(text, reads, parent, full_result(parent))
 
         session = ReplanSession(
             task_id, tasks, self.agent_types, self.config, goal=goal, progress=made_calls(window), new_data=new_data
@@ -512,7 +516,7 @@ class ToolRunner(Configured):
             to_keep[record_key] = turn_record(message, turn)
             more = "\n\n".join(part for part in (more, TURN_KEPT.format(id=record)) if part)
         changes.append(keep_outputs(task, to_keep))
-        ending = combined_ending(task_id, endings, [*flags, *failures])
+        ending = with_read_digests(combined_ending(task_id, endings, [*flags, *failures]), task, window)
         more = earlier_reads(ending, task, window, more)  # what earlier turns read that the summary omits
         return merge_updates([*changes, with_more_result(ending, task, more) if more else ending])
 

@@ -263,7 +263,8 @@ class Finalizer(Configured):
         closing = stop_unfinished(tasks, reason, state.get("windows"), cancelled) if reason else {}
         closed = {tid: {**t, **closing.get("tasks", {}).get(tid, {})} for tid, t in tasks.items()}
         with reading_pending(closing):  # the partial results it keeps are read whole
-            answer, reported, lists = yield from self.answer(goal, closed, reason, awaited)
+            again = calls < self.config.max_steps  # one more ask for a whole answer fits the budget
+            answer, reported, lists = yield from self.answer(goal, closed, reason, awaited, again)
             kept = keep_outputs(report_task(closed), lists)
         answer += cut_results_note(closed)
         done = event(
@@ -310,7 +311,9 @@ class Finalizer(Configured):
             room=max(int(room * share), 1),
         )
 
-    def answer(self, goal: str, tasks: Mapping[str, Task], reason: str, awaited: bool = False) -> Steps:
+    def answer(
+        self, goal: str, tasks: Mapping[str, Task], reason: str, awaited: bool = False, again: bool = True
+    ) -> Steps:
         """``(final answer, why it is the fallback report, the report's whole lists to keep)`` (steps): the
         model's synthesis when everything completed (the reason then '', no lists), else the report.
 
@@ -332,7 +335,7 @@ class Finalizer(Configured):
             syntheses = yield from refit_steps(
                 lambda share: self.synthesize(goal, tasks, share, awaited), learn=self.monitor.learn_overflow
             )
-            return (yield from self.whole(goal, tasks, syntheses[-1].text, awaited))
+            return (yield from self.whole(goal, tasks, syntheses[-1].text, awaited, again))
 
         text = yield from guarded_steps(written(), failed)
         if failure:
@@ -343,14 +346,17 @@ class Finalizer(Configured):
             return report, reason, lists
         return text, "", {}
 
-    def whole(self, goal: str, tasks: Mapping[str, Task], text: str, awaited: bool = False) -> Steps:
+    def whole(
+        self, goal: str, tasks: Mapping[str, Task], text: str, awaited: bool = False, again: bool = True
+    ) -> Steps:
         """``text`` (the model's final answer), with nothing the subtasks reported dropped (steps).
 
         An answer that leaves out list items the results report (`reported`), or shortens a list and says so
         ("... and 9 more"), is asked for once more, in the same conversation when the results fit one request.
         When the answer it keeps still shortens a list, or stopped at the output limit, the items it leaves out
         follow it, word for word. Items left out of two answers that say nothing of it are the model's choice
-        (a goal may ask for some of the items found): they stay in the results."""
+        (a goal may ask for some of the items found): they stay in the results. Without ``again`` (``max_steps``
+        is spent) the model is not asked once more."""
         if not text:
             return text
         results = reported([entry.body for entry in result_entries(tasks)])
@@ -359,9 +365,9 @@ class Finalizer(Configured):
             return text
         first = final_request(goal, joined(result_entries(tasks)))
         named = "; ".join(preview(item, 80) for item in missing[:LEFT_OUT_NAMED])
-        again = [*first, AIMessage(text), HumanMessage(LEFT_OUT.format(count=len(missing), named=named or "none"))]
-        if self.monitor.fits(again):
-            second = yield from self.ask(again, awaited)
+        retry = [*first, AIMessage(text), HumanMessage(LEFT_OUT.format(count=len(missing), named=named or "none"))]
+        if again and self.monitor.fits(retry):
+            second = yield from self.ask(retry, awaited)
             if second and len(left_out(second, results)) <= len(missing) and not shortened(second):
                 text, missing = second, left_out(second, results)
         if missing and shortened(text):

@@ -21,7 +21,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
 from replangraph.config import AgentConfig, AgentProfile
-from replangraph.context.carried import adds_data, made_calls
+from replangraph.context.carried import made_calls, made_progress
 from replangraph.context.fitting import ContextMonitor, Fitted, fit_request, result_id, schema_tools
 from replangraph.context.kept import (
     announced,
@@ -30,6 +30,7 @@ from replangraph.context.kept import (
     full_result,
     merge_updates,
     result_with_reads,
+    window_reads,
 )
 from replangraph.llm.aio import arun_steps, off_loop
 from replangraph.llm.calls import bind_schema, call_pool, read_arguments, refit_steps, run_steps, structured_steps
@@ -270,14 +271,16 @@ class Verifier(Configured):
         created: dict[str, Task] = {}
         extra: dict[str, Any] = {}
         parent = tasks.get(task.get("parent_id") or "")
-        progress = adds_data(result, full_result(parent) if parent is not None else None)
+        window = list(window or [])
+        before = full_result(parent) if parent is not None else None
+        progress = made_progress(result, window_reads(task, window), parent, before)
         if not judged["complete"]:
             extra = {"why": "it named no remaining tasks"}
             if (task.get("follow_up") or {}).get("by") == "check" and not progress:
                 extra = {"stood_down": f"its follow-up {task_id} added no data to {parent['id']}'s result"}
             elif judged["remaining_tasks"]:
                 # Going over its own instructions again helps only an agent that reads with tools of its own.
-                again = progress and made_calls(list(window or []))
+                again = progress and made_calls(window)
                 created, extra = self.queue_follow_ups(tasks, task, judged["remaining_tasks"], goal, again)
             why = extra.pop("why", None)
             notes = extra.pop("notes", [])

@@ -6,6 +6,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 from replangraph.context.carried import (
     READS_HEAD,
+    Read,
     adds_data,
     carried,
     data_words,
@@ -13,6 +14,8 @@ from replangraph.context.carried import (
     item_lines,
     left_out,
     made_calls,
+    made_progress,
+    read_digests,
     reads_in,
     with_reads,
 )
@@ -106,3 +109,13 @@ def test_an_announcement_is_told_from_an_answer():
     assert announces_call("Let me use lookup_cities for the rest.", ["lookup_cities"])
     assert not announces_call("Here are all 19 products. Let me know if you need more.")
     assert not announces_call("Let me summarize: 19 products, every one listed above.")
+
+
+def test_a_follow_up_whose_calls_return_something_new_made_progress_though_its_words_read_alike():
+    crafted = "Crafted 1 minecraft:iron_ingot"
+    before = [Read("inventory {}", "Inventory: [iron ingot] (4)"), Read('craft {"n": 1}', crafted)]
+    parent = {"read_digests": read_digests(before)}
+    grew = [Read("inventory {}", "Inventory: [iron ingot] (5)"), Read('craft {"n": 1}', crafted)]
+    assert made_progress(crafted, grew, parent, crafted)  # the same words, an inventory that grew
+    assert not made_progress(crafted, before, parent, crafted)  # the same calls, the same returns: a redo
+    assert made_progress(PAGE, [], None, None)  # a first subtask that found data
