@@ -265,11 +265,12 @@ class Verifier(Configured):
 
         Missing work that could not be queued (none named, or a limit refused it) goes to the replanner, with
         the answer kept as the partial result. The check stands down (the result stands, with a
-        ``check_stood_down`` event) when the subtask is a follow-up the check queued that added no data to its
-        parent's result, or when all it found missing repeats work queued, running or done."""
+        ``check_stood_down`` event) when the subtask is a follow-up the check queued that found nothing its parent
+        had not (`made_progress`), or when all it found missing repeats work queued, running or done."""
         task_id = task["id"]
         created: dict[str, Task] = {}
         extra: dict[str, Any] = {}
+        notes: list[str] = []
         parent = tasks.get(task.get("parent_id") or "")
         window = list(window or [])
         before = full_result(parent) if parent is not None else None
@@ -277,7 +278,7 @@ class Verifier(Configured):
         if not judged["complete"]:
             extra = {"why": "it named no remaining tasks"}
             if (task.get("follow_up") or {}).get("by") == "check" and not progress:
-                extra = {"stood_down": f"its follow-up {task_id} added no data to {parent['id']}'s result"}
+                extra = {"stood_down": f"its follow-up {task_id} found nothing {parent['id']} had not"}
             elif judged["remaining_tasks"]:
                 # Going over its own instructions again helps only an agent that reads with tools of its own.
                 again = progress and made_calls(window)
@@ -297,9 +298,10 @@ class Verifier(Configured):
         if judged.get("stood_down"):
             events.append(event(CHECK_STOOD_DOWN, task_id=task_id, reason=judged["stood_down"]))
         if created:
-            events.append(
-                event(DYNAMIC_TASKS_ADDED, parent_id=task_id, task_ids=list(created), source="verifier", notes=[])
+            added = event(
+                DYNAMIC_TASKS_ADDED, parent_id=task_id, task_ids=list(created), source="verifier", notes=notes
             )
+            events.append(added)
         spent = task.get("model_calls", 0) + calls
         handed = {"handed_off": list(created)} if created else {}
         update = announced(events, completed_with_window(task, window, result, spent, **handed))

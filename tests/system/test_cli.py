@@ -87,7 +87,7 @@ def test_every_event_has_a_readable_line():
             "candidates": [{"agent_type": "careful", "error": None}, {"agent_type": "fast", "error": "boom"}],
         },
         "answer_cut": {"task_id": "a", "part": "result", "limit": 256},
-        "check_stood_down": {"task_id": "a_dyn_0", "reason": "its follow-up a_dyn_0 added no data to a's result"},
+        "check_stood_down": {"task_id": "a_dyn_0", "reason": "its follow-up a_dyn_0 found nothing a had not"},
         "goal_checked": {"complete": False, "reason": "ranks 20-25 missing", "task_ids": ["goal_check_1"]},
         "answer_completed": {"items": 9},
     }
@@ -104,9 +104,7 @@ def test_every_event_has_a_readable_line():
     assert "agent type 'x' does not exist" in lines["plan_created"]
     assert lines["step_verified"] == "a checked: incomplete (ranks 6-19 missing); queued a_dyn_0"
     assert lines["dynamic_tasks_added"] == "a: the check added a_dyn_0"
-    assert (
-        lines["check_stood_down"] == "a_dyn_0: the check stood down (its follow-up a_dyn_0 added no data to a's result)"
-    )
+    assert lines["check_stood_down"] == "a_dyn_0: the check stood down (its follow-up a_dyn_0 found nothing a had not)"
     assert lines["answer_completed"] == "the final answer left out 9 items of the results: added after it"
     assert lines["goal_checked"] == (
         "goal checked against every result: incomplete (ranks 20-25 missing); queued goal_check_1"
