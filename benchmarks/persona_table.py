@@ -114,12 +114,15 @@ def chat_openai(base_url: str, model: str, retries: int) -> Callable[[World], tu
     )
 
 
-def persona_model(name: str, client_retries: int) -> Callable[[World], tuple[BaseChatModel, Callable[[], int]]]:
-    """Persona ``name``. replangraph gets a client that does not retry (its own policy does); the
-    other agents get ChatOpenAI's default client retries (2)."""
+def persona_model(
+    name: str, client_retries: int, pages_per_turn: int | None = None
+) -> Callable[[World], tuple[BaseChatModel, Callable[[], int]]]:
+    """Persona ``name`` (at most ``pages_per_turn`` tool calls a turn; None: a whole batch). replangraph gets a
+    client that does not retry (its own policy does); the other agents get ChatOpenAI's default client retries
+    (2)."""
 
     def make(world: World):
-        scripted = persona(name, world)
+        scripted = persona(name, world, pages_per_turn)
         return scripted.model(client_retries=client_retries), lambda: scripted.requests
 
     return make

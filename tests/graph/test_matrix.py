@@ -393,3 +393,12 @@ def test_replangraph_on_defaults_is_the_matrix_agent():
     lazy = persona("lazy", world, pages_per_turn=1)
     assert ours(lazy.model(), world).recovered == 19
     assert replangraph_agent(verify=False)(persona("lazy", world, pages_per_turn=1).model(), world).recovered == 5
+
+
+def test_a_one_call_a_turn_persona_is_compared_with_compliant_making_one_call_a_turn():
+    [row] = matrix.rows("catalog", [19], ["single-call"])
+    one_call = matrix.run(matrix.agents()[0], "compliant", CatalogWorld, 19, 0, pages_per_turn=1)
+    batch = matrix.run(matrix.agents()[0], "compliant", CatalogWorld, 19, 0)
+    assert (row.baseline_calls, row.batch_baseline_calls) == (one_call.calls, batch.calls)
+    assert one_call.calls > batch.calls  # one page a turn takes more turns than a batch in one
+    assert row.as_json()["replangraph_compliant_batch_calls"] == batch.calls
