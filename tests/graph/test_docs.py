@@ -215,11 +215,12 @@ def check_env_read(command: str) -> None:
 
 
 def check_langgraph_dev(command: str) -> None:
-    """``langgraph dev``: tests/test_langgraph_dev.py starts it with the same flags; the studio extra has it."""
-    started = (ROOT / "tests" / "system" / "test_langgraph_dev.py").read_text()
+    """``langgraph dev``: the system tests start it with the same flags (tests/helpers/langgraph_dev_server.py);
+    the studio extra has it."""
+    started = (ROOT / "tests" / "helpers" / "langgraph_dev_server.py").read_text()
     for word in shlex.split(command):
         if word.startswith("--") or "=" in word:
-            assert word.split("=")[0] in started, f"tests/test_langgraph_dev.py does not use {word}"
+            assert word.split("=")[0] in started, f"tests/helpers/langgraph_dev_server.py does not use {word}"
     assert any("langgraph-cli" in d for d in EXTRAS["studio"])
 
 
