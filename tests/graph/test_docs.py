@@ -27,6 +27,7 @@ import builtins
 import contextlib
 import io
 import json
+import os
 import re
 import shlex
 from collections.abc import Callable
@@ -232,6 +233,24 @@ def check_real_model_script(command: str) -> None:
     assert f".ci/real-model {action}" in CI_SCRIPT, f".ci/run does not run .ci/real-model {action}"
 
 
+def check_chat_ui_script(command: str) -> None:
+    """``.ci/chat-ui``: the script is there, can be run, and installs what the chat UI test looks for."""
+    script = ROOT / ".ci" / "chat-ui"
+    assert script.is_file() and os.access(script, os.X_OK), ".ci/chat-ui is missing or cannot be run"
+    text = script.read_text()
+    for needed in ("apt-get install -y -q chromium", "pip install", "--frozen-lockfile", "next build"):
+        assert needed in text, f".ci/chat-ui does not run {needed!r}"
+
+
+def check_pytest_marker(command: str) -> None:
+    """``pytest -m MARKER``: pyproject registers the marker, and a test module is marked with it."""
+    marker = command.split()[-1]
+    registered = f'\n    "{marker}: ' in (ROOT / "pyproject.toml").read_text()
+    assert registered, f"pyproject.toml registers no marker {marker!r}"
+    marked = [p for p in (ROOT / "tests").rglob("test_*.py") if f"pytest.mark.{marker}" in p.read_text()]
+    assert marked, f"no test is marked {marker!r}"
+
+
 def check_llama_server(command: str) -> None:
     """``python -m benchmarks.llama_server``: tests/system/test_real_model.py starts it with the same flags."""
     started = (ROOT / "tests" / "system" / "test_real_model.py").read_text()
@@ -260,6 +279,8 @@ SHELL_CHECKS: list[tuple[str, Callable[[str], None]]] = [
     (r"LANGGRAPH_CLI_NO_ANALYTICS=1 langgraph dev( --[\w-]+)*", check_langgraph_dev),
     (r"jupyter lab notebooks/", check_jupyter),
     (r"\.ci/real-model \w+", check_real_model_script),
+    (r"\.ci/chat-ui", check_chat_ui_script),
+    (r"pytest -m \w+", check_pytest_marker),
     (r"python -m benchmarks\.llama_server( .*)?", check_llama_server),
 ]
 
