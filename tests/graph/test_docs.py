@@ -27,6 +27,7 @@ import builtins
 import contextlib
 import io
 import json
+import os
 import re
 import shlex
 from collections.abc import Callable
@@ -215,11 +216,12 @@ def check_env_read(command: str) -> None:
 
 
 def check_langgraph_dev(command: str) -> None:
-    """``langgraph dev``: tests/test_langgraph_dev.py starts it with the same flags; the studio extra has it."""
-    started = (ROOT / "tests" / "system" / "test_langgraph_dev.py").read_text()
+    """``langgraph dev``: the system tests start it with the same flags (tests/helpers/langgraph_dev_server.py);
+    the studio extra has it."""
+    started = (ROOT / "tests" / "helpers" / "langgraph_dev_server.py").read_text()
     for word in shlex.split(command):
         if word.startswith("--") or "=" in word:
-            assert word.split("=")[0] in started, f"tests/test_langgraph_dev.py does not use {word}"
+            assert word.split("=")[0] in started, f"tests/helpers/langgraph_dev_server.py does not use {word}"
     assert any("langgraph-cli" in d for d in EXTRAS["studio"])
 
 
@@ -229,6 +231,24 @@ def check_real_model_script(command: str) -> None:
     action = command.split()[1]
     assert f"\n{action})" in script.read_text(), f".ci/real-model has no {action!r}"
     assert f".ci/real-model {action}" in CI_SCRIPT, f".ci/run does not run .ci/real-model {action}"
+
+
+def check_chat_ui_script(command: str) -> None:
+    """``.ci/chat-ui``: the script is there, can be run, and installs what the chat UI test looks for."""
+    script = ROOT / ".ci" / "chat-ui"
+    assert script.is_file() and os.access(script, os.X_OK), ".ci/chat-ui is missing or cannot be run"
+    text = script.read_text()
+    for needed in ("apt-get install -y -q chromium", "pip install", "--frozen-lockfile", "next build"):
+        assert needed in text, f".ci/chat-ui does not run {needed!r}"
+
+
+def check_pytest_marker(command: str) -> None:
+    """``pytest -m MARKER``: pyproject registers the marker, and a test module is marked with it."""
+    marker = command.split()[-1]
+    registered = f'\n    "{marker}: ' in (ROOT / "pyproject.toml").read_text()
+    assert registered, f"pyproject.toml registers no marker {marker!r}"
+    marked = [p for p in (ROOT / "tests").rglob("test_*.py") if f"pytest.mark.{marker}" in p.read_text()]
+    assert marked, f"no test is marked {marker!r}"
 
 
 def check_llama_server(command: str) -> None:
@@ -259,6 +279,8 @@ SHELL_CHECKS: list[tuple[str, Callable[[str], None]]] = [
     (r"LANGGRAPH_CLI_NO_ANALYTICS=1 langgraph dev( --[\w-]+)*", check_langgraph_dev),
     (r"jupyter lab notebooks/", check_jupyter),
     (r"\.ci/real-model \w+", check_real_model_script),
+    (r"\.ci/chat-ui", check_chat_ui_script),
+    (r"pytest -m \w+", check_pytest_marker),
     (r"python -m benchmarks\.llama_server( .*)?", check_llama_server),
 ]
 

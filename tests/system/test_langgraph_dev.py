@@ -7,8 +7,8 @@ a fresh id, so the requests of its run can be told apart in the loopback's log. 
 model is `langgraph_dev_script`; the server's environment names no model (the loopback lists
 one), and names tools and agent types ($REPLANGRAPH_TOOLS, $REPLANGRAPH_AGENTS).
 
-The server reads the project's langgraph.json with one graph added: docs/studio.md's own factory
-(``tests/helpers/own_factory.py``), which calls ``chat_model_from_env()`` on the server's event loop.
+The server (`langgraph_dev_server`) reads the project's langgraph.json with one graph added: docs/studio.md's own
+factory (``tests/helpers/own_factory.py``), which calls ``chat_model_from_env()`` on the server's event loop.
 
 The in-memory server keeps its data in ``.langgraph_api/`` under the folder it runs in (the
 repository root, which git ignores); a folder this module's server created is removed afterwards.
@@ -17,15 +17,7 @@ repository root, which git ignores); a folder this module's server created is re
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from langgraph_dev_script import (
@@ -53,9 +45,9 @@ from langgraph_dev_script import (
     tool_names,
     updated_nodes,
 )
+from langgraph_dev_server import DEMO_GRAPH, GRAPH, OWN_GRAPH, langgraph_dev
 from openai_loopback import MODELS_PATH, OpenAILoopback
 
-from benchmarks.server_parallel import stop
 from replangraph import state as events
 from replangraph.app.demo import DEMO_GOAL, expected_products
 from replangraph.config import AgentConfig
@@ -64,59 +56,7 @@ from replangraph.state import PLAN_MESSAGE_ID
 
 pytestmark = pytest.mark.system  # a `langgraph dev` server, and a loopback model server for it
 
-ROOT = Path(__file__).resolve().parents[2]
-LANGGRAPH = Path(sys.executable).parent / "langgraph"
-READY_DEADLINE_S = 90
-GRAPH = "replangraph"
-DEMO_GRAPH = "replangraph-demo"
-OWN_GRAPH = "own-factory"
-
 # ----------------------------------------------------------------------------- the servers
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def no_langgraph(reason: str) -> None:
-    """Skip, or fail under CI, where a test that did not run must not pass."""
-    if os.environ.get("CI", "").lower() not in ("", "0", "false"):
-        pytest.fail(f"langgraph dev cannot run under CI: {reason}", pytrace=False)
-    pytest.skip(f'{reason} (pip install -e ".[test]")')
-
-
-def server_env(base_url: str) -> dict[str, str]:
-    """No $REPLANGRAPH_MODEL: the model is the one the loopback lists. Tools and agent types from the environment."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("REPLANGRAPH_", "LANGSMITH_", "LANGCHAIN_"))}
-    env.update(
-        LANGGRAPH_CLI_NO_ANALYTICS="1",
-        LANGSMITH_TRACING="false",
-        OPENAI_BASE_URL=base_url,
-        OPENAI_API_KEY="test",
-        REPLANGRAPH_TOOLS=f"replangraph.app.demo:{ENV_TOOL}",
-        REPLANGRAPH_AGENTS="langgraph_dev_script:AGENTS",
-        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "tests" / "helpers"), os.environ.get("PYTHONPATH")])),
-        PYTHONUNBUFFERED="1",
-    )
-    return env
-
-
-def wait_until_ready(process: subprocess.Popen, url: str, log: Path) -> float:
-    """Seconds until ``GET /ok`` answered; fails with the server's output if it exits or the deadline passes."""
-    started = time.monotonic()
-    while time.monotonic() - started < READY_DEADLINE_S:
-        if process.poll() is not None:
-            pytest.fail(f"langgraph dev exited with {process.returncode}:\n{log.read_text()[-6000:]}", pytrace=False)
-        try:
-            with urllib.request.urlopen(f"{url}/ok", timeout=2) as reply:
-                if reply.status == 200:
-                    return time.monotonic() - started
-        except OSError:
-            pass
-        time.sleep(0.2)
-    pytest.fail(f"langgraph dev did not answer /ok in {READY_DEADLINE_S}s:\n{log.read_text()[-6000:]}", pytrace=False)
 
 
 @pytest.fixture(scope="module")
@@ -128,40 +68,8 @@ def loopback() -> Iterator[OpenAILoopback]:
 @pytest.fixture(scope="module")
 def server(loopback: OpenAILoopback, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """URL of a ``langgraph dev`` server for the module, its model pointed at the loopback."""
-    if not LANGGRAPH.exists():
-        no_langgraph(f"no langgraph executable at {LANGGRAPH}")
-    try:
-        import langgraph_sdk  # noqa: F401
-    except ImportError:
-        no_langgraph("langgraph-sdk is not installed")
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = tmp_path_factory.mktemp("langgraph-dev") / "server.log"
-    data_dir = ROOT / ".langgraph_api"
-    ours = not data_dir.exists()
-    config = json.loads((ROOT / "langgraph.json").read_text())
-    config["graphs"][OWN_GRAPH] = "./tests/helpers/own_factory.py:make"  # graph paths are read from ROOT
-    config_path = log.parent / "langgraph.json"
-    config_path.write_text(json.dumps(config))
-    command = [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--port", str(port), "--config", str(config_path)]
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            command,
-            cwd=ROOT,
-            env=server_env(loopback.base_url),
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        took = wait_until_ready(process, url, log)
-        print(f"\nlanggraph dev ready at {url} in {took:.1f}s (log: {log})")
+    with langgraph_dev(loopback.base_url, tmp_path_factory.mktemp("langgraph-dev") / "server.log") as url:
         yield url
-    finally:
-        stop(process)
-        if ours:
-            shutil.rmtree(data_dir, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
