@@ -16,7 +16,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from replangraph.config import AgentConfig, AgentProfile, ToolLike, recursion_limit, resolve_profiles
 from replangraph.context.fitting import ContextMonitor, TokenCounter
-from replangraph.features import Feature, nodes_where, planning_types
+from replangraph.features import Build, Feature, Metering, feature_factories, merged_schema, nodes_where, planning_types
 from replangraph.llm.aio import in_pool
 from replangraph.llm.calls import stacked_retries
 from replangraph.names import (
@@ -71,12 +71,18 @@ def with_workspace(config: AgentConfig, profiles: Mapping[str, AgentProfile]) ->
     return config.model_copy(update={"workspace_dir": roots.pop()})
 
 
-def both_paths(node: Any, name: str, new_plan: bool | None = None) -> RunnableCallable:
+def both_paths(
+    node: Any, name: str, new_plan: bool | None = None, metering: Metering | None = None
+) -> RunnableCallable:
     """``node`` as LangGraph runs it: its ``__call__`` under ``invoke``, its ``acall`` under ``ainvoke`` and
     ``astream`` (a node without one runs in replangraph's thread pool there, not in asyncio's default one of
-    cores + 4 threads). With ``new_plan`` not None the update also writes the plan message (`with_plan_message`)."""
+    cores + 4 threads). With ``new_plan`` not None the update also writes the plan message (`with_plan_message`);
+    with ``metering`` it also carries what the features' reply hooks wrote for its model replies."""
     sync = node if new_plan is None else with_plan_message(node, new_plan)
     asynchronous = getattr(node, "acall", None)
+    if metering is not None:
+        sync = metering.wrap(sync)
+        asynchronous = None if asynchronous is None else metering.awrap(asynchronous)
 
     async def arun(state: Any) -> Any:
         if asynchronous is None:
@@ -132,12 +138,9 @@ def build_graph(
     """
     from replangraph.nodes.compression.compressor import Compressor
     from replangraph.nodes.execution.executor import Executor, ToolRunner
-    from replangraph.nodes.fallback.feature import fallback_feature
     from replangraph.nodes.finalize.finalizer import Finalizer
-    from replangraph.nodes.human.feature import human_feature
     from replangraph.nodes.planning.planner import Planner
     from replangraph.nodes.planning.replanner import Replanner
-    from replangraph.nodes.verification.feature import verification_feature
     from replangraph.safety_net import fail_running_tool_calls, fail_the_subtask
     from replangraph.tools.read_output import read_output_tool
     from replangraph.tools.replan_toolkit.toolkit import replan_toolkit
@@ -157,23 +160,26 @@ def build_graph(
     profiles = resolve_profiles(agents, tools)
     config = with_workspace(config, profiles)
     monitor = ContextMonitor(config, model, token_counter)
-    # The features, registered in order (a feature's task rules claim subtasks in this order).
+    # The features, built in their registered order (a feature's task rules claim subtasks in this order).
     features: list[Feature] = []
-    if teams:  # a graph without teams never imports nodes/teams/
-        from replangraph.nodes.teams.feature import teams_feature
-
-        judge = planner_model or model
-        features.append(
-            teams_feature(
-                teams, profiles, model=model, judge=judge, config=config, monitor=monitor, check_model=_check_model
-            )
+    for make in feature_factories():
+        planning = {**profiles, **planning_types(features)}  # a team is an agent type the next features see
+        build = Build(
+            model,
+            profiles,
+            planning,
+            config,
+            monitor,
+            planner_model=planner_model,
+            verifier_model=verifier_model,
+            options={"teams": teams, "commands": commands},
+            check_model=_check_model,
         )
+        made = make(build)  # None: not part of this graph (no teams given)
+        if made is not None:
+            features.append(made)
     extra_types = planning_types(features)
     planning = {**profiles, **extra_types}  # the agent types a plan may name
-    judge_model = verifier_model or planner_model or model
-    features.append(verification_feature(judge_model, profiles, config, monitor))
-    features.append(human_feature(planning, config, commands))  # refuses bad command names and handlers
-    features.append(fallback_feature())
     team_names = list(extra_types)
     warn_stacked_retries(
         {
@@ -204,11 +210,18 @@ def build_graph(
     )
     route = make_router(config, rules)
 
-    # AgentConfig is the context schema: a run's context overrides the fields it sets (Studio shows a form).
-    builder = StateGraph(ReplanState, context_schema=AgentConfig, input_schema=InputState, output_schema=OutputState)
+    # Each feature's state keys and task fields join the engine's, as LangChain's create_agent merges its
+    # middleware's state schemas. AgentConfig, the context schema, already holds each feature's settings: a run's
+    # context overrides the fields it sets (Studio shows a form).
+    task_fields = [feature.task_fields for feature in features]
+    state_schema = merged_schema("ReplanState", ReplanState, [f.state for f in features], task_fields)
+    output_schema = merged_schema("OutputState", OutputState, [f.output for f in features], task_fields)
+    builder = StateGraph(state_schema, context_schema=AgentConfig, input_schema=InputState, output_schema=output_schema)
+    meter = Metering([f.on_reply for f in features if f.on_reply], state_schema)
     # The nodes that read the whole state keep the plan message (the queue, in ``messages``) up to date.
-    planner = Planner(planner_model or model, planning, config, monitor, teams=team_names)
-    builder.add_node(PLANNER, both_paths(planner, PLANNER, new_plan=True))
+    fresh = [feature.on_new_plan for feature in features if feature.on_new_plan]
+    planner = Planner(planner_model or model, planning, config, monitor, teams=team_names, on_new_plan=fresh)
+    builder.add_node(PLANNER, both_paths(planner, PLANNER, new_plan=True, metering=meter))
     # Error handlers turn an unexpected crash in a subtask's step into a failed subtask, not a crashed run.
     executor = Executor(
         model,
@@ -221,7 +234,7 @@ def build_graph(
     )
     builder.add_node(
         EXECUTOR,
-        both_paths(executor, EXECUTOR),
+        both_paths(executor, EXECUTOR, metering=meter),
         error_handler=fail_the_subtask(goto=HANDLER_TARGETS[EXECUTOR]),
     )
     tool_runner = ToolRunner(
@@ -230,6 +243,8 @@ def build_graph(
         teams=team_names,
         feature_wrappers=[w for feature in features for w in feature.tool_wrappers],
         middleware=tool_middleware,
+        answer_takers=[feature.takes_answers for feature in features if feature.takes_answers],
+        stops=[feature.stop for feature in features if feature.stop],
     )
     builder.add_node(
         TOOLS,
@@ -238,20 +253,24 @@ def build_graph(
     )
     builder.add_node(
         COMPRESSOR,
-        both_paths(Compressor(summary_model or model, profiles, tool_schemas, config, monitor), COMPRESSOR),
+        both_paths(
+            Compressor(summary_model or model, profiles, tool_schemas, config, monitor), COMPRESSOR, metering=meter
+        ),
         error_handler=fail_the_subtask(goto=HANDLER_TARGETS[COMPRESSOR]),
     )
     hooks = [feature.after_replan for feature in features if feature.after_replan]
     replanner = Replanner(planner_model or model, planning, config, monitor, teams=team_names, after_round=hooks)
-    builder.add_node(REPLANNER, both_paths(replanner, REPLANNER, new_plan=False))
-    builder.add_node(FINALIZE, both_paths(Finalizer(model, config, monitor), FINALIZE, new_plan=False))
+    stops = [feature.stop for feature in features if feature.stop]
+    finalizer = Finalizer(model, config, monitor, stops=stops)
+    builder.add_node(REPLANNER, both_paths(replanner, REPLANNER, new_plan=False, metering=meter))
+    builder.add_node(FINALIZE, both_paths(finalizer, FINALIZE, new_plan=False, metering=meter))
     joining = nodes_where(features, lambda spec: spec.joins_tools)  # verifier, ask, a team's start and merge
     routed = [EXECUTOR, COMPRESSOR, REPLANNER, FINALIZE, *nodes_where(features, lambda spec: spec.routed)]
     after_plan = [EXECUTOR, FINALIZE, *nodes_where(features, lambda spec: spec.after_plan)]
     entries = [feature.entry(config) for feature in features if feature.entry]
     for feature in features:
         for node_name, spec in feature.nodes.items():
-            node = both_paths(spec.node, node_name, None if spec.joins_tools else False)  # those read the state
+            node = both_paths(spec.node, node_name, None if spec.joins_tools else False, meter)  # those read the state
             builder.add_node(node_name, node, error_handler=spec.error_handler)
             if spec.joins_tools:
                 builder.add_edge(node_name, TOOLS)  # parallel branches join there, like model turns

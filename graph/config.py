@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -22,12 +24,8 @@ DEFAULT_AGENT_PROMPT = (
 )
 
 
-class AgentConfig(BaseModel):
-    """Every limit of a run, with its default. Immutable; use ``model_copy(update=...)``.
-
-    It is also the graph's context schema: the fields set in a run's ``context``
-    override the graph's own for that run (see `run_settings`).
-    """
+class EngineSettings(BaseModel):
+    """The engine's limits; `AgentConfig` adds each feature's."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -70,16 +68,6 @@ class AgentConfig(BaseModel):
         "(the replanner and the final report would only see more failures). The CLI sets it.",
     )
     batch_size: int = Field(50, ge=1, description="Items an agent handles before it must hand off the rest.")
-    verify_results: bool = Field(
-        True,
-        description="Check each final result against its subtask (the completion check); queue what is missing "
-        "as follow-ups. On by default: an agent that stops early is the problem replangraph exists to solve.",
-    )
-    single_agent_fallback: bool = Field(
-        True,
-        description="When replanning ends (max_replans used, or the replanner gives up), one agent gets the goal, "
-        "the completed results and what failed, and tries to finish in one loop before the report.",
-    )
 
     # Context monitor and compressor
     context_window: int | None = Field(
@@ -98,13 +86,26 @@ class AgentConfig(BaseModel):
         None, description="Folder whose files the review lists; None: that of workspace_tools when the tools name one."
     )
 
-    # Human in the loop (these pause the run: the graph needs a checkpointer)
-    max_clarifications: int = Field(
-        3, ge=0, description="Questions one subtask may ask the user with ask_user; 0: the tool is not offered."
-    )
-    question_prefix: str = Field("Please confirm: ", description="Put before each question shown to the user.")
-    cancel_word: str = Field("/cancel", min_length=1, description="An answer that cancels the run.")
-    approve_plan: bool = Field(False, description="Pause after planning until the user approves or edits the plan.")
+
+def feature_settings() -> list[type[BaseModel]]:
+    """The ``Settings`` model of each registered feature that has a ``settings.py`` (`replangraph.nodes.FEATURES`),
+    in order. Only that module is imported: a feature's other code may import this one."""
+    import replangraph.nodes as nodes
+
+    folder = Path(nodes.__file__).parent
+    found = [name for name in nodes.FEATURES if (folder / name / "settings.py").is_file()]
+    return [importlib.import_module(f"{nodes.__name__}.{name}.settings").Settings for name in found]
+
+
+class AgentConfig(*reversed(feature_settings()), EngineSettings):  # fields: the engine's, then each feature's
+    """Every limit of a run, with its default: the engine's and those of each feature
+    (`replangraph.nodes.FEATURES`). Immutable; use ``model_copy(update=...)``.
+
+    It is also the graph's context schema: the fields set in a run's ``context``
+    override the graph's own for that run (see `run_settings`).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 def recursion_limit(config: AgentConfig) -> int:

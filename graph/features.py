@@ -1,20 +1,29 @@
-"""How a feature plugs into the graph: the one mechanism teams, the completion check, human in the loop and
-the single-agent fallback use.
+"""How a feature plugs into the graph: the one mechanism teams, the completion check, human in the loop, the
+single-agent fallback and the budget use.
 
-A feature folder under ``nodes/`` builds a `Feature`: the nodes it adds, the routing rules it owns, the
-agent types it adds to planning, the models it brings, what it does after each replanning round, and the
-wrappers it adds to the executor's model and tool calls (`replangraph.nodes.execution.middleware`). The
-builder (`replangraph.builder`) registers the features in order and wires what they add; nothing else in the
-engine imports a feature folder.
+A feature is a folder under ``nodes/``, registered by one line in `replangraph.nodes.FEATURES`. Its
+``feature.py`` builds a `Feature` from what the graph is built with (`Build`): the state keys and task fields
+it adds, the nodes, the routing rules it owns, the agent types it adds to planning, the models it brings, the
+wrappers it adds to the executor's model and tool calls (`replangraph.nodes.execution.middleware`), and hooks
+where the engine asks features (after a replanning round, on each model reply, at a new plan, at the stop).
+Its ``settings.py``, when it has one, adds fields to `replangraph.AgentConfig` (`replangraph.config`). The
+builder (`replangraph.builder`) merges them before compiling, as LangChain's ``create_agent`` merges its
+middleware; nothing else in the engine imports a feature folder.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import functools
+import importlib
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, get_args, get_origin
 
-from replangraph.config import AgentProfile
+from langgraph.types import Command
+from typing_extensions import NotRequired, Required, TypedDict, get_type_hints
+
+from replangraph.config import AgentConfig, AgentProfile
+from replangraph.llm.replies import ReplyHook, metered
 from replangraph.routing import Rule, TaskRule
 
 AfterReplan = Callable[..., tuple[Any, list[str]]]
@@ -83,6 +92,55 @@ class Feature:
     opening_note: Callable[[Mapping[str, Any], Any], str] | None = None
     """``(state, subtask) -> text``: what a starting subtask's opening message ends with, or "" (human in the
     loop: the user's answers so far in this run). Never cut to fit, so the feature keeps it short."""
+    state: type | None = None
+    """A TypedDict of the state keys it adds (merged into the graph's state schema; each key NotRequired)."""
+    output: type | None = None
+    """A TypedDict of those keys a run returns too (merged into the output schema)."""
+    task_fields: type | None = None
+    """A TypedDict of the fields it writes on tasks (merged into the task schema the tasks channel shows)."""
+    on_reply: ReplyHook | None = None
+    """``(request messages, reply) -> state writes or None``, for every model reply in any node
+    (`replangraph.llm.replies`): the writes join that node's update (a budget counts tokens)."""
+    on_new_plan: Callable[[AgentConfig], Mapping[str, Any]] | None = None
+    """``settings -> state writes`` a new plan starts with (human in the loop: its plan review, not cancelled)."""
+    stop: Callable[[Mapping[str, Any], AgentConfig], Stop | None] | None = None
+    """``(state, settings) -> Stop or None``: asked by the finalizer and the tools node; a `Stop` ends the run
+    with its reason (a routing rule of the feature sends the run to the finalizer)."""
+    takes_answers: Callable[[AgentConfig], bool] | None = None
+    """``settings -> bool``: its node, not the tools node, ends a subtask whose window ends with an answer
+    (the completion check, while ``verify_results`` is on)."""
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Why a feature stops the run: the final report's reason. ``skip_running``: subtasks still running are
+    skipped and their requested tool calls never run (a cancelled run); otherwise their calls run and they
+    end as stopped, their partial results kept. ``events``: what the finalizer emits with the report."""
+
+    reason: str
+    skip_running: bool = False
+    events: Sequence[Mapping[str, Any]] = ()
+
+
+@dataclass(frozen=True)
+class Build:
+    """What a feature is built from: the graph's models, agent types and settings, and what the features
+    registered before it add."""
+
+    model: Any
+    profiles: Mapping[str, AgentProfile]
+    """The agent types (`replangraph.config.resolve_profiles`)."""
+    planning: Mapping[str, AgentProfile]
+    """The agent types a plan may name: ``profiles`` and those earlier features add (a team)."""
+    config: AgentConfig
+    monitor: Any
+    """The model's `replangraph.context.fitting.ContextMonitor`."""
+    planner_model: Any = None
+    verifier_model: Any = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """`replangraph.build_graph`'s feature arguments by name (``teams``, ``commands``)."""
+    check_model: Callable[[Any, str], None] = lambda model, role: None
+    """Raises TypeError for a model argument that is no chat model (``role`` names it)."""
 
 
 def nodes_where(features: Sequence[Feature], test: Callable[[FeatureNode], bool]) -> list[str]:
@@ -93,3 +151,102 @@ def nodes_where(features: Sequence[Feature], test: Callable[[FeatureNode], bool]
 def planning_types(features: Sequence[Feature]) -> dict[str, AgentProfile]:
     """The agent types ``features`` add to planning, in order."""
     return {name: profile for feature in features for name, profile in feature.planning_types.items()}
+
+
+def merged_schema(
+    name: str, base: type, extras: Sequence[type | None], task_fields: Sequence[type | None] = ()
+) -> type:
+    """``base`` (a TypedDict) with the keys of ``extras``, and its ``tasks`` key's task schema with the fields of
+    ``task_fields``; ``base`` itself when there is nothing to add. A key already in ``base`` keeps its type."""
+    extras = [e for e in extras if e is not None]
+    task_fields = [t for t in task_fields if t is not None]
+    if not extras and not task_fields:
+        return base
+    hints = get_type_hints(base, include_extras=True)
+    for extra in extras:
+        for key, hint in get_type_hints(extra, include_extras=True).items():
+            hints.setdefault(key, hint)
+    if task_fields and "tasks" in hints:
+        hints["tasks"] = with_task_fields(hints["tasks"], task_fields)
+    return TypedDict(name, hints)  # as LangChain's create_agent merges its middleware's state schemas
+
+
+def with_task_fields(hint: Any, task_fields: Sequence[type]) -> Any:
+    """The tasks channel's type ``(NotRequired[])Annotated[dict[str, Task], channel]`` with its task schema's
+    fields extended by ``task_fields`` (the same channel object)."""
+    required = get_origin(hint) is not NotRequired
+    annotated = hint if required else get_args(hint)[0]
+    mapping, channel = get_args(annotated)[0], annotated.__metadata__
+    key, task = get_args(mapping)
+    fields = get_type_hints(task, include_extras=True)
+    for extra in task_fields:
+        for field_name, field_hint in get_type_hints(extra, include_extras=True).items():
+            fields.setdefault(field_name, field_hint)
+    merged = Annotated[(dict[key, TypedDict(task.__name__, fields)], *channel)]
+    return merged if required else NotRequired[merged]
+
+
+class Metering:
+    """The features' reply hooks around a node (`replangraph.llm.replies`): the writes they return for the
+    replies of one node call join its update, combined by the state's reducers."""
+
+    def __init__(self, hooks: Sequence[ReplyHook], schema: type):
+        self.hooks = list(hooks)
+        hints = get_type_hints(schema, include_extras=True)
+        self.reducers = {key: reducer for key, hint in hints.items() if (reducer := reducer_of(hint)) is not None}
+
+    def combine(self, current: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+        """``current`` with ``new`` written over it, each key both write reduced by its channel's reducer."""
+        merged = dict(current)
+        for key, value in new.items():
+            reducer = self.reducers.get(key)
+            merged[key] = reducer(merged[key], value) if key in merged and reducer else value
+        return merged
+
+    def with_writes(self, update: Any, writes: Mapping[str, Any]) -> Any:
+        if not writes:
+            return update
+        if isinstance(update, Command):
+            return Command(update=self.with_writes(update.update or {}, writes), goto=update.goto)
+        return self.combine(update or {}, writes)
+
+    def wrap(self, node: Callable[..., Any]) -> Callable[..., Any]:
+        """``node`` (sync) with its replies metered; ``node`` itself without hooks."""
+        if not self.hooks:
+            return node
+
+        @functools.wraps(node)  # the node's attributes stay readable on it, as with_plan_message keeps them
+        def run(state: Any) -> Any:
+            with metered(self.hooks, self.combine) as meter:
+                update = node(state)
+            return self.with_writes(update, meter.writes)
+
+        return run
+
+    def awrap(self, node: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+        """`wrap` for an async node."""
+        if not self.hooks:
+            return node
+
+        @functools.wraps(node)
+        async def run(state: Any) -> Any:
+            with metered(self.hooks, self.combine) as meter:
+                update = await node(state)
+            return self.with_writes(update, meter.writes)
+
+        return run
+
+
+def reducer_of(hint: Any) -> Callable[[Any, Any], Any] | None:
+    """The reducer of a state key's type (``Annotated[T, reducer]``, possibly NotRequired), or None."""
+    if get_origin(hint) in (NotRequired, Required):
+        hint = get_args(hint)[0]
+    metadata = getattr(hint, "__metadata__", ())
+    return next((m for m in reversed(metadata) if callable(m) and not isinstance(m, type)), None)
+
+
+def feature_factories() -> list[Callable[[Build], Feature | None]]:
+    """Each registered feature's ``feature(build)`` (`replangraph.nodes.FEATURES`), in order."""
+    import replangraph.nodes as nodes
+
+    return [importlib.import_module(f"{nodes.__name__}.{name}.feature").feature for name in nodes.FEATURES]

@@ -13,9 +13,8 @@ from typing import Any
 from langgraph.errors import NodeError
 from langgraph.types import Command
 
-from replangraph.context.kept import collect_writes, completed_with_window, failed_with_window, merge_updates
-from replangraph.llm.reading import answer_text, answers_waiting, calls_to_run
-from replangraph.queue.tasks import verdict_record
+from replangraph.context.kept import collect_writes, failed_with_window, merge_updates
+from replangraph.llm.reading import calls_to_run
 
 
 def describe(error: NodeError) -> str:
@@ -50,23 +49,6 @@ def fail_running_tool_calls(goto: str) -> Callable[..., Command]:
             failed_with_window(tasks[tid], windows[tid], describe(error), tasks[tid].get("model_calls", 0))
             for tid in running
         ]
-        return Command(update=merge_updates(updates), goto=goto)
-
-    return handle
-
-
-def let_results_stand(goto: str) -> Callable[..., Command]:
-    """Handler for the verifier: a broken check never fails a subtask, so every waiting answer stands."""
-
-    @collect_writes
-    def handle(state: Mapping[str, Any], error: NodeError) -> Command:
-        tasks, windows = state.get("tasks") or {}, state.get("windows") or {}
-        updates = []
-        for tid in answers_waiting(tasks, windows):
-            update = completed_with_window(tasks[tid], windows[tid], answer_text(windows[tid][-1]))
-            note = f"the check failed ({describe(error)}); the result stands"
-            update["tasks"][tid]["verdict"] = verdict_record(True, error=note)
-            updates.append(update)
         return Command(update=merge_updates(updates), goto=goto)
 
     return handle

@@ -79,15 +79,6 @@ def first_value(current: Any, new: Any) -> Any:
     return current or new
 
 
-PlanReviewStatus = Literal["not_asked", "waiting", "approved", "edited", "cancelled"]
-
-
-def latest(current: Any, new: Any) -> Any:
-    """Reducer keeping the newest value: parallel branches may each write it in one step (two questions
-    both answered with the cancel word), which a plain key refuses."""
-    return new
-
-
 TaskQueueChannel = Annotated[dict[str, Task], DeltaChannel(apply_writes, snapshot_frequency=TASKS_SNAPSHOT_EVERY)]
 
 
@@ -119,7 +110,7 @@ class InputState(TypedDict):
 
 
 class OutputState(TypedDict):
-    """What a run returns."""
+    """What a run returns: the engine's keys and those features add (`replangraph.features.Feature.output`)."""
 
     messages: Annotated[list[AnyMessage], add_messages]
     goal: str
@@ -129,14 +120,12 @@ class OutputState(TypedDict):
     stop_reason: NotRequired[str]
     """Why the final answer is the fallback report (the run stopped unfinished, or the final answer could not
     be written); '' when the model wrote it."""
-    plan_review: NotRequired[PlanReviewStatus]
-    cancelled: NotRequired[Annotated[bool, latest]]
     workspace: NotRequired[WorkspaceChannel]
     """Whole results and kept text, by step, when the graph has no store (with one, they are in the store)."""
 
 
 class ReplanState(TypedDict):
-    """Full graph state.
+    """Full graph state: the engine's keys; the builder adds each feature's (`replangraph.features.Feature.state`).
 
     ``tasks`` is the subtask queue (merged by id, so parallel writers never clash);
     ``windows`` holds the private message window of each subtask in progress and
@@ -151,25 +140,17 @@ class ReplanState(TypedDict):
     run_key: NotRequired[Annotated[RunKey, first_value]]
     replans: NotRequired[list[ReplanRecord]]
     planner_calls: NotRequired[int]
-    goal_check: NotRequired[dict[str, Any]]
-    """What the check of every result against the goal said, and the missing work it queued (``verify_results``;
-    `replangraph.nodes.verification.goal_check.GoalCheckRecord`)."""
     final_answer: NotRequired[str]
     stop_reason: NotRequired[str]
     """Why the final answer is the fallback report; '' when the model wrote it."""
-    plan_review: NotRequired[PlanReviewStatus]
-    """``waiting`` while the plan waits for the user's approval (``approve_plan``), then what they
-    decided (``approved``, ``edited``, ``cancelled``); ``not_asked`` without ``approve_plan``."""
-    cancelled: NotRequired[Annotated[bool, latest]]
-    """The user cancelled the run (the cancel word or ``/cancel``); the finalizer then reports what was done."""
     remaining_steps: NotRequired[RemainingSteps]
     """Supersteps LangGraph's ``recursion_limit`` still allows this run (managed by LangGraph, not stored)."""
 
 
 class StateUpdate(TypedDict, total=False):
-    """What a node returns: the keys of `ReplanState` it writes. ``tasks`` holds changes by task id
-    (fields to merge, a whole new task, or None to remove one), ``windows`` whole windows (None
-    drops one), ``workspace`` new entries by step.
+    """What a node returns: the keys of `ReplanState` it writes (a feature's node, its own keys too). ``tasks``
+    holds changes by task id (fields to merge, a whole new task, or None to remove one), ``windows`` whole
+    windows (None drops one), ``workspace`` new entries by step.
 
     Its effects travel in it: ``workspace`` entries go to the store when the graph has one, and
     ``events`` (not a state key) are emitted; `collect_writes` applies both when the node returns.
@@ -182,11 +163,8 @@ class StateUpdate(TypedDict, total=False):
     workspace: dict[str, dict[str, dict[str, Any]]]
     replans: list[ReplanRecord]
     planner_calls: int
-    goal_check: dict[str, Any]
     final_answer: str
     stop_reason: str
-    plan_review: PlanReviewStatus
-    cancelled: bool
     events: list[dict[str, Any]]
 
 

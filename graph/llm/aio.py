@@ -39,6 +39,7 @@ from replangraph.llm.calls import (
     with_output_bound,
 )
 from replangraph.llm.errors import StepTimeout, is_transient
+from replangraph.llm.replies import note_reply
 
 T = TypeVar("T")
 
@@ -180,7 +181,9 @@ async def acall_model(
     called = await aattempt(lambda: ainvoke_model(bounded_model, request), config, deadline=deadline)
     if called.error is not None:
         paused_if_down(called.error, config)
-    elif observe is not None:
+        return called
+    note_reply(request, raw_reply(called.reply))
+    if observe is not None:
         observe(request, raw_reply(called.reply))
     return called
 

@@ -52,6 +52,7 @@ from replangraph.llm.errors import (
 )
 from replangraph.llm.formats import load_json, read_text_calls
 from replangraph.llm.reading import CUT_OFF, CutOff, UnreadableInput, answer_text, cut_by_limit
+from replangraph.llm.replies import note_reply
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -233,7 +234,9 @@ def call_model(
     called = attempt(lambda: bounded_model.invoke(request), config, deadline=deadline)
     if called.error is not None:
         paused_if_down(called.error, config)
-    elif observe is not None:
+        return called
+    note_reply(request, raw_reply(called.reply))
+    if observe is not None:
         observe(request, raw_reply(called.reply))
     return called
 

@@ -84,77 +84,9 @@ class ReplanRequest(TypedDict):
     reason: str
 
 
-class TaskVerdict(TypedDict):
-    """What the completion check said of a result."""
-
-    complete: bool
-    reason: str
-    remaining_tasks: list[str]
-    """Work the check found missing (queued as follow-ups when there was room)."""
-    follow_up_ids: list[str]
-    error: str | None
-    """Why the check could not judge (the result then stands), or why follow-ups were not queued."""
-    stood_down: NotRequired[str]
-    """Why the check let an incomplete verdict stand without follow-ups: what it asked for repeats work queued,
-    running or done, or its earlier follow-up added nothing."""
-    notes: NotRequired[list[str]]
-    """Missing work it named that was not queued, and why (a repeat)."""
-
-
-def verdict_record(
-    complete: bool, reason: str = "", remaining: list[str] | None = None, error: str | None = None
-) -> TaskVerdict:
-    """A `TaskVerdict` with every field filled in (no follow-ups yet)."""
-    return TaskVerdict(
-        complete=complete, reason=reason, remaining_tasks=list(remaining or []), follow_up_ids=[], error=error
-    )
-
-
-class TeamCandidate(TypedDict):
-    """One member's run of a team subtask, as the team's record keeps it."""
-
-    id: str
-    """The member's task id (``{team task}.m1``...; the task leaves the queue at the merge)."""
-    agent_type: str
-    result_preview: str | None
-    error: str | None
-    result_key: str | None
-    """Where the member's whole result is kept in the workspace."""
-    output_id: str | None
-    """The id ``read_output`` reads its whole (or partial) result by after the merge: ``1/candidate-m2``."""
-    handoff: list[str]
-    """Follow-ups it handed off or its completion check asked for (queued only when it wins)."""
-
-
-class TeamRecord(TypedDict):
-    """A team subtask's members and merge decision (``Task.team``)."""
-
-    name: str
-    strategy: str
-    """``best``, ``vote`` or ``fusion``."""
-    members: list[str]
-    """The member task ids, in member order."""
-    candidates: list[TeamCandidate]
-    """Filled at the merge."""
-    winner: str | None
-    """The winning member's agent type (None: fused, or every member failed)."""
-    winner_id: str | None
-    reason: str
-    scores: dict[str, float]
-    """``vote``: total score per member id."""
-    model_calls: int
-    """Calls spent on the merge (the members' own are added to the task's ``model_calls``)."""
-
-
-class Clarification(TypedDict):
-    """One question a subtask asked the user, and the answer."""
-
-    question: str
-    answer: str
-
-
 class Task(TypedDict):
-    """One subtask. Stored in state as ``tasks[id]``."""
+    """One subtask. Stored in state as ``tasks[id]``; features add fields of their own
+    (`replangraph.features.Feature.task_fields`)."""
 
     id: str
     plan_id: NotRequired[str]
@@ -192,12 +124,6 @@ class Task(TypedDict):
     ``error``; cleared by the next answered call."""
     limits_hit: NotRequired[dict[str, int]]
     """Limits that refused a split of this subtask, with the value that would have let it through."""
-    clarifications: NotRequired[list[Clarification]]
-    """The questions this subtask asked the user (``ask_user``) and their answers, in order."""
-    verdict: NotRequired[TaskVerdict]
-    """The completion check's judgement of this subtask's result (``verify_results``)."""
-    team: NotRequired[TeamRecord]
-    """A team subtask's members, candidates and merge decision."""
     follow_up: NotRequired[FollowUp]
     """How a dynamic task came to be: a continuation or a split, and who queued it."""
     continued: NotRequired[Continued]

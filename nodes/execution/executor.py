@@ -325,9 +325,15 @@ class ToolRunner(Configured):
         *,
         feature_wrappers: Sequence[ToolWrapper] = (),
         middleware: Sequence[ToolWrapper] = (),
+        answer_takers: Sequence[Callable[[AgentConfig], bool]] = (),
+        stops: Sequence[Callable[[Mapping[str, Any], AgentConfig], Any]] = (),
     ):
         """``feature_wrappers``: the features' wrappers (ask_user's screening); ``middleware``: the user's
-        ``wrap_tool_call`` hooks (see `chain`)."""
+        ``wrap_tool_call`` hooks (see `chain`); ``answer_takers``: whether a feature's node ends an answered
+        subtask (`replangraph.features.Feature.takes_answers`); ``stops``: the features' stop hooks (a stop
+        that skips running subtasks runs none of their calls)."""
+        self.answer_takers = list(answer_takers)
+        self.stops = list(stops)
         self.profiles = profiles
         self.agent_types = [*profiles, *teams]
         """What a hand-off may assign: the agent types and the teams."""
@@ -546,14 +552,15 @@ class ToolRunner(Configured):
         return merge_updates([f.result() for f in futures])
 
     def work(self, state: Mapping) -> list[tuple[str, list, Mapping[str, Task], str]]:
-        """The subtasks with tool calls to run: ``(task id, window, tasks, goal)`` each; none once the run
-        is cancelled (the finalizer is next)."""
-        if state.get("cancelled"):
+        """The subtasks with tool calls to run: ``(task id, window, tasks, goal)`` each; none once a feature
+        stops the run skipping what runs (a cancelled run: the finalizer is next)."""
+        settings = self.config
+        if any((stop := halt(state, settings)) is not None and stop.skip_running for halt in self.stops):
             return []
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         windows = state.get("windows") or {}
         goal = state.get("goal", "")
-        answers = not self.config.verify_results  # with the check on, the verifier takes them
+        answers = not any(takes(settings) for takes in self.answer_takers)  # else a feature's node takes them
         return [
             (task_id, window, tasks, goal)
             for task_id, window in windows.items()

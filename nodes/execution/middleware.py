@@ -66,6 +66,7 @@ from replangraph.llm.calls import (
 from replangraph.llm.errors import StepTimeout, is_context_overflow
 from replangraph.llm.formats import CUT_CALL
 from replangraph.llm.reading import message_text, repair_tool_calls, split_reasoning
+from replangraph.llm.replies import note_reply
 from replangraph.names import TOOLKIT_NAMES
 from replangraph.nodes.execution.adapting import (  # noqa: F401  # Hook, run_coroutine, split_middleware: importable here
     Hook,
@@ -332,12 +333,16 @@ class BoundModels:
 
     def __call__(self, request: ModelRequest) -> ModelResponse:
         model, sent = self.counted(request)
-        return ModelResponse([model.invoke(sent)])
+        reply = model.invoke(sent)
+        note_reply(sent, reply)
+        return ModelResponse([reply])
 
     async def acall(self, request: ModelRequest) -> ModelResponse:
         """The call on the async path (`ainvoke_model`)."""
         model, sent = self.counted(request)
-        return ModelResponse([await ainvoke_model(model, sent)])
+        reply = await ainvoke_model(model, sent)
+        note_reply(sent, reply)
+        return ModelResponse([reply])
 
     def counted(self, request: ModelRequest) -> tuple[Any, list[BaseMessage]]:
         """The bound model and the messages to send; the try counted, what is sent noted."""

@@ -12,6 +12,11 @@ from replangraph.nodes.fallback.fallback import fallback_task
 from replangraph.queue.tasks import Task, apply_writes, fallback_of, spent_model_calls
 
 
+def feature(build: Any) -> Feature:
+    """The fallback (it needs nothing the graph is built with)."""
+    return fallback_feature()
+
+
 def fallback_feature() -> Feature:
     """The fallback adds no node: its task is an ordinary subtask the executor runs, queued by the
     replanner's round (`queue_fallback`) when ``single_agent_fallback`` is on."""

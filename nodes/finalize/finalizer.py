@@ -214,9 +214,6 @@ def synthesize(goal: str, entries: Sequence[Entry], *, ask: Ask, tokens: Tokens,
     return Synthesis("\n\n".join(partials), calls, len(partials))
 
 
-CANCELLED = "the user cancelled the run"
-
-
 def replanned_ids(replans: Sequence[Mapping]) -> set[str]:
     """Failed subtasks whose work a new plan took over."""
     return {tid for r in replans if r.get("outcome") == "replanned" for tid in r.get("task_ids", [])}
@@ -236,10 +233,19 @@ class Finalizer(Configured):
     """The model's synthesis of the results: one call when they fit, else in stages; the fallback
     report when that is not possible. No request passes the monitor's budget."""
 
-    def __init__(self, model: BaseChatModel, config: AgentConfig, monitor: ContextMonitor | None = None):
+    def __init__(
+        self,
+        model: BaseChatModel,
+        config: AgentConfig,
+        monitor: ContextMonitor | None = None,
+        stops: Sequence[Callable[[Mapping[str, Any], AgentConfig], Any]] = (),
+    ):
+        """``stops``: the features' stop hooks (`replangraph.features.Feature.stop`); the first `Stop` one
+        returns is the run's stop reason."""
         self.monitor = (monitor or ContextMonitor(config)).for_model(model)
         self.model = model
         self.base_config = config
+        self.stops = list(stops)
 
     @collect_writes
     def __call__(self, state: Mapping) -> StateUpdate:
@@ -255,12 +261,13 @@ class Finalizer(Configured):
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         goal = state.get("goal", "")
         replans = state.get("replans") or []
-        cancelled = bool(state.get("cancelled"))
+        stop = next((s for halt in self.stops if (s := halt(state, self.config)) is not None), None)
         unfinished = bool(unresolved(tasks, replans))
         calls, left = spent_model_calls(state), state.get("remaining_steps")
         reason = stop_reason(tasks, replans, calls, self.config, left) if unfinished else ""
-        reason = CANCELLED if cancelled else reason
-        closing = stop_unfinished(tasks, reason, state.get("windows"), cancelled) if reason else {}
+        reason = stop.reason if stop else reason
+        skip = bool(stop and stop.skip_running)  # a cancelled run: what runs is skipped, not failed
+        closing = stop_unfinished(tasks, reason, state.get("windows"), skip) if reason else {}
         closed = {tid: {**t, **closing.get("tasks", {}).get(tid, {})} for tid, t in tasks.items()}
         with reading_pending(closing):  # the partial results it keeps are read whole
             again = calls < self.config.max_steps  # one more ask for a whole answer fits the budget
@@ -281,7 +288,7 @@ class Finalizer(Configured):
             "messages": [AIMessage(chat_markdown(answer), name="replangraph")],  # its lines kept in a chat
             "windows": {RESET: True},
         }
-        return announced([done], update)
+        return announced([*(stop.events if stop else ()), done], update)
 
     def ask(self, request: list[AnyMessage], awaited: bool = False) -> Steps:
         """The model's text for ``request`` (steps; awaited when ``awaited``); its failure raised (`synthesize`

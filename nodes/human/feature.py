@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from langgraph.graph import END
 
 from replangraph.config import AgentConfig, AgentProfile
-from replangraph.features import Feature, FeatureNode
+from replangraph.features import Build, Feature, FeatureNode, Stop
 from replangraph.names import ASK, COMMANDS, PLAN_REVIEW, TOOLS
 from replangraph.nodes.human.ask import AskUser
 from replangraph.nodes.human.commands import CommandRunner
@@ -30,6 +30,12 @@ from replangraph.nodes.human.hooks import (
     registered_commands,
 )
 from replangraph.nodes.human.plan_review import PlanReview
+from replangraph.nodes.human.state import AskingTask, HumanState
+
+
+def feature(build: Build) -> Feature:
+    """Human in the loop; ``build.options["commands"]``: the slash commands `replangraph.build_graph` was given."""
+    return human_feature(build.planning, build.config, build.options.get("commands"))
 
 
 def human_feature(
@@ -70,4 +76,22 @@ def human_feature(
         model_wrappers=[OfferAskUser(config, asker)],  # ask_user is offered while the subtask may still ask
         tool_wrappers=[ScreenQuestions(config, asker)],  # questions the user need not see are answered at once
         opening_note=opening_answers,  # a starting subtask is told the answers the user gave in this run
+        state=HumanState,
+        output=HumanState,
+        task_fields=AskingTask,
+        on_new_plan=fresh_plan,  # a new plan waits for review (approve_plan) and is not cancelled
+        stop=cancelled_run,
     )
+
+
+def fresh_plan(settings: AgentConfig) -> dict[str, object]:
+    """What a new plan starts with: its review waits (``approve_plan``) or is not asked; not cancelled."""
+    return {"plan_review": "waiting" if settings.approve_plan else "not_asked", "cancelled": False}
+
+
+CANCELLED = "the user cancelled the run"
+
+
+def cancelled_run(state: Mapping[str, object], settings: AgentConfig) -> Stop | None:
+    """The user cancelled the run: the report says so; running subtasks are skipped, their calls never run."""
+    return Stop(CANCELLED, skip_running=True) if state.get("cancelled") else None

@@ -29,7 +29,8 @@ from replangraph.nodes.human.prompts import (
     NO_QUESTIONS,
     QUESTION_DESCRIPTION,
 )
-from replangraph.queue.tasks import Clarification, Task, ancestors, ordered, preview
+from replangraph.nodes.human.state import Clarification
+from replangraph.queue.tasks import Task, ancestors, ordered, preview
 
 QUESTION_NAMES = ("question", "questions", "q", "query", "text", "message", "prompt")
 OPTION_NAMES = ("options", "choices")

@@ -327,10 +327,13 @@ class Planner(Configured):
         config: AgentConfig,
         monitor: ContextMonitor | None = None,
         teams: Collection[str] = (),
+        on_new_plan: Sequence[Callable[[AgentConfig], Mapping[str, Any]]] = (),
     ):
         self.monitor = (monitor or ContextMonitor(config)).for_model(model)
         self.teams = tuple(teams)
         """Which of ``profiles`` are teams."""
+        self.on_new_plan = list(on_new_plan)
+        """What features write with a new plan (`replangraph.features.Feature.on_new_plan`)."""
         self.tools_by_agent = tool_names(profiles)
         self.tool_names = offered_tool_names(self.tools_by_agent)
         self.structured = structured_planner(model, list(profiles), self.tool_names)
@@ -443,9 +446,9 @@ class Planner(Configured):
             "replans": [],
             "planner_calls": calls,
             "final_answer": "",
-            "plan_review": "waiting" if self.config.approve_plan else "not_asked",
-            "cancelled": False,
         }
+        for fresh in self.on_new_plan:
+            update.update(fresh(self.config))
         if from_goal_key:
             update["messages"] = [HumanMessage(goal)]
         return update

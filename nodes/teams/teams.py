@@ -13,9 +13,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from replangraph.nodes.teams.state import TeamRecord
 from replangraph.queue.index import index_of
 from replangraph.queue.plans import LimitReached
-from replangraph.queue.tasks import CANDIDATE, Task, TeamRecord, is_candidate, new_task, preview, sort_key
+from replangraph.queue.tasks import CANDIDATE, Task, is_candidate, new_task, preview, sort_key
 
 MERGES = ("best", "vote", "fusion")
 UNFINISHED = {

@@ -11,13 +11,19 @@ from typing import Any
 
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.fitting import ContextMonitor
-from replangraph.features import Feature, FeatureNode
+from replangraph.features import Build, Feature, FeatureNode
 from replangraph.llm.reading import ends_with_answer
 from replangraph.names import GOAL_CHECK, TOOLS, VERIFIER
 from replangraph.nodes.verification.goal_check import GoalCheck, goal_left_unchecked, goal_unchecked
-from replangraph.nodes.verification.verifier import Verifier
+from replangraph.nodes.verification.state import VerificationState, VerifiedTask
+from replangraph.nodes.verification.verifier import Verifier, let_results_stand
 from replangraph.routing import Rule, TaskRule, window_rule
-from replangraph.safety_net import let_results_stand
+
+
+def feature(build: Build) -> Feature:
+    """The completion check, judged by the verifier model (default: the planner's, else the graph's)."""
+    judge = build.verifier_model or build.planner_model or build.model
+    return verification_feature(judge, build.profiles, build.config, build.monitor)
 
 
 def verification_feature(
@@ -34,4 +40,12 @@ def verification_feature(
     # there lets the results stand (the run goes on to the router, which finalizes).
     goal = FeatureNode(GoalCheck(verifier), error_handler=goal_left_unchecked, joins_tools=False)
     unchecked = Rule("goal_unchecked", "verification", goal_unchecked, "dispatch")
-    return Feature("verification", nodes={VERIFIER: node, GOAL_CHECK: goal}, rules=[unchecked], task_rules=[waiting])
+    return Feature(
+        "verification",
+        nodes={VERIFIER: node, GOAL_CHECK: goal},
+        rules=[unchecked],
+        task_rules=[waiting],
+        state=VerificationState,
+        task_fields=VerifiedTask,
+        takes_answers=lambda settings: settings.verify_results,  # the verifier ends an answered subtask
+    )

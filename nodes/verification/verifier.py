@@ -18,6 +18,8 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langgraph.errors import NodeError
+from langgraph.types import Command
 from pydantic import BaseModel, Field
 
 from replangraph.config import AgentConfig, AgentProfile
@@ -36,16 +38,16 @@ from replangraph.llm.aio import arun_steps, off_loop
 from replangraph.llm.calls import bind_schema, call_pool, read_arguments, refit_steps, run_steps, structured_steps
 from replangraph.llm.reading import UnreadableInput, answer_text, answers_waiting, as_text, task_specs, truthy
 from replangraph.nodes.verification.prompts import VERIFIER_PROMPT, VERIFY_EXCERPT_NOTE, VERIFY_TEMPLATE
+from replangraph.nodes.verification.state import TaskVerdict, verdict_record
 from replangraph.queue.coverage import fresh_follow_ups
 from replangraph.queue.plans import LimitReached, limit_hit, split_task
 from replangraph.queue.tasks import (
     QueueError,
     Task,
-    TaskVerdict,
     apply_writes,
     spent_model_calls,
-    verdict_record,
 )
+from replangraph.safety_net import describe
 from replangraph.state import CHECK_STOOD_DOWN, DYNAMIC_TASKS_ADDED, STEP_VERIFIED, Configured, StateUpdate, event
 
 RESULT_PART = "result"
@@ -361,3 +363,20 @@ class Verifier(Configured):
             view = apply_writes(view, [update["tasks"]])
             updates.append(update)
         return merge_updates(updates)
+
+
+def let_results_stand(goto: str) -> Callable[..., Command]:
+    """Handler for the verifier: a broken check never fails a subtask, so every waiting answer stands."""
+
+    @collect_writes
+    def handle(state: Mapping[str, Any], error: NodeError) -> Command:
+        tasks, windows = state.get("tasks") or {}, state.get("windows") or {}
+        updates = []
+        for tid in answers_waiting(tasks, windows):
+            update = completed_with_window(tasks[tid], windows[tid], answer_text(windows[tid][-1]))
+            note = f"the check failed ({describe(error)}); the result stands"
+            update["tasks"][tid]["verdict"] = verdict_record(True, error=note)
+            updates.append(update)
+        return Command(update=merge_updates(updates), goto=goto)
+
+    return handle

@@ -1,0 +1,59 @@
+"""What features see of each model reply (`replangraph.features.Feature.on_reply`).
+
+The builder opens a `ReplyMeter` around each node call (`metered`); every model call that answers, in any
+node, hands its request and reply to `note_reply`, which asks the features' reply hooks for state writes
+(a budget counts the reply's tokens). The node's update carries the writes, so they are checkpointed with the
+step that spent them, and a crashed step writes none. A context variable carries the meter, as LangGraph's own
+``get_stream_writer`` does, to the calls deep in a node (threads started with the caller's context see it).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+ReplyHook = Callable[[Sequence[Any], Any], Mapping[str, Any] | None]
+"""``(request messages, reply) -> state writes or None``."""
+
+Combine = Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, Any]]
+"""Merges two updates the way the state's channels would (their reducers)."""
+
+
+@dataclass
+class ReplyMeter:
+    """The reply hooks of one node call and the writes they returned so far."""
+
+    hooks: Sequence[ReplyHook]
+    combine: Combine
+    writes: dict[str, Any] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)  # a node's parallel calls share it
+
+
+_meter: contextvars.ContextVar[ReplyMeter | None] = contextvars.ContextVar("replangraph_reply_meter", default=None)
+
+
+@contextmanager
+def metered(hooks: Sequence[ReplyHook], combine: Combine) -> Iterator[ReplyMeter]:
+    """A meter for the block: the replies noted inside it reach ``hooks``."""
+    meter = ReplyMeter(hooks, combine)
+    token = _meter.set(meter)
+    try:
+        yield meter
+    finally:
+        _meter.reset(token)
+
+
+def note_reply(request: Sequence[Any], reply: Any) -> None:
+    """Hand one answered call to the open meter's hooks; nothing without a meter or hooks."""
+    meter = _meter.get()
+    if meter is None or not meter.hooks:
+        return
+    for hook in meter.hooks:
+        written = hook(request, reply)
+        if written:
+            with meter.lock:
+                meter.writes = meter.combine(meter.writes, written)
