@@ -73,6 +73,7 @@ from replangraph.nodes.execution.adapting import (  # noqa: F401  # Hook, run_co
     run_coroutine,
     split_middleware,
 )
+from replangraph.nodes.execution.injection import injected_call
 from replangraph.queue.tasks import Task, preview
 from replangraph.state import EVENTS
 
@@ -480,14 +481,15 @@ errors_as_replies.awrap = aerrors_as_replies  # type: ignore[attr-defined]  # it
 
 
 def invoke_tool(known: Callable[[], list[str]]) -> Callable[[ToolCallRequest], ToolMessage | Command]:
-    """The tool call: unknown tools and unreadable arguments become error messages; a tool's exception
-    goes up through the user's middleware (LangChain's ToolRetryMiddleware retries it) to `errors_as_replies`."""
+    """The tool call, its injected arguments set (`injected_call`): unknown tools and unreadable arguments become
+    error messages; a tool's exception goes up through the user's middleware (LangChain's ToolRetryMiddleware
+    retries it) to `errors_as_replies`."""
 
     def call(request: ToolCallRequest) -> ToolMessage | Command:
         refused = unusable_call(request, known)
         if refused is not None:
             return refused
-        return as_tool_result(request, request.tool.invoke({**request.tool_call, "type": "tool_call"}))
+        return as_tool_result(request, request.tool.invoke(injected_call(request)))
 
     return call
 
@@ -501,7 +503,7 @@ def ainvoke_tool(known: Callable[[], list[str]], workers: int) -> Callable:
         refused = unusable_call(request, known)
         if refused is not None:
             return refused
-        tool, tool_call = request.tool, {**request.tool_call, "type": "tool_call"}
+        tool, tool_call = request.tool, injected_call(request)
         if awaits_natively(tool):
             return as_tool_result(request, await tool.ainvoke(tool_call))
         reply = await in_pool(lambda: tool.invoke(tool_call), max(workers, CALL_WORKERS))
