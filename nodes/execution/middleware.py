@@ -567,13 +567,27 @@ def command_reply(command: Command, call: dict, task_id: str, tasks: Mapping[str
     ]
     problems += ["goto"] * bool(command.goto) + ["graph"] * (command.graph is not None)
     if problems:
-        error = f"Error: tool {name} returned a state update this graph cannot apply ({', '.join(problems)})."
-        return ToolMessage(error, tool_call_id=call_id, name=name, status="error"), {}
+        return refused_command(name, call_id, problems, reply), {}
     if reply is None:
         reply = ToolMessage("Done.", tool_call_id=call_id, name=name)
     elif reply.tool_call_id != call_id or not reply.name:
         reply = reply.model_copy(update={"tool_call_id": call_id, "name": reply.name or name})
     return reply, {k: v for k, v in update.items() if v}
+
+
+def refused_command(name: str, call_id: str, problems: list[str], reply: ToolMessage | None) -> ToolMessage:
+    """The error reply for a tool's ``Command`` this graph cannot apply (``problems``): nothing of it is applied,
+    the agent is told why and gets the tool's own reply, if it had one."""
+    text = (
+        f"Error: tool {name} returned a Command this graph cannot apply ({', '.join(problems)}), so nothing was "
+        "updated: a replangraph tool cannot update the graph state directly. It should return its result as its "
+        "output (text or a ToolMessage) and keep data for later calls in the store (ToolRuntime.store); a Command "
+        "may only queue or end tasks ('tasks', 'windows') and keep outputs ('workspace', 'events')."
+    )
+    said = message_text(reply) if reply is not None else ""
+    if said:
+        text += f" Go on with the tool's own reply: {said}"
+    return ToolMessage(text, tool_call_id=call_id, name=name, status="error")
 
 
 def effect_problems(update: Mapping[str, Any]) -> list[str]:
