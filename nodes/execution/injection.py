@@ -13,6 +13,7 @@ The model never sees them: a tool's ``tool_call_schema``, what models are bound 
 
 from __future__ import annotations
 
+import functools
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -94,6 +95,12 @@ def injections(tool: BaseTool) -> Injections:
     visible = tool.tool_call_schema
     if not (_is_model(schema) and _is_model(visible)):  # a JSON-schema tool: nothing to inject
         return NO_INJECTIONS
+    return _schema_injections(schema, visible)
+
+
+@functools.lru_cache(maxsize=256)  # a tool's schema classes stay the same objects: read them once
+def _schema_injections(schema: type[BaseModel], visible: type[BaseModel]) -> Injections:
+    """What a tool with input schema ``schema`` and model-facing schema ``visible`` asks to be injected."""
     annotations = get_all_basemodel_annotations(schema)
     hidden = frozenset(annotations) - frozenset(visible.model_fields)
     if not hidden:
