@@ -80,6 +80,7 @@ from replangraph.nodes.execution.endings import (  # rare ends of a turn; a turn
     with_cut_note,
     with_more_result,
 )
+from replangraph.nodes.execution.injection import subtask_view, tool_runtime
 from replangraph.nodes.execution.middleware import (
     BoundModels,
     ModelRequest,
@@ -468,9 +469,10 @@ class ToolRunner(Configured):
             if timeout is not None and name not in TOOLKIT_NAMES:  # the toolkit runs inline, past the deadline
                 replies.append(not_run(call, f"the step had no time left ({timeout})."))
                 continue
-            state = {"messages": [*window, *replies], "task": task, "tasks": tasks, "goal": goal}
+            state = subtask_view(task_id, [*window, *replies], tasks, goal)
+            request = ToolCallRequest(call, toolbox.get(name), state, tool_runtime(state, call.get("id"), tools))
             try:
-                result = yield run(ToolCallRequest(call, toolbox.get(name), state, None))
+                result = yield run(request)
             except StepTimeout:
                 timeout = f"step exceeded step_timeout_s={self.config.step_timeout_s:g} in tool {name!r}"
                 timed_out.add(call.get("id") or "")

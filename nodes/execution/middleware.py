@@ -74,6 +74,7 @@ from replangraph.nodes.execution.adapting import (  # noqa: F401  # Hook, run_co
     run_coroutine,
     split_middleware,
 )
+from replangraph.nodes.execution.injection import injected_call
 from replangraph.queue.tasks import Task, preview
 from replangraph.state import EVENTS
 
@@ -485,14 +486,15 @@ errors_as_replies.awrap = aerrors_as_replies  # type: ignore[attr-defined]  # it
 
 
 def invoke_tool(known: Callable[[], list[str]]) -> Callable[[ToolCallRequest], ToolMessage | Command]:
-    """The tool call: unknown tools and unreadable arguments become error messages; a tool's exception
-    goes up through the user's middleware (LangChain's ToolRetryMiddleware retries it) to `errors_as_replies`."""
+    """The tool call, its injected arguments set (`injected_call`): unknown tools and unreadable arguments become
+    error messages; a tool's exception goes up through the user's middleware (LangChain's ToolRetryMiddleware
+    retries it) to `errors_as_replies`."""
 
     def call(request: ToolCallRequest) -> ToolMessage | Command:
         refused = unusable_call(request, known)
         if refused is not None:
             return refused
-        return as_tool_result(request, request.tool.invoke({**request.tool_call, "type": "tool_call"}))
+        return as_tool_result(request, request.tool.invoke(injected_call(request)))
 
     return call
 
@@ -506,7 +508,7 @@ def ainvoke_tool(known: Callable[[], list[str]], workers: int) -> Callable:
         refused = unusable_call(request, known)
         if refused is not None:
             return refused
-        tool, tool_call = request.tool, {**request.tool_call, "type": "tool_call"}
+        tool, tool_call = request.tool, injected_call(request)
         if awaits_natively(tool):
             return as_tool_result(request, await tool.ainvoke(tool_call))
         reply = await in_pool(lambda: tool.invoke(tool_call), max(workers, CALL_WORKERS))
@@ -570,13 +572,27 @@ def command_reply(command: Command, call: dict, task_id: str, tasks: Mapping[str
     ]
     problems += ["goto"] * bool(command.goto) + ["graph"] * (command.graph is not None)
     if problems:
-        error = f"Error: tool {name} returned a state update this graph cannot apply ({', '.join(problems)})."
-        return ToolMessage(error, tool_call_id=call_id, name=name, status="error"), {}
+        return refused_command(name, call_id, problems, reply), {}
     if reply is None:
         reply = ToolMessage("Done.", tool_call_id=call_id, name=name)
     elif reply.tool_call_id != call_id or not reply.name:
         reply = reply.model_copy(update={"tool_call_id": call_id, "name": reply.name or name})
     return reply, {k: v for k, v in update.items() if v}
+
+
+def refused_command(name: str, call_id: str, problems: list[str], reply: ToolMessage | None) -> ToolMessage:
+    """The error reply for a tool's ``Command`` this graph cannot apply (``problems``): nothing of it is applied,
+    the agent is told why and gets the tool's own reply, if it had one."""
+    text = (
+        f"Error: tool {name} returned a Command this graph cannot apply ({', '.join(problems)}), so nothing was "
+        "updated: a replangraph tool cannot update the graph state directly. It should return its result as its "
+        "output (text or a ToolMessage) and keep data for later calls in the store (ToolRuntime.store); a Command "
+        "may only queue or end tasks ('tasks', 'windows') and keep outputs ('workspace', 'events')."
+    )
+    said = message_text(reply) if reply is not None else ""
+    if said:
+        text += f" Go on with the tool's own reply: {said}"
+    return ToolMessage(text, tool_call_id=call_id, name=name, status="error")
 
 
 def effect_problems(update: Mapping[str, Any]) -> list[str]:
