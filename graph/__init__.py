@@ -33,6 +33,8 @@ Words, one noun per concept (the code and the docs use these):
   routing **rules**, agent types and hooks.
 """
 
+import logging
+
 from replangraph.builder import build_graph
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.llm.errors import ModelServerDown
@@ -54,6 +56,8 @@ __all__ = [
     "plan_summary",
 ]
 __version__ = "0.8.0"
+
+logging.getLogger(__name__).addHandler(logging.NullHandler())  # silent until the application configures logging
 
 
 def __getattr__(name: str):

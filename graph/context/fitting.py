@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -35,6 +36,8 @@ from replangraph.llm.errors import overflow_sizes
 from replangraph.llm.reading import message_text
 from replangraph.names import REPLAN_MARKER
 from replangraph.state import Configured
+
+logger = logging.getLogger(__name__)
 
 TokenCounter = Callable[[Sequence[AnyMessage], Sequence[Any]], int]
 DEFAULT_CONTEXT_WINDOW = 200_000
@@ -168,6 +171,9 @@ class ContextMonitor(Configured):
         if refused and estimated:
             self.calibrate(estimated, refused)
         if window and window < self.context_window:
+            logger.info(
+                "the provider's error names a context window of %d tokens (was %d)", window, self.context_window
+            )
             self.learned.narrow(window)
             return True
         return False

@@ -27,6 +27,7 @@ import contextvars
 import dataclasses
 import functools
 import inspect
+import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -71,6 +72,9 @@ from replangraph.state import (
     merge_workspace,
     settings_resolved_once,
 )
+from replangraph.tracing import task_label
+
+logger = logging.getLogger(__name__)
 
 RUN_KEY = "run_key"
 """The state channel holding the run's own key (`replangraph.state.RunKey`)."""
@@ -432,6 +436,7 @@ def failed(task: Mapping[str, Any], error: str, model_calls: int, **extra: Any) 
     fields, entries = result_fields(task, partial) if partial else ({}, {})
     change.update(fields)
     ending = {"tasks": {task_id: change}, "windows": {task_id: None}}
+    logger.warning("%s failed after %d model calls: %s", task_label(task), model_calls, error)
     return {**ending, **entries, EVENTS: [event(STEP_FAILED, task_id=task_id, error=error)]}
 
 
@@ -442,6 +447,8 @@ def completed(task: Mapping[str, Any], result: str, model_calls: int | None = No
     if model_calls is not None:
         change["model_calls"] = model_calls
     done = event(STEP_COMPLETED, task_id=task["id"], result_preview=preview(result, 200), **payload)
+    calls = task.get("model_calls", 0) if model_calls is None else model_calls
+    logger.info("%s completed after %d model calls (%d characters)", task_label(task), calls, len(result))
     return {"tasks": {task["id"]: change}, "windows": {task["id"]: None}, **entries, EVENTS: [done]}
 
 

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import RunnableBinding
+from langchain_core.runnables import RunnableBinding, RunnableConfig
 from langgraph.config import get_store
 
 from replangraph.llm import calls
@@ -40,6 +40,7 @@ from replangraph.llm.calls import (
 )
 from replangraph.llm.errors import StepTimeout, is_transient
 from replangraph.llm.replies import note_reply
+from replangraph.tracing import call_label
 
 T = TypeVar("T")
 
@@ -57,8 +58,9 @@ async def acall_with_retries(
     max_backoff_s: float = 60.0,
     transient: Callable[[BaseException], bool] = is_transient,
     deadline: float | None = None,
+    label: str = "model call",
 ) -> tuple[T, int]:
-    """`call_with_retries` for an async ``call``: the same policy (`next_wait`), waits awaited."""
+    """`call_with_retries` for an async ``call``: the same policy (`next_wait`) and log, waits awaited."""
     delays = backoff_delays(retries, backoff_s, max_backoff_s)
     attempt = 0
     while True:
@@ -66,13 +68,15 @@ async def acall_with_retries(
         try:
             return await call(), attempt
         except Exception as exc:
-            delay = next_wait(exc, attempt, delays, max_backoff_s, transient, deadline)
+            delay = next_wait(exc, attempt, delays, max_backoff_s, transient, deadline, label)
             if delay is None:
                 raise
             await await_wait(delay)
 
 
-async def aretrying(call: Callable[[], Awaitable[T]], config: Any, deadline: float | None = None) -> tuple[T, int]:
+async def aretrying(
+    call: Callable[[], Awaitable[T]], config: Any, deadline: float | None = None, label: str = "model call"
+) -> tuple[T, int]:
     """`retrying` for an async ``call``."""
     return await acall_with_retries(
         call,
@@ -80,6 +84,7 @@ async def aretrying(call: Callable[[], Awaitable[T]], config: Any, deadline: flo
         backoff_s=config.retry_backoff_s,
         max_backoff_s=config.max_retry_wait_s,
         deadline=deadline,
+        label=label,
     )
 
 
@@ -154,12 +159,14 @@ async def aguarded(work: Callable[[], Awaitable[T]], fallback: Callable[[Excepti
         return fallback(exc)
 
 
-async def aattempt(call: Callable[[], Awaitable[T]], config: Any, *, deadline: float | None = None) -> Called[T]:
+async def aattempt(
+    call: Callable[[], Awaitable[T]], config: Any, *, deadline: float | None = None, label: str = "model call"
+) -> Called[T]:
     """`attempt` for an async ``call``: each try gets the time left (`acall_with_timeout`)."""
     timed = call if deadline is None else (lambda: acall_with_timeout(call, deadline - calls.now()))
 
     async def tried() -> Called[T]:
-        reply, attempts = await aretrying(timed, config, deadline)
+        reply, attempts = await aretrying(timed, config, deadline, label)
         return Called(reply, attempts)
 
     return await aguarded(tried, Called.failed)
@@ -173,12 +180,16 @@ async def acall_model(
     deadline: float | None = None,
     observe: Callable[[Any, Any], None] | None = None,
     monitor: Any = None,
+    trace: RunnableConfig | None = None,
 ) -> Called:
-    """`call_model` awaiting the model (`ainvoke_model`): the same bounds, retries, time limit and outcome."""
+    """`call_model` awaiting the model (`ainvoke_model`): the same bounds, retries, time limit, trace and outcome."""
     bounded_model = with_output_bound(model, output_limit(config, monitor), replangraph_retries(config) == 0)
     if deadline is None and getattr(config, "step_timeout_s", None):
         deadline = calls.now() + config.step_timeout_s
-    called = await aattempt(lambda: ainvoke_model(bounded_model, request), config, deadline=deadline)
+    label = call_label(trace)
+    called = await aattempt(
+        lambda: ainvoke_model(bounded_model, request, trace), config, deadline=deadline, label=label
+    )
     if called.error is not None:
         paused_if_down(called.error, config)
         return called
@@ -214,12 +225,12 @@ async def in_pool(call: Callable[[], T], workers: int | None = None) -> T:
     return await asyncio.get_running_loop().run_in_executor(pool, call)
 
 
-async def ainvoke_model(model: Any, request: Any) -> Any:
-    """``await model.ainvoke(request)`` when the model has async code of its own (`awaits_natively`), else
-    ``model.invoke(request)`` in replangraph's own pool."""
+async def ainvoke_model(model: Any, request: Any, config: RunnableConfig | None = None) -> Any:
+    """``await model.ainvoke(request, config)`` when the model has async code of its own (`awaits_natively`), else
+    ``model.invoke(request, config)`` in replangraph's own pool."""
     if awaits_natively(model):
-        return await model.ainvoke(request)
-    return await in_pool(lambda: model.invoke(request))
+        return await model.ainvoke(request, config)
+    return await in_pool(lambda: model.invoke(request, config))
 
 
 async def acall_with_timeout(call: Callable[[], Awaitable[T]], timeout_s: float | None) -> T:

@@ -27,6 +27,7 @@ A `Provisional` answer is asked about again too, but used when no better one com
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 import time
@@ -37,7 +38,7 @@ from typing import Any, Generic, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import RunnableBinding, RunnableSequence
+from langchain_core.runnables import RunnableBinding, RunnableConfig, RunnableSequence
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langgraph.errors import GraphBubbleUp
 from pydantic import BaseModel
@@ -53,6 +54,9 @@ from replangraph.llm.errors import (
 from replangraph.llm.formats import load_json, read_text_calls
 from replangraph.llm.reading import CUT_OFF, CutOff, UnreadableInput, answer_text, cut_by_limit
 from replangraph.llm.replies import note_reply
+from replangraph.tracing import call_label
+
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -69,7 +73,9 @@ OVERFLOW_SHRINK = 0.5
 def paused_if_down(exc: BaseException, config: Any) -> None:
     """Raise `ModelServerDown` for ``exc`` when the server did not answer and the run pauses for that."""
     if getattr(config, "pause_when_model_down", False) and is_server_down(exc):
-        raise ModelServerDown(exc) from exc
+        down = ModelServerDown(exc)
+        logger.warning("%s", down)
+        raise down from exc
 
 
 def backoff_delays(retries: int, initial_s: float, max_s: float) -> list[float]:
@@ -106,14 +112,25 @@ def next_wait(
     max_backoff_s: float,
     transient: Callable[[BaseException], bool],
     deadline: float | None,
+    label: str = "model call",
 ) -> float | None:
     """How long to wait before trying again after try ``attempt`` raised ``exc``; None when no try is left (then
-    ``exc.attempts`` is set). The one retry policy of `call_with_retries` and `acall_with_retries`."""
-    if attempt > len(delays) or not transient(exc):
+    ``exc.attempts`` is set). The one retry policy of `call_with_retries` and `acall_with_retries`; logs the
+    retry, or why there is none, naming the call by ``label``."""
+    if not transient(exc):
         exc.attempts = attempt  # type: ignore[attr-defined]  # how many calls were spent
+        logger.debug("%s failed, not retried (%s: %s)", label, type(exc).__name__, exc)
+        return None
+    if attempt > len(delays):
+        exc.attempts = attempt  # type: ignore[attr-defined]
+        logger.warning("%s failed, no retries left after try %d (%s: %s)", label, attempt, type(exc).__name__, exc)
         return None
     delay = retry_delay(exc, delays[attempt - 1], max_backoff_s, jitter())
-    return delay if deadline is None else min(delay, max(deadline - now(), 0.0))
+    delay = delay if deadline is None else min(delay, max(deadline - now(), 0.0))
+    logger.info(
+        "%s failed (%s: %s); retry %d of %d in %.1fs", label, type(exc).__name__, exc, attempt, len(delays), delay
+    )
+    return delay
 
 
 def call_with_retries(
@@ -125,11 +142,12 @@ def call_with_retries(
     transient: Callable[[BaseException], bool] = is_transient,
     sleep: Callable[[float], None] | None = None,
     deadline: float | None = None,
+    label: str = "model call",
 ) -> tuple[T, int]:
     """``(result, attempts)``; retries transient errors after the provider's ``Retry-After``
     or else an exponential backoff (±25 % jitter), capped at ``max_backoff_s``. Other
     errors, and the last one, are re-raised with ``exc.attempts`` set. No wait runs past
-    ``deadline`` (epoch seconds)."""
+    ``deadline`` (epoch seconds). ``label`` names the call in the log."""
     sleep = sleep or wait
     delays = backoff_delays(retries, backoff_s, max_backoff_s)
     attempt = 0
@@ -138,7 +156,7 @@ def call_with_retries(
         try:
             return call(), attempt
         except Exception as exc:
-            delay = next_wait(exc, attempt, delays, max_backoff_s, transient, deadline)
+            delay = next_wait(exc, attempt, delays, max_backoff_s, transient, deadline, label)
             if delay is None:
                 raise
             sleep(delay)
@@ -150,14 +168,18 @@ def replangraph_retries(config: Any) -> int:
     return int(getattr(config, "model_retries", 0) or 0)
 
 
-def retrying(call: Callable[[], T], config: Any, deadline: float | None = None) -> tuple[T, int]:
-    """``call()`` with the run's retry settings (an `AgentConfig`); ``(result, attempts)``."""
+def retrying(
+    call: Callable[[], T], config: Any, deadline: float | None = None, label: str = "model call"
+) -> tuple[T, int]:
+    """``call()`` with the run's retry settings (an `AgentConfig`); ``(result, attempts)``. ``label`` names
+    the call in the log."""
     return call_with_retries(
         call,
         retries=config.model_retries,
         backoff_s=config.retry_backoff_s,
         max_backoff_s=config.max_retry_wait_s,
         deadline=deadline,
+        label=label,
     )
 
 
@@ -198,15 +220,17 @@ def guarded(work: Callable[[], T], fallback: Callable[[Exception], T]) -> T:
         return fallback(exc)
 
 
-def attempt(call: Callable[[], T], config: Any, *, deadline: float | None = None) -> Called[T]:
+def attempt(
+    call: Callable[[], T], config: Any, *, deadline: float | None = None, label: str = "model call"
+) -> Called[T]:
     """``call()`` with the run's retry settings, never raising for its failure: a `Called`.
 
     With a ``deadline`` (epoch seconds) each try gets only the time left, waits included, and
-    once it has passed no further try starts (`StepTimeout`)."""
+    once it has passed no further try starts (`StepTimeout`). ``label`` names the call in the log."""
     timed = call if deadline is None else (lambda: call_with_timeout(call, deadline - now()))
 
     def tried() -> Called[T]:
-        reply, attempts = retrying(timed, config, deadline)
+        reply, attempts = retrying(timed, config, deadline, label)
         return Called(reply, attempts)
 
     return guarded(tried, Called.failed)
@@ -220,9 +244,11 @@ def call_model(
     deadline: float | None = None,
     observe: Callable[[Any, Any], None] | None = None,
     monitor: Any = None,
+    trace: RunnableConfig | None = None,
 ) -> Called:
-    """``model.invoke(request)`` through `attempt`: retried, timed, classified; never raises but bubble-up
-    (and `ModelServerDown` when the run pauses for a server that stopped answering).
+    """``model.invoke(request, trace)`` through `attempt`: retried, timed, classified; never raises but bubble-up
+    (and `ModelServerDown` when the run pauses for a server that stopped answering). ``trace``: the call's
+    config, which names its node and subtask in traces and logs (`replangraph.tracing.traced`).
 
     The answer is bounded (`output_limit` of ``config`` and ``monitor``, the model's context monitor; sent as
     `with_output_bound` says), the client's own retries are off while replangraph retries (`replangraph_retries`),
@@ -231,7 +257,7 @@ def call_model(
     bounded_model = with_output_bound(model, output_limit(config, monitor), replangraph_retries(config) == 0)
     if deadline is None and getattr(config, "step_timeout_s", None):
         deadline = now() + config.step_timeout_s
-    called = attempt(lambda: bounded_model.invoke(request), config, deadline=deadline)
+    called = attempt(lambda: bounded_model.invoke(request, trace), config, deadline=deadline, label=call_label(trace))
     if called.error is not None:
         paused_if_down(called.error, config)
         return called
@@ -437,11 +463,15 @@ def refit_steps(
     refused: Callable[[R], bool] = overflowed,
     learn: Callable[[BaseException | str], bool] | None = None,
     error: Callable[[R], BaseException | str | None] = outcome_error,
+    label: str = "model call",
 ) -> Generator[Any, Any, list[R]]:
-    """`refit_on_overflow` for work written as steps (`run_steps`): ``fitted(share)`` gives the steps of one try."""
+    """`refit_on_overflow` for work written as steps (`run_steps`): ``fitted(share)`` gives the steps of one try;
+    ``label`` names the call in the log."""
 
     def share(exc: BaseException | str | None) -> float:
-        return 1.0 if exc is not None and learn is not None and learn(exc) else OVERFLOW_SHRINK
+        part = 1.0 if exc is not None and learn is not None and learn(exc) else OVERFLOW_SHRINK
+        logger.info("%s refused as too long for the context window; asking at %.0f%% (%s)", label, part * 100, exc)
+        return part
 
     try:
         first = yield from fitted(1.0)
@@ -723,9 +753,10 @@ def structured_steps(
     observe: Callable[[Any, Any], None] | None = None,
     monitor: Any = None,
     awaited: bool = False,
+    trace: RunnableConfig | None = None,
 ) -> Generator[Any, Any, StructuredAnswer[T]]:
     """`ask_structured` as steps (`run_steps`): each ask through `call_model`, or `acall_model` when
-    ``awaited``."""
+    ``awaited``, with ``trace`` (see `call_model`)."""
     if awaited:
         from replangraph.llm.aio import acall_model as ask  # the async path's module
     else:
@@ -733,7 +764,7 @@ def structured_steps(
     prompt, calls, error, answer = list(messages), 0, "", None
     kept: Provisional | None = None
     for _ in range(retries + 1):
-        called = yield ask(structured, prompt, config, observe=observe, monitor=monitor)
+        called = yield ask(structured, prompt, config, observe=observe, monitor=monitor, trace=trace)
         calls += called.attempts
         if called.error is not None:  # the model is down or refuses: the caller falls back
             from replangraph.llm.reasking import failed  # a rare path; reasking imports this module

@@ -7,11 +7,13 @@ Cuts never separate tool calls from their results.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
 
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.compression import (
@@ -37,8 +39,12 @@ from replangraph.llm.calls import (
     was_cut,
 )
 from replangraph.llm.reading import answer_text
+from replangraph.names import COMPRESSOR
 from replangraph.nodes.compression.prompts import MERGE_REQUEST, SUMMARIZER_PROMPT, SUMMARY_REQUEST
 from replangraph.state import ANSWER_CUT, CONTEXT_COMPRESSED, Configured, StateUpdate, emit
+from replangraph.tracing import task_label, traced
+
+logger = logging.getLogger(__name__)
 
 Steps = Generator[Any, Any, Any]
 """Work written once for both paths (`replangraph.llm.calls.run_steps`): the summary model's calls are made
@@ -90,10 +96,11 @@ class Compressor(Configured):
         self.monitor = monitor
         self.summary_monitor = monitor.for_model(summary_model)
 
-    def ask_steps(self, request: list[AnyMessage], awaited: bool = False) -> Steps:
-        """The summary model's text for ``request`` (steps); its failure, or an empty answer, raised."""
+    def ask_steps(self, request: list[AnyMessage], awaited: bool = False, trace: RunnableConfig | None = None) -> Steps:
+        """The summary model's text for ``request`` (steps; ``trace``: the call's config, see `call_model`); its
+        failure, or an empty answer, raised."""
         call = acall_model if awaited else call_model
-        called = yield call(self.summary_model, request, self.config, monitor=self.summary_monitor)
+        called = yield call(self.summary_model, request, self.config, monitor=self.summary_monitor, trace=trace)
         reply = called.result()
         text = answer_text(reply)
         if not text:
@@ -108,23 +115,35 @@ class Compressor(Configured):
         """A summary of ``previous`` plus ``messages``, every character of them shown to the summary model."""
         return run_steps(self.summarize_steps(previous, messages))
 
-    def summarize_steps(self, previous: str | None, messages: Sequence[AnyMessage], awaited: bool = False) -> Steps:
-        """`summarize` as steps, the summary model awaited when ``awaited``."""
+    def summarize_steps(
+        self,
+        previous: str | None,
+        messages: Sequence[AnyMessage],
+        awaited: bool = False,
+        trace: RunnableConfig | None = None,
+    ) -> Steps:
+        """`summarize` as steps, the summary model awaited when ``awaited``, its calls made with ``trace``."""
         fits = self.summary_monitor.fits
 
         def summary() -> Steps:
             text, _ = yield from summary_steps(
                 previous,
                 transcript_entries(messages),
-                fold=lambda prior, text: self.ask_steps(fold_request(prior, text), awaited),
-                merge=lambda texts: self.ask_steps(merge_request(texts), awaited),
+                fold=lambda prior, text: self.ask_steps(fold_request(prior, text), awaited, trace),
+                merge=lambda texts: self.ask_steps(merge_request(texts), awaited, trace),
                 fits_fold=lambda prior, text: fits(fold_request(prior, text)),
                 fits_merge=lambda texts: fits(merge_request(texts)),
             )
             return text
 
+        def failed(exc: Exception) -> str:
+            logger.warning(
+                "the summary model failed (%s: %s); messages folded without a summary", type(exc).__name__, exc
+            )
+            return failed_summary(previous, len(messages), exc)
+
         # Compression must not crash the run; the folded messages are kept.
-        return (yield from guarded_steps(summary(), lambda exc: failed_summary(previous, len(messages), exc)))
+        return (yield from guarded_steps(summary(), failed))
 
     def compress(self, payload: Mapping[str, Any], budget: int, awaited: bool = False) -> Steps:
         """The compressed window (steps, ending in a `Compression`); a window that is only the opening is
@@ -140,6 +159,7 @@ class Compressor(Configured):
             )
             return Compression(opening.request, 0, {}, opening.fits)
         plan = payload.get("plan", "")
+        trace = traced(COMPRESSOR, task)
         plan_tokens = self.monitor.tokens([HumanMessage(plan)])
         if plan_tokens > budget * PLAN_SHARE:  # a long plan is re-injected as an excerpt (read_output reads it)
             plan = excerpt(plan, max(int(len(plan) * budget * PLAN_SHARE / plan_tokens), 300), PLAN_ID)
@@ -147,7 +167,7 @@ class Compressor(Configured):
             window,
             keep_last=self.config.keep_last_messages,
             fits=lambda w: self.monitor.fits(w, tools, budget),
-            summarize=lambda previous, messages: self.summarize_steps(previous, messages, awaited),
+            summarize=lambda previous, messages: self.summarize_steps(previous, messages, awaited, trace),
             plan=plan,
             instructions=f"({task['id']}) {task['content']}" + answers_note(task),
             task_id=task["id"],
@@ -193,6 +213,16 @@ class Compressor(Configured):
         if not result.fits:
             error = f"context window too small: {after} tokens needed after compression, budget {budget}"
             return failed_with_window(task, window, error, task.get("model_calls", 0))
+        logger.log(
+            logging.INFO if overflow else logging.DEBUG,
+            "compressed the window of %s%s: %d -> %d tokens (budget %d), %d messages folded",
+            task_label(task),
+            " after the provider refused it as too long" if overflow else "",
+            before,
+            after,
+            budget,
+            result.folded,
+        )
         emit(
             CONTEXT_COMPRESSED,
             task_id=task["id"],

@@ -7,6 +7,7 @@ deadline or answered by no one (`not_run`, `unfinished`, `no_reply`), a refused 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,9 @@ from replangraph.queue.plans import LimitReached, limit_hit, split_task
 from replangraph.queue.tasks import Continued, QueueError, is_continuation, preview
 from replangraph.state import ANSWER_CUT, DYNAMIC_TASKS_ADDED, StateUpdate, emit, event
 from replangraph.tools.replan_toolkit.toolkit import STILL_YOURS, sent_summary
+from replangraph.tracing import task_label
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from replangraph.nodes.execution.executor import Executor
@@ -121,6 +125,12 @@ def overflowed(
     learned = executor.monitor.learn_overflow(exc, approximate_tokens(window, tools))
     # Usage figures may come from a server that counts differently: take the larger count.
     tokens = max(executor.monitor.tokens(window, tools), executor.monitor.counter(window, tools))
+    logger.info(
+        "the model refused the window of %s as too long for its context window (%d tokens by our count); "
+        "the compressor refits it",
+        task_label(task),
+        tokens,
+    )
     record = {"tokens": tokens, "compressed": False, "error": str(exc)[:300]}
     if learned:
         record["window"] = executor.monitor.context_window

@@ -11,6 +11,7 @@ Both wrap their calls in the chains of `replangraph.nodes.execution.middleware`.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from concurrent.futures import Future
@@ -116,6 +117,9 @@ from replangraph.tools.replan_toolkit.toolkit import (
     turn_failures,
     turn_outputs,
 )
+from replangraph.tracing import task_label
+
+logger = logging.getLogger(__name__)
 
 # --------------------------------------------------------------------------- one code for both paths
 
@@ -241,6 +245,9 @@ class Executor(Configured):
             missing = [name for name in task.get("required_tools") or () if name not in have]
             warning = {"missing_tools": missing} if missing else {}
             emit(STEP_STARTED, task_id=task_id, content=task["content"], agent_type=task["agent_type"], **warning)
+            logger.debug(
+                "%s started (agent type %s, depth %d)", task_label(task), task["agent_type"], task.get("depth", 0)
+            )
             opening = opening_window(
                 self.profiles[task["agent_type"]],
                 payload,

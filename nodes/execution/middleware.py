@@ -67,7 +67,7 @@ from replangraph.llm.errors import StepTimeout, is_context_overflow
 from replangraph.llm.formats import CUT_CALL
 from replangraph.llm.reading import message_text, repair_tool_calls, split_reasoning
 from replangraph.llm.replies import note_reply
-from replangraph.names import TOOLKIT_NAMES
+from replangraph.names import EXECUTOR, TOOLKIT_NAMES, TOOLS
 from replangraph.nodes.execution.adapting import (  # noqa: F401  # Hook, run_coroutine, split_middleware: importable here
     Hook,
     async_form,
@@ -77,6 +77,7 @@ from replangraph.nodes.execution.adapting import (  # noqa: F401  # Hook, run_co
 from replangraph.nodes.execution.injection import injected_call
 from replangraph.queue.tasks import Task, preview
 from replangraph.state import EVENTS
+from replangraph.tracing import call_label, trace_fields, traced
 
 
 @dataclass
@@ -270,7 +271,7 @@ class Retries:
             self.check_time()
             return handler(request)
 
-        response, _ = retrying(tried, self.config, deadline=self.clock.deadline())
+        response, _ = retrying(tried, self.config, self.clock.deadline(), model_call_label(request))
         return response
 
     async def awrap(self, request: ModelRequest, handler: Callable) -> ModelResponse:
@@ -278,7 +279,7 @@ class Retries:
             self.check_time()
             return await handler(request)
 
-        response, _ = await aretrying(tried, self.config, deadline=self.clock.deadline())
+        response, _ = await aretrying(tried, self.config, self.clock.deadline(), model_call_label(request))
         return response
 
     def check_time(self) -> None:
@@ -286,6 +287,16 @@ class Retries:
         left = self.clock.left()
         if left is not None and left <= 0:
             raise StepTimeout("no time left")
+
+
+def model_call_config(request: ModelRequest) -> Any:
+    """The config of a subtask's model call: the executor's node and the subtask (`traced`)."""
+    return traced(EXECUTOR, request.state.get("task"))
+
+
+def model_call_label(request: ModelRequest) -> str:
+    """How the log names a subtask's model call."""
+    return call_label(trace_fields(EXECUTOR, request.state.get("task")))
 
 
 def offered_names(tools: list) -> list[str]:
@@ -334,14 +345,14 @@ class BoundModels:
 
     def __call__(self, request: ModelRequest) -> ModelResponse:
         model, sent = self.counted(request)
-        reply = model.invoke(sent)
+        reply = model.invoke(sent, model_call_config(request))
         note_reply(sent, reply)
         return ModelResponse([reply])
 
     async def acall(self, request: ModelRequest) -> ModelResponse:
         """The call on the async path (`ainvoke_model`)."""
         model, sent = self.counted(request)
-        reply = await ainvoke_model(model, sent)
+        reply = await ainvoke_model(model, sent, model_call_config(request))
         note_reply(sent, reply)
         return ModelResponse([reply])
 
@@ -494,7 +505,9 @@ def invoke_tool(known: Callable[[], list[str]]) -> Callable[[ToolCallRequest], T
         refused = unusable_call(request, known)
         if refused is not None:
             return refused
-        return as_tool_result(request, request.tool.invoke(injected_call(request)))
+        return as_tool_result(
+            request, request.tool.invoke(injected_call(request), traced(TOOLS, request.state.get("task")))
+        )
 
     return call
 
@@ -509,9 +522,10 @@ def ainvoke_tool(known: Callable[[], list[str]], workers: int) -> Callable:
         if refused is not None:
             return refused
         tool, tool_call = request.tool, injected_call(request)
+        config = traced(TOOLS, request.state.get("task"))
         if awaits_natively(tool):
-            return as_tool_result(request, await tool.ainvoke(tool_call))
-        reply = await in_pool(lambda: tool.invoke(tool_call), max(workers, CALL_WORKERS))
+            return as_tool_result(request, await tool.ainvoke(tool_call, config))
+        reply = await in_pool(lambda: tool.invoke(tool_call, config), max(workers, CALL_WORKERS))
         return as_tool_result(request, reply)
 
     return call

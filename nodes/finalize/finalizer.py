@@ -9,6 +9,7 @@ is the answer."""
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ from replangraph.llm.calls import (
     was_cut,
 )
 from replangraph.llm.reading import answer_text
+from replangraph.names import FINALIZE
 from replangraph.nodes.finalize.prompts import (
     ADDED_ITEMS,
     FINAL_MERGE_TEMPLATE,
@@ -66,6 +68,9 @@ from replangraph.queue.tasks import (
     status_counts,
 )
 from replangraph.state import ANSWER_COMPLETED, ANSWER_CUT, PLAN_COMPLETED, Configured, StateUpdate, emit, event
+from replangraph.tracing import traced
+
+logger = logging.getLogger(__name__)
 
 Steps = Generator[Any, Any, Any]
 """Work written once for both paths (`replangraph.llm.calls.run_steps`): the model's calls are made by the
@@ -214,6 +219,11 @@ def synthesize(goal: str, entries: Sequence[Entry], *, ask: Ask, tokens: Tokens,
     return Synthesis("\n\n".join(partials), calls, len(partials))
 
 
+def latest_plan(tasks: Mapping[str, Task]) -> str:
+    """The id of the latest plan among ``tasks`` (``1`` when none says)."""
+    return str(max((int(p) for t in tasks.values() if str(p := t.get("plan_id") or "1").isdigit()), default=1))
+
+
 def replanned_ids(replans: Sequence[Mapping]) -> set[str]:
     """Failed subtasks whose work a new plan took over."""
     return {tid for r in replans if r.get("outcome") == "replanned" for tid in r.get("task_ids", [])}
@@ -281,6 +291,11 @@ class Finalizer(Configured):
             stop_reason=reported or None,
             notes=run_notes(closed),
         )
+        counts = ", ".join(f"{n} {status}" for status, n in status_counts(closed).items() if n) or "no subtasks"
+        if reported:
+            logger.warning("run stopped: %s (plan %s; %s)", reported, latest_plan(closed), counts)
+        else:
+            logger.info("run finished: every subtask completed (plan %s; %s)", latest_plan(closed), counts)
         update: StateUpdate = {
             **merge_updates([closing, kept]),
             "final_answer": answer,
@@ -296,7 +311,10 @@ class Finalizer(Configured):
         ``answer_cut`` event)."""
         observe = lambda sent, reply: self.monitor.observe(sent, (), reply)  # noqa: E731
         call = acall_model if awaited else call_model
-        reply = (yield call(self.model, request, self.config, observe=observe, monitor=self.monitor)).result()
+        trace = traced(FINALIZE)
+        reply = (
+            yield call(self.model, request, self.config, observe=observe, monitor=self.monitor, trace=trace)
+        ).result()
         text = answer_text(reply)
         if text and was_cut(reply):
             limit = output_limit(self.config, self.monitor)
@@ -340,7 +358,9 @@ class Finalizer(Configured):
 
         def written() -> Steps:
             syntheses = yield from refit_steps(
-                lambda share: self.synthesize(goal, tasks, share, awaited), learn=self.monitor.learn_overflow
+                lambda share: self.synthesize(goal, tasks, share, awaited),
+                learn=self.monitor.learn_overflow,
+                label="finalize call",
             )
             return (yield from self.whole(goal, tasks, syntheses[-1].text, awaited, again))
 

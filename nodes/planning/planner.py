@@ -14,6 +14,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field, create_model
 
 from replangraph.config import AgentConfig, AgentProfile
@@ -30,7 +31,7 @@ from replangraph.llm.calls import (
     structured_steps,
 )
 from replangraph.llm.reading import UnreadableInput, plan_specs, resolve_goal
-from replangraph.names import BUILT_IN_TOOLS
+from replangraph.names import BUILT_IN_TOOLS, PLANNER
 from replangraph.nodes.planning.prompts import PLAN_RETRY, PLANNER_PROMPT, PLANNER_TOOLS_RULE
 from replangraph.nodes.planning.rule_plan import rule_based_plan
 from replangraph.queue.plans import (
@@ -46,6 +47,7 @@ from replangraph.queue.plans import (
 from replangraph.queue.scopes import batched_plan, merged_ranges
 from replangraph.queue.tasks import DEFAULT_AGENT, RESET, QueueError, Task, next_plan_id, preview
 from replangraph.state import PLAN_CREATED, Configured, StateUpdate, emit
+from replangraph.tracing import traced
 
 """Room kept for the error text of a plan retry."""
 RETRY_PREVIOUS_CHARS = 2_000
@@ -205,6 +207,7 @@ def request_plan_steps(
     quotes: tuple[int, int] = (RETRY_ERROR_CHARS, RETRY_PREVIOUS_CHARS),
     monitor: Any = None,
     awaited: bool = False,
+    trace: RunnableConfig | None = None,
 ) -> Generator[Any, Any, PlanAnswer]:
     """Ask until ``check`` accepts a plan, at most ``retries + 1`` answers (`structured_steps`, the one
     structured-output loop written as steps: `replangraph.llm.calls.run_steps` makes them, or
@@ -215,7 +218,8 @@ def request_plan_steps(
     `UsablePlan` is asked about again like an invalid one, but the latest one is
     used when no accepted plan comes (its problems become notes). ``observe(request, reply)`` sees each reply,
     ``monitor`` (the model's) bounds the answers;
-    ``quotes``: the characters of the error and of the previous answer a retry quotes.
+    ``quotes``: the characters of the error and of the previous answer a retry quotes; ``trace``: the calls'
+    config (`replangraph.tracing.traced`).
     """
     asked = yield from structured_steps(
         structured,
@@ -229,6 +233,7 @@ def request_plan_steps(
         observe=observe,
         monitor=monitor,
         awaited=awaited,
+        trace=trace,
     )
     if asked.value is None:
         return PlanAnswer(None, asked.calls, asked.error, overflow=asked.overflow, unanswered=asked.unanswered)
@@ -368,7 +373,9 @@ class Planner(Configured):
         system = SystemMessage(tools_prompt(PLANNER_PROMPT, self.profiles, self.tools_by_agent))
         # A provider that refuses the request as too long: once more, smaller.
         answers = yield from refit_steps(
-            lambda share: self.ask_steps(goal, system, share, awaited), learn=self.monitor.learn_overflow
+            lambda share: self.ask_steps(goal, system, share, awaited),
+            learn=self.monitor.learn_overflow,
+            label="planner call",
         )
         answer, calls = answers[-1], sum(a.calls for a in answers)
         specs = answer.specs or rule_plan_or_whole_goal(goal, list(self.profiles), self.config.max_tasks)
@@ -414,6 +421,7 @@ class Planner(Configured):
                 quotes=retry_quotes(self.monitor, room),
                 monitor=self.monitor,
                 awaited=awaited,
+                trace=traced(PLANNER),
             )
         )
 

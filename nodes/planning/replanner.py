@@ -12,6 +12,7 @@ would fail the same way). Its own failure or replan request ends the run with th
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Collection, Generator, Mapping, Sequence
 from typing import Any
 
@@ -32,6 +33,7 @@ from replangraph.context.fitting import (
 from replangraph.context.kept import collect_writes, full_result
 from replangraph.features import AfterReplan
 from replangraph.llm.calls import arun_steps, refit_steps, run_steps
+from replangraph.names import REPLANNER
 from replangraph.nodes.planning.planner import (
     PlanAnswer,
     batched_items,
@@ -69,6 +71,9 @@ from replangraph.queue.tasks import (
     task_line,
 )
 from replangraph.state import REPLANNING, Configured, ReplanRecord, StateUpdate, emit
+from replangraph.tracing import task_label, traced
+
+logger = logging.getLogger(__name__)
 
 PARTIAL_RESULT_CHARS = 2_000
 """How much of a flagged subtask's partial result the replanner sees: enough to tell what is done."""
@@ -267,6 +272,16 @@ class Replanner(Configured):
             notes=record.get("notes", []),
             fallback_task_id=fallback["id"] if fallback is not None else None,
         )
+        logger.log(
+            logging.INFO if record["outcome"] == "replanned" else logging.WARNING,
+            "replanning round %d for %s: %s (%s); new subtasks: %s; skipped: %s",
+            len(records) + 1,
+            ", ".join(task_label(t) for t in flagged),
+            record["outcome"],
+            record["reason"],
+            ", ".join(record["new_task_ids"]) or "none",
+            ", ".join(record["skipped_task_ids"]) or "none",
+        )
         return {"tasks": updates, "replans": [*records, record]}
 
     def settle(self, tasks: Mapping[str, Task], flagged: Sequence[Task], why: str) -> dict[str, dict]:
@@ -334,6 +349,7 @@ class Replanner(Configured):
         answers = yield from refit_steps(
             lambda share: self.ask(goal, shown, flagged, system, check, share, awaited),
             learn=self.monitor.learn_overflow,
+            label="replanner call",
         )
         answer = answers[-1]
         answer.calls = sum(a.calls for a in answers)
@@ -398,6 +414,7 @@ class Replanner(Configured):
                 quotes=retry_quotes(self.monitor, room),
                 monitor=self.monitor,
                 awaited=awaited,
+                trace=traced(REPLANNER, flagged[0] if len(flagged) == 1 else None),
             )
         )
 

@@ -40,6 +40,7 @@ from replangraph.llm.calls import (
     structured_steps,
 )
 from replangraph.llm.reasking import quoted
+from replangraph.names import TEAM_MERGE
 from replangraph.nodes.teams.judging import Ballot, Fusion, Pick, read_ballot, read_fused, read_pick
 from replangraph.nodes.teams.prompts import (
     TEAM_BEST_PROMPT,
@@ -62,6 +63,7 @@ from replangraph.nodes.teams.teams import (
 )
 from replangraph.queue.tasks import Task, active_tasks, preview, spent_model_calls
 from replangraph.state import DYNAMIC_TASKS_ADDED, TEAM_MERGED, Configured, StateUpdate, event
+from replangraph.tracing import task_label, traced
 
 T = TypeVar("T")
 Steps = Generator[Any, Any, T]
@@ -278,6 +280,7 @@ class TeamMerge(Configured):
             within,
             refused=lambda asked: asked is not None and asked.overflow,
             learn=self.monitor.for_model(model).learn_overflow,
+            label=f"{TEAM_MERGE} call for {task_label(task)}",
         )
         calls = sum(asked.calls for asked in answers if asked is not None)
         asked = answers[-1]
@@ -334,6 +337,7 @@ class TeamMerge(Configured):
                 error_chars=JUDGE_RETRY_ERROR_CHARS,
                 monitor=monitor,
                 awaited=awaited,
+                trace=traced(TEAM_MERGE, task),
             )
         )
 

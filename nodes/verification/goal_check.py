@@ -11,6 +11,7 @@ cannot see the results lets them stand, as the subtask check does.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,6 +32,9 @@ from replangraph.queue.plans import next_top_position
 from replangraph.queue.tasks import Task, index_of, new_task, ordered, spent_model_calls, task_line
 from replangraph.routing import Decision, Route
 from replangraph.state import DYNAMIC_TASKS_ADDED, GOAL_CHECKED, Configured, StateUpdate, event
+from replangraph.tracing import traced
+
+logger = logging.getLogger(__name__)
 
 GOAL_WORK_ID = "goal_check_{n}"
 """Ids of the subtasks the goal check queues."""
@@ -50,6 +54,17 @@ class GoalCheckRecord(TypedDict):
     error: str | None
     """Why it could not judge (the results then stand)."""
     model_calls: int
+
+
+def log_goal_check(record: GoalCheckRecord) -> None:
+    """Log the goal check's verdict (INFO; WARNING when it could not judge)."""
+    if record["error"]:
+        logger.warning("goal check of plan %s could not judge: %s", record["plan_id"], record["error"])
+    elif record["complete"]:
+        logger.info("goal check of plan %s: complete", record["plan_id"])
+    else:
+        queued = ", ".join(record["task_ids"]) or "none"
+        logger.info("goal check of plan %s: incomplete (%s); queued: %s", record["plan_id"], record["reason"], queued)
 
 
 def queue_key(tasks: Mapping[str, Task]) -> str:
@@ -106,7 +121,8 @@ class GoalCheck(Configured):
     @collect_writes
     def __call__(self, state: Mapping[str, Any]) -> StateUpdate:
         goal, tasks = state.get("goal", ""), state.get("tasks") or {}
-        steps = self.verifier.judge_steps(lambda budget: self.request(goal, tasks, budget), self.retries(state))
+        build = lambda budget: self.request(goal, tasks, budget)  # noqa: E731
+        steps = self.verifier.judge_steps(build, self.retries(state), trace=traced(GOAL_CHECK))
         return self.settled(state, *run_steps(steps))
 
     @collect_writes
@@ -114,9 +130,8 @@ class GoalCheck(Configured):
         """`__call__` on the async path: the model awaited; the request built off the event loop (it reads the
         whole results from the store)."""
         goal, tasks = state.get("goal", ""), state.get("tasks") or {}
-        steps = self.verifier.judge_steps(
-            lambda budget: self.request(goal, tasks, budget), self.retries(state), awaited=True
-        )
+        build = lambda budget: self.request(goal, tasks, budget)  # noqa: E731
+        steps = self.verifier.judge_steps(build, self.retries(state), awaited=True, trace=traced(GOAL_CHECK))
         judged = await arun_steps(steps)
         return await off_loop(lambda: self.settled(state, *judged))
 
@@ -152,6 +167,7 @@ class GoalCheck(Configured):
             error=judged["error"],
             model_calls=calls,
         )
+        log_goal_check(record)
         events = [event(GOAL_CHECKED, **record)]
         if created:
             events.append(event(DYNAMIC_TASKS_ADDED, parent_id=None, task_ids=list(created), source=GOAL_CHECK))
@@ -181,4 +197,5 @@ def goal_left_unchecked(state: Mapping[str, Any], error: NodeError) -> Command:
     record = GoalCheckRecord(
         plan_id=queue_key(tasks), complete=True, reason="", task_ids=[], notes=[], error=why, model_calls=0
     )
+    log_goal_check(record)
     return Command(update={"goal_check": record}, goto=FINALIZE)

@@ -11,6 +11,7 @@ result stands.
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections.abc import Callable, Generator, Mapping
 from concurrent.futures import Future
@@ -18,6 +19,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.errors import NodeError
 from langgraph.types import Command
 from pydantic import BaseModel, Field
@@ -37,6 +39,7 @@ from replangraph.context.kept import (
 from replangraph.llm.aio import arun_steps, off_loop
 from replangraph.llm.calls import bind_schema, call_pool, read_arguments, refit_steps, run_steps, structured_steps
 from replangraph.llm.reading import UnreadableInput, answer_text, answers_waiting, as_text, task_specs, truthy
+from replangraph.names import VERIFIER
 from replangraph.nodes.verification.prompts import VERIFIER_PROMPT, VERIFY_EXCERPT_NOTE, VERIFY_TEMPLATE
 from replangraph.nodes.verification.state import TaskVerdict, verdict_record
 from replangraph.queue.coverage import fresh_follow_ups
@@ -49,6 +52,9 @@ from replangraph.queue.tasks import (
 )
 from replangraph.safety_net import describe
 from replangraph.state import CHECK_STOOD_DOWN, DYNAMIC_TASKS_ADDED, STEP_VERIFIED, Configured, StateUpdate, event
+from replangraph.tracing import call_label, task_label, traced
+
+logger = logging.getLogger(__name__)
 
 RESULT_PART = "result"
 
@@ -131,6 +137,21 @@ def read_verdict(answer: Any) -> tuple[bool, str, list[str], str | None]:
     return complete, reason, [] if complete else contents, note
 
 
+def log_verdict(task: Task, judged: TaskVerdict, replan_request: Mapping[str, Any] | None) -> None:
+    """Log the completion check's verdict on ``task``: complete at DEBUG, anything else at INFO."""
+    label = task_label(task)
+    if judged.get("stood_down"):
+        logger.info("completion check of %s stood down: %s", label, judged["stood_down"])
+    elif judged["complete"]:
+        logger.debug("completion check: %s complete%s", label, f" ({judged['error']})" if judged["error"] else "")
+    elif judged["follow_up_ids"]:
+        ids = ", ".join(judged["follow_up_ids"])
+        logger.info("completion check: %s incomplete (%s); follow-ups queued: %s", label, judged["reason"], ids)
+    else:
+        reason = (replan_request or {}).get("reason") or judged["reason"]
+        logger.info("completion check: %s incomplete, sent to the replanner: %s", label, reason)
+
+
 class Verifier(Configured):
     """Judges every answer awaiting its check, then completes the subtask (and queues what is missing)."""
 
@@ -168,27 +189,41 @@ class Verifier(Configured):
 
         A provider that refuses the request as too long gets it once more, fitted to a smaller budget.
         """
-        return run_steps(self.judge_steps(lambda budget: self.request(goal, task, result, budget), retries))
+        trace = traced(VERIFIER, task)
+        return run_steps(
+            self.judge_steps(lambda budget: self.request(goal, task, result, budget), retries, trace=trace)
+        )
 
     async def ajudge(self, goal: str, task: Task, result: str, retries: int) -> tuple[TaskVerdict, int]:
         """`judge` on the async path: the model awaited."""
-        steps = self.judge_steps(lambda budget: self.request(goal, task, result, budget), retries, awaited=True)
+        build = lambda budget: self.request(goal, task, result, budget)  # noqa: E731
+        steps = self.judge_steps(build, retries, awaited=True, trace=traced(VERIFIER, task))
         return await arun_steps(steps, off_loop=False)  # no store
 
     def judge_steps(
-        self, build: Callable[[int], Fitted[list[BaseMessage]]], retries: int, awaited: bool = False
+        self,
+        build: Callable[[int], Fitted[list[BaseMessage]]],
+        retries: int,
+        awaited: bool = False,
+        trace: RunnableConfig | None = None,
     ) -> Generator[Any, Any, tuple[TaskVerdict, int]]:
-        """A verdict on the request ``build(budget)`` makes (steps, `run_steps`), and the model calls it took."""
+        """A verdict on the request ``build(budget)`` makes (steps, `run_steps`), and the model calls it took;
+        ``trace``: the calls' config (`replangraph.tracing.traced`)."""
         judged = yield from refit_steps(
-            lambda share: self.within_steps(build(int(self.monitor.budget * share)), retries, awaited),
+            lambda share: self.within_steps(build(int(self.monitor.budget * share)), retries, awaited, trace),
             refused=lambda outcome: outcome[2] is not None,
             learn=self.monitor.learn_overflow,
             error=lambda outcome: outcome[2],
+            label=call_label(trace),
         )
         return judged[-1][0], sum(calls for _, calls, _ in judged)
 
     def within_steps(
-        self, fitted: Fitted[list[BaseMessage]], retries: int, awaited: bool = False
+        self,
+        fitted: Fitted[list[BaseMessage]],
+        retries: int,
+        awaited: bool = False,
+        trace: RunnableConfig | None = None,
     ) -> Generator[Any, Any, tuple[TaskVerdict, int, BaseException | str | None]]:
         """One try of `judge_steps` with the request ``fitted`` to a budget: the verdict, its model calls, and
         the provider's error when it refused the request as too long."""
@@ -204,6 +239,7 @@ class Verifier(Configured):
             config=self.config,
             monitor=self.monitor,
             awaited=awaited,
+            trace=trace,
         )
         if asked.failure is not None:  # a broken check must not fail a subtask that has a result
             exc = asked.failure
@@ -296,6 +332,7 @@ class Verifier(Configured):
             if notes:
                 judged = {**judged, "notes": notes}
         judged = {**judged, "follow_up_ids": list(created)}
+        log_verdict(task, judged, extra.get("replan_request"))
         events = [event(STEP_VERIFIED, task_id=task_id, **judged)]
         if judged.get("stood_down"):
             events.append(event(CHECK_STOOD_DOWN, task_id=task_id, reason=judged["stood_down"]))

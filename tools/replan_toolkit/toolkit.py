@@ -10,6 +10,7 @@ subtask's update. Once the session is closed the tools refuse to work.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -48,6 +49,9 @@ from replangraph.tools.replan_toolkit.prompts import (
     SPLIT_TASKS_DESCRIPTION,
     SPLIT_TOOL_DESCRIPTION,
 )
+from replangraph.tracing import task_label
+
+logger = logging.getLogger(__name__)
 
 MAX_WORKSPACE_FILES = 40
 """Most workspace entries a review names."""
@@ -124,6 +128,9 @@ class ReplanSession:
         try:
             specs = task_specs(tasks)
         except UnreadableInput as exc:
+            logger.debug(
+                "split of %s refused: its tasks could not be read (%s)", task_label(self.tasks[self.task_id]), exc
+            )
             example = '[{"content": "Extract items 6-10"}, {"content": "Extract items 11-15"}]'
             raise ToolException(
                 f"`tasks` could not be read: {exc}. Send a list such as {example}. {unchanged}"
@@ -144,8 +151,10 @@ class ReplanSession:
                 "limits_hit"
             ]
             change = {"tasks": {self.task_id: {"limits_hit": self.limits_hit}}}
+            logger.warning("split of %s refused: %s (limits hit: %s)", task_label(task), exc, self.limits_hit)
             return reply(call_id, SPLIT_TOOL, f"{exc}. {unchanged}", change, status="error")
         except QueueError as exc:
+            logger.warning("split of %s refused: %s", task_label(task), exc)
             raise ToolException(f"{exc}. {unchanged}") from None
         again = bool(self.summaries)
         self.ended, self.handed_off = True, specs

@@ -228,7 +228,7 @@ class Down:
         self.exc = exc
         self.calls = 0
 
-    def invoke(self, request):
+    def invoke(self, request, config=None):
         self.calls += 1
         raise self.exc
 
@@ -252,7 +252,7 @@ def test_calls_outside_a_subtask_are_timed_by_step_timeout(monkeypatch):
     seen: list[float | None] = []
     monkeypatch.setattr(calls, "now", lambda: 1_000.0)
     monkeypatch.setattr(
-        calls, "attempt", lambda call, config, deadline=None: seen.append(deadline) or calls.Called("ok", 1)
+        calls, "attempt", lambda call, config, deadline=None, **_: seen.append(deadline) or calls.Called("ok", 1)
     )
     call_model(Down(ValueError()), "q", AgentConfig(step_timeout_s=30))
     call_model(Down(ValueError()), "q", AgentConfig(step_timeout_s=None))

@@ -41,7 +41,7 @@ class Scripted:
         self.outcomes = list(outcomes)
         self.requests: list = []
 
-    def invoke(self, request):
+    def invoke(self, request, config=None):
         self.requests.append(request)
         outcome = self.outcomes.pop(0)
         if isinstance(outcome, BaseException):
