@@ -17,7 +17,6 @@ from langchain_core.messages.utils import count_tokens_approximately
 
 from replangraph.context.excerpts import recut
 from replangraph.context.fitting import kept_id, mark_kept, message_key, output_id, unique_key
-from replangraph.llm.calls import returned, run_steps
 from replangraph.llm.reading import message_text
 
 SUMMARY_HEADER = "[Context summary: earlier work on this subtask was compressed to fit the context window.]"
@@ -39,9 +38,9 @@ SUMMARY_SUBTASK = "Your subtask, unchanged:\n{instructions}\nContinue from where
 HEAD = 2  # the system prompt and the subtask message
 SUMMARY_ID_PREFIX = "replangraph-summary-"
 
-Summarize = Callable[[str | None, Sequence[AnyMessage]], str]
 SummarizeSteps = Callable[[str | None, Sequence[AnyMessage]], Generator[Any, Any, str]]
-"""`Summarize` as steps (`replangraph.llm.calls.run_steps`): its model calls made, or awaited, by a driver."""
+"""``summarize(previous summary or None, messages)`` giving a summary's text, as steps
+(`replangraph.llm.calls.run_steps`): its model calls made, or awaited, by a driver."""
 Taken = Callable[[str], bool]
 Fits = Callable[[Sequence[AnyMessage]], bool]
 
@@ -121,7 +120,7 @@ def without_usage(message: AnyMessage) -> AnyMessage:
 
 @dataclass
 class Compression:
-    """What `compress_window` did."""
+    """What `compression_steps` did."""
 
     window: list[AnyMessage]
     folded: int
@@ -178,40 +177,6 @@ def cut_largest(window: list[AnyMessage], saved: dict[str, str], task_id: str, t
     return len(message_text(window[index])) < size
 
 
-def compress_window(
-    window: Sequence[AnyMessage],
-    *,
-    keep_last: int,
-    fits: Fits,
-    summarize: Summarize,
-    plan: str = "",
-    instructions: str = "",
-    task_id: str = "",
-    taken: Taken = lambda key: False,
-    tokens: Callable[[Sequence[AnyMessage]], int] = count_tokens_approximately,
-) -> Compression:
-    """Fold the older body (and any earlier summary) into one summary until the window fits.
-
-    ``keep_last`` is a ceiling: while the window does not fit, more whole AI/tool
-    groups are folded, down to the last one. Only then is a single message that is
-    too big on its own cut, its full text returned in ``saved``. The folded messages
-    go to ``summarize`` in full and are returned in ``saved`` as ``history-N``.
-    ``taken`` tells which keys already hold kept text; ``tokens`` is the token counter.
-    """
-    steps = compression_steps(
-        window,
-        keep_last=keep_last,
-        fits=fits,
-        summarize=lambda previous, messages: returned(summarize(previous, messages)),
-        plan=plan,
-        instructions=instructions,
-        task_id=task_id,
-        taken=taken,
-        tokens=tokens,
-    )
-    return run_steps(steps)
-
-
 def compression_steps(
     window: Sequence[AnyMessage],
     *,
@@ -224,7 +189,15 @@ def compression_steps(
     taken: Taken = lambda key: False,
     tokens: Callable[[Sequence[AnyMessage]], int] = count_tokens_approximately,
 ) -> Generator[Any, Any, Compression]:
-    """`compress_window` as steps, ``summarize`` giving the steps of one summary."""
+    """Fold the older body (and any earlier summary) into one summary until the window fits; steps
+    (`replangraph.llm.calls.run_steps`), ``summarize`` giving the steps of one summary.
+
+    ``keep_last`` is a ceiling: while the window does not fit, more whole AI/tool
+    groups are folded, down to the last one. Only then is a single message that is
+    too big on its own cut, its full text returned in ``saved``. The folded messages
+    go to ``summarize`` in full and are returned in ``saved`` as ``history-N``.
+    ``taken`` tells which keys already hold kept text; ``tokens`` is the token counter.
+    """
     head, old_summary, body = split_window(window)
     body = [without_usage(m) for m in body]
     cuts = cut_points(body, keep_last) or [0]

@@ -24,7 +24,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_core.utils.pydantic import model_json_schema
 
-from replangraph.config import AgentConfig, AgentProfile
+from replangraph.config import AgentConfig
 from replangraph.context.excerpts import (  # the cutting itself; fair_shares, cut_args: importable here as before
     cut_args,
     excerpt,
@@ -34,7 +34,6 @@ from replangraph.context.excerpts import (  # the cutting itself; fair_shares, c
 from replangraph.context.model_memory import LearnedByModel, model_context_window
 from replangraph.llm.errors import overflow_sizes
 from replangraph.llm.reading import message_text
-from replangraph.names import REPLAN_MARKER
 from replangraph.state import Configured
 
 logger = logging.getLogger(__name__)
@@ -420,25 +419,12 @@ def fit_request(
     return fit_parts(parts, build, lambda request: monitor.fits(request, tools, limit), outputs, readable=False)
 
 
-EXECUTION_RULES = """\
-Rules:
-- Your final reply (no tool calls) is the subtask's result: put the data in it; later subtasks see only that.
-- More than {batch_size} items: process one batch of at most {batch_size} and call `replan_review_context` \
-(independent calls in one reply), then `replan_split_and_handoff`: your data as `summary`, the rest as \
-tasks of at most {batch_size} items. It ends your subtask.
-- If it cannot be done as planned, reply with {marker} and the reason."""
-
 SUBTASK_TEMPLATE = """\
 Overall goal: {goal}
 
 Your subtask ({task_id}): {content}"""
 
 DEPENDENCIES_HEADER = "Results of the subtasks this one builds on:"
-
-
-def execution_rules(batch_size: int) -> str:
-    """The rules every executing agent gets, with the batch size filled in."""
-    return EXECUTION_RULES.format(batch_size=batch_size, marker=REPLAN_MARKER)
 
 
 def subtask_text(
@@ -463,13 +449,13 @@ OPENING_SHARE = 0.5
 
 
 def opening_window(
-    profile: AgentProfile,
+    system: str,
     payload: Mapping[str, Any],
-    batch_size: int,
     tokens: Callable[[list[AnyMessage]], int],
     budget: int,
 ) -> Fitted[list[AnyMessage]]:
-    """The profile's prompt with the rules, then the goal, the subtask, its dependencies' results and the
+    """The ``system`` prompt (the executor's: its agent type's prompt and the rules, see
+    ``replangraph.nodes.execution.prompts``), then the goal, the subtask, its dependencies' results and the
     features' notes (the payload's ``notes``).
 
     When the opening is over ``budget`` tokens, the largest of the goal and the
@@ -486,11 +472,11 @@ def opening_window(
     for dep in dependencies:
         parts[f"dep:{dep['id']}"] = dep.get("result") or ""
         outputs[f"dep:{dep['id']}"] = result_id(dep["id"])
-    system = SystemMessage(profile.prompt + "\n\n" + execution_rules(batch_size))
+    system_message = SystemMessage(system)
 
     def build(shown: Mapping[str, str]) -> list[AnyMessage]:
         inputs = [(d["id"], d["content"], shown[f"dep:{d['id']}"]) for d in dependencies]
-        return [system, HumanMessage(subtask_text(shown[GOAL_ID], task["id"], task["content"], inputs, notes))]
+        return [system_message, HumanMessage(subtask_text(shown[GOAL_ID], task["id"], task["content"], inputs, notes))]
 
     full = build(parts)
     if tokens(full) <= budget:

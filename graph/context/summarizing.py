@@ -12,21 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Sequence
 from typing import Any, TypeVar
 
-from replangraph.llm.calls import returned, run_steps
-
 T = TypeVar("T")
 
-Fold = Callable[[str | None, str], str]
-"""``fold(previous summary or None, text) -> summary``: one summary model call."""
-Merge = Callable[[Sequence[str]], str]
-"""``merge(summaries) -> summary``: one summary model call."""
 Steps = Generator[Any, Any, T]
 """Work written once for both paths (`replangraph.llm.calls.run_steps`): a summary call's steps are made by
 the sync driver or awaited by the async one."""
 FoldSteps = Callable[[str | None, str], Steps[str]]
-"""`Fold` as steps."""
+"""``fold(previous summary or None, text)`` giving a summary: one summary model call, as steps."""
 MergeSteps = Callable[[Sequence[str]], Steps[str]]
-"""`Merge` as steps."""
+"""``merge(summaries)`` giving one summary: one summary model call, as steps."""
 FitsFold = Callable[[str | None, str], bool]
 FitsMerge = Callable[[Sequence[str]], bool]
 
@@ -68,27 +62,6 @@ def reduce_summaries(summaries: Sequence[str], merge: MergeSteps, fits: FitsMerg
     return "\n\n".join(texts)
 
 
-def summarize_in_chunks(
-    previous: str | None,
-    entries: Sequence[str],
-    fold: Fold,
-    merge: Merge,
-    fits_fold: FitsFold,
-    fits_merge: FitsMerge,
-) -> tuple[str, int]:
-    """``(summary of previous + entries, model calls)``, every character of the input seen by some call."""
-    return run_steps(
-        summary_steps(
-            previous,
-            entries,
-            lambda prior, text: returned(fold(prior, text)),
-            lambda texts: returned(merge(texts)),
-            fits_fold,
-            fits_merge,
-        )
-    )
-
-
 def summary_steps(
     previous: str | None,
     entries: Sequence[str],
@@ -97,7 +70,8 @@ def summary_steps(
     fits_fold: FitsFold,
     fits_merge: FitsMerge,
 ) -> Steps[tuple[str, int]]:
-    """`summarize_in_chunks` as steps, ``fold`` and ``merge`` giving the steps of one summary call each."""
+    """``(summary of previous + entries, model calls)``, every character of the input seen by some call; steps
+    (`replangraph.llm.calls.run_steps`), ``fold`` and ``merge`` giving the steps of one summary call each."""
     calls = 0
 
     def counted_fold(prior: str | None, text: str) -> Steps[str]:

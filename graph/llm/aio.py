@@ -1,4 +1,4 @@
-"""The async path of `replangraph.llm.calls`: model calls awaited (`acall_model`, `aask_structured`), their
+"""The async path of `replangraph.llm.calls`: model calls awaited (`acall_model`), their
 retries and time limits (`aretrying`, `acall_with_timeout`), and the driver of work written once for both paths
 (`arun_steps`). Every name here is importable from ``replangraph.llm.calls`` too. No LangGraph here but
 ``get_store``. A sync run (``invoke``) runs none of it.
@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableBinding, RunnableConfig
 from langgraph.config import get_store
 
@@ -35,7 +34,6 @@ from replangraph.llm.calls import (
     paused_if_down,
     raw_reply,
     replangraph_retries,
-    structured_steps,
     with_output_bound,
 )
 from replangraph.llm.errors import StepTimeout, is_transient
@@ -247,9 +245,3 @@ async def acall_with_timeout(call: Callable[[], Awaitable[T]], timeout_s: float 
         if not limit.expired():  # the call itself raised a TimeoutError
             raise
         raise StepTimeout(f"no answer within {timeout_s:.1f}s") from None
-
-
-async def aask_structured(structured: Any, messages: Sequence[BaseMessage], read: Callable[[Any], T], **options: Any):
-    """`ask_structured` on the async path: each ask awaited (`acall_model`); the same options. It reads no store:
-    nothing leaves the loop."""
-    return await arun_steps(structured_steps(structured, messages, read, awaited=True, **options), off_loop=False)

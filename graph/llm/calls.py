@@ -3,7 +3,7 @@ but ``GraphBubbleUp``.
 
 **The call path.** Nodes call their model through `call_model` (or `attempt`), which retries transient
 errors (``is_retryable``, ``Retry-After``, backoff), keeps time limits and never raises for model trouble but
-returns it classified in a `Called`; `refit_on_overflow` asks once more at ``OVERFLOW_SHRINK`` of the budget
+returns it classified in a `Called`; `refit_steps` asks once more at ``OVERFLOW_SHRINK`` of the budget
 when the provider refused a request as too long; `guarded` is the one place an ordinary exception is caught
 while LangGraph's own pass through. The executor's model calls go through its middleware chain
 (``nodes/execution/middleware.py``), whose retry wrapper is `retrying` under the step's deadline and whose
@@ -15,8 +15,10 @@ a provider's ``Retry-After``, it would repeat the planner's earlier (successful)
 could not be counted against ``max_steps``. Nodes still get LangGraph's ``error_handler`` as the safety net
 for anything unexpected (see ``builder.py``).
 
-**The structured-output loop** (`ask_structured`), which every judgement uses: a model bound to a schema
-(`bind_schema`: function calling, raw reply included) is asked through `call_model`; ``read(answer)`` turns
+**The structured-output loop** (`structured_steps`, work written as steps: `run_steps` drives it on the sync path,
+`arun_steps` on the async one), which the planner's and replanner's plans, the completion check's and the goal
+check's verdicts and the team judges' and voters' answers take: a model bound to a schema (`bind_schema`: function
+calling, raw reply included) is asked through `call_model` (`acall_model` when awaited); ``read(answer)`` turns
 the answer into a value or raises `UnreadableInput` with a reason; the next ask repeats the request with a
 message naming the reason and quoting the previous answer (`replangraph.llm.reasking`, loaded on that path).
 A `Provisional` answer is asked about again too, but used when no better one comes.
@@ -438,26 +440,6 @@ def outcome_error(outcome: Any) -> BaseException | str | None:
     return found if isinstance(found, BaseException | str) and found else None
 
 
-def refit_on_overflow(
-    fitted: Callable[[float], R],
-    refused: Callable[[R], bool] = overflowed,
-    learn: Callable[[BaseException | str], bool] | None = None,
-    error: Callable[[R], BaseException | str | None] = outcome_error,
-) -> list[R]:
-    """``[fitted(1.0)]``, plus one more try when the provider refused the first request as too long:
-    ``refused(outcome)`` (its overflow error: ``error(outcome)``), or a context-overflow error it raised. When
-    ``learn(error)`` took the real window from the error (see `overflow_sizes`), the retry fits the whole of it
-    (``fitted(1.0)``, the budget now reflecting it), else ``fitted(OVERFLOW_SHRINK)``. The outcomes in order
-    (sum their calls; the last one stands); other errors, and the second's, propagate."""
-    return run_steps(refit_steps(lambda share: returned(fitted(share)), refused, learn, error))
-
-
-def returned(value: T) -> Generator[Any, Any, T]:
-    """Steps that make no call and return ``value``."""
-    return value
-    yield  # a generator function
-
-
 def refit_steps(
     fitted: Callable[[float], Generator[Any, Any, R]],
     refused: Callable[[R], bool] = overflowed,
@@ -465,7 +447,12 @@ def refit_steps(
     error: Callable[[R], BaseException | str | None] = outcome_error,
     label: str = "model call",
 ) -> Generator[Any, Any, list[R]]:
-    """`refit_on_overflow` for work written as steps (`run_steps`): ``fitted(share)`` gives the steps of one try;
+    """``[first]``, the outcome of ``fitted(1.0)`` (steps, see `run_steps`: ``fitted(share)`` gives the steps of one
+    try), plus one more try when the provider refused the first request as too long: ``refused(first)`` (its
+    overflow error: ``error(first)``), or a context-overflow error it raised. When ``learn(error)`` took the real
+    window from the error (see `overflow_sizes`), the retry fits the whole of it (``fitted(1.0)``, the budget now
+    reflecting it), else ``fitted(OVERFLOW_SHRINK)``. The outcomes in order (sum their calls; the last one
+    stands); other errors, and the second's, propagate.
     ``label`` names the call in the log."""
 
     def share(exc: BaseException | str | None) -> float:
@@ -591,7 +578,7 @@ class Provisional(Exception):  # noqa: N818  # not an error: an answer to keep i
 
 @dataclass
 class StructuredAnswer(Generic[T]):
-    """The outcome of `ask_structured`."""
+    """The outcome of `structured_steps`."""
 
     value: T | None
     """What ``read`` made of the accepted answer, or None when none was usable."""
@@ -724,22 +711,6 @@ def read_arguments(answer: Any, tool: str) -> Any:
     return load_json(text)
 
 
-def ask_structured(
-    structured: Any, messages: Sequence[BaseMessage], read: Callable[[Any], T], **options: Any
-) -> StructuredAnswer[T]:
-    """Ask ``structured`` (see `bind_schema`) until ``read`` accepts an answer, at most ``retries + 1`` answers
-    (``options``: those of `structured_steps`; ``retries`` and ``config`` are required).
-
-    Transient errors are retried inside each ask (``config``'s retry settings); a call that still
-    fails ends the asking at once, its attempts counted. `UnreadableInput` from ``read`` asks again
-    with ``retry_prompt`` (``{error}``: the reason, cut to ``error_chars``; ``{previous}``: the answer, cut to
-    ``quoted_chars``);
-    `Provisional` too, its value used when no accepted answer comes. LangGraph's bubble-up passes through.
-    ``observe(request, reply)`` sees each reply; ``monitor`` bounds the answers (see `call_model`).
-    """
-    return run_steps(structured_steps(structured, messages, read, **options))
-
-
 def structured_steps(
     structured: Any,
     messages: Sequence[BaseMessage],
@@ -755,8 +726,17 @@ def structured_steps(
     awaited: bool = False,
     trace: RunnableConfig | None = None,
 ) -> Generator[Any, Any, StructuredAnswer[T]]:
-    """`ask_structured` as steps (`run_steps`): each ask through `call_model`, or `acall_model` when
-    ``awaited``, with ``trace`` (see `call_model`)."""
+    """Ask ``structured`` (see `bind_schema`) until ``read`` accepts an answer, at most ``retries + 1`` answers;
+    steps (`run_steps`, `arun_steps`): each ask through `call_model`, or `acall_model` when ``awaited``.
+
+    Transient errors are retried inside each ask (``config``'s retry settings); a call that still
+    fails ends the asking at once, its attempts counted. `UnreadableInput` from ``read`` asks again
+    with ``retry_prompt`` (``{error}``: the reason, cut to ``error_chars``; ``{previous}``: the answer, cut to
+    ``quoted_chars``);
+    `Provisional` too, its value used when no accepted answer comes. LangGraph's bubble-up passes through.
+    ``observe(request, reply)`` sees each reply; ``monitor`` bounds the answers and ``trace`` is the calls'
+    run config (see `call_model`).
+    """
     if awaited:
         from replangraph.llm.aio import acall_model as ask  # the async path's module
     else:
@@ -788,7 +768,7 @@ def structured_steps(
 
 ASYNC_NAMES = frozenset(
     {
-        "acall_model", "acall_with_retries", "acall_with_timeout", "aask_structured", "aattempt", "aguarded",
+        "acall_model", "acall_with_retries", "acall_with_timeout", "aattempt", "aguarded",
         "ainvoke_model", "aretrying", "arun_steps", "await_wait", "awaits_natively", "in_pool", "off_loop",
         "store_in_run",
     }

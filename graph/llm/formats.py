@@ -249,11 +249,6 @@ def _add(found: TextCalls, calls: list[tuple[str, dict]], cut: str | None = None
         found.cut.append(invalid_call(cut, "(cut off)", f"call_cut_{digest}"))
 
 
-def calls_written_as_text(text: str, tool_names: Sequence[str]) -> list[dict]:
-    """The calls of known tools ``text`` writes (see `read_text_calls`), else []."""
-    return read_text_calls(text, tool_names).calls
-
-
 # --------------------------------------------------------------------------- JSON, lists and names written as text
 
 

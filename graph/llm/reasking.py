@@ -1,4 +1,4 @@
-"""The structured-output loop's rare turns (`replangraph.llm.calls.ask_structured`): an answer it could not use,
+"""The structured-output loop's rare turns (`replangraph.llm.calls.structured_steps`): an answer it could not use,
 asked again with the reason and the previous answer quoted (`retry_request`, `quoted`, `shortened`), and the
 outcome of an ask whose model call failed (`failed`). An answer read at the first ask runs nothing here."""
 

@@ -10,7 +10,7 @@ units sold and rating.", "Look up the climate figures of survey cities 5-8." Her
 - `fresh_work`: the follow-ups worth queueing (no repeat of work queued, running or completed; a completion check's
   follow-ups kept inside the checked subtask's scope). `gaps`: what a hand-off's follow-ups leave out.
 - `batched_plan`: a plan's runs of one-item tasks ("one task per product") as tasks of at most ``batch_size``
-  items; `scope_of_item` reads one such task beside a sibling. `covered_lines`: a long queue, one line per list.
+  items.
 
 What is read as a range (kept simple on purpose): two whole numbers joined by "-", "–" or "—" (spaces allowed),
 " to ", " through " or " thru ", the first not larger than the last; "1,001" thousands separators are read.
@@ -35,8 +35,8 @@ Choices, and why:
   the subtask itself, or the subtask whose work it continues (its hand-off parent), not work its follow-ups repeat.
 - `batched_plan` merges tasks that share the same dependencies (none inside the run), not only tasks without
   any: "open the site, then extract product 1, ..., product 100" batches too.
-- `scope_of_item` takes a sibling instruction: alone, "Extract the product ranked 7 from the top 100" does not
-  say which of its numbers is the item; the number in which two such tasks differ does.
+- `batched_plan` reads a one-item task beside its neighbour: alone, "Extract the product ranked 7 from the top 100"
+  does not say which of its numbers is the item; the number in which two such tasks differ does.
 - `FreshWork.dropped_or_trimmed` is ``len(notes)``: every follow-up dropped or trimmed gets exactly one note.
 """
 
@@ -135,19 +135,6 @@ def scope_of(text: str) -> Scope | None:
     if first > last or _LISTED_BEFORE.search(before) or _LISTED_AFTER.match(after):
         return None
     return Scope(before, first, last, after, separator=match[2], commas="," in match[1] + match[3])
-
-
-def scope_of_item(text: str, sibling: str) -> Scope | None:
-    """``text`` as an instruction about one numbered item: the number in which it differs from ``sibling``
-    (same words, same other numbers), as a one-item Scope. None when they differ otherwise, or one has a range."""
-    mine = _numbered(text)
-    k = _item_index(mine, _numbered(sibling))
-    if k is None:
-        return None
-    parts, numbers = mine
-    n = _int(numbers[k])
-    before, after = _joined(parts[: k + 1], numbers[:k]), _joined(parts[k + 1 :], numbers[k + 1 :])
-    return Scope(before, n, n, after, commas="," in numbers[k])
 
 
 def same_list(a: Scope, b: Scope) -> bool:
@@ -327,29 +314,6 @@ def merged_ranges(
     return planned, notes
 
 
-def covered_lines(contents: Sequence[str]) -> list[str]:
-    """The instructions with those on one list collapsed into one line with the union of their ranges
-    ("Extract products ranked 1-1,000 ... (20 subtasks)"); the others unchanged; in first-seen order."""
-    lines: list[str | list] = []  # a text, or a list's [first text, its ranges, subtasks, thousands commas]
-    group_of: dict[frozenset[str], list] = {}
-    for text in contents:
-        scope = scope_of(text)
-        if scope is None:
-            lines.append(text)
-            continue
-        group = group_of.get(scope.words)
-        if group is None:
-            group = next((g for g in lines if isinstance(g, list) and same_list(scope_of(g[0]), scope)), None)
-            if group is None:
-                group = [text, [], 0, False]
-                lines.append(group)
-            group_of[scope.words] = group
-        group[1].append(scope.span)
-        group[2] += 1
-        group[3] = group[3] or scope.commas
-    return [line if isinstance(line, str) else _collapsed(*line) for line in lines]
-
-
 class _Covered:
     """The ranges one list's work covers: merged, and by which task (``entries``, sorted by first item)."""
 
@@ -423,15 +387,6 @@ def _fresh_pieces(scope: Scope, own: Scope | None, within: str | None, covered: 
         more = " and others" if len(names) > _NAMED else ""
         reasons.append(f"already covered by {', '.join(names[:_NAMED])}{more}")
     return left, reasons
-
-
-def _collapsed(text: str, spans: list[Range], count: int, commas: bool) -> str:
-    """One line for a list's subtasks: the first one's text with the union of their ranges."""
-    if count == 1:
-        return text
-    scope = scope_of(text)
-    style = Scope(scope.before, scope.first, scope.last, scope.after, scope.separator, commas)
-    return f"{scope.before}{_written(style, union(spans))}{scope.after} ({count} subtasks)"
 
 
 def _written(scope: Scope, spans: Sequence[Range]) -> str:

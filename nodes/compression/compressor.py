@@ -152,11 +152,11 @@ class Compressor(Configured):
         tools = self.tools[task["agent_type"]]
         window = list(payload["window"])
         _, summary, body = split_window(window)
-        if not body and summary is None:
-            profile = self.profiles[task["agent_type"]]
-            opening = opening_window(
-                profile, payload, self.config.batch_size, lambda w: self.monitor.tokens(w, tools), budget
-            )
+        if not body and summary is None:  # the executor's opening, built again with its own system prompt
+            first = window[0] if window else None
+            kept = isinstance(first, SystemMessage) and isinstance(first.content, str)
+            prompt = first.content if kept else self.profiles[task["agent_type"]].prompt
+            opening = opening_window(prompt, payload, lambda w: self.monitor.tokens(w, tools), budget)
             return Compression(opening.request, 0, {}, opening.fits)
         plan = payload.get("plan", "")
         trace = traced(COMPRESSOR, task)

@@ -107,6 +107,7 @@ from replangraph.nodes.execution.middleware import (
     refit_overflow,
     reply_of,
 )
+from replangraph.nodes.execution.prompts import system_prompt
 from replangraph.queue.tasks import Task
 from replangraph.state import STEP_STARTED, Configured, StateUpdate, emit, held_events
 from replangraph.tools.read_output import read_output_tool, subtask_reader
@@ -249,9 +250,8 @@ class Executor(Configured):
                 "%s started (agent type %s, depth %d)", task_label(task), task["agent_type"], task.get("depth", 0)
             )
             opening = opening_window(
-                self.profiles[task["agent_type"]],
+                system_prompt(self.profiles[task["agent_type"]].prompt, self.config.batch_size),
                 payload,
-                self.config.batch_size,
                 lambda w: self.monitor.tokens(w, tools),
                 self.monitor.budget,
             )

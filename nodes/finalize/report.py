@@ -56,11 +56,6 @@ LISTED_CHARS = 200
 """Longest content, reason or result preview of a line in a kept whole list."""
 
 
-def fallback_report(goal: str, tasks: Mapping[str, Task], reason: str) -> str:
-    """The report's text (see `report_with_lists`)."""
-    return report_with_lists(goal, tasks, reason)[0]
-
-
 def report_with_lists(goal: str, tasks: Mapping[str, Task], reason: str) -> tuple[str, dict[str, str]]:
     """``(report, whole lists to keep by key of the run's report_task)``: three sections, what was
     completed, what was not finished and why, suggested next steps; lists past `REPORT_LISTED` subtasks

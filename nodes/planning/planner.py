@@ -165,7 +165,7 @@ def read_plan(answer: Any) -> list[dict]:
 
 
 def plan_reader(check: Check) -> Callable[[Any], tuple[list[dict], list[str]]]:
-    """The `ask_structured` reader of a plan: ``check``ed specs and notes. A QueueError is unreadable
+    """The `structured_steps` reader of a plan: ``check``ed specs and notes. A QueueError is unreadable
     (asked again with the error); a `UsablePlan` is `Provisional`, kept with its problems as notes."""
 
     def read(answer: Any) -> tuple[list[dict], list[str]]:

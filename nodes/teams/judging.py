@@ -1,7 +1,7 @@
 """What the judges and voters answer with: the `Pick`, `Ballot` and `Fusion` schemas and their readers.
 
 Each is bound as a tool (`replangraph.llm.calls.bind_schema`) and asked through
-`ask_structured`. A tool call's arguments are read loosely; a model that answers in text
+`structured_steps`. A tool call's arguments are read loosely; a model that answers in text
 instead is read by the prose readers of `reading` (JSON, fences, tables, choosing words).
 """
 

@@ -289,7 +289,7 @@ def test_under_ainvoke_the_completion_checks_run_together():
     assert meter.calls == n and meter.peak == n
 
 
-def test_aask_structured_asks_again_after_an_unreadable_answer():
+def test_the_awaited_structured_loop_asks_again_after_an_unreadable_answer():
     from pydantic import BaseModel
 
     from replangraph.llm.reading import UnreadableInput
@@ -306,7 +306,8 @@ def test_aask_structured_asks_again_after_an_unreadable_answer():
             raise UnreadableInput("number must be an integer")
         return args["number"]
 
-    asked = asyncio.run(calls.aask_structured(model, [("user", "pick")], read, retries=1, config=AgentConfig()))
+    steps = calls.structured_steps(model, [("user", "pick")], read, retries=1, config=AgentConfig(), awaited=True)
+    asked = asyncio.run(calls.arun_steps(steps, off_loop=False))
     assert (asked.value, asked.calls) == (7, 2)
 
 

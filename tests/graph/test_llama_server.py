@@ -11,7 +11,7 @@ import pytest
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from benchmarks.llama_server import FORMATS, chat_template, fixed_request, request_filter
-from replangraph.llm.formats import calls_written_as_text
+from replangraph.llm.formats import read_text_calls
 
 LOOKUP = {
     "type": "function",
@@ -62,7 +62,7 @@ def test_a_call_written_as_the_prompt_asks_is_read_as_that_call(name):
     """The prompt's own example of a call, and the call as the template writes it back, are calls to replangraph."""
     prompt = render(name, CONVERSATION, [LOOKUP])
     written = prompt.split(FORMATS[name]["MODEL"])[1].split(FORMATS[name]["END"])[0]
-    assert calls_written_as_text(written, ["lookup"])[0]["args"] == {"city": "Lima"}
+    assert read_text_calls(written, ["lookup"]).calls[0]["args"] == {"city": "Lima"}
     assert "None" not in prompt  # content: null is no text
 
 

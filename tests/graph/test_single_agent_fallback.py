@@ -10,7 +10,7 @@ from replangraph import AgentConfig, build_graph
 from replangraph.app import console
 from replangraph.nodes.fallback.fallback import fallback_task
 from replangraph.nodes.fallback.feature import queue_fallback
-from replangraph.nodes.finalize.report import FALLBACK_LABEL, fallback_report
+from replangraph.nodes.finalize.report import FALLBACK_LABEL, report_with_lists
 from replangraph.nodes.planning.replanner import Replanner
 from replangraph.queue.tasks import is_fallback, new_task, ordered
 from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
@@ -255,7 +255,8 @@ def test_switched_off_the_run_ends_with_the_report_as_before(where):
             events, state = (events + [chunk], state) if mode == "custom" else (events, chunk)
     assert not calls and statuses(state) == {"specs": "completed", "prices": "failed", "compare": "skipped"}
     assert replanning(events)[0]["fallback_task_id"] is None
-    assert state["final_answer"] == fallback_report("do it", state["tasks"], "the replanner found no way to continue")
+    reason = "the replanner found no way to continue"
+    assert state["final_answer"] == report_with_lists("do it", state["tasks"], reason)[0]
     assert state["final_answer"].startswith(
         "The run for this goal stopped before it was finished: the replanner found no way to continue\nGoal: do it"
     )
@@ -420,6 +421,6 @@ def test_a_fallback_that_completed_but_asked_for_more_is_reported_as_unfinished(
     state["tasks"]["fallback"] = solo
     closed = limit_replanner()(state)["tasks"]["fallback"]
     assert closed == {"replan_request": None, "status": "failed", "error": f"it did not finish the goal: {reason}"}
-    report = fallback_report("the goal", {**state["tasks"], "fallback": {**solo, **closed}}, "stopped")
+    report = report_with_lists("the goal", {**state["tasks"], "fallback": {**solo, **closed}}, "stopped")[0]
     assert "## Answer of the single-agent fallback" not in report
     assert "Partial result: only half done" in report and "it did not finish the goal" in report

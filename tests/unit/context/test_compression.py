@@ -9,11 +9,12 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
+from steps import returned
 
 from replangraph import AgentConfig
 from replangraph.context.compression import (
     SUMMARY_HEADER,
-    compress_window,
+    compression_steps,
     cut_points,
     is_summary,
     split_window,
@@ -30,10 +31,16 @@ from replangraph.context.fitting import (
     mentions_read_output,
 )
 from replangraph.context.kept import drop_old_observations, is_dropped
-from replangraph.context.summarizing import split_text, summarize_in_chunks
+from replangraph.context.summarizing import split_text, summary_steps
+from replangraph.llm.calls import run_steps
 from replangraph.llm.reading import all_tool_calls, message_text
 from replangraph.nodes.compression.compressor import Compressor
 from replangraph.testing import ScriptedChatModel, tool_call
+
+
+def compressed(window, *, summarize, **options):
+    """`compression_steps` driven by `run_steps`, ``summarize(previous, messages)`` a plain function."""
+    return run_steps(compression_steps(window, summarize=lambda p, m: returned(summarize(p, m)), **options))
 
 
 def tool_pairs_ok(messages) -> bool:
@@ -115,7 +122,7 @@ def test_compression_keeps_every_fact_within_reach(window, keep_last, budget):
     def fits(w):
         return tokens(w) <= budget
 
-    result = compress_window(window, keep_last=keep_last, fits=fits, summarize=summarizer, plan="[ ] a: x", task_id="a")
+    result = compressed(window, keep_last=keep_last, fits=fits, summarize=summarizer, plan="[ ] a: x", task_id="a")
     # every fact is in the kept window, in the summarizer's input, or in the saved texts read_output serves
     reachable = window_text(result.window) + "\n".join(summarizer.seen) + "\n".join(result.saved.values())
     assert facts(window_text(window)) <= facts(reachable)
@@ -145,7 +152,7 @@ def test_repeated_compressions_keep_every_fact_within_reach(first, second, keep_
     saved: dict[str, str] = {}
 
     def compress(window):
-        result = compress_window(
+        result = compressed(
             window,
             keep_last=keep_last,
             fits=lambda w: tokens(w) <= budget,
@@ -179,7 +186,7 @@ def test_keep_last_is_a_ceiling_and_the_tail_is_folded_before_any_message_is_cut
     budget = tokens(minimal) + 600  # room for a summary and the last group, not for much more
     assume(tokens(window) > budget)
 
-    result = compress_window(
+    result = compressed(
         window, keep_last=keep_last, fits=lambda w: tokens(w) <= budget, summarize=summarizer, task_id="a"
     )
     kept = [m for m in result.window[2:] if not is_summary(m)]
@@ -216,10 +223,10 @@ def test_second_compression_folds_the_first_summary_and_lists_every_history():
         seen.append(previous)
         return f"S{len(seen)}"
 
-    first = compress_window(long_window(), keep_last=2, fits=lambda w: True, summarize=summarize, task_id="a")
+    first = compressed(long_window(), keep_last=2, fits=lambda w: True, summarize=summarize, task_id="a")
     assert first.saved["history-1"].startswith("ASSISTANT: tool calls: read({'n': 0})")
     grown = [*first.window, *long_window(3)[2:]]
-    second = compress_window(grown, keep_last=2, fits=lambda w: True, summarize=summarize, plan="p", task_id="a")
+    second = compressed(grown, keep_last=2, fits=lambda w: True, summarize=summarize, plan="p", task_id="a")
     assert seen == [None, "S1"]  # the earlier summary text is handed to the summarizer
     text = second.window[2].content
     assert "S2" in text and "S1" not in text
@@ -228,7 +235,7 @@ def test_second_compression_folds_the_first_summary_and_lists_every_history():
 
 
 def test_summary_reinjects_the_plan_and_the_instructions():
-    result = compress_window(
+    result = compressed(
         long_window(),
         keep_last=2,
         fits=lambda w: True,
@@ -246,7 +253,7 @@ def test_a_message_too_big_on_its_own_is_cut_and_its_full_text_saved():
     big = "F7 " + "y" * 20_000 + " F8"
     window = [*HEAD, AIMessage("", tool_calls=[tool_call("read", {}, call_id="c")]), ToolMessage(big, tool_call_id="c")]
     calls = []
-    result = compress_window(
+    result = compressed(
         window,
         keep_last=10,
         fits=lambda w: tokens(w) < 1_500,
@@ -273,7 +280,7 @@ def test_a_summary_too_big_is_cut_keeping_its_instructions():
     def summarize(previous, messages):
         return "facts: " + " ".join(f"F{n}" for n in range(3_000))
 
-    result = compress_window(
+    result = compressed(
         long_window(20, 3_000),
         keep_last=2,
         fits=lambda w: tokens(w) <= 2_500,
@@ -292,7 +299,7 @@ def test_usage_metadata_is_preferred_and_stripped_after_compression():
     reply = AIMessage("hi", usage_metadata={"input_tokens": 50_000, "output_tokens": 10, "total_tokens": 50_010})
     assert monitor.tokens([*HEAD, reply]) == 50_010
     assert monitor.tokens([*HEAD, reply, HumanMessage("x" * 400)]) > 50_010
-    result = compress_window([*HEAD, reply], keep_last=5, fits=lambda w: True, summarize=lambda p, m: "s")
+    result = compressed([*HEAD, reply], keep_last=5, fits=lambda w: True, summarize=lambda p, m: "s")
     assert result.window[-1].usage_metadata is None
     assert monitor.tokens(result.window) < 100
 
@@ -331,13 +338,15 @@ def test_map_reduce_shows_every_character_and_no_request_exceeds_the_budget():
         sizes.append(len(joined))
         return "facts: " + " ".join(sorted(facts(joined)))
 
-    summary, calls = summarize_in_chunks(
-        "facts: F500",
-        entries,
-        fold,
-        merge,
-        fits_fold=lambda p, t: len(t) + len(p or "") <= 4_000,
-        fits_merge=lambda texts: sum(map(len, texts)) <= 4_000,
+    summary, calls = run_steps(
+        summary_steps(
+            "facts: F500",
+            entries,
+            lambda prior, text: returned(fold(prior, text)),
+            lambda texts: returned(merge(texts)),
+            fits_fold=lambda p, t: len(t) + len(p or "") <= 4_000,
+            fits_merge=lambda texts: sum(map(len, texts)) <= 4_000,
+        )
     )
     assert "".join(shown).replace("\n", "") == "".join(entries).replace("\n", "")  # nothing truncated
     assert max(sizes) <= 4_000 and calls == len(sizes) > 2

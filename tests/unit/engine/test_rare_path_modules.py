@@ -3,6 +3,9 @@ gave stay importable from where they were."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from test_architecture import small_run
 
 RARE_PATH_MODULES = (
@@ -46,6 +49,20 @@ def test_the_async_path_s_names_stay_importable_from_the_call_path():
     from replangraph.llm import aio, calls
 
     assert {name for name in calls.ASYNC_NAMES if getattr(calls, name) is not getattr(aio, name)} == set()
-    from replangraph.llm.calls import aask_structured, arun_steps  # as nodes import them
+    from replangraph.llm.calls import acall_model, arun_steps  # as nodes import them
 
-    assert (aask_structured, arun_steps) == (aio.aask_structured, aio.arun_steps)
+    assert (acall_model, arun_steps) == (aio.acall_model, aio.arun_steps)
+
+
+def test_the_docs_name_exactly_the_rare_path_modules():
+    """docs/how-it-works.md's layout section lists the rare path's modules (``llm/formats.py``, ...): the same
+    modules as `RARE_PATH_MODULES`, each of which exists."""
+    root = Path(__file__).resolve().parents[3]
+    text = (root / "docs" / "how-it-works.md").read_text()
+    paragraph = text[text.index("Code that plain runs do not need") : text.index("test_rare_path_modules.py")]
+    named = set(re.findall(r"`((?:llm|context|nodes/\w+)/\w+)\.py`", paragraph))
+    tops = {"llm": "replangraph.llm", "context": "replangraph.context", "nodes": "replangraph.nodes"}
+    modules = {tops[path.split("/")[0]] + "." + ".".join(path.split("/")[1:]) for path in named}
+    assert modules == set(RARE_PATH_MODULES)
+    for path in named:
+        assert (root / ("graph/" + path if not path.startswith("nodes/") else path)).with_suffix(".py").exists(), path

@@ -10,6 +10,7 @@ from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel
+from steps import returned
 
 from replangraph import AgentConfig, ModelServerDown
 from replangraph.context.fitting import CALIBRATION_WEIGHT, ContextMonitor, approximate_tokens
@@ -22,7 +23,8 @@ from replangraph.llm.calls import (
     client_retries,
     output_bound,
     output_limit,
-    refit_on_overflow,
+    refit_steps,
+    run_steps,
     stacked_retries,
     was_cut,
     with_output_bound,
@@ -31,6 +33,11 @@ from replangraph.llm.errors import is_server_down, overflow_sizes
 from replangraph.testing import ScriptedChatModel
 
 CONFIG = AgentConfig(retry_backoff_s=0)
+
+
+def refitted(fitted, **options):
+    """`refit_steps` driven by `run_steps`, ``fitted(share)`` a plain function (one try's outcome)."""
+    return run_steps(refit_steps(lambda share: returned(fitted(share)), **options))
 
 
 def openai_at(url: str | None, **fields) -> ChatOpenAI:
@@ -162,11 +169,11 @@ def test_a_learned_window_refits_to_the_whole_budget_else_to_a_share():
             raise ContextOverflowError("maximum context length is 1024 tokens. However, you requested 2000 tokens")
         return "ok"
 
-    assert refit_on_overflow(fitted, learn=monitor.learn_overflow) == ["ok"]
+    assert refitted(fitted, learn=monitor.learn_overflow) == ["ok"]
     assert shares == [1.0, 1.0]  # the second fit is against the window the error named
     assert monitor.context_window == 1024 and monitor.budget == int((1024 - 256) * 0.9)
     shares.clear()
-    assert refit_on_overflow(fitted, learn=monitor.learn_overflow) == ["ok"]
+    assert refitted(fitted, learn=monitor.learn_overflow) == ["ok"]
     assert shares == [1.0, OVERFLOW_SHRINK]  # nothing new learned: half the budget, as before
 
 

@@ -12,6 +12,7 @@ import pytest
 from langchain_core.exceptions import ContextOverflowError
 from langchain_openai.chat_models.base import OpenAIAuthenticationError, OpenAIRateLimitError
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
+from steps import returned
 
 from replangraph.llm import calls
 from replangraph.llm.calls import (
@@ -21,13 +22,19 @@ from replangraph.llm.calls import (
     call_model,
     guarded,
     overflow_budget,
-    refit_on_overflow,
+    refit_steps,
+    run_steps,
 )
 from replangraph.llm.errors import StepTimeout
 
 ROOT = Path(__file__).resolve().parents[3]
 REQUEST = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
 CONFIG = SimpleNamespace(model_retries=2, retry_backoff_s=0.5, max_retry_wait_s=60.0)
+
+
+def refitted(fitted, **options):
+    """`refit_steps` driven by `run_steps`, ``fitted(share)`` a plain function (one try's outcome)."""
+    return run_steps(refit_steps(lambda share: returned(fitted(share)), **options))
 
 
 def status_error(cls, status: int, **headers: str):
@@ -148,14 +155,14 @@ def test_an_overflow_is_refitted_at_half_budget_exactly_once():
         shares.append(share)
         return SimpleNamespace(overflow=True, calls=1)
 
-    outcomes = refit_on_overflow(fitted)
+    outcomes = refitted(fitted)
     assert shares == [1.0, OVERFLOW_SHRINK] == [1.0, 0.5]
     assert len(outcomes) == 2
 
 
 def test_no_refit_without_an_overflow():
     shares: list[float] = []
-    assert refit_on_overflow(lambda share: shares.append(share) or "fine", refused=lambda _: False) == ["fine"]
+    assert refitted(lambda share: shares.append(share) or "fine", refused=lambda _: False) == ["fine"]
     assert shares == [1.0]
 
 
@@ -168,12 +175,12 @@ def test_an_overflow_raised_is_refitted_and_other_errors_propagate():
             raise ContextOverflowError("maximum context length exceeded")
         return "smaller"
 
-    assert refit_on_overflow(fitted) == ["smaller"]
+    assert refitted(fitted) == ["smaller"]
     assert shares == [1.0, 0.5]
     with pytest.raises(ValueError):
-        refit_on_overflow(lambda share: (_ for _ in ()).throw(ValueError("a bug")))
+        refitted(lambda share: (_ for _ in ()).throw(ValueError("a bug")))
     with pytest.raises(GraphInterrupt):
-        refit_on_overflow(lambda share: (_ for _ in ()).throw(GraphInterrupt(())))
+        refitted(lambda share: (_ for _ in ()).throw(GraphInterrupt(())))
 
 
 def test_the_overflow_budget_halves_what_can_shrink():
@@ -216,9 +223,7 @@ def test_the_overflow_share_is_defined_in_one_module():
 
 
 def test_the_retry_loop_is_defined_in_one_module():
-    assert defining(r"^def (call_with_retries|retry_delay|backoff_delays|call_model|refit_on_overflow)\b") == {
-        POLICY_MODULE
-    }
+    assert defining(r"^def (call_with_retries|retry_delay|backoff_delays|call_model|refit_steps)\b") == {POLICY_MODULE}
     assert defining(r"\bsleep\(|time\.sleep") <= {POLICY_MODULE, ASYNC_POLICY_MODULE}
 
 

@@ -1,5 +1,5 @@
-"""The one structured-output loop (`ask_structured`): reading the answer, asking again with what was wrong,
-counting calls, and what ends the asking."""
+"""The one structured-output loop (`structured_steps`, driven by `run_steps` as the nodes drive it): reading the
+answer, asking again with what was wrong, counting calls, and what ends the asking."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from langgraph.errors import GraphInterrupt
 from pydantic import BaseModel
 
 from replangraph import AgentConfig
-from replangraph.llm.calls import Provisional, ask_structured, bind_schema, read_arguments
+from replangraph.llm.calls import Provisional, bind_schema, read_arguments, run_steps, structured_steps
 from replangraph.llm.reading import UnreadableInput
 from replangraph.testing import ScriptedChatModel, tool_call
 
@@ -41,7 +41,7 @@ def asking(respond, retries: int = 1, read=read_value):
         return respond(request)
 
     structured = bind_schema(ScriptedChatModel(respond=recorded), Answer)
-    answer = ask_structured(structured, ASK, read, retries=retries, config=CONFIG, retry_prompt=RETRY)
+    answer = run_steps(structured_steps(structured, ASK, read, retries=retries, config=CONFIG, retry_prompt=RETRY))
     return answer, seen
 
 

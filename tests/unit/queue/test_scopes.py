@@ -11,12 +11,10 @@ from replangraph.queue import scopes
 from replangraph.queue.scopes import (
     Scope,
     batched_plan,
-    covered_lines,
     fresh_work,
     gaps,
     same_list,
     scope_of,
-    scope_of_item,
     subtract,
     union,
 )
@@ -118,23 +116,24 @@ def test_what_a_scope_writes_reads_back_as_the_same_scope(template, separator, f
         assert same_list(again, scope)
 
 
-def test_scope_of_item_finds_the_number_in_which_two_tasks_differ():
-    one = scope_of_item(
+def test_a_plan_batches_two_tasks_by_the_number_in_which_they_differ():
+    def batched(first: str, second: str) -> list[str]:
+        plan = [{"id": "1", "content": first}, {"id": "2", "content": second}]
+        return [t["content"] for t in batched_plan(plan, 10)[0]]
+
+    assert batched(
         "Extract the product ranked 7 from the top 100 ranking.",
         "Extract the product ranked 8 from the top 100 ranking.",
-    )
-    assert (one.before, one.first, one.last, one.after) == (
-        "Extract the product ranked ",
-        7,
-        7,
-        " from the top 100 ranking.",
-    )
-    assert scope_of_item("Look up city 12", "Look up city 13").text(12, 20) == "Look up city 12-20"
-    assert scope_of_item("Look up city 12", "Look up city 12") is None  # no difference
-    assert scope_of_item("Look up city 12", "Look up town 13") is None  # other words
-    assert scope_of_item("Look up city 12 of 250", "Look up city 13 of 200") is None  # two numbers differ
-    assert scope_of_item("Look up cities 1-4", "Look up cities 1-5") is None  # ranges are not items
-    assert scope_of_item("Write the report", "Write the report") is None
+    ) == ["Extract the product ranked 7-8 from the top 100 ranking."]
+    assert batched("Look up city 12", "Look up city 13") == ["Look up city 12-13"]
+    for unlike in [
+        ("Look up city 12", "Look up city 12"),  # no difference
+        ("Look up city 12", "Look up town 13"),  # other words
+        ("Look up city 12 of 250", "Look up city 13 of 200"),  # two numbers differ
+        ("Look up cities 1-4", "Look up cities 1-5"),  # ranges are not items
+        ("Write the report", "Write the report"),
+    ]:
+        assert batched(*unlike) == list(unlike)
 
 
 # --- lists -----------------------------------------------------------------------------------------------------
@@ -516,22 +515,3 @@ def test_batched_plan_properties(case, batch_size):
         t["content"] for t in plan if not held_items(t["content"])
     ]
     assert (len(notes) == 0) == (batched == plan)
-
-
-# --- covered_lines ---------------------------------------------------------------------------------------------
-
-
-def test_covered_lines_collapse_a_long_queue():
-    contents = [CATALOG.format(f"{i:,}-{i + 49:,}") for i in range(1, 1000, 50)]
-    contents.insert(3, "Write the report.")
-    contents.append("Extract products 2,001-2,100")
-    contents.append(CITIES.format("1-4"))
-    assert covered_lines(contents) == [
-        CATALOG.format("1-1,000, 2,001-2,100") + " (21 subtasks)",
-        "Write the report.",
-        CITIES.format("1-4"),
-    ]
-    assert covered_lines(["Extract products 1-5", "Write it", "Extract products 3-8"]) == [
-        "Extract products 1-8 (2 subtasks)",
-        "Write it",
-    ]

@@ -10,7 +10,7 @@ from scenarios import huge_queue
 from replangraph import AgentConfig
 from replangraph.durable import kept_output, kept_output_ids
 from replangraph.nodes.finalize.finalizer import Finalizer
-from replangraph.nodes.finalize.report import REPORT_LISTED, REPORT_MAX_CHARS, fallback_report
+from replangraph.nodes.finalize.report import REPORT_LISTED, REPORT_MAX_CHARS, report_with_lists
 from replangraph.queue.tasks import new_task
 from replangraph.testing import ScriptedChatModel
 
@@ -47,7 +47,7 @@ def test_a_small_queue_s_report_shows_every_result_whole_and_keeps_no_list():
     tasks = {f"t{n}": new_task(f"t{n}", f"page {n}", position=[n]) for n in range(3)}
     tasks["t0"].update(status="completed", result="PAGE-0 " * 2_000)
     tasks["t1"].update(status="failed", error="refused", result="PAGE-1 half")
-    report = fallback_report("the catalogue", tasks, "stopped")
+    report = report_with_lists("the catalogue", tasks, "stopped")[0]
     assert "Result: " + "PAGE-0 " * 2_000 + "\n" in report
     assert "Partial result: PAGE-1 half" in report and "whole list" not in report
     assert "- Run the unfinished subtasks (t2)" in report
