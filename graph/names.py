@@ -1,4 +1,4 @@
-"""The graph's node names and the names of the tools every executing agent gets, in one place."""
+"""The engine's node names and the names of the tools every executing agent gets (a feature names its own nodes)."""
 
 REPLAN_MARKER = "[REPLAN]"
 
@@ -7,15 +7,8 @@ PLANNER = "planner"
 EXECUTOR = "executor"
 TOOLS = "tools"
 COMPRESSOR = "compressor"
-VERIFIER = "verifier"
-GOAL_CHECK = "goal_check"
 REPLANNER = "replanner"
 FINALIZE = "finalize"
-ASK = "ask"
-PLAN_REVIEW = "plan_review"
-COMMANDS = "commands"
-TEAM = "team"
-TEAM_MERGE = "team_merge"
 
 # Tools every executing agent gets (naming one in a plan's ``required_tools`` asks for nothing)
 REVIEW_TOOL = "replan_review_context"

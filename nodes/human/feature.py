@@ -15,7 +15,7 @@ from langgraph.graph import END
 
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.features import Build, Feature, FeatureNode, Stop
-from replangraph.names import ASK, COMMANDS, PLAN_REVIEW, TOOLS
+from replangraph.names import TOOLS
 from replangraph.nodes.human.ask import AskUser
 from replangraph.nodes.human.commands import CommandRunner
 from replangraph.nodes.human.hooks import (
@@ -29,6 +29,7 @@ from replangraph.nodes.human.hooks import (
     opening_answers,
     registered_commands,
 )
+from replangraph.nodes.human.names import ASK, COMMANDS, PLAN_REVIEW
 from replangraph.nodes.human.plan_review import PlanReview
 from replangraph.nodes.human.state import AskingTask, HumanState
 

@@ -17,8 +17,9 @@ from langgraph.types import Send
 
 from replangraph.config import AgentConfig
 from replangraph.llm.reading import message_text, waiting_questions
-from replangraph.names import ASK, ASK_USER, COMMANDS, FINALIZE, PLAN_REVIEW
+from replangraph.names import ASK_USER, FINALIZE
 from replangraph.nodes.human.interrupts import COMMAND_RE
+from replangraph.nodes.human.names import ASK, COMMANDS, PLAN_REVIEW
 from replangraph.nodes.human.prompts import ASK_USER_DESCRIPTION, NO_USER
 from replangraph.nodes.human.questions import AskArgs, answers_so_far, question_of, screen_question
 from replangraph.queue.tasks import Task, plan_summary, preview, spent_model_calls, status_counts

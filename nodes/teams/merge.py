@@ -40,8 +40,8 @@ from replangraph.llm.calls import (
     structured_steps,
 )
 from replangraph.llm.reasking import quoted
-from replangraph.names import TEAM_MERGE
 from replangraph.nodes.teams.judging import Ballot, Fusion, Pick, read_ballot, read_fused, read_pick
+from replangraph.nodes.teams.names import TEAM_MERGE
 from replangraph.nodes.teams.prompts import (
     TEAM_BEST_PROMPT,
     TEAM_CANDIDATE,

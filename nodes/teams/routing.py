@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from langgraph.types import Send
 
-from replangraph.names import TEAM, TEAM_MERGE
+from replangraph.nodes.teams.names import TEAM, TEAM_MERGE
 from replangraph.nodes.teams.teams import Team, mergeable, settled
 from replangraph.queue.tasks import Task, spent_model_calls
 from replangraph.routing import HOLD, Decision, Dispatch, Route, Rule, TaskRule

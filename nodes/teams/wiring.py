@@ -8,8 +8,8 @@ from typing import Any
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.fitting import ContextMonitor
 from replangraph.features import Feature, FeatureNode
-from replangraph.names import TEAM, TEAM_MERGE
 from replangraph.nodes.teams.merge import TeamMerge
+from replangraph.nodes.teams.names import TEAM, TEAM_MERGE
 from replangraph.nodes.teams.routing import team_rules
 from replangraph.nodes.teams.start import TeamStart
 from replangraph.nodes.teams.state import TeamTask

@@ -13,8 +13,9 @@ from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.fitting import ContextMonitor
 from replangraph.features import Build, Feature, FeatureNode
 from replangraph.llm.reading import ends_with_answer
-from replangraph.names import GOAL_CHECK, TOOLS, VERIFIER
+from replangraph.names import TOOLS
 from replangraph.nodes.verification.goal_check import GoalCheck, goal_left_unchecked, goal_unchecked
+from replangraph.nodes.verification.names import GOAL_CHECK, VERIFIER
 from replangraph.nodes.verification.state import VerificationState, VerifiedTask
 from replangraph.nodes.verification.verifier import Verifier, let_results_stand
 from replangraph.routing import Rule, TaskRule, window_rule

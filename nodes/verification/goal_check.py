@@ -24,7 +24,8 @@ from replangraph.context.fitting import Fitted
 from replangraph.context.kept import collect_writes, full_result
 from replangraph.llm.aio import arun_steps, off_loop
 from replangraph.llm.calls import run_steps
-from replangraph.names import FINALIZE, GOAL_CHECK
+from replangraph.names import FINALIZE
+from replangraph.nodes.verification.names import GOAL_CHECK
 from replangraph.nodes.verification.prompts import GOAL_CHECK_PROMPT, GOAL_CHECK_TEMPLATE, GOAL_INSTRUCTIONS_NOTE
 from replangraph.nodes.verification.verifier import VERIFY_RETRIES, Verifier
 from replangraph.queue.coverage import fresh_follow_ups

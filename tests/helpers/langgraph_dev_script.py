@@ -13,6 +13,9 @@ import re
 import uuid
 from typing import TYPE_CHECKING
 
+from langchain.tools import ToolRuntime
+from langchain_core.tools import tool
+
 from replangraph.config import AgentProfile
 from replangraph.llm.reading import message_text
 from replangraph.names import ASK_USER
@@ -46,6 +49,15 @@ FONT_QUESTION = "Which font should the heading use?"
 STYLE_MARK = "heading style"
 """Goals that contain this get the one-task plan whose worker asks the user two questions, one after the other."""
 SYNTHESIS = "SYNTHESIS of the results:"
+RUNTIME_MARK = "which subtask"
+"""Goals that contain this get the one-task plan whose worker calls `whoami`, a tool taking LangChain's runtime."""
+RUNTIME_TASK = "Say which subtask you are and which call asked."
+
+
+@tool
+def whoami(runtime: ToolRuntime) -> str:
+    """Says which subtask calls it, from LangChain's tool runtime (the state view and the call id)."""
+    return f"RESULT task {runtime.state['task_id']} asked by call {runtime.tool_call_id}"
 
 
 def plan(request: ScriptedRequest) -> dict:
@@ -53,6 +65,8 @@ def plan(request: ScriptedRequest) -> dict:
         raise AssertionError("no run in this module should need a new plan")
     if STYLE_MARK in request.prompt:
         tasks = [{"id": "1", "content": STYLE_TASK, "depends_on": []}]
+    elif RUNTIME_MARK in request.prompt:
+        tasks = [{"id": "1", "content": RUNTIME_TASK, "depends_on": []}]
     elif ASK_MARK in request.prompt:
         tasks = [{"id": "1", "content": HEADING_TASK, "depends_on": []}]
     else:
@@ -68,6 +82,9 @@ def work(request: ScriptedRequest) -> dict | str:
     subtask = found.group(1) if found else ""
     if subtask in WORK:
         return WORK[subtask]
+    if subtask == RUNTIME_TASK:
+        said = request.last_result("whoami")
+        return said if said is not None else tool_call("whoami", {})
     if subtask == STYLE_TASK:
         got = [message_text(m) for m in request.tool_results if request.tool_name(m) == ASK_USER]
         if len(got) < 2:

@@ -59,7 +59,7 @@ def server_env(base_url: str) -> dict[str, str]:
         LANGSMITH_TRACING="false",
         OPENAI_BASE_URL=base_url,
         OPENAI_API_KEY="test",
-        REPLANGRAPH_TOOLS=f"replangraph.app.demo:{ENV_TOOL}",
+        REPLANGRAPH_TOOLS=f"replangraph.app.demo:{ENV_TOOL},langgraph_dev_script:whoami",
         REPLANGRAPH_AGENTS="langgraph_dev_script:AGENTS",
         PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "tests" / "helpers"), os.environ.get("PYTHONPATH")])),
         PYTHONUNBUFFERED="1",

@@ -29,6 +29,7 @@ from langgraph_dev_script import (
     MODEL,
     QUESTION,
     REVERSE_TASK,
+    RUNTIME_MARK,
     SPELLER,
     SPELLER_PROMPT,
     STYLE_MARK,
@@ -51,7 +52,8 @@ from openai_loopback import MODELS_PATH, OpenAILoopback
 from replangraph import state as events
 from replangraph.app.demo import DEMO_GOAL, expected_products
 from replangraph.config import AgentConfig
-from replangraph.names import ASK_USER, EXECUTOR, FINALIZE, GOAL_CHECK, PLANNER, TOOLS, VERIFIER
+from replangraph.names import ASK_USER, EXECUTOR, FINALIZE, PLANNER, TOOLS
+from replangraph.nodes.verification.names import GOAL_CHECK, VERIFIER
 from replangraph.state import PLAN_MESSAGE_ID
 
 pytestmark = pytest.mark.system  # a `langgraph dev` server, and a loopback model server for it
@@ -264,6 +266,44 @@ def test_a_runs_context_overrides_the_graphs_settings(client, loopback):
     assert {tid: t["status"] for tid, t in values["tasks"].items()} == {"1": "completed", "2": "skipped"}
     assert "the step budget max_steps=1 was used up" in values["final_answer"]
     assert WORK[COUNT_TASK] in values["final_answer"]  # the fallback report keeps the completed result
+
+
+def test_a_token_budget_stops_the_served_run_cleanly(client, loopback):
+    """The budget feature through the server: the run's context sets it, the loopback's usage counts, the
+    second subtask never runs, the report names the budget, and the stream carries its event."""
+    goal, tag = tagged_goal("Tell me the vowel count of 'replangraph' and spell it backwards.")
+    thread_id = client.threads.create()["thread_id"]
+    parts = stream(
+        client, thread_id, input={"messages": [{"role": "user", "content": goal}]},
+        stream_mode=["updates", "custom"], context={"token_budget": 1_000, "verify_results": False},
+    )  # fmt: skip
+    values = client.threads.get_state(thread_id)["values"]
+    reason = values["stop_reason"]
+    assert reason.startswith("the token budget token_budget=1,000 was spent (")
+    assert "approximately" not in reason  # the server's usage was counted
+    assert len(executor_requests(loopback, tag)) == 1
+    assert {tid: t["status"] for tid, t in values["tasks"].items()} == {"1": "completed", "2": "skipped"}
+    assert WORK[COUNT_TASK] in values["final_answer"] and reason in values["final_answer"]
+    (stopped,) = [e for e in custom_events(parts) if e["event"] == "budget_spent"]
+    assert stopped["message"] == reason and values["budget_spent"]["calls"] == 2  # the plan and one turn
+
+
+def test_a_tool_taking_langchains_runtime_and_the_trace_metadata_through_the_server(client, loopback):
+    """A tool written as LangChain's docs write it (``runtime: ToolRuntime``) gets the subtask's state view and
+    its call id; the model's streamed messages carry the node, task and plan metadata a trace groups by."""
+    goal, tag = tagged_goal(f"Tell me {RUNTIME_MARK} you are.")
+    thread_id = client.threads.create()["thread_id"]
+    parts = stream(
+        client, thread_id, input={"messages": [{"role": "user", "content": goal}]},
+        stream_mode=["messages-tuple", "updates"],
+    )  # fmt: skip
+    values = client.threads.get_state(thread_id)["values"]
+    answering = executor_requests(loopback, tag)[-1]  # the turn that read the tool's reply
+    call_id = next(c["id"] for m in answering["messages"] for c in m.get("tool_calls") or [])
+    assert values["tasks"]["1"]["result"] == f"RESULT task 1 asked by call {call_id}"
+    executor = [meta for _, (_, meta) in message_parts(parts) if meta.get("langgraph_node") == EXECUTOR]
+    assert executor and all(m["replangraph_task_id"] == "1" and m["replangraph_plan_id"] == "1" for m in executor)
+    assert all("task:1" in m.get("tags", []) for m in executor)
 
 
 def test_configurable_keys_still_pick_the_model_and_settings(client, loopback):

@@ -6,8 +6,9 @@ from langchain_core.messages import HumanMessage
 
 from replangraph import AgentConfig
 from replangraph.context.fitting import ContextMonitor
-from replangraph.names import COMPRESSOR, EXECUTOR, FINALIZE, REPLANNER, TEAM, TEAM_MERGE
+from replangraph.names import COMPRESSOR, EXECUTOR, FINALIZE, REPLANNER
 from replangraph.nodes.human.hooks import human_rules
+from replangraph.nodes.teams.names import TEAM, TEAM_MERGE
 from replangraph.nodes.teams.routing import team_rules
 from replangraph.nodes.teams.teams import Team
 from replangraph.queue.tasks import PLAN_MESSAGE_TASKS, new_task

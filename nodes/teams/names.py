@@ -1,0 +1,4 @@
+"""The teams' node names."""
+
+TEAM = "team"
+TEAM_MERGE = "team_merge"

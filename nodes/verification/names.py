@@ -1,0 +1,4 @@
+"""The completion check's node names."""
+
+VERIFIER = "verifier"
+GOAL_CHECK = "goal_check"
