@@ -251,11 +251,11 @@ def build_graph(
         both_paths(tool_runner, TOOLS, new_plan=False),
         error_handler=fail_running_tool_calls(goto=HANDLER_TARGETS[TOOLS]),
     )
+    notes = [feature.summary_note for feature in features if feature.summary_note]
+    compressor = Compressor(summary_model or model, profiles, tool_schemas, config, monitor, summary_notes=notes)
     builder.add_node(
         COMPRESSOR,
-        both_paths(
-            Compressor(summary_model or model, profiles, tool_schemas, config, monitor), COMPRESSOR, metering=meter
-        ),
+        both_paths(compressor, COMPRESSOR, metering=meter),
         error_handler=fail_the_subtask(goto=HANDLER_TARGETS[COMPRESSOR]),
     )
     hooks = [feature.after_replan for feature in features if feature.after_replan]

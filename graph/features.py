@@ -106,6 +106,9 @@ class Feature:
     stop: Callable[[Mapping[str, Any], AgentConfig], Stop | None] | None = None
     """``(state, settings) -> Stop or None``: asked by the finalizer and the tools node; a `Stop` ends the run
     with its reason (a routing rule of the feature sends the run to the finalizer)."""
+    summary_note: Callable[[Mapping[str, Any]], str] | None = None
+    """``subtask -> text``: what the compressor keeps with a summary's instructions, or "" (human in the loop:
+    the user's answers to the subtask's questions)."""
     takes_answers: Callable[[AgentConfig], bool] | None = None
     """``settings -> bool``: its node, not the tools node, ends a subtask whose window ends with an answer
     (the completion check, while ``verify_results`` is on)."""

@@ -74,6 +74,16 @@ class RunKey(str):
         return super().__new__(cls, value or uuid.uuid4().hex)
 
 
+def add_node_calls(current: Mapping[str, int] | None, new: Mapping[str, int] | None) -> dict[str, int]:
+    """Reducer of ``node_calls``: adds each node's calls; None (a new plan) starts again from nothing."""
+    if new is None:
+        return {}
+    merged = dict(current or {})
+    for node, calls in new.items():
+        merged[node] = merged.get(node, 0) + calls
+    return merged
+
+
 def first_value(current: Any, new: Any) -> Any:
     """Reducer keeping the value the channel has."""
     return current or new
@@ -140,6 +150,9 @@ class ReplanState(TypedDict):
     run_key: NotRequired[Annotated[RunKey, first_value]]
     replans: NotRequired[list[ReplanRecord]]
     planner_calls: NotRequired[int]
+    node_calls: NotRequired[Annotated[dict[str, int], add_node_calls]]
+    """Model calls of nodes that work on no one subtask (a feature's, such as the goal check), by node: they count
+    against ``max_steps`` like the planner's and the replanner's."""
     final_answer: NotRequired[str]
     stop_reason: NotRequired[str]
     """Why the final answer is the fallback report; '' when the model wrote it."""
@@ -163,6 +176,7 @@ class StateUpdate(TypedDict, total=False):
     workspace: dict[str, dict[str, dict[str, Any]]]
     replans: list[ReplanRecord]
     planner_calls: int
+    node_calls: dict[str, int] | None
     final_answer: str
     stop_reason: str
     events: list[dict[str, Any]]

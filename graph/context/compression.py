@@ -8,7 +8,7 @@ tool calls from its tool results.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -224,10 +224,3 @@ def compression_steps(
     while not fits(result) and cut_largest(result, saved, task_id, taken):
         pass
     return Compression(result, folded, saved, fits(result))
-
-
-def answers_note(task: Mapping[str, Any]) -> str:
-    """The user's answers to the subtask's questions, for a summary that folds them away ("" if none)."""
-    asked = task.get("clarifications") or []
-    lines = "".join(f"\n- {c['question']} -> {c['answer']}" for c in asked)
-    return f"\nThe user's answers to your questions:{lines}" if asked else ""

@@ -256,10 +256,11 @@ def next_plan_id(tasks: Mapping[str, Task]) -> str:
 
 
 def spent_model_calls(state: Mapping[str, Any]) -> int:
-    """Executor, verifier, goal check and replanner model calls of a run so far (what ``max_steps`` limits)."""
+    """Model calls of a run so far that ``max_steps`` limits: the subtasks' (executor, completion check), the
+    replanner's and those of nodes that work on no one subtask (``node_calls``: the goal check)."""
     replans = state.get("replans") or []
-    checked = (state.get("goal_check") or {}).get("model_calls", 0)
-    return total_model_calls(state.get("tasks") or {}) + sum(r.get("model_calls", 0) for r in replans) + checked
+    others = sum((state.get("node_calls") or {}).values())
+    return total_model_calls(state.get("tasks") or {}) + sum(r.get("model_calls", 0) for r in replans) + others
 
 
 def is_continuation(task: Mapping | None) -> bool:

@@ -8,7 +8,7 @@ Cuts never separate tool calls from their results.
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -18,7 +18,6 @@ from langchain_core.runnables import RunnableConfig
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.compression import (
     Compression,
-    answers_note,
     compression_steps,
     split_window,
     transcript_entries,
@@ -88,7 +87,11 @@ class Compressor(Configured):
         tool_schemas: Mapping[str, Sequence],
         config: AgentConfig,
         monitor: ContextMonitor,
+        summary_notes: Sequence[Callable[[Mapping[str, Any]], str]] = (),
     ):
+        """``summary_notes``: what features keep with a summary's instructions (`Feature.summary_note`: human in
+        the loop, the user's answers to the subtask's questions)."""
+        self.summary_notes = list(summary_notes)
         self.summary_model = summary_model
         self.profiles = profiles
         self.tools = tool_schemas
@@ -169,7 +172,7 @@ class Compressor(Configured):
             fits=lambda w: self.monitor.fits(w, tools, budget),
             summarize=lambda previous, messages: self.summarize_steps(previous, messages, awaited, trace),
             plan=plan,
-            instructions=f"({task['id']}) {task['content']}" + answers_note(task),
+            instructions=f"({task['id']}) {task['content']}" + "".join(note(task) for note in self.summary_notes),
             task_id=task["id"],
             taken=is_taken(task),
             tokens=lambda w: self.monitor.tokens(w, tools),

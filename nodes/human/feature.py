@@ -31,6 +31,7 @@ from replangraph.nodes.human.hooks import (
 )
 from replangraph.nodes.human.names import ASK, COMMANDS, PLAN_REVIEW
 from replangraph.nodes.human.plan_review import PlanReview
+from replangraph.nodes.human.questions import answers_note
 from replangraph.nodes.human.state import AskingTask, HumanState
 
 
@@ -82,6 +83,7 @@ def human_feature(
         task_fields=AskingTask,
         on_new_plan=fresh_plan,  # a new plan waits for review (approve_plan) and is not cancelled
         stop=cancelled_run,
+        summary_note=answers_note,  # a summary that folds the questions away keeps their answers
     )
 
 

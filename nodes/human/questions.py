@@ -161,3 +161,10 @@ def answer_text(answer: Any) -> str:
     if isinstance(answer, Mapping) and "answer" in answer:
         answer = answer["answer"]
     return as_text(answer).strip() or NO_ANSWER
+
+
+def answers_note(task: Mapping[str, Any]) -> str:
+    """The user's answers to the subtask's questions, for a summary that folds them away ("" if none)."""
+    asked = task.get("clarifications") or []
+    lines = "".join(f"\n- {c['question']} -> {c['answer']}" for c in asked)
+    return f"\nThe user's answers to your questions:{lines}" if asked else ""

@@ -453,6 +453,7 @@ class Planner(Configured):
             "windows": {RESET: True},
             "replans": [],
             "planner_calls": calls,
+            "node_calls": None,  # a new plan's count starts from nothing
             "final_answer": "",
         }
         for fresh in self.on_new_plan:

@@ -77,7 +77,7 @@ def queue_key(tasks: Mapping[str, Task]) -> str:
 def goal_unchecked(route: Route) -> Decision | None:
     """Every subtask has settled and one completed, and the queue's results were not checked against the goal:
     the goal check runs before the final answer (``verify_results``)."""
-    if not route.settings.verify_results or route.active or route.state.get("cancelled"):
+    if not route.settings.verify_results or route.active:  # a cancelled run was sent on at the stop stage
         return None
     counts = index_of(route.tasks).counts()
     if counts["pending"] or counts["in_progress"] or not counts["completed"]:
@@ -172,7 +172,7 @@ class GoalCheck(Configured):
         events = [event(GOAL_CHECKED, **record)]
         if created:
             events.append(event(DYNAMIC_TASKS_ADDED, parent_id=None, task_ids=list(created), source=GOAL_CHECK))
-        return {"goal_check": record, "tasks": created, "events": events}
+        return {"goal_check": record, "node_calls": {GOAL_CHECK: calls}, "tasks": created, "events": events}
 
     @staticmethod
     def queued(tasks: Mapping[str, Task], contents: list[str]) -> dict[str, Task]:

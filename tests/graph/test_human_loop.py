@@ -506,7 +506,7 @@ def test_an_agent_that_keeps_asking_a_refused_question_is_stopped():
 
 
 def test_the_compressor_keeps_the_answers_in_its_summary():
-    from replangraph.context.compression import answers_note
+    from replangraph.nodes.human.questions import answers_note
 
     note = answers_note({"clarifications": [{"question": "Colour?", "answer": "red"}]})
     assert note == "\nThe user's answers to your questions:\n- Colour? -> red"
