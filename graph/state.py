@@ -13,9 +13,11 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import functools
+import importlib
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, AnyMessage
@@ -27,6 +29,7 @@ from langgraph.runtime import get_runtime
 from pydantic import BaseModel, ValidationError
 from typing_extensions import NotRequired, TypedDict
 
+import replangraph.nodes as nodes
 from replangraph.config import AgentConfig
 from replangraph.llm.reading import as_text, waiting_questions
 from replangraph.queue.tasks import RESET, Task, apply_writes, plan_markdown
@@ -402,39 +405,36 @@ PLAN_CREATED = "plan_created"
 STEP_STARTED = "step_started"
 STEP_COMPLETED = "step_completed"
 STEP_FAILED = "step_failed"
-STEP_VERIFIED = "step_verified"
 DYNAMIC_TASKS_ADDED = "dynamic_tasks_added"
 REPLANNING = "replanning"
 CONTEXT_COMPRESSED = "context_compressed"
 PLAN_COMPLETED = "plan_completed"
-PLAN_REVIEWED = "plan_reviewed"
-QUESTION_ANSWERED = "question_answered"
-COMMAND_ANSWERED = "command_answered"
-TEAM_MERGED = "team_merged"
 ANSWER_CUT = "answer_cut"
-CHECK_STOOD_DOWN = "check_stood_down"
-GOAL_CHECKED = "goal_checked"
 ANSWER_COMPLETED = "answer_completed"
 
-EVENT_NAMES = (
+ENGINE_EVENTS = (
     PLAN_CREATED,
     STEP_STARTED,
     STEP_COMPLETED,
     STEP_FAILED,
-    STEP_VERIFIED,
     DYNAMIC_TASKS_ADDED,
     REPLANNING,
     CONTEXT_COMPRESSED,
     PLAN_COMPLETED,
-    PLAN_REVIEWED,
-    QUESTION_ANSWERED,
-    COMMAND_ANSWERED,
-    TEAM_MERGED,
     ANSWER_CUT,
-    CHECK_STOOD_DOWN,
-    GOAL_CHECKED,
     ANSWER_COMPLETED,
 )
+
+
+def feature_events() -> tuple[str, ...]:
+    """The events of each registered feature that declares them (``EVENTS`` in its ``names.py``), in order."""
+    folder = Path(nodes.__file__).parent
+    found = [name for name in nodes.FEATURES if (folder / name / "names.py").is_file()]
+    return tuple(e for name in found for e in importlib.import_module(f"{nodes.__name__}.{name}.names").EVENTS)
+
+
+EVENT_NAMES = (*ENGINE_EVENTS, *feature_events())
+"""Every event a run may emit: the engine's and those of the registered features."""
 
 
 EVENTS = "events"

@@ -13,25 +13,21 @@ from typing import Any, TextIO
 
 from langchain_core.callbacks import BaseCallbackHandler
 
+from replangraph.nodes.human import COMMAND_ANSWERED, PLAN_REVIEWED, QUESTION_ANSWERED
+from replangraph.nodes.teams import TEAM_MERGED
+from replangraph.nodes.verification import CHECK_STOOD_DOWN, GOAL_CHECKED, STEP_VERIFIED
 from replangraph.queue import plan_summary, preview, spent_model_calls, status_counts
 from replangraph.state import (
     ANSWER_COMPLETED,
     ANSWER_CUT,
-    CHECK_STOOD_DOWN,
-    COMMAND_ANSWERED,
     CONTEXT_COMPRESSED,
     DYNAMIC_TASKS_ADDED,
-    GOAL_CHECKED,
     PLAN_COMPLETED,
     PLAN_CREATED,
-    PLAN_REVIEWED,
-    QUESTION_ANSWERED,
     REPLANNING,
     STEP_COMPLETED,
     STEP_FAILED,
     STEP_STARTED,
-    STEP_VERIFIED,
-    TEAM_MERGED,
 )
 
 QUEUE_CHANGES = {PLAN_CREATED, DYNAMIC_TASKS_ADDED, REPLANNING, GOAL_CHECKED}
@@ -139,6 +135,8 @@ def describe(event: Mapping[str, Any]) -> str:
         whose = f"{event['task_id']} " if event.get("task_id") else ""
         limit = f" of {event['limit']} tokens" if event.get("limit") else ""
         return f"{whose}{event['part']} cut at the output limit{limit} (max_output_tokens)"
+    if event.get("message"):  # a feature's event that says itself (the budget's)
+        return f"{name}: {preview(str(event['message']), 200)}"
     return f"{name}: {dict(event)}"
 
 

@@ -32,8 +32,9 @@ from replangraph.app.server import lost_server, lost_server_message, paused_mess
 from replangraph.app.settings import SETTINGS_KEY, stored_settings
 from replangraph.config import AgentConfig
 from replangraph.durable import Lease, LeaseLost, is_postgres_url, masked_url
+from replangraph.nodes.human import COMMAND_ANSWERED
 from replangraph.queue import preview
-from replangraph.state import COMMAND_ANSWERED, PLAN_COMPLETED
+from replangraph.state import PLAN_COMPLETED
 
 CANCEL_WORD = AgentConfig().cancel_word
 NO_INPUT = object()

@@ -13,12 +13,10 @@ from langchain_core.messages.utils import count_tokens_approximately
 from replangraph.config import AgentConfig
 from replangraph.features import Build, Feature, Stop
 from replangraph.names import FINALIZE
+from replangraph.nodes.budget.names import BUDGET_SPENT
 from replangraph.nodes.budget.state import BudgetState, Spend, empty_spend, spent_tokens
 from replangraph.routing import Rule
 from replangraph.state import event, run_settings
-
-BUDGET_SPENT = "budget_spent"
-"""The event the finalizer emits when the budget stopped the run: ``limit``, ``spent`` and a ``message``."""
 
 
 def feature(build: Build) -> Feature:

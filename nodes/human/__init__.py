@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["RESUME", "slash_command", "unfinished"]
+from replangraph.nodes.human.names import (  # its events, for the CLI and your own stream readers
+    COMMAND_ANSWERED,
+    PLAN_REVIEWED,
+    QUESTION_ANSWERED,
+)
+
+__all__ = ["COMMAND_ANSWERED", "PLAN_REVIEWED", "QUESTION_ANSWERED", "RESUME", "slash_command", "unfinished"]
 
 
 def __getattr__(name: str) -> Any:

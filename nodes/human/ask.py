@@ -31,10 +31,11 @@ from replangraph.nodes.human.interrupts import (
     slash_command,
     unwrapped,
 )
+from replangraph.nodes.human.names import QUESTION_ANSWERED
 from replangraph.nodes.human.prompts import ANSWER_TAKEN, DECLINED
 from replangraph.nodes.human.questions import answer_text, question_of
 from replangraph.queue.tasks import preview
-from replangraph.state import QUESTION_ANSWERED, Configured, StateUpdate, emit
+from replangraph.state import Configured, StateUpdate, emit
 
 
 def question_request(payload: Mapping[str, Any], call: Mapping[str, Any], prefix: str) -> dict[str, Any]:

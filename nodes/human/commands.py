@@ -26,7 +26,8 @@ from replangraph.nodes.human.hooks import (
     waiting_for,
 )
 from replangraph.nodes.human.interrupts import is_cancel
-from replangraph.state import COMMAND_ANSWERED, Configured, StateUpdate, emit
+from replangraph.nodes.human.names import COMMAND_ANSWERED
+from replangraph.state import Configured, StateUpdate, emit
 
 
 class CommandRunner(Configured):

@@ -28,6 +28,7 @@ from replangraph.nodes.human.interrupts import (
     slash_command,
     unwrapped,
 )
+from replangraph.nodes.human.names import PLAN_REVIEWED
 from replangraph.nodes.human.prompts import PLAN_TAKEN
 from replangraph.queue.plans import (
     fit_required_tools,
@@ -38,7 +39,7 @@ from replangraph.queue.plans import (
     validate_plan,
 )
 from replangraph.queue.tasks import DEFAULT_AGENT, RESET, QueueError, Task
-from replangraph.state import PLAN_REVIEWED, Configured, StateUpdate, emit
+from replangraph.state import Configured, StateUpdate, emit
 
 APPROVALS = frozenset({"approve", "approved", "yes", "y", "ok", "okay", "go", "lgtm", "accept", "true"})
 TYPED_ERROR = "replangraph_plan_error"

@@ -41,7 +41,7 @@ from replangraph.llm.calls import (
 )
 from replangraph.llm.reasking import quoted
 from replangraph.nodes.teams.judging import Ballot, Fusion, Pick, read_ballot, read_fused, read_pick
-from replangraph.nodes.teams.names import TEAM_MERGE
+from replangraph.nodes.teams.names import TEAM_MERGE, TEAM_MERGED
 from replangraph.nodes.teams.prompts import (
     TEAM_BEST_PROMPT,
     TEAM_CANDIDATE,
@@ -62,7 +62,7 @@ from replangraph.nodes.teams.teams import (
     vote_winner,
 )
 from replangraph.queue.tasks import Task, active_tasks, preview, spent_model_calls
-from replangraph.state import DYNAMIC_TASKS_ADDED, TEAM_MERGED, Configured, StateUpdate, event
+from replangraph.state import DYNAMIC_TASKS_ADDED, Configured, StateUpdate, event
 from replangraph.tracing import task_label, traced
 
 T = TypeVar("T")

@@ -25,14 +25,14 @@ from replangraph.context.kept import collect_writes, full_result
 from replangraph.llm.aio import arun_steps, off_loop
 from replangraph.llm.calls import run_steps
 from replangraph.names import FINALIZE
-from replangraph.nodes.verification.names import GOAL_CHECK
+from replangraph.nodes.verification.names import GOAL_CHECK, GOAL_CHECKED
 from replangraph.nodes.verification.prompts import GOAL_CHECK_PROMPT, GOAL_CHECK_TEMPLATE, GOAL_INSTRUCTIONS_NOTE
 from replangraph.nodes.verification.verifier import VERIFY_RETRIES, Verifier
 from replangraph.queue.coverage import fresh_follow_ups
 from replangraph.queue.plans import next_top_position
 from replangraph.queue.tasks import Task, index_of, new_task, ordered, spent_model_calls, task_line
 from replangraph.routing import Decision, Route
-from replangraph.state import DYNAMIC_TASKS_ADDED, GOAL_CHECKED, Configured, StateUpdate, event
+from replangraph.state import DYNAMIC_TASKS_ADDED, Configured, StateUpdate, event
 from replangraph.tracing import traced
 
 logger = logging.getLogger(__name__)

@@ -39,7 +39,7 @@ from replangraph.context.kept import (
 from replangraph.llm.aio import arun_steps, off_loop
 from replangraph.llm.calls import bind_schema, call_pool, read_arguments, refit_steps, run_steps, structured_steps
 from replangraph.llm.reading import UnreadableInput, answer_text, answers_waiting, as_text, task_specs, truthy
-from replangraph.nodes.verification.names import VERIFIER
+from replangraph.nodes.verification.names import CHECK_STOOD_DOWN, STEP_VERIFIED, VERIFIER
 from replangraph.nodes.verification.prompts import VERIFIER_PROMPT, VERIFY_EXCERPT_NOTE, VERIFY_TEMPLATE
 from replangraph.nodes.verification.state import TaskVerdict, verdict_record
 from replangraph.queue.coverage import fresh_follow_ups
@@ -51,7 +51,7 @@ from replangraph.queue.tasks import (
     spent_model_calls,
 )
 from replangraph.safety_net import describe
-from replangraph.state import CHECK_STOOD_DOWN, DYNAMIC_TASKS_ADDED, STEP_VERIFIED, Configured, StateUpdate, event
+from replangraph.state import DYNAMIC_TASKS_ADDED, Configured, StateUpdate, event
 from replangraph.tracing import call_label, task_label, traced
 
 logger = logging.getLogger(__name__)

@@ -9,7 +9,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from scripting import WAYS, make_model, plan_of, run, subtask_of
 
 from replangraph import AgentConfig, build_graph
-from replangraph.nodes.budget.feature import BUDGET_SPENT, price_of, reply_spend
+from replangraph.nodes.budget.feature import price_of, reply_spend
+from replangraph.nodes.budget.names import BUDGET_SPENT
 from replangraph.testing import ScriptedChatModel, tool_call
 
 STEPS = [{"id": str(i), "content": f"look up item {i}"} for i in range(1, 7)]

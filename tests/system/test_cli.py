@@ -90,6 +90,7 @@ def test_every_event_has_a_readable_line():
         "check_stood_down": {"task_id": "a_dyn_0", "reason": "its follow-up a_dyn_0 found nothing a had not"},
         "goal_checked": {"complete": False, "reason": "ranks 20-25 missing", "task_ids": ["goal_check_1"]},
         "answer_completed": {"items": 9},
+        "budget_spent": {"limits": {"token_budget": 10}, "message": "the token budget token_budget=10 was spent"},
     }
     assert set(samples) == set(EVENT_NAMES)
     lines = {name: console.describe({"event": name, **payload}) for name, payload in samples.items()}
@@ -106,6 +107,7 @@ def test_every_event_has_a_readable_line():
     assert lines["dynamic_tasks_added"] == "a: the check added a_dyn_0"
     assert lines["check_stood_down"] == "a_dyn_0: the check stood down (its follow-up a_dyn_0 found nothing a had not)"
     assert lines["answer_completed"] == "the final answer left out 9 items of the results: added after it"
+    assert lines["budget_spent"] == "budget_spent: the token budget token_budget=10 was spent"
     assert lines["goal_checked"] == (
         "goal checked against every result: incomplete (ranks 20-25 missing); queued goal_check_1"
     )
