@@ -31,17 +31,8 @@ from replangraph.context.kept import (
     report_task,
 )
 from replangraph.context.summarizing import pack, split_text
-from replangraph.llm.calls import (
-    acall_model,
-    arun_steps,
-    call_model,
-    cut_note,
-    guarded_steps,
-    output_limit,
-    refit_steps,
-    run_steps,
-    was_cut,
-)
+from replangraph.llm.aio import acall_model, arun_steps
+from replangraph.llm.calls import call_model, cut_note, guarded_steps, output_limit, refit_steps, run_steps, was_cut
 from replangraph.llm.reading import answer_text
 from replangraph.names import FINALIZE
 from replangraph.nodes.finalize.prompts import (

@@ -49,7 +49,7 @@ def test_the_async_path_s_names_stay_importable_from_the_call_path():
     from replangraph.llm import aio, calls
 
     assert {name for name in calls.ASYNC_NAMES if getattr(calls, name) is not getattr(aio, name)} == set()
-    from replangraph.llm.calls import acall_model, arun_steps  # as nodes import them
+    from replangraph.llm.aio import acall_model, arun_steps
 
     assert (acall_model, arun_steps) == (aio.acall_model, aio.arun_steps)
 
