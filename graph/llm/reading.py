@@ -28,7 +28,7 @@ from langchain_core.messages import (
     ToolMessage,
     convert_to_messages,
 )
-from pydantic import AliasChoices, Field, WithJsonSchema
+from pydantic import AliasChoices, Field, ValidationError, WithJsonSchema
 
 from replangraph.llm.formats import (
     cut_call_error,
@@ -166,6 +166,12 @@ def text_field(description: str, names: tuple[str, ...] = ()) -> Any:
     under any of ``names``; read it with `as_text`."""
     alias = AliasChoices(*names) if names else None
     return Annotated[Any, WithJsonSchema({"type": "string"}), Field(description=description, validation_alias=alias)]
+
+
+def bad_arguments(error: ValidationError) -> str:
+    """The agent-facing message for arguments that do not match a tool's schema (the toolkit's, the file tools')."""
+    problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in error.errors())
+    return f"Error: invalid arguments ({problems}). Nothing was changed; call the tool again with valid arguments."
 
 
 def parted_thinking(text: str) -> tuple[str, str]:

@@ -46,7 +46,9 @@ from replangraph.nodes.finalize.prompts import (
 from replangraph.nodes.finalize.report import (
     ResultsTooBig,
     failed_answer,
+    replanned_ids,
     report_with_lists,
+    run_notes,
     stop_reason,
     stop_unfinished,
 )
@@ -213,11 +215,6 @@ def synthesize(goal: str, entries: Sequence[Entry], *, ask: Ask, tokens: Tokens,
 def latest_plan(tasks: Mapping[str, Task]) -> str:
     """The id of the latest plan among ``tasks`` (``1`` when none says)."""
     return str(max((int(p) for t in tasks.values() if str(p := t.get("plan_id") or "1").isdigit()), default=1))
-
-
-def replanned_ids(replans: Sequence[Mapping]) -> set[str]:
-    """Failed subtasks whose work a new plan took over."""
-    return {tid for r in replans if r.get("outcome") == "replanned" for tid in r.get("task_ids", [])}
 
 
 def unresolved(tasks: Mapping[str, Task], replans: Sequence[Mapping]) -> list[Task]:
@@ -401,22 +398,6 @@ def shortened(answer: str) -> bool:
 
 CUT_TEXT = "stopped at the model's output limit"
 """What `cut_note` says of an answer the output limit cut."""
-
-
-def run_notes(tasks: Mapping[str, Task]) -> list[str]:
-    """What the run decided on its own that a reader should know, one line each, in queue order: a completion
-    check that stood down, a chain of continuations stopped for adding nothing, a subtask a limit stopped and
-    continued."""
-    notes = []
-    for task in ordered(tasks):
-        stood = (task.get("verdict") or {}).get("stood_down")
-        if stood:
-            notes.append(f"The completion check of {task['id']} stood down; its result stands: {preview(stood, 200)}")
-        if task.get("chain_stopped"):
-            notes.append(f"{task['id']} queued no follow-ups: {preview(task['chain_stopped'], 200)}")
-        if (task.get("follow_up") or {}).get("by") == "limit":
-            notes.append(f"{task['parent_id']} stopped at a limit; {task['id']} went on with its work")
-    return notes
 
 
 def cut_results_note(tasks: Mapping[str, Task]) -> str:

@@ -117,8 +117,6 @@ def report_with_lists(goal: str, tasks: Mapping[str, Task], reason: str) -> tupl
         lines.append(KEPT_HINT.format(thread=thread_id() or "THREAD"))
     if "max_" in reason:
         lines.append("- A limit stopped the run: raise it in AgentConfig (max_steps, max_tasks, max_replans).")
-    from replangraph.nodes.finalize.finalizer import run_notes  # finalizer imports this module
-
     notes = run_notes(tasks)
     if notes:
         lines += ["", "## Notes", *(f"- {note}" for note in notes[:REPORT_LISTED])]
@@ -239,8 +237,6 @@ def stop_reason(
     ``steps_left``: the supersteps LangGraph's ``recursion_limit`` still allowed when finalize started;
     the limit is named when it stopped work that could still run.
     """
-    from replangraph.nodes.finalize.finalizer import replanned_ids  # finalizer imports this module
-
     covered = replanned_ids(replans)
     failed = [
         t["id"] for t in ordered(tasks) if t["status"] == "failed" and t["id"] not in covered and not is_fallback(t)
@@ -273,3 +269,24 @@ def stop_reason(
     if solo is not None and solo["status"] != "completed":
         alone.append(f"the single-agent fallback ({solo['id']}) did not finish it either")
     return "; ".join([reason, *alone, *limit_notes(tasks, replans, config)])
+
+
+def replanned_ids(replans: Sequence[Mapping]) -> set[str]:
+    """Failed subtasks whose work a new plan took over."""
+    return {tid for r in replans if r.get("outcome") == "replanned" for tid in r.get("task_ids", [])}
+
+
+def run_notes(tasks: Mapping[str, Task]) -> list[str]:
+    """What the run decided on its own that a reader should know, one line each, in queue order: a completion
+    check that stood down, a chain of continuations stopped for adding nothing, a subtask a limit stopped and
+    continued."""
+    notes = []
+    for task in ordered(tasks):
+        stood = (task.get("verdict") or {}).get("stood_down")
+        if stood:
+            notes.append(f"The completion check of {task['id']} stood down; its result stands: {preview(stood, 200)}")
+        if task.get("chain_stopped"):
+            notes.append(f"{task['id']} queued no follow-ups: {preview(task['chain_stopped'], 200)}")
+        if (task.get("follow_up") or {}).get("by") == "limit":
+            notes.append(f"{task['parent_id']} stopped at a limit; {task['id']} went on with its work")
+    return notes
