@@ -4,8 +4,9 @@ The context monitor counts a request's tokens against the window. Whatever is cu
 elsewhere under an *output id*, and the cut text says so in a note that names the omitted range: agents read
 it back with ``read_output``; one-shot requests (planner, replanner, verifier) only say where it is kept.
 A subtask's opening window (its prompt, rules, goal and inputs) is fitted here too, its instructions never cut.
-The cutting itself (excerpts, notes, cut arguments) is in `replangraph.context.excerpts`, what each model's
-endpoint told in `replangraph.context.model_memory`; both run only when something is too long or a monitor is made."""
+What each model's endpoint told about itself is kept here per model (`LearnedByModel`), and a tool call's long
+arguments are cut here (`cut_args`); the cutting of text itself (excerpts, notes) is in
+`replangraph.context.excerpts`, which runs only when something is too long."""
 
 from __future__ import annotations
 

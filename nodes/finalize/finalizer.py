@@ -35,6 +35,7 @@ from replangraph.llm.aio import acall_model, arun_steps
 from replangraph.llm.calls import call_model, cut_note, guarded_steps, output_limit, refit_steps, run_steps, was_cut
 from replangraph.llm.reading import answer_text
 from replangraph.names import FINALIZE
+from replangraph.nodes.finalize.notes import replanned_ids, run_notes
 from replangraph.nodes.finalize.prompts import (
     ADDED_ITEMS,
     FINAL_MERGE_TEMPLATE,
@@ -46,9 +47,7 @@ from replangraph.nodes.finalize.prompts import (
 from replangraph.nodes.finalize.report import (
     ResultsTooBig,
     failed_answer,
-    replanned_ids,
     report_with_lists,
-    run_notes,
     stop_reason,
     stop_unfinished,
 )

@@ -27,6 +27,7 @@ from replangraph.context.kept import (
 )
 from replangraph.llm.errors import says_server_down
 from replangraph.llm.reading import answer_text, ends_with_answer
+from replangraph.nodes.finalize.notes import replanned_ids, run_notes
 from replangraph.queue.index import index_of
 from replangraph.queue.tasks import Task, fallback_of, is_fallback, ordered, plan_tasks, preview
 from replangraph.state import StateUpdate
@@ -269,24 +270,3 @@ def stop_reason(
     if solo is not None and solo["status"] != "completed":
         alone.append(f"the single-agent fallback ({solo['id']}) did not finish it either")
     return "; ".join([reason, *alone, *limit_notes(tasks, replans, config)])
-
-
-def replanned_ids(replans: Sequence[Mapping]) -> set[str]:
-    """Failed subtasks whose work a new plan took over."""
-    return {tid for r in replans if r.get("outcome") == "replanned" for tid in r.get("task_ids", [])}
-
-
-def run_notes(tasks: Mapping[str, Task]) -> list[str]:
-    """What the run decided on its own that a reader should know, one line each, in queue order: a completion
-    check that stood down, a chain of continuations stopped for adding nothing, a subtask a limit stopped and
-    continued."""
-    notes = []
-    for task in ordered(tasks):
-        stood = (task.get("verdict") or {}).get("stood_down")
-        if stood:
-            notes.append(f"The completion check of {task['id']} stood down; its result stands: {preview(stood, 200)}")
-        if task.get("chain_stopped"):
-            notes.append(f"{task['id']} queued no follow-ups: {preview(task['chain_stopped'], 200)}")
-        if (task.get("follow_up") or {}).get("by") == "limit":
-            notes.append(f"{task['parent_id']} stopped at a limit; {task['id']} went on with its work")
-    return notes
