@@ -29,9 +29,17 @@ from replangraph.names import (
     TOOLKIT_NAMES,
     TOOLS,
 )
+from replangraph.nodes.compression.compressor import Compressor
+from replangraph.nodes.execution.executor import Executor, ToolRunner
 from replangraph.nodes.execution.middleware import split_middleware
+from replangraph.nodes.finalize.finalizer import Finalizer
+from replangraph.nodes.planning.planner import Planner
+from replangraph.nodes.planning.replanner import Replanner
 from replangraph.routing import default_rules, make_router, start_router
+from replangraph.safety_net import fail_running_tool_calls, fail_the_subtask
 from replangraph.state import InputState, OutputState, ReplanState, with_plan_message
+from replangraph.tools.read_output import read_output_tool
+from replangraph.tools.replan_toolkit.toolkit import replan_toolkit
 
 HANDLER_TARGETS = {EXECUTOR: TOOLS, TOOLS: REPLANNER, COMPRESSOR: TOOLS}
 """Where each node's error handler sends the run after turning a crash into a failed subtask."""
@@ -136,15 +144,6 @@ def build_graph(
     subtask (``before_model``, ``after_model``, ``before_agent``, ``after_agent``, state keys of
     its own, tools of its own) is refused with a ValueError.
     """
-    from replangraph.nodes.compression.compressor import Compressor
-    from replangraph.nodes.execution.executor import Executor, ToolRunner
-    from replangraph.nodes.finalize.finalizer import Finalizer
-    from replangraph.nodes.planning.planner import Planner
-    from replangraph.nodes.planning.replanner import Replanner
-    from replangraph.safety_net import fail_running_tool_calls, fail_the_subtask
-    from replangraph.tools.read_output import read_output_tool
-    from replangraph.tools.replan_toolkit.toolkit import replan_toolkit
-
     config = config or AgentConfig()
     if not isinstance(config, AgentConfig):
         raise TypeError(f"config must be an AgentConfig, got {type(config).__name__}")

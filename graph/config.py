@@ -13,6 +13,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as as_tool
 from pydantic import BaseModel, ConfigDict, Field
 
+import replangraph.nodes as nodes
 from replangraph.queue.tasks import DEFAULT_AGENT
 
 MAX_STEP_TIMEOUT_S = 30 * 24 * 3600.0
@@ -90,8 +91,6 @@ class EngineSettings(BaseModel):
 def feature_settings() -> list[type[BaseModel]]:
     """The ``Settings`` model of each registered feature that has a ``settings.py`` (`replangraph.nodes.FEATURES`),
     in order. Only that module is imported: a feature's other code may import this one."""
-    import replangraph.nodes as nodes
-
     folder = Path(nodes.__file__).parent
     found = [name for name in nodes.FEATURES if (folder / name / "settings.py").is_file()]
     return [importlib.import_module(f"{nodes.__name__}.{name}.settings").Settings for name in found]

@@ -24,6 +24,11 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from replangraph.context.fitting import output_id, result_id
+from replangraph.context.kept import WORKSPACE, Workspace, read_saved, report_task, run_namespace, using
+from replangraph.llm import calls
+from replangraph.queue.tasks import ordered
+
 DB_ENV = "REPLANGRAPH_DB"
 CONNECT_TIMEOUT_S = 10
 """Seconds to wait for a PostgreSQL server unless the URL or ``PGCONNECT_TIMEOUT`` says otherwise."""
@@ -120,7 +125,7 @@ def _open_postgres(url: str) -> Iterator[tuple[Any, Any]]:
     """``PostgresSaver`` and ``PostgresStore`` on one connection each (both lock around every call, so parallel
     branches share them safely, and a pool would not let their calls overlap)."""
     try:
-        import psycopg
+        import psycopg  # optional: the postgres extra
         from langgraph.checkpoint.postgres import PostgresSaver
         from langgraph.store.postgres import PostgresStore
     except ImportError as error:
@@ -141,7 +146,7 @@ def _open_postgres(url: str) -> Iterator[tuple[Any, Any]]:
 
 def postgres_conninfo(url: str) -> str:
     """``url`` with a connect timeout of `CONNECT_TIMEOUT_S` unless it or ``PGCONNECT_TIMEOUT`` names one."""
-    import psycopg
+    import psycopg  # optional: the postgres extra
 
     if "connect_timeout" in psycopg.conninfo.conninfo_to_dict(url) or os.environ.get("PGCONNECT_TIMEOUT"):
         return url
@@ -265,7 +270,7 @@ class LeaseTable:
 def open_lease_table(db: str | os.PathLike[str]) -> Iterator[LeaseTable]:
     """The lease table of ``db`` (a path or PostgreSQL URL, as for `open_saver`), created when missing."""
     if is_postgres_url(db):
-        import psycopg
+        import psycopg  # optional: the postgres extra
 
         url = re.sub(r"^postgres(ql)?\+\w+://", "postgresql://", str(db), flags=re.I)
         try:
@@ -364,9 +369,9 @@ def thread_lease(
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise ThreadBusy(thread_id, holder[0], holder[1])
-                from replangraph.llm.calls import wait  # the package's one sleep, which tests can replace
-
-                wait(min(max(holder[2], 0.01), POLL_S, left))
+                calls.wait(  # the package's one sleep, which tests can replace
+                    min(max(holder[2], 0.01), POLL_S, left)
+                )
         lease = Lease(table, thread_id, owner, ttl_s)
         try:
             yield lease
@@ -380,8 +385,6 @@ def thread_lease(
 def run_workspace(values: Mapping[str, Any], store: Any, thread: str) -> Any:
     """The results workspace of the run on ``thread``: the graph's ``store`` (its namespace for the thread),
     else the ``workspace`` channel of its state ``values``."""
-    from replangraph.context.kept import WORKSPACE, Workspace, run_namespace
-
     workspace = Workspace(values.get(WORKSPACE), store)
     workspace.namespace = run_namespace(thread) if store is not None else ()
     return workspace
@@ -390,8 +393,6 @@ def run_workspace(values: Mapping[str, Any], store: Any, thread: str) -> Any:
 def kept_output(values: Mapping[str, Any], store: Any, thread: str, ident: str) -> str | None:
     """The whole text kept under output id ``ident`` (``2/window-at-failure``, ``2/result``, ``goal``) in the run
     on ``thread`` (its state ``values`` and the graph's ``store``), or None when there is none."""
-    from replangraph.context.kept import read_saved, using
-
     with using(run_workspace(values, store, thread)):
         return read_saved(ident, values.get("tasks") or {}, values.get("goal", ""), "")
 
@@ -399,10 +400,6 @@ def kept_output(values: Mapping[str, Any], store: Any, thread: str, ident: str) 
 def kept_output_ids(values: Mapping[str, Any], store: Any, thread: str) -> list[str]:
     """Output ids of the run on ``thread`` that `kept_output` reads: each subtask's result and kept outputs,
     then the whole lists the fallback report kept."""
-    from replangraph.context.fitting import output_id, result_id
-    from replangraph.context.kept import report_task
-    from replangraph.queue.tasks import ordered
-
     workspace = run_workspace(values, store, thread)
     tasks = values.get("tasks") or {}
     found = []

@@ -22,6 +22,7 @@ from typing import Annotated, Any, get_args, get_origin
 from langgraph.types import Command
 from typing_extensions import NotRequired, Required, TypedDict, get_type_hints
 
+import replangraph.nodes as nodes
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.llm.replies import ReplyHook, metered
 from replangraph.routing import Rule, TaskRule
@@ -250,6 +251,4 @@ def reducer_of(hint: Any) -> Callable[[Any, Any], Any] | None:
 
 def feature_factories() -> list[Callable[[Build], Feature | None]]:
     """Each registered feature's ``feature(build)`` (`replangraph.nodes.FEATURES`), in order."""
-    import replangraph.nodes as nodes
-
     return [importlib.import_module(f"{nodes.__name__}.{name}.feature").feature for name in nodes.FEATURES]

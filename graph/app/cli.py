@@ -63,7 +63,7 @@ def choose_output(args: argparse.Namespace, out: TextIO) -> Output:
         return JsonOutput(out)
     if args.command in ("demo", "run", "resume") and is_tty(out) and os.environ.get("TERM") != "dumb":
         try:
-            from replangraph.app.live import LiveOutput
+            from replangraph.app.live import LiveOutput  # loaded when the command runs: the CLI starts fast
         except ImportError:  # rich is optional: the `cli` extra
             print(LIVE_HINT, file=sys.stderr, flush=True)
             return PlainOutput(out)
@@ -73,6 +73,7 @@ def choose_output(args: argparse.Namespace, out: TextIO) -> Output:
 
 def run_demo(output: Output) -> int:
     """The bundled scripted scenario; exit code 0 when all products reach the final answer."""
+    # loaded when the command runs: the CLI starts fast
     from replangraph.app.demo import DEMO_GOAL, build_demo_graph, expected_products
     from replangraph.config import AgentConfig
 
@@ -98,7 +99,7 @@ def run_demo(output: Output) -> int:
 def build(settings: dict[str, Any], checkpointer: Any, store: Any, model: Any = None, tools: list | None = None) -> Any:
     """The graph `run` builds from ``settings`` (``model``: a stand-in for the one they name; ``tools``: those
     ``settings`` name, loaded already)."""
-    from replangraph import build_graph
+    from replangraph import build_graph  # loaded when the command runs: the CLI starts fast
     from replangraph.app.studio import chat_model_from_env
 
     agents, teams = load_agents(settings["agents"])
@@ -140,14 +141,14 @@ def check_model(settings: dict[str, Any], command: str) -> None:
 
 def chosen_db(db: str | None) -> str | Path:
     """``--db``, else $REPLANGRAPH_DB (a path or a PostgreSQL URL), else the default SQLite file."""
-    from replangraph.durable import DB_ENV, default_db_path
+    from replangraph.durable import DB_ENV, default_db_path  # loaded when the command runs: the CLI starts fast
 
     return db or os.environ.get(DB_ENV) or default_db_path()
 
 
 def open_db(stack: ExitStack, db: str | Path, *, must_exist: bool = False) -> tuple[Any, Any]:
     """``(checkpointer, store)`` on ``db``, closed with ``stack``; a database that cannot be opened is a UsageError."""
-    from replangraph.durable import is_postgres_url, open_saver
+    from replangraph.durable import is_postgres_url, open_saver  # loaded when the command runs: the CLI starts fast
 
     if must_exist and not is_postgres_url(db) and not Path(db).expanduser().is_file():
         raise UsageError(f"There is no run to resume here: the database {db} does not exist.")
@@ -207,7 +208,7 @@ def saved_settings(args: argparse.Namespace, checkpointer: Any, db: str | Path) 
 
 def resume_thread(args: argparse.Namespace, output: Output) -> int:
     """Go on with the run on ``--thread``: answer what it waits for, run the work it has left, or show how it ended."""
-    from replangraph.nodes.human import unfinished
+    from replangraph.nodes.human import unfinished  # loaded when the command runs: the CLI starts fast
 
     db = chosen_db(args.db)
     with ExitStack() as stack:
@@ -246,7 +247,7 @@ def show_ended(session: Session, values: dict[str, Any], answers: list[str] | No
 
 def print_output(args: argparse.Namespace, out: TextIO) -> int:
     """``replangraph output --thread ID [OUTPUT_ID]``: the whole text the run kept under the id, or the ids."""
-    from replangraph.durable import kept_output, kept_output_ids
+    from replangraph.durable import kept_output, kept_output_ids  # loaded when the command runs: the CLI starts fast
     from replangraph.testing import ScriptedChatModel
 
     db = chosen_db(args.db)
@@ -269,7 +270,7 @@ def print_output(args: argparse.Namespace, out: TextIO) -> int:
 
 def print_graph(args: argparse.Namespace, out: TextIO) -> int:
     """The graph `run` builds with these flags, as mermaid; a scripted stand-in takes the model's place."""
-    from replangraph.testing import ScriptedChatModel
+    from replangraph.testing import ScriptedChatModel  # loaded when the command runs: the CLI starts fast
 
     settings = chosen_settings(args, {})
     graph = build(settings, None, None, model=ScriptedChatModel(respond=lambda request: ""))
@@ -293,7 +294,7 @@ def is_checkout(root: Path) -> bool:
 def benchmarks_root(cwd: Path | None = None) -> Path | None:
     """The checkout holding ``benchmarks/``: the current folder or one above it, else the source tree the package
     was installed from (an editable install); None when neither is one."""
-    import replangraph
+    import replangraph  # loaded when the command runs: the CLI starts fast
 
     here = (cwd or Path.cwd()).resolve()
     for root in (here, *here.parents, Path(replangraph.__file__).resolve().parent.parent):

@@ -3,11 +3,17 @@
 
 from __future__ import annotations
 
+import importlib
+import os
+import sys
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
+from langchain_core.tools import BaseTool
+
 from replangraph import AgentProfile, Team
+from replangraph.config import to_tools
 from replangraph.queue import preview
 
 TOOLS_FIX = "name a @tool, a function with a docstring, or a list of them"
@@ -18,10 +24,29 @@ class UsageError(Exception):
     """Ends the command with its message on stderr and exit code 2."""
 
 
+def load_attr(spec: str, what: str) -> Any:
+    """The object ``module:attr`` names; modules in the current folder are found. ValueError names what is wrong."""
+    module_name, _, attr = spec.strip().partition(":")
+    if not module_name or not attr:
+        raise ValueError(f"{what} expects module:attribute, got {spec!r}")
+    if os.getcwd() not in sys.path:  # as `python -m` does
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"cannot load {what} {spec!r}: {exc}") from None
+    except Exception as exc:  # the module itself fails: name it, without a traceback
+        raise ValueError(
+            f"cannot load {what} {spec!r}: importing {module_name} failed ({type(exc).__name__}: {exc})"
+        ) from None
+    try:
+        return getattr(module, attr)
+    except AttributeError as exc:
+        raise ValueError(f"cannot load {what} {spec!r}: {exc}") from None
+
+
 def load_spec(spec: str, flag: str) -> Any:
     """The object ``module:attr`` names; a UsageError saying why it cannot be loaded."""
-    from replangraph.app.studio import load_attr
-
     module, _, attr = spec.strip().partition(":")
     if not module or not attr:
         raise UsageError(f"{flag} expects MODULE:ATTR (a module and one of its names), got {spec!r}.")
@@ -48,10 +73,6 @@ def load_tools(specs: list[str]) -> list:
 
 def to_tool(spec: str, item: Any) -> Any:
     """``item``, found at ``spec``, as a LangChain tool."""
-    from langchain_core.tools import BaseTool
-
-    from replangraph.config import to_tools
-
     if isinstance(item, BaseTool):
         return item
     if isinstance(item, ModuleType):

@@ -95,7 +95,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def add_db_flags(parser: argparse.ArgumentParser, thread_help: str, thread_required: bool) -> None:
-    from replangraph.durable import DB_ENV, default_db_path
+    from replangraph.durable import DB_ENV, default_db_path  # loaded when the command runs: the CLI starts fast
 
     parser.add_argument(
         "--db",

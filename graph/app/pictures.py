@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from replangraph.app.layouts import END, START, graph_layers, graph_layout, ordered_tasks, task_tree_layout
-from replangraph.queue import STATUSES, preview
+from replangraph.queue import STATUSES, preview, status_counts
 
 STATUS_COLOURS = {
     "pending": "#b0b0b0",
@@ -64,7 +64,7 @@ def draw_graph(graph: Any, ax: Any = None, *, isolated: bool = True, fontsize: f
     ``isolated``: draw nodes no edge reaches (error handlers) on a bottom row, in dotted boxes.
     Returns the matplotlib figure."""
     mpl = _matplotlib()
-    from matplotlib.patches import FancyArrowPatch
+    from matplotlib.patches import FancyArrowPatch  # optional: matplotlib (the notebooks extra)
     from matplotlib.textpath import TextPath
     from matplotlib.transforms import offset_copy
 
@@ -241,8 +241,6 @@ def draw_task_trees(
     bottom, rows and split levels the same size in each, one legend under the last. ``titles``:
     one per snapshot (default: ``1.``, ``2.``, ... with each snapshot's count of tasks by status).
     Returns the figure."""
-    from replangraph.queue import status_counts
-
     mpl = _matplotlib()
     shots = [ordered_tasks(s) for s in snapshots]
     if titles is not None and len(titles) != len(shots):
@@ -288,7 +286,7 @@ def plot_window_tokens(
     first) whose request it shrank: an ``x`` at the tokens before, a dotted drop to the tokens
     after (a ``context_compressed`` event's ``tokens_before`` and ``tokens_after``). The y axis
     has thousands separators. Returns the figure."""
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.ticker import FuncFormatter  # optional: matplotlib (the notebooks extra)
 
     fig, ax = _axes(ax, (8.5, 3.6), layout="constrained")
     for label, values in series.items():

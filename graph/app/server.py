@@ -110,7 +110,7 @@ def paused_message(settings: Mapping[str, Any], down: Exception) -> str:
 
 def why_not(exc: Exception, timeout_s: float) -> str:
     """Why a request got no answer, in a few words."""
-    import httpx
+    import httpx  # optional: comes with the OpenAI client
 
     if isinstance(exc, httpx.TimeoutException):
         return f"no answer within {timeout_s:g} s"
@@ -129,7 +129,7 @@ def listed_models(
     an error status, a body that is not a model list, a slow answer). ServerDown when nothing answers, KeyRefused
     for HTTP 401/403, NoModel for a URL that is not http(s); their messages say what to fix (``source``: where the
     URL came from, None for OpenAI's default, see `fix_phrase`)."""
-    import httpx
+    import httpx  # optional: comes with the OpenAI client
 
     label = url_label(url)
     if urlsplit(url).scheme not in ("http", "https"):

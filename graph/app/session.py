@@ -101,7 +101,7 @@ def is_cancel_word(answer: str) -> bool:
 
 def slash_text(answer: str) -> str | None:
     """The answer when it is a slash command other than the cancel word (those go in as new input)."""
-    from replangraph.nodes.human import slash_command
+    from replangraph.nodes.human import slash_command  # loaded when used: the CLI starts fast
 
     command = slash_command(answer)
     return None if command is None or is_cancel_word(command) else command
@@ -139,7 +139,7 @@ def work_left(snapshot: Any) -> bool:
 def succeeded(values: Mapping[str, Any]) -> bool:
     """Whether the run ended with the model's answer: not cancelled, every subtask completed (or replanned), and
     the final answer is the model's, not the fallback report (``stop_reason``)."""
-    from replangraph.nodes.finalize import unresolved
+    from replangraph.nodes.finalize import unresolved  # loaded when used: the CLI starts fast
 
     tasks = values.get("tasks") or {}
     if values.get("cancelled") or not tasks or not values.get("final_answer") or values.get("stop_reason"):
@@ -265,7 +265,7 @@ class Session:
 
     def answered(self, values: Mapping[str, Any]) -> int:
         """After a command that neither paused nor ended a run (``/status`` on a stopped thread, say)."""
-        from replangraph.nodes.human import unfinished
+        from replangraph.nodes.human import unfinished  # loaded when used: the CLI starts fast
 
         ended = not unfinished(values)
         if not ended:

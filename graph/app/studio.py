@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import importlib
 import os
-import sys
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -33,6 +31,8 @@ from langchain_openai import ChatOpenAI
 from pydantic import Field
 
 from replangraph import build_graph
+from replangraph.app.demo import build_demo_graph
+from replangraph.app.loading import load_attr, split_agents
 from replangraph.app.server import KEY_ENV, MODEL_ENV, NoModel, ServerDown, env_base_url, listed_models
 from replangraph.config import AgentConfig
 
@@ -128,27 +128,6 @@ def config_from_configurable(configurable: dict) -> AgentConfig:
     return AgentConfig(**fields)
 
 
-def load_attr(spec: str, what: str) -> Any:
-    """The object ``module:attr`` names; modules in the current folder are found. ValueError names what is wrong."""
-    module_name, _, attr = spec.strip().partition(":")
-    if not module_name or not attr:
-        raise ValueError(f"{what} expects module:attribute, got {spec!r}")
-    if os.getcwd() not in sys.path:  # as `python -m` does
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(f"cannot load {what} {spec!r}: {exc}") from None
-    except Exception as exc:  # the module itself fails: name it, without a traceback
-        raise ValueError(
-            f"cannot load {what} {spec!r}: importing {module_name} failed ({type(exc).__name__}: {exc})"
-        ) from None
-    try:
-        return getattr(module, attr)
-    except AttributeError as exc:
-        raise ValueError(f"cannot load {what} {spec!r}: {exc}") from None
-
-
 def load_tools(specs: list[str], what: str = "tools") -> list:
     """Tools named ``module:attr`` (a tool, a function, or a list of them)."""
     tools: list = []
@@ -167,8 +146,6 @@ def tools_from_env() -> list:
 def agents_from_env() -> tuple[dict | None, dict | None]:
     """``(agent types, teams)`` named in $REPLANGRAPH_AGENTS (``module:attr``: a dict of agent type to
     AgentProfile or Team), or ``(None, None)`` when it is not set."""
-    from replangraph.app.loading import split_agents
-
     spec = os.environ.get("REPLANGRAPH_AGENTS", "").strip()
     return split_agents(load_attr(spec, "REPLANGRAPH_AGENTS"), "REPLANGRAPH_AGENTS") if spec else (None, None)
 
@@ -196,6 +173,4 @@ def make_graph(config: RunnableConfig):
 
 def make_demo_graph(config: RunnableConfig):
     """The offline demo (a scripted model reading the bundled catalogue), for Studio without a key."""
-    from replangraph.app.demo import build_demo_graph
-
     return build_demo_graph(config_from_configurable(dict((config or {}).get("configurable") or {})))

@@ -1,18 +1,14 @@
 """Excerpts of kept text: a text's head and tail with a note naming the omitted range and where the whole is
-kept (`excerpt`, `note`), texts sharing a room (`fair_shares`), a kept text cut further (`recut`), and a tool
-call's arguments cut the same way (`cut_args`). No LangGraph here.
+kept (`excerpt`, `note`), texts sharing a room (`fair_shares`) and a kept text cut further (`recut`); a tool
+call's arguments are cut with them (`replangraph.context.fitting.cut_args`). No LangGraph here.
 
 Only what is too long runs here: a request that fits, an output within ``max_observation_chars`` and arguments
 within it never do. `replangraph.context.fitting` decides when to cut and keeps these names importable."""
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
-
-from langchain_core.messages import AIMessage
+from collections.abc import Sequence
 
 NOTE = (
     '[… output "{id}": characters {start}-{end} of {total} are not shown here; '
@@ -85,69 +81,3 @@ def recut(text: str, limit: int, fallback_id: str, kept: str | None = None, read
     marker = note(output, total, total, total, readable)
     keep = max(min(limit - len(marker) - header - 1, start - first), 0)
     return text[: header + keep] + "\n" + note(output, first + keep, total, total, readable), False
-
-
-ARGS_FLOOR = 300
-"""Fewest characters a cut argument value is shown in."""
-
-
-def cut_args(args: Any, limit: int, ident: str) -> tuple[Any, str]:
-    """``(arguments within about limit characters, the whole arguments' text to keep under ident)``.
-
-    An object keeps its keys: its small values stay whole, the largest become excerpts of their JSON text
-    whose notes name the range in the kept text (`excerpt`); arguments written as text (an unreadable
-    call's) become an excerpt. Arguments within ``limit`` come back as they are."""
-    from replangraph.context.fitting import args_text, json_pairs  # fitting imports this module
-
-    whole = args_text(args)
-    if len(whole) <= limit:
-        return args, whole
-    if not isinstance(args, Mapping):
-        shown = excerpt(whole, limit, ident)
-        return (shown if isinstance(args, str) else {"arguments": shown}), whole
-    pairs = json_pairs(args)
-    keys, values = [k for k, _ in pairs], [v for _, v in pairs]
-    starts, at = [], 1  # where each value starts in ``whole``
-    for key, value in pairs:
-        starts.append(at + len(key) + 2)
-        at += len(key) + len(value) + 4
-    shown = list(args.values())
-    limits = fair_shares([len(v) for v in values], limit - sum(len(k) + 4 for k in keys), ARGS_FLOOR)
-    for index, (value, most) in enumerate(zip(values, limits, strict=True)):
-        if len(value) > most:
-            shown[index] = excerpt(value, most, ident, at=starts[index], total=len(whole))
-    return dict(zip(args, shown, strict=True)), whole
-
-
-def with_cut_args(message: AIMessage, cut: Mapping[str, Any]) -> AIMessage:
-    """``message`` with the arguments of the calls in ``cut`` (call id -> arguments) replaced, wherever the
-    message holds them (its tool calls, unreadable calls, a provider's raw calls and content blocks), and
-    without its usage figures (they counted the whole arguments)."""
-
-    def raw(call: Mapping[str, Any]) -> Mapping[str, Any]:
-        if call.get("id") not in cut or not isinstance(call.get("function"), Mapping):
-            return call
-        args = cut[call["id"]]
-        text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-        return {**call, "function": {**call["function"], "arguments": text}}
-
-    def block(item: Any) -> Any:
-        if not isinstance(item, Mapping) or item.get("id") not in cut:
-            return item
-        field_name = next((f for f in ("input", "args", "arguments") if f in item), None)
-        return {**item, field_name: cut[item["id"]]} if field_name else item
-
-    extra = dict(message.additional_kwargs)
-    if isinstance(extra.get("tool_calls"), list):
-        extra["tool_calls"] = [raw(c) for c in extra["tool_calls"]]
-    update = {
-        "tool_calls": [{**c, "args": cut[c["id"]]} if c.get("id") in cut else c for c in message.tool_calls],
-        "invalid_tool_calls": [
-            {**c, "args": cut[c["id"]]} if c.get("id") in cut else c for c in message.invalid_tool_calls
-        ],
-        "additional_kwargs": extra,
-        "usage_metadata": None,
-    }
-    if isinstance(message.content, list):
-        update["content"] = [block(item) for item in message.content]
-    return message.model_copy(update=update)

@@ -4,8 +4,9 @@ The context monitor counts a request's tokens against the window. Whatever is cu
 elsewhere under an *output id*, and the cut text says so in a note that names the omitted range: agents read
 it back with ``read_output``; one-shot requests (planner, replanner, verifier) only say where it is kept.
 A subtask's opening window (its prompt, rules, goal and inputs) is fitted here too, its instructions never cut.
-The cutting itself (excerpts, notes, cut arguments) is in `replangraph.context.excerpts`, what each model's
-endpoint told in `replangraph.context.model_memory`; both run only when something is too long or a monitor is made."""
+What each model's endpoint told about itself is kept here per model (`LearnedByModel`), and a tool call's long
+arguments are cut here (`cut_args`); the cutting of text itself (excerpts, notes) is in
+`replangraph.context.excerpts`, which runs only when something is too long."""
 
 from __future__ import annotations
 
@@ -25,13 +26,11 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_core.utils.pydantic import model_json_schema
 
 from replangraph.config import AgentConfig
-from replangraph.context.excerpts import (  # the cutting itself; fair_shares, cut_args: importable here as before
-    cut_args,
+from replangraph.context.excerpts import (  # the cutting itself; fair_shares: importable here as before
     excerpt,
-    fair_shares,  # noqa: F401
-    with_cut_args,
+    fair_shares,
 )
-from replangraph.context.model_memory import LearnedByModel, model_context_window
+from replangraph.llm.calls import endpoint_url
 from replangraph.llm.errors import overflow_sizes
 from replangraph.llm.reading import message_text
 from replangraph.state import Configured
@@ -127,6 +126,39 @@ class Learned:
         """The ratio to scale approximate counts by; None while it is within `CALIBRATION_TOLERANCE` of 1."""
         ratio = self.ratio
         return None if ratio is None or abs(ratio - 1) <= CALIBRATION_TOLERANCE else ratio
+
+
+def model_context_window(model: Any) -> int | None:
+    """``max_input_tokens`` from a chat model's profile, if it has one."""
+    profile = getattr(model, "profile", None) or {}
+    value = profile.get("max_input_tokens") if isinstance(profile, dict) else None
+    return int(value) if value else None
+
+
+def model_key(model: Any) -> tuple:
+    """Which model an entry of `LearnedByModel` describes: its class, base URL and model name when it has a
+    name, else the object itself (``id``)."""
+    name = getattr(model, "model_name", None) or getattr(model, "model", None)
+    if not isinstance(name, str) or not name:
+        return ("object", id(model))
+    url = endpoint_url(model) or str(getattr(model, "base_url", None) or "")
+    return (type(model).__name__, url, name)
+
+
+class LearnedByModel:
+    """One `Learned` per model (`model_key`), for every monitor of a compiled graph.
+
+    An entry describes a model's server, not anyone's data, so the graph's threads and runs share it: an
+    overflow in one run narrows that model's window for the next. A model never sees another's entry."""
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple, Learned] = {}
+        self.lock = threading.Lock()
+
+    def of(self, model: Any) -> Learned:
+        """``model``'s entry, made on first use."""
+        with self.lock:
+            return self.entries.setdefault(model_key(model), Learned())
 
 
 class ContextMonitor(Configured):
@@ -355,6 +387,70 @@ def args_text(args: Any) -> str:
     if isinstance(args, Mapping):
         return "{" + ", ".join(f"{k}: {v}" for k, v in json_pairs(args)) + "}"
     return json.dumps(args, ensure_ascii=False, default=str)
+
+
+ARGS_FLOOR = 300
+"""Fewest characters a cut argument value is shown in."""
+
+
+def cut_args(args: Any, limit: int, ident: str) -> tuple[Any, str]:
+    """``(arguments within about limit characters, the whole arguments' text to keep under ident)``.
+
+    An object keeps its keys: its small values stay whole, the largest become excerpts of their JSON text
+    whose notes name the range in the kept text (`excerpt`); arguments written as text (an unreadable
+    call's) become an excerpt. Arguments within ``limit`` come back as they are."""
+    whole = args_text(args)
+    if len(whole) <= limit:
+        return args, whole
+    if not isinstance(args, Mapping):
+        shown = excerpt(whole, limit, ident)
+        return (shown if isinstance(args, str) else {"arguments": shown}), whole
+    pairs = json_pairs(args)
+    keys, values = [k for k, _ in pairs], [v for _, v in pairs]
+    starts, at = [], 1  # where each value starts in ``whole``
+    for key, value in pairs:
+        starts.append(at + len(key) + 2)
+        at += len(key) + len(value) + 4
+    shown = list(args.values())
+    limits = fair_shares([len(v) for v in values], limit - sum(len(k) + 4 for k in keys), ARGS_FLOOR)
+    for index, (value, most) in enumerate(zip(values, limits, strict=True)):
+        if len(value) > most:
+            shown[index] = excerpt(value, most, ident, at=starts[index], total=len(whole))
+    return dict(zip(args, shown, strict=True)), whole
+
+
+def with_cut_args(message: AIMessage, cut: Mapping[str, Any]) -> AIMessage:
+    """``message`` with the arguments of the calls in ``cut`` (call id -> arguments) replaced, wherever the
+    message holds them (its tool calls, unreadable calls, a provider's raw calls and content blocks), and
+    without its usage figures (they counted the whole arguments)."""
+
+    def raw(call: Mapping[str, Any]) -> Mapping[str, Any]:
+        if call.get("id") not in cut or not isinstance(call.get("function"), Mapping):
+            return call
+        args = cut[call["id"]]
+        text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        return {**call, "function": {**call["function"], "arguments": text}}
+
+    def block(item: Any) -> Any:
+        if not isinstance(item, Mapping) or item.get("id") not in cut:
+            return item
+        field_name = next((f for f in ("input", "args", "arguments") if f in item), None)
+        return {**item, field_name: cut[item["id"]]} if field_name else item
+
+    extra = dict(message.additional_kwargs)
+    if isinstance(extra.get("tool_calls"), list):
+        extra["tool_calls"] = [raw(c) for c in extra["tool_calls"]]
+    update = {
+        "tool_calls": [{**c, "args": cut[c["id"]]} if c.get("id") in cut else c for c in message.tool_calls],
+        "invalid_tool_calls": [
+            {**c, "args": cut[c["id"]]} if c.get("id") in cut else c for c in message.invalid_tool_calls
+        ],
+        "additional_kwargs": extra,
+        "usage_metadata": None,
+    }
+    if isinstance(message.content, list):
+        update["content"] = [block(item) for item in message.content]
+    return message.model_copy(update=update)
 
 
 def cut_call_args(

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableBinding, RunnableConfig
+from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.config import get_store
 
 from replangraph.llm import calls
@@ -207,8 +208,6 @@ def awaits_natively(runnable: Any) -> bool:
     if isinstance(inner, BaseChatModel):
         own = type(inner)
         return own._agenerate is not BaseChatModel._agenerate or own._astream is not BaseChatModel._astream
-    from langchain_core.tools import BaseTool, StructuredTool  # tools: on the async path only
-
     if isinstance(inner, StructuredTool):
         return inner.coroutine is not None
     if isinstance(inner, BaseTool):

@@ -15,16 +15,15 @@ a provider's ``Retry-After``, it would repeat the planner's earlier (successful)
 could not be counted against ``max_steps``. Nodes still get LangGraph's ``error_handler`` as the safety net
 for anything unexpected (see ``builder.py``).
 
-**The structured-output loop** (`structured_steps`, work written as steps: `run_steps` drives it on the sync path,
-`arun_steps` on the async one), which the planner's and replanner's plans, the completion check's and the goal
-check's verdicts and the team judges' and voters' answers take: a model bound to a schema (`bind_schema`: function
-calling, raw reply included) is asked through `call_model` (`acall_model` when awaited); ``read(answer)`` turns
-the answer into a value or raises `UnreadableInput` with a reason; the next ask repeats the request with a
-message naming the reason and quoting the previous answer (`replangraph.llm.reasking`, loaded on that path).
-A `Provisional` answer is asked about again too, but used when no better one comes.
+**The structured-output loop** (`replangraph.llm.structured.structured_steps`, work written as steps: `run_steps`
+drives it on the sync path, `arun_steps` on the async one), which the planner's and replanner's plans, the
+completion check's and the goal check's verdicts and the team judges' and voters' answers take: a model bound to
+a schema (`bind_schema`: function calling, raw reply included) is asked through `call_model` (`acall_model` when
+awaited); ``read(answer)`` turns the answer into a value or raises `UnreadableInput` with a reason. Its answer
+types (`StructuredAnswer`, `Provisional`) and retry texts live here.
 
-**The async path** (``ainvoke``) lives in `replangraph.llm.aio`, loaded on first use; its names
-(`ASYNC_NAMES`) are importable from here too.
+**The async path** (``ainvoke``) lives in `replangraph.llm.aio`, which imports this module; a sync run runs none
+of it.
 """
 
 from __future__ import annotations
@@ -54,7 +53,8 @@ from replangraph.llm.errors import (
     retry_after,
 )
 from replangraph.llm.formats import load_json, read_text_calls
-from replangraph.llm.reading import CUT_OFF, CutOff, UnreadableInput, answer_text, cut_by_limit
+from replangraph.llm.lenient import CUT_OFF, CutOff, UnreadableInput
+from replangraph.llm.reading import answer_text, cut_by_limit
 from replangraph.llm.replies import note_reply
 from replangraph.tracing import call_label
 
@@ -709,78 +709,3 @@ def read_arguments(answer: Any, tool: str) -> Any:
     if not text:
         raise UnreadableInput(f"the answer is empty: call the {tool} tool")
     return load_json(text)
-
-
-def structured_steps(
-    structured: Any,
-    messages: Sequence[BaseMessage],
-    read: Callable[[Any], T],
-    *,
-    retries: int,
-    config: Any,
-    retry_prompt: str = RETRY_PROMPT,
-    error_chars: int = RETRY_ERROR_CHARS,
-    quoted_chars: int = QUOTED_CHARS,
-    observe: Callable[[Any, Any], None] | None = None,
-    monitor: Any = None,
-    awaited: bool = False,
-    trace: RunnableConfig | None = None,
-) -> Generator[Any, Any, StructuredAnswer[T]]:
-    """Ask ``structured`` (see `bind_schema`) until ``read`` accepts an answer, at most ``retries + 1`` answers;
-    steps (`run_steps`, `arun_steps`): each ask through `call_model`, or `acall_model` when ``awaited``.
-
-    Transient errors are retried inside each ask (``config``'s retry settings); a call that still
-    fails ends the asking at once, its attempts counted. `UnreadableInput` from ``read`` asks again
-    with ``retry_prompt`` (``{error}``: the reason, cut to ``error_chars``; ``{previous}``: the answer, cut to
-    ``quoted_chars``);
-    `Provisional` too, its value used when no accepted answer comes. LangGraph's bubble-up passes through.
-    ``observe(request, reply)`` sees each reply; ``monitor`` bounds the answers and ``trace`` is the calls'
-    run config (see `call_model`).
-    """
-    if awaited:
-        from replangraph.llm.aio import acall_model as ask  # the async path's module
-    else:
-        ask = call_model
-    prompt, calls, error, answer = list(messages), 0, "", None
-    kept: Provisional | None = None
-    for _ in range(retries + 1):
-        called = yield ask(structured, prompt, config, observe=observe, monitor=monitor, trace=trace)
-        calls += called.attempts
-        if called.error is not None:  # the model is down or refuses: the caller falls back
-            from replangraph.llm.reasking import failed  # a rare path; reasking imports this module
-
-            return failed(called, calls, kept)
-        answer = called.reply
-        try:
-            return StructuredAnswer(read(answer), calls, answer=answer)
-        except Provisional as exc:
-            kept, error = exc, str(exc)
-        except UnreadableInput as exc:
-            error = str(exc)
-        from replangraph.llm.reasking import retry_request, shortened  # a rare path; reasking imports this module
-
-        error = shortened(error, error_chars)
-        prompt = retry_request(messages, retry_prompt, error, answer, quoted_chars)
-    if kept is not None:
-        return StructuredAnswer(kept.value, calls, answer=answer)
-    return StructuredAnswer(None, calls, error, answer=answer)
-
-
-ASYNC_NAMES = frozenset(
-    {
-        "acall_model", "acall_with_retries", "acall_with_timeout", "aattempt", "aguarded",
-        "ainvoke_model", "aretrying", "arun_steps", "await_wait", "awaits_natively", "in_pool", "off_loop",
-        "store_in_run",
-    }
-)  # fmt: skip
-"""Names of the async path, defined in `replangraph.llm.aio` and importable from here too."""
-
-
-def __getattr__(name: str) -> Any:
-    """The async path's names (`ASYNC_NAMES`), loaded from `replangraph.llm.aio` on first use: a sync run never
-    loads it, and it imports this module."""
-    if name in ASYNC_NAMES:
-        from replangraph.llm import aio
-
-        return getattr(aio, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from replangraph.llm.reading import (
+from replangraph.llm.lenient import (
     BULLET,
     CUT_OFF,
     LIST_KEYS,

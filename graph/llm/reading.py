@@ -28,63 +28,34 @@ from langchain_core.messages import (
     ToolMessage,
     convert_to_messages,
 )
-from pydantic import AliasChoices, Field, WithJsonSchema
+from pydantic import AliasChoices, Field, ValidationError, WithJsonSchema
 
+from replangraph.llm.formats import (
+    cut_call_error,
+    embedded_task_json,
+    invalid_call,
+    load_json,
+    name_list,
+    read_text_calls,
+    strip_fences,
+    text_lines,
+)
+from replangraph.llm.lenient import (  # the basics every reader shares, importable here as before
+    LIST_KEYS,
+    CutOff,
+    UnreadableInput,
+    as_text,
+    check_nesting,
+    match_name,
+)
 from replangraph.names import ASK_USER
 
-MAX_NESTING = 20
 CONTENT_KEYS = ("content", "task", "description", "instruction", "instructions", "prompt", "query", "text", "title")
 AGENT_KEYS = ("agent_type", "agentType", "agent", "type")
-LIST_KEYS = ("tasks", "subtasks", "follow_up_tasks", "items", "steps", "plan", "remaining_tasks")
 TOOLS_KEYS = ("required_tools", "requiredTools", "tools", "tools_needed", "needed_tools", "required_tool", "tool")
 THINKING = re.compile(r"<(think|thinking|reasoning)>(.*?)</\1>", re.I | re.S)
 THINKING_END = re.compile(r"</(?:think|thinking|reasoning)>", re.I)
 THINKING_START = re.compile(r"<(?:think|thinking|reasoning)>", re.I)
-BULLET = re.compile(r"^\s*(?:(?:[-*•+]|\d+[.)]|\[[ xX]?\])\s+)+")
-
-
-class UnreadableInput(ValueError):
-    """Input no reading can make sense of; the message says what was expected."""
-
-
-class CutOff(UnreadableInput):
-    """An answer that ends before its JSON does: cut by the output limit, never to be read as a smaller value."""
-
-
-CUT_OFF = (
-    "not valid JSON: it ends before its brackets close, so the answer was cut off (by the output limit, most "
-    "likely); answer again, shorter (fewer or shorter items), with nothing around the JSON"
-)
-
-
-def check_nesting(value: Any, limit: int = MAX_NESTING) -> None:
-    """UnreadableInput if lists/dicts nest deeper than ``limit`` (walked without recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, Mapping | list | tuple):
-            if depth > limit:
-                raise UnreadableInput(f"the value nests more than {limit} levels deep; send a flat list")
-            children = item.values() if isinstance(item, Mapping) else item
-            stack.extend((child, depth + 1) for child in children)
-
-
-def as_text(value: Any) -> str:
-    """A string from whatever a model sent for a text field: a string, content blocks,
-    a list of lines, a number or an object (as JSON)."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool | int | float):
-        return json.dumps(value)
-    if isinstance(value, Mapping):
-        if value.get("type") == "text" and isinstance(value.get("text"), str):
-            return value["text"]  # one content block (whatever else it carries: citations, cache_control...)
-        return json.dumps(value, ensure_ascii=False, default=str)
-    if isinstance(value, list | tuple):
-        return "\n".join(part for part in (as_text(item) for item in value) if part)
-    return str(value)
 
 
 def list_from(value: Any, what: str, lines: bool = True) -> list:
@@ -92,8 +63,6 @@ def list_from(value: Any, what: str, lines: bool = True) -> list:
     one object, or (when ``lines``) plain text with one item per line."""
     check_nesting(value)
     if isinstance(value, str):
-        from replangraph.llm.formats import embedded_task_json, load_json, strip_fences, text_lines  # rare; a cycle
-
         body = strip_fences(value)
         if body[:1] in ("[", "{"):
             value = load_json(body)
@@ -143,8 +112,6 @@ def id_list(value: Any) -> list[str]:
         if value.strip().lower() in ("none", "null", "[]", "-"):
             return []
         if value.strip().startswith("["):
-            from replangraph.llm.formats import load_json  # rare: text for a value (a cycle)
-
             return id_list(load_json(value))
         return [part.strip() for part in re.split(r"[,;]|\band\b", value) if part.strip()]
     if isinstance(value, list | tuple):
@@ -189,38 +156,9 @@ def plan_specs(value: Any) -> list[dict[str, Any]]:
         }
         tools = next((item[k] for k in TOOLS_KEYS if k in item), None)
         if tools is not None:
-            from replangraph.llm.formats import name_list  # rare: text for a value (a cycle)
-
             spec["required_tools"] = name_list(tools)
         specs.append(spec)
     return specs
-
-
-def truthy(value: Any) -> bool | None:
-    """A yes/no from a bool, a number or words like "yes", "complete", "false"; None if unclear."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int | float):
-        return bool(value)
-    word = as_text(value).strip().lower().strip(".!")
-    if word in ("true", "yes", "y", "complete", "completed", "done", "1"):
-        return True
-    if word in ("false", "no", "n", "incomplete", "not complete", "partial", "partially", "unfinished", "0"):
-        return False
-    return None
-
-
-def normalized_name(name: str) -> str:
-    """Lower case without spaces, dashes or underscores, for loose name matching."""
-    return re.sub(r"[\s_-]+", "", name.lower())
-
-
-def match_name(name: str, known: Sequence[str]) -> str | None:
-    """``name`` itself or the known name it loosely matches (case, spaces, dashes), else None."""
-    if name in known:
-        return name
-    wanted = normalized_name(name)
-    return next((k for k in known if normalized_name(k) == wanted), None)
 
 
 def text_field(description: str, names: tuple[str, ...] = ()) -> Any:
@@ -228,6 +166,12 @@ def text_field(description: str, names: tuple[str, ...] = ()) -> Any:
     under any of ``names``; read it with `as_text`."""
     alias = AliasChoices(*names) if names else None
     return Annotated[Any, WithJsonSchema({"type": "string"}), Field(description=description, validation_alias=alias)]
+
+
+def bad_arguments(error: ValidationError) -> str:
+    """The agent-facing message for arguments that do not match a tool's schema (the toolkit's, the file tools')."""
+    problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in error.errors())
+    return f"Error: invalid arguments ({problems}). Nothing was changed; call the tool again with valid arguments."
 
 
 def parted_thinking(text: str) -> tuple[str, str]:
@@ -379,13 +323,6 @@ def repair_tool_calls(reply: AIMessage, tool_names: Sequence[str]) -> AIMessage:
     the formats of local servers without a tool parser) gets those calls; the rest of
     its text stays its content. Anything else is left as it was.
     """
-    from replangraph.llm.formats import (  # loaded with the package; imported here: a cycle
-        cut_call_error,
-        invalid_call,
-        load_json,
-        read_text_calls,
-    )
-
     calls, invalid = [], []
     for call in reply.tool_calls:
         try:

@@ -25,10 +25,9 @@ from replangraph.context.compression import (
 from replangraph.context.fitting import PLAN_ID, ContextMonitor, excerpt, opening_window, output_id
 from replangraph.context.kept import collect_writes, failed_with_window, is_taken, keep_outputs
 from replangraph.context.summarizing import summary_steps
+from replangraph.llm.aio import acall_model, arun_steps
 from replangraph.llm.calls import (
     StepClock,
-    acall_model,
-    arun_steps,
     call_model,
     cut_note,
     guarded_steps,

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from replangraph.llm.aio import in_pool
 from replangraph.llm.calls import call_pool
-
-if TYPE_CHECKING:
-    from replangraph.nodes.execution.middleware import ModelWrapper, ToolWrapper
-
+from replangraph.nodes.execution.shapes import ModelWrapper, ToolWrapper
 
 NODE_HOOKS = {
     "before_agent": "it runs once per agent run, and a subtask is no run of its own",

@@ -1,21 +1,19 @@
-"""The rare ends of a subtask's turn: a model call that raised (`turn_failure`, `overflowed`), an opening window
-over budget (`too_small`), an answer cut at the output limit (`with_cut_note`), a call left unrun, stopped by the
-deadline or answered by no one (`not_run`, `unfinished`, `no_reply`), a refused call repeated
-(`repeated_refusal`), and what a turn that ended its subtask adds to the result (`turn_record`,
-`with_more_result`). A turn that goes well runs nothing here."""
+"""The rare ends of a subtask's turn: an opening window over budget (`too_small`), an answer cut at the output limit
+(`with_cut_note`), a call left unrun, stopped by the deadline or answered by no one (`not_run`, `unfinished`,
+`no_reply`), a refused call repeated (`repeated_refusal`), and what a turn that ended its subtask adds to the result
+(`turn_record`, `with_more_result`). A turn that goes well runs nothing here; a model call that raised is the
+executor's (`replangraph.nodes.execution.executor.turn_failure`)."""
 
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
 from replangraph.context.carried import call_label, made_progress, with_reads
-from replangraph.context.fitting import approximate_tokens
 from replangraph.context.kept import (
     announced,
     completed,
@@ -28,21 +26,13 @@ from replangraph.context.kept import (
     window_reads,
     with_read_digests,
 )
-from replangraph.llm.calls import StepClock, cut_note, paused_if_down
-from replangraph.llm.errors import StepTimeout, is_server_down, server_url
+from replangraph.llm.calls import cut_note
 from replangraph.llm.reading import answer_text, message_text, with_text
 from replangraph.names import ASK_USER, BUILT_IN_TOOLS
-from replangraph.nodes.execution.middleware import ContextOverflow, StepFailed
 from replangraph.queue.plans import LimitReached, limit_hit, split_task
 from replangraph.queue.tasks import Continued, QueueError, is_continuation, preview
 from replangraph.state import ANSWER_CUT, DYNAMIC_TASKS_ADDED, StateUpdate, emit, event
 from replangraph.tools.replan_toolkit.toolkit import STILL_YOURS, sent_summary
-from replangraph.tracing import task_label
-
-logger = logging.getLogger(__name__)
-
-if TYPE_CHECKING:
-    from replangraph.nodes.execution.executor import Executor
 
 
 def not_run(call: dict, why: str) -> ToolMessage:
@@ -79,63 +69,6 @@ def repeated_refusal(task: Mapping[str, Any], call: dict, reply: ToolMessage, ca
     update = completed(task, summary, calls)
     update["tasks"][task["id"]]["replan_request"] = request
     return update
-
-
-def turn_failure(
-    executor: Executor,
-    task: Mapping[str, Any],
-    window: list,
-    started: float,
-    calls: int,
-    exc: Exception,
-    clock: StepClock,
-) -> StateUpdate:
-    """The update for a model turn that raised ``exc`` (``calls``: the model calls spent, tries included);
-    `ModelServerDown` when the server stopped answering and the run pauses for that."""
-    paused_if_down(exc, executor.config)
-    if isinstance(exc, StepTimeout):  # the tools node ends it: with a continuation when it made progress
-        why = f"step exceeded step_timeout_s={clock.limit_s}"
-        change = {"status": "in_progress", "model_calls": calls, "started_at": started, "limit_reached": why}
-        return {"tasks": {task["id"]: change}, "windows": {task["id"]: window}}
-    if isinstance(exc, StepFailed):
-        return executor.fail(task, window, str(exc), calls)
-    if isinstance(exc, ContextOverflow):
-        return overflowed(executor, task, window, started, calls, exc.__cause__ or exc)
-    calls = max(calls, task.get("model_calls", 0) + 1)  # the call was made, even if it never answered
-    if isinstance(exc, RecursionError):  # the client could not even read the reply
-        return executor.fail(task, window, "model call failed: its reply nests too deeply to be read", calls)
-    url = server_url(exc) if is_server_down(exc) else None
-    where = f" (the model server at {url} did not answer)" if url else ""
-    return executor.fail(task, window, f"model call failed: {type(exc).__name__}: {exc}{where}", calls)
-
-
-def overflowed(
-    executor: Executor, task: Mapping[str, Any], window: list, started: float, calls: int, exc: Exception
-) -> StateUpdate:
-    """The provider refused the request as too long: compress and try once more, else fail the step."""
-    if (task.get("context_overflow") or {}).get("compressed"):
-        return executor.fail(
-            task,
-            window,
-            f"the request exceeds the model's context window even after compression: {exc}",
-            calls,
-        )
-    tools = executor.tool_schemas[task["agent_type"]]
-    # The window (and the size) the error names are learned; the compressor then fits the real window.
-    learned = executor.monitor.learn_overflow(exc, approximate_tokens(window, tools))
-    # Usage figures may come from a server that counts differently: take the larger count.
-    tokens = max(executor.monitor.tokens(window, tools), executor.monitor.counter(window, tools))
-    logger.info(
-        "the model refused the window of %s as too long for its context window (%d tokens by our count); "
-        "the compressor refits it",
-        task_label(task),
-        tokens,
-    )
-    record = {"tokens": tokens, "compressed": False, "error": str(exc)[:300]}
-    if learned:
-        record["window"] = executor.monitor.context_window
-    change = {"status": "in_progress", "model_calls": calls, "started_at": started, "context_overflow": record}
-    return {"tasks": {task["id"]: change}, "windows": {task["id"]: window}}
 
 
 def too_small(task: Mapping[str, Any], needed: int, budget: int, calls: int) -> StateUpdate:

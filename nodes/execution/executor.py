@@ -26,6 +26,7 @@ from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.carried import made_calls, made_progress
 from replangraph.context.fitting import (
     ContextMonitor,
+    approximate_tokens,
     cut_answered_args,
     opening_window,
     output_id,
@@ -52,11 +53,12 @@ from replangraph.llm.calls import (
     call_pool,
     guarded_steps,
     output_limit,
+    paused_if_down,
     replangraph_retries,
     run_steps,
     was_cut,
 )
-from replangraph.llm.errors import StepTimeout
+from replangraph.llm.errors import StepTimeout, is_server_down, server_url
 from replangraph.llm.reading import (
     all_tool_calls,
     announces_call,
@@ -84,6 +86,7 @@ from replangraph.nodes.execution.endings import (  # rare ends of a turn; a turn
 from replangraph.nodes.execution.injection import subtask_view, tool_runtime
 from replangraph.nodes.execution.middleware import (
     BoundModels,
+    ContextOverflow,
     ModelRequest,
     ModelWrapper,
     OfferReadOutput,
@@ -92,6 +95,7 @@ from replangraph.nodes.execution.middleware import (
     RepairToolCalls,
     Retries,
     StepDeadline,
+    StepFailed,
     ToolCallRequest,
     ToolkitInline,
     ToolWrapper,
@@ -134,6 +138,63 @@ def replied(handler: Callable, request: ModelRequest) -> Generator[Any, Any, AIM
 
 
 # --------------------------------------------------------------------------- the executor node
+
+
+def turn_failure(
+    executor: Executor,
+    task: Mapping[str, Any],
+    window: list,
+    started: float,
+    calls: int,
+    exc: Exception,
+    clock: StepClock,
+) -> StateUpdate:
+    """The update for a model turn that raised ``exc`` (``calls``: the model calls spent, tries included);
+    `ModelServerDown` when the server stopped answering and the run pauses for that."""
+    paused_if_down(exc, executor.config)
+    if isinstance(exc, StepTimeout):  # the tools node ends it: with a continuation when it made progress
+        why = f"step exceeded step_timeout_s={clock.limit_s}"
+        change = {"status": "in_progress", "model_calls": calls, "started_at": started, "limit_reached": why}
+        return {"tasks": {task["id"]: change}, "windows": {task["id"]: window}}
+    if isinstance(exc, StepFailed):
+        return executor.fail(task, window, str(exc), calls)
+    if isinstance(exc, ContextOverflow):
+        return overflowed(executor, task, window, started, calls, exc.__cause__ or exc)
+    calls = max(calls, task.get("model_calls", 0) + 1)  # the call was made, even if it never answered
+    if isinstance(exc, RecursionError):  # the client could not even read the reply
+        return executor.fail(task, window, "model call failed: its reply nests too deeply to be read", calls)
+    url = server_url(exc) if is_server_down(exc) else None
+    where = f" (the model server at {url} did not answer)" if url else ""
+    return executor.fail(task, window, f"model call failed: {type(exc).__name__}: {exc}{where}", calls)
+
+
+def overflowed(
+    executor: Executor, task: Mapping[str, Any], window: list, started: float, calls: int, exc: Exception
+) -> StateUpdate:
+    """The provider refused the request as too long: compress and try once more, else fail the step."""
+    if (task.get("context_overflow") or {}).get("compressed"):
+        return executor.fail(
+            task,
+            window,
+            f"the request exceeds the model's context window even after compression: {exc}",
+            calls,
+        )
+    tools = executor.tool_schemas[task["agent_type"]]
+    # The window (and the size) the error names are learned; the compressor then fits the real window.
+    learned = executor.monitor.learn_overflow(exc, approximate_tokens(window, tools))
+    # Usage figures may come from a server that counts differently: take the larger count.
+    tokens = max(executor.monitor.tokens(window, tools), executor.monitor.counter(window, tools))
+    logger.info(
+        "the model refused the window of %s as too long for its context window (%d tokens by our count); "
+        "the compressor refits it",
+        task_label(task),
+        tokens,
+    )
+    record = {"tokens": tokens, "compressed": False, "error": str(exc)[:300]}
+    if learned:
+        record["window"] = executor.monitor.context_window
+    change = {"status": "in_progress", "model_calls": calls, "started_at": started, "context_overflow": record}
+    return {"tasks": {task["id"]: change}, "windows": {task["id"]: window}}
 
 
 class Executor(Configured):
@@ -299,8 +360,6 @@ class Executor(Configured):
         self, task: Mapping[str, Any], window: list, started: float, calls: int, exc: Exception, clock: StepClock
     ) -> StateUpdate:
         """The update for a model turn that raised ``exc`` (`turn_failure`)."""
-        from replangraph.nodes.execution.endings import turn_failure  # a rare path: loaded when a turn fails
-
         return turn_failure(self, task, window, started, calls, exc, clock)
 
     def fail(self, task: Mapping[str, Any], window: list, error: str, calls: int, **extra: Any) -> StateUpdate:

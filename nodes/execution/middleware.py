@@ -36,10 +36,10 @@ import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
@@ -75,54 +75,20 @@ from replangraph.nodes.execution.adapting import (  # noqa: F401  # Hook, run_co
     split_middleware,
 )
 from replangraph.nodes.execution.injection import injected_call
+from replangraph.nodes.execution.shapes import (  # the request shapes, importable here as before
+    ModelHandler,
+    ModelRequest,
+    ModelResponse,
+    ModelWrapper,
+    ToolHandler,
+    ToolResult,
+    ToolWrapper,
+)
 from replangraph.queue.tasks import Task, preview
 from replangraph.state import EVENTS
 from replangraph.tracing import call_label, trace_fields, traced
 
-
-@dataclass
-# --------------------------------------------------------------------------- request shapes and chains
-
-class ModelRequest:
-    """One model call of a subtask (LangChain's ``ModelRequest`` fields; ``messages`` exclude the system message)."""
-
-    model: Any
-    messages: list[BaseMessage]
-    system_message: SystemMessage | None = None
-    tool_choice: Any = None
-    tools: list[Any] = field(default_factory=list)
-    response_format: Any = None
-    state: dict[str, Any] = field(default_factory=dict)
-    runtime: Any = None
-    model_settings: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def system_prompt(self) -> str | None:
-        """The system message's text, if any."""
-        return None if self.system_message is None else self.system_message.text
-
-    def override(self, **changes: Any) -> ModelRequest:
-        """A copy with ``changes`` applied (``system_prompt=`` sets the system message)."""
-        if "system_prompt" in changes:
-            prompt = changes.pop("system_prompt")
-            changes["system_message"] = None if prompt is None else SystemMessage(prompt)
-        return replace(self, **changes)
-
-
-@dataclass
-class ModelResponse:
-    """What a model call returned: its messages (one AIMessage, usually) and any structured output."""
-
-    result: list[BaseMessage]
-    structured_response: Any = None
-
-
-ModelHandler = Callable[[ModelRequest], ModelResponse]
-ModelWrapper = Callable[[ModelRequest, ModelHandler], Any]
-ToolResult = ToolMessage | Command | None
-"""A tool call's result; None leaves the call pending (a question the ask node puts to the user)."""
-ToolHandler = Callable[[ToolCallRequest], ToolResult]
-ToolWrapper = Callable[[ToolCallRequest, ToolHandler], ToolResult]
+# --------------------------------------------------------------------------- chains
 
 
 def as_response(result: Any) -> ModelResponse:

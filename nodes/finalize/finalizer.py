@@ -31,19 +31,11 @@ from replangraph.context.kept import (
     report_task,
 )
 from replangraph.context.summarizing import pack, split_text
-from replangraph.llm.calls import (
-    acall_model,
-    arun_steps,
-    call_model,
-    cut_note,
-    guarded_steps,
-    output_limit,
-    refit_steps,
-    run_steps,
-    was_cut,
-)
+from replangraph.llm.aio import acall_model, arun_steps
+from replangraph.llm.calls import call_model, cut_note, guarded_steps, output_limit, refit_steps, run_steps, was_cut
 from replangraph.llm.reading import answer_text
 from replangraph.names import FINALIZE
+from replangraph.nodes.finalize.notes import replanned_ids, run_notes
 from replangraph.nodes.finalize.prompts import (
     ADDED_ITEMS,
     FINAL_MERGE_TEMPLATE,
@@ -222,11 +214,6 @@ def synthesize(goal: str, entries: Sequence[Entry], *, ask: Ask, tokens: Tokens,
 def latest_plan(tasks: Mapping[str, Task]) -> str:
     """The id of the latest plan among ``tasks`` (``1`` when none says)."""
     return str(max((int(p) for t in tasks.values() if str(p := t.get("plan_id") or "1").isdigit()), default=1))
-
-
-def replanned_ids(replans: Sequence[Mapping]) -> set[str]:
-    """Failed subtasks whose work a new plan took over."""
-    return {tid for r in replans if r.get("outcome") == "replanned" for tid in r.get("task_ids", [])}
 
 
 def unresolved(tasks: Mapping[str, Task], replans: Sequence[Mapping]) -> list[Task]:
@@ -410,22 +397,6 @@ def shortened(answer: str) -> bool:
 
 CUT_TEXT = "stopped at the model's output limit"
 """What `cut_note` says of an answer the output limit cut."""
-
-
-def run_notes(tasks: Mapping[str, Task]) -> list[str]:
-    """What the run decided on its own that a reader should know, one line each, in queue order: a completion
-    check that stood down, a chain of continuations stopped for adding nothing, a subtask a limit stopped and
-    continued."""
-    notes = []
-    for task in ordered(tasks):
-        stood = (task.get("verdict") or {}).get("stood_down")
-        if stood:
-            notes.append(f"The completion check of {task['id']} stood down; its result stands: {preview(stood, 200)}")
-        if task.get("chain_stopped"):
-            notes.append(f"{task['id']} queued no follow-ups: {preview(task['chain_stopped'], 200)}")
-        if (task.get("follow_up") or {}).get("by") == "limit":
-            notes.append(f"{task['parent_id']} stopped at a limit; {task['id']} went on with its work")
-    return notes
 
 
 def cut_results_note(tasks: Mapping[str, Task]) -> str:

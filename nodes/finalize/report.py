@@ -27,6 +27,7 @@ from replangraph.context.kept import (
 )
 from replangraph.llm.errors import says_server_down
 from replangraph.llm.reading import answer_text, ends_with_answer
+from replangraph.nodes.finalize.notes import replanned_ids, run_notes
 from replangraph.queue.index import index_of
 from replangraph.queue.tasks import Task, fallback_of, is_fallback, ordered, plan_tasks, preview
 from replangraph.state import StateUpdate
@@ -117,8 +118,6 @@ def report_with_lists(goal: str, tasks: Mapping[str, Task], reason: str) -> tupl
         lines.append(KEPT_HINT.format(thread=thread_id() or "THREAD"))
     if "max_" in reason:
         lines.append("- A limit stopped the run: raise it in AgentConfig (max_steps, max_tasks, max_replans).")
-    from replangraph.nodes.finalize.finalizer import run_notes  # finalizer imports this module
-
     notes = run_notes(tasks)
     if notes:
         lines += ["", "## Notes", *(f"- {note}" for note in notes[:REPORT_LISTED])]
@@ -239,8 +238,6 @@ def stop_reason(
     ``steps_left``: the supersteps LangGraph's ``recursion_limit`` still allowed when finalize started;
     the limit is named when it stopped work that could still run.
     """
-    from replangraph.nodes.finalize.finalizer import replanned_ids  # finalizer imports this module
-
     covered = replanned_ids(replans)
     failed = [
         t["id"] for t in ordered(tasks) if t["status"] == "failed" and t["id"] not in covered and not is_fallback(t)

@@ -20,17 +20,10 @@ from pydantic import BaseModel, Field, create_model
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.fitting import GOAL_ID, ContextMonitor, fit_request, schema_tools
 from replangraph.context.kept import collect_writes
-from replangraph.llm.calls import (
-    RETRY_ERROR_CHARS,
-    Provisional,
-    arun_steps,
-    bind_schema,
-    read_arguments,
-    refit_steps,
-    run_steps,
-    structured_steps,
-)
+from replangraph.llm.aio import arun_steps
+from replangraph.llm.calls import RETRY_ERROR_CHARS, Provisional, bind_schema, read_arguments, refit_steps, run_steps
 from replangraph.llm.reading import UnreadableInput, plan_specs, resolve_goal
+from replangraph.llm.structured import structured_steps
 from replangraph.names import BUILT_IN_TOOLS, PLANNER
 from replangraph.nodes.planning.prompts import PLAN_RETRY, PLANNER_PROMPT, PLANNER_TOOLS_RULE
 from replangraph.nodes.planning.rule_plan import rule_based_plan
@@ -51,7 +44,7 @@ from replangraph.tracing import traced
 
 """Room kept for the error text of a plan retry."""
 RETRY_PREVIOUS_CHARS = 2_000
-"""Room kept for the previous answer of a plan retry (``replangraph.llm.reasking.quoted`` caps it at this)."""
+"""Room kept for the previous answer of a plan retry (``replangraph.llm.structured.quoted`` caps it at this)."""
 
 
 RETRY_SHARE = 0.25

@@ -32,7 +32,8 @@ from replangraph.context.fitting import (
 )
 from replangraph.context.kept import collect_writes, full_result
 from replangraph.features import AfterReplan
-from replangraph.llm.calls import arun_steps, refit_steps, run_steps
+from replangraph.llm.aio import arun_steps
+from replangraph.llm.calls import refit_steps, run_steps
 from replangraph.names import REPLANNER
 from replangraph.nodes.planning.planner import (
     PlanAnswer,

@@ -31,15 +31,9 @@ from replangraph.context.kept import (
     merge_updates,
     output_slot,
 )
-from replangraph.llm.calls import (
-    StructuredAnswer,
-    arun_steps,
-    bind_schema,
-    refit_steps,
-    run_steps,
-    structured_steps,
-)
-from replangraph.llm.reasking import quoted
+from replangraph.llm.aio import arun_steps
+from replangraph.llm.calls import StructuredAnswer, bind_schema, refit_steps, run_steps
+from replangraph.llm.structured import quoted, structured_steps
 from replangraph.nodes.teams.judging import Ballot, Fusion, Pick, read_ballot, read_fused, read_pick
 from replangraph.nodes.teams.names import TEAM_MERGE, TEAM_MERGED
 from replangraph.nodes.teams.prompts import (

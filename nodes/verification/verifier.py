@@ -37,8 +37,10 @@ from replangraph.context.kept import (
     window_reads,
 )
 from replangraph.llm.aio import arun_steps, off_loop
-from replangraph.llm.calls import bind_schema, call_pool, read_arguments, refit_steps, run_steps, structured_steps
-from replangraph.llm.reading import UnreadableInput, answer_text, answers_waiting, as_text, task_specs, truthy
+from replangraph.llm.calls import bind_schema, call_pool, read_arguments, refit_steps, run_steps
+from replangraph.llm.lenient import truthy
+from replangraph.llm.reading import UnreadableInput, answer_text, answers_waiting, as_text, task_specs
+from replangraph.llm.structured import structured_steps
 from replangraph.nodes.verification.names import CHECK_STOOD_DOWN, STEP_VERIFIED, VERIFIER
 from replangraph.nodes.verification.prompts import VERIFIER_PROMPT, VERIFY_EXCERPT_NOTE, VERIFY_TEMPLATE
 from replangraph.nodes.verification.state import TaskVerdict, verdict_record

@@ -24,7 +24,7 @@ from scripting import invoke, make_model, plan_of, run, subtask_of
 from test_toolkit_rules import make_runner, runner_state
 
 from replangraph import AgentConfig, build_graph
-from replangraph.llm import aio, calls
+from replangraph.llm import aio, calls, structured
 from replangraph.llm.errors import StepTimeout
 from replangraph.state import emit
 from replangraph.testing import ScriptedChatModel, tool_call
@@ -225,11 +225,11 @@ def test_acall_with_timeout_tells_a_timeout_from_the_call_s_own_timeout_error():
         raise TimeoutError("the call's own")
 
     with pytest.raises(StepTimeout):
-        asyncio.run(calls.acall_with_timeout(hangs, 0.01))
+        asyncio.run(aio.acall_with_timeout(hangs, 0.01))
     with pytest.raises(TimeoutError, match="the call's own"):
-        asyncio.run(calls.acall_with_timeout(raises, GUARD_S))
+        asyncio.run(aio.acall_with_timeout(raises, GUARD_S))
     with pytest.raises(StepTimeout, match="no time left"):
-        asyncio.run(calls.acall_with_timeout(raises, 0.0))
+        asyncio.run(aio.acall_with_timeout(raises, 0.0))
 
 
 def test_async_retries_follow_the_sync_policy(monkeypatch):
@@ -248,22 +248,22 @@ def test_async_retries_follow_the_sync_policy(monkeypatch):
             raise ConnectionError("reset")
         return "ok"
 
-    result = asyncio.run(calls.acall_with_retries(flaky, retries=3, backoff_s=1.0, transient=lambda e: True))
+    result = asyncio.run(aio.acall_with_retries(flaky, retries=3, backoff_s=1.0, transient=lambda e: True))
     assert result == ("ok", 3) and waits == [1.0, 2.0]
 
     async def refused():
         raise ValueError("bad request")
 
     with pytest.raises(ValueError) as raised:
-        asyncio.run(calls.acall_with_retries(refused, retries=3, backoff_s=1.0, transient=lambda e: False))
+        asyncio.run(aio.acall_with_retries(refused, retries=3, backoff_s=1.0, transient=lambda e: False))
     assert raised.value.attempts == 1
 
 
 def test_a_model_without_async_code_is_called_in_replangraph_s_pool():
     scripted = ScriptedChatModel(respond=lambda r: AIMessage("hi"))
-    assert not calls.awaits_natively(scripted) and not calls.awaits_natively(scripted.bind_tools([]))
-    assert calls.awaits_natively(AsyncOnly(respond=lambda r: "hi"))
-    reply = asyncio.run(calls.ainvoke_model(scripted, "hello"))
+    assert not aio.awaits_natively(scripted) and not aio.awaits_natively(scripted.bind_tools([]))
+    assert aio.awaits_natively(AsyncOnly(respond=lambda r: "hi"))
+    reply = asyncio.run(aio.ainvoke_model(scripted, "hello"))
     assert reply.content == "hi"
 
 
@@ -306,8 +306,8 @@ def test_the_awaited_structured_loop_asks_again_after_an_unreadable_answer():
             raise UnreadableInput("number must be an integer")
         return args["number"]
 
-    steps = calls.structured_steps(model, [("user", "pick")], read, retries=1, config=AgentConfig(), awaited=True)
-    asked = asyncio.run(calls.arun_steps(steps, off_loop=False))
+    steps = structured.structured_steps(model, [("user", "pick")], read, retries=1, config=AgentConfig(), awaited=True)
+    asked = asyncio.run(aio.arun_steps(steps, off_loop=False))
     assert (asked.value, asked.calls) == (7, 2)
 
 

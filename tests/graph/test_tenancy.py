@@ -13,7 +13,7 @@ from scripting import make_model, plan_of
 
 from benchmarks.fault_probes import ODD_THREAD_IDS as ODD_IDS
 from replangraph import AgentConfig, build_graph
-from replangraph.context import kept, lookup
+from replangraph.context import kept
 from replangraph.context.excerpts import NOTE_RE
 from replangraph.durable import kept_output, kept_output_ids
 from replangraph.llm.reading import message_text
@@ -58,7 +58,7 @@ def test_any_thread_id_runs_with_a_store_and_its_outputs_read_back(store, thread
 def test_thread_labels_are_store_labels_file_names_and_never_shared():
     labels = [kept.thread_label(t) for t in [*ODD_IDS, "a%2Eb", "x" * 999 + "y", "t", "run-1"]]
     assert len(set(labels)) == len(labels)
-    assert all("." not in label and "/" not in label and len(label.encode()) <= lookup.LABEL_MAX for label in labels)
+    assert all("." not in label and "/" not in label and len(label.encode()) <= kept.LABEL_MAX for label in labels)
     assert kept.thread_label("t") == "t" and kept.thread_label("a.b") == "a%2Eb"  # plain ids keep their namespace
 
 

@@ -28,11 +28,11 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import AliasChoices, BaseModel, BeforeValidator, Field, WithJsonSchema
 
 from replangraph.context.kept import run_label
-from replangraph.llm.reading import as_text, text_field, truthy
+from replangraph.llm.lenient import truthy
+from replangraph.llm.reading import as_text, bad_arguments, text_field
 from replangraph.tools.files import confined
 from replangraph.tools.files.confined import locked, open_confined, regular_size, write_all
 from replangraph.tools.read_output import _whole_number
-from replangraph.tools.replan_toolkit.toolkit import bad_arguments
 
 EXAMPLE = "notes/result.md"
 MAX_LISTED = 200

@@ -21,12 +21,12 @@ from typing import Annotated, Any
 from langchain_core.messages import AnyMessage, ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, ToolException
 from langgraph.types import Command
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from replangraph.config import AgentConfig
 from replangraph.context.fitting import kept_id, message_key, output_id, unique_key
 from replangraph.context.kept import announced, completed, failed
-from replangraph.llm.reading import UnreadableInput, as_text, message_text, task_specs, text_field
+from replangraph.llm.reading import UnreadableInput, as_text, bad_arguments, message_text, task_specs, text_field
 from replangraph.names import ASK_USER, REPLAN_MARKER, REQUEST_REPLAN_TOOL, REVIEW_TOOL, SPLIT_TOOL, TOOLKIT_NAMES
 from replangraph.queue.coverage import fresh_follow_ups, skipped_parts
 from replangraph.queue.plans import LimitReached, coerce_agent_types, limit_hit, split_task
@@ -41,6 +41,7 @@ from replangraph.queue.tasks import (
     task_line,
 )
 from replangraph.state import DYNAMIC_TASKS_ADDED, event
+from replangraph.tools.files.workspace_files import thread_folder, workspace_listing
 from replangraph.tools.replan_toolkit.prompts import (
     REPLAN_REASON_DESCRIPTION,
     REQUEST_REPLAN_DESCRIPTION,
@@ -288,12 +289,6 @@ def sent_summary(args: Any) -> str:
     return named or (as_text(rest).strip() if rest else "")
 
 
-def bad_arguments(error: ValidationError) -> str:
-    """The agent-facing message for arguments that do not match a toolkit tool's schema."""
-    problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in error.errors())
-    return f"Error: invalid arguments ({problems}). Nothing was changed; call the tool again with valid arguments."
-
-
 def replan_toolkit(session: ReplanSession | None) -> list[BaseTool]:
     """The toolkit's tools, bound to ``session`` (None: schemas only; calls return an error)."""
 
@@ -347,8 +342,6 @@ def workspace_lines(path: str | None, limit: int = MAX_WORKSPACE_FILES, max_char
     """The review's ``- relative/path (N bytes)`` lines for the files under ``path``: at most ``limit``
     lines and ``max_chars`` characters, then a line saying how many more list_files would show.
     ``{thread}`` in ``path`` stands for the run's own folder (`thread_folder`)."""
-    from replangraph.tools.files.workspace_files import thread_folder, workspace_listing  # it imports this module
-
     if path and THREAD_PLACEHOLDER in path:
         path = str(thread_folder(path.replace(THREAD_PLACEHOLDER, "").rstrip("/\\") or "."))
     if not path or not os.path.isdir(path):

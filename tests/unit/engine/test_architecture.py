@@ -1,4 +1,4 @@
-"""The shape a newcomer relies on: which packages may import which, and how many modules one small run touches.
+"""The shape a newcomer relies on: which packages may import which, and no module importing itself back.
 
 Import contract (read from the source, not from a run):
 - the pure packages (``replangraph.queue``, ``replangraph.context``, ``replangraph.llm``) import nothing from
@@ -6,20 +6,16 @@ Import contract (read from the source, not from a run):
 - a feature folder under ``nodes/`` imports no other feature folder;
 - ``replangraph.app`` uses only the public API and its own modules: the package itself, ``testing``, ``durable``,
   ``config``, ``state``, and what a package exports (``replangraph.queue``, ``replangraph.tools``, a feature's
-  ``replangraph.nodes.<feature>``), never a module inside one.
+  ``replangraph.nodes.<feature>``), never a module inside one;
+- no import cycle among the package's modules, imports inside functions counted (a package's ``__init__``
+  importing its own children is no cycle).
 """
 
 from __future__ import annotations
 
 import ast
-import sys
-import threading
+from collections.abc import Mapping
 from pathlib import Path
-
-from scripting import make_model, plan_of
-
-from replangraph import AgentConfig, build_graph
-from replangraph.testing import tool_call
 
 ROOT = Path(__file__).resolve().parents[3]
 TOPS = {"graph": "replangraph", "nodes": "replangraph.nodes", "tools": "replangraph.tools"}
@@ -103,59 +99,92 @@ def test_the_contract_sees_a_violation():
     assert not within("replangraph.queueing", "replangraph.queue")
 
 
-# --------------------------------------------------------------------------- modules one small run executes
-
-EXCLUDED = ("replangraph.app", "replangraph.testing")
+# --------------------------------------------------------------------------- no import cycles
 
 
-def executed_modules(run) -> set[str]:
-    """The package's modules (not ``app``, ``testing`` or ``__init__`` files) whose code runs during ``run()``."""
+def module_imports(module: str, path: Path, known: set[str]) -> set[str]:
+    """The package's modules ``module`` imports anywhere in its source (in functions too): ``from a import b``
+    counts as ``a.b`` when that is a module, else as ``a``; a package's own descendants are left out for its
+    ``__init__`` (re-exporting its children is no cycle)."""
     found: set[str] = set()
-
-    def profile(frame, event, _arg):
-        if event != "call":
-            return
-        module = frame.f_globals.get("__name__", "")
-        ours = within(module, "replangraph") and not any(within(module, e) for e in EXCLUDED)
-        if ours and not frame.f_code.co_filename.endswith("__init__.py"):
-            found.add(module)
-
-    sys.setprofile(profile)
-    threading.setprofile(profile)
-    try:
-        run()
-    finally:
-        sys.setprofile(None)
-        threading.setprofile(None)
-    return found
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            children = {f"{node.module}.{alias.name}" for alias in node.names} & known
+            found.update(children if len(children) == len(node.names) else {node.module, *children})
+    is_package = path.name == "__init__.py"
+    return {m for m in found & known if m != module and not (is_package and within(m, module))}
 
 
-def look(name: str) -> str:
-    """Looks a thing up."""
-    return f"about {name}"
+def cycles(edges: Mapping[str, set[str]]) -> list[list[str]]:
+    """The import cycles of ``edges`` (module -> modules it imports): each strongly connected group of more
+    than one module, sorted (Tarjan's algorithm, without recursion)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, targets = work[-1]
+            target = next(targets, None)
+            if target is not None:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(edges.get(target, ())))))
+                elif target in on_stack:
+                    low[node] = min(low[node], index[target])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    found.append(sorted(group))
+    return sorted(found)
 
 
-def work(request):
-    """Read, review the plan, hand the rest off; the child just answers."""
-    if "1_dyn_0" in request.prompt:
-        return "the rest, done"
-    if not request.called("look"):
-        return tool_call("look", {"name": "x"})
-    if not request.called("replan_review_context"):
-        return tool_call("replan_review_context", {})
-    return tool_call("replan_split_and_handoff", {"summary": "first half", "tasks": [{"content": "the rest"}]})
+def import_edges() -> dict[str, set[str]]:
+    found = sources()
+    return {module: module_imports(module, path, set(found)) for module, path in found.items()}
 
 
-def small_run() -> set[str]:
-    # The run the issue measured on 0.8.0, whose completion check was off by default.
-    model = make_model(plan_of({"id": "1", "content": "look x up"}), work)
-    graph = build_graph(model, [look], config=AgentConfig(verify_results=False))
-    result: dict = {}
+def test_no_module_imports_itself_back():
+    assert cycles(import_edges()) == []
 
-    def run() -> None:
-        result.update(graph.invoke({"messages": [("user", "look x up")]}))
 
-    modules = executed_modules(run)
-    assert [t["status"] for t in result["tasks"].values()] == ["completed", "completed"]
-    assert "the rest, done" in result["final_answer"]
-    return modules
+def test_the_cycle_check_sees_a_cycle(tmp_path):
+    """The checker itself: a cycle planted through an import inside a function is reported; a package
+    re-exporting its children is not a cycle."""
+    (tmp_path / "pkg").mkdir()
+    init, child, other = tmp_path / "pkg" / "__init__.py", tmp_path / "pkg" / "child.py", tmp_path / "other.py"
+    init.write_text("from replangraph.pkg.child import thing\n")
+    child.write_text("from replangraph.pkg import other_child\n\n\ndef thing():\n    import replangraph.other\n")
+    other.write_text("from replangraph.pkg.child import thing\n")
+    known = {"replangraph.pkg", "replangraph.pkg.child", "replangraph.other"}
+    edges = {
+        "replangraph.pkg": module_imports("replangraph.pkg", init, known),
+        "replangraph.pkg.child": module_imports("replangraph.pkg.child", child, known),
+        "replangraph.other": module_imports("replangraph.other", other, known),
+    }
+    assert edges["replangraph.pkg"] == set()
+    assert cycles(edges) == [["replangraph.other", "replangraph.pkg.child"]]
+    assert cycles({**edges, "replangraph.other": set()}) == []
+    with_pkg = {**edges, "replangraph.pkg": {"replangraph.pkg.child"}, "replangraph.other": set()}
+    assert cycles(with_pkg) == [["replangraph.pkg", "replangraph.pkg.child"]]  # not an __init__: a cycle

@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from replangraph.llm.formats import load_json, strip_fences
+from replangraph.llm.lenient import truthy
 from replangraph.llm.reading import (
     UnreadableInput,
     as_text,
@@ -14,7 +15,6 @@ from replangraph.llm.reading import (
     match_name,
     plan_specs,
     task_specs,
-    truthy,
 )
 from replangraph.queue.plans import coerce_agent_types, normalize_plan
 

@@ -7,7 +7,7 @@ from langchain_core.messages import AIMessage
 
 from replangraph.llm.calls import reply_text
 from replangraph.llm.reading import answer_text, parted_thinking, repair_tool_calls, split_reasoning
-from replangraph.llm.reasking import quoted
+from replangraph.llm.structured import quoted
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,9 @@ from langgraph.errors import GraphInterrupt
 from pydantic import BaseModel
 
 from replangraph import AgentConfig
-from replangraph.llm.calls import Provisional, bind_schema, read_arguments, run_steps, structured_steps
+from replangraph.llm.calls import Provisional, bind_schema, read_arguments, run_steps
 from replangraph.llm.reading import UnreadableInput
+from replangraph.llm.structured import structured_steps
 from replangraph.testing import ScriptedChatModel, tool_call
 
 CONFIG = AgentConfig(retry_backoff_s=0, model_retries=2)
