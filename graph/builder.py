@@ -179,7 +179,7 @@ def build_graph(
             features.append(made)
     extra_types = planning_types(features)
     planning = {**profiles, **extra_types}  # the agent types a plan may name
-    team_names = list(extra_types)
+    feature_types = list(extra_types)  # a team
     warn_stacked_retries(
         {
             "model": model,
@@ -219,7 +219,7 @@ def build_graph(
     meter = Metering([f.on_reply for f in features if f.on_reply], state_schema)
     # The nodes that read the whole state keep the plan message (the queue, in ``messages``) up to date.
     fresh = [feature.on_new_plan for feature in features if feature.on_new_plan]
-    planner = Planner(planner_model or model, planning, config, monitor, teams=team_names, on_new_plan=fresh)
+    planner = Planner(planner_model or model, planning, config, monitor, feature_types=feature_types, on_new_plan=fresh)
     builder.add_node(PLANNER, both_paths(planner, PLANNER, new_plan=True, metering=meter))
     # Error handlers turn an unexpected crash in a subtask's step into a failed subtask, not a crashed run.
     executor = Executor(
@@ -239,7 +239,7 @@ def build_graph(
     tool_runner = ToolRunner(
         profiles,
         config,
-        teams=team_names,
+        feature_types=feature_types,
         feature_wrappers=[w for feature in features for w in feature.tool_wrappers],
         middleware=tool_middleware,
         answer_takers=[feature.takes_answers for feature in features if feature.takes_answers],
@@ -258,7 +258,9 @@ def build_graph(
         error_handler=fail_the_subtask(goto=HANDLER_TARGETS[COMPRESSOR]),
     )
     hooks = [feature.after_replan for feature in features if feature.after_replan]
-    replanner = Replanner(planner_model or model, planning, config, monitor, teams=team_names, after_round=hooks)
+    replanner = Replanner(
+        planner_model or model, planning, config, monitor, feature_types=feature_types, after_round=hooks
+    )
     stops = [feature.stop for feature in features if feature.stop]
     finalizer = Finalizer(model, config, monitor, stops=stops)
     builder.add_node(REPLANNER, both_paths(replanner, REPLANNER, new_plan=False, metering=meter))

@@ -254,16 +254,17 @@ def fit_required_tools(
     built_in: Collection[str] = (),
     fallback: str = DEFAULT_AGENT,
     reassign: bool = True,
-    teams: Collection[str] = (),
+    feature_types: Collection[str] = (),
 ) -> tuple[list[dict[str, Any]], list[str], list[str]]:
     """Required tools checked against the agent types: ``(specs, notes, problems)``.
 
     Names are read as in `coerce_required_tools`. With ``reassign``, a task on ``fallback`` (named,
     left out, or an unknown type) whose required tools only one agent type has all of runs as that
     type, with a note: the tools say what the task needs more clearly than a general-purpose type does
-    (``teams`` are not counted: a team has its members' tools, and one of them is the cheaper choice). Any
-    other task whose agent type lacks a required tool is a problem, a message for the model that
-    names the agent types that have the tools (or, when none has them all, which has each).
+    (``feature_types``, the agent types features add, are not counted: a team has its members' tools, and
+    one of them is the cheaper choice). Any other task whose agent type lacks a required tool is a problem,
+    a message for the model that names the agent types that have the tools (or, when none has them all,
+    which has each).
     """
     known = {name for have in tools_by_agent.values() for name in have}
     fixed, notes = coerce_required_tools(specs, known, built_in)
@@ -275,7 +276,7 @@ def fit_required_tools(
         task_id, agent = spec.get("id"), spec.get("agent_type") or fallback
         required = spec["required_tools"]
         able = agents_with(required, tools_by_agent)
-        alone = [name for name in able if name not in teams]
+        alone = [name for name in able if name not in feature_types]
         if reassign and agent == fallback and len(alone) == 1:
             spec["agent_type"] = alone[0]
             notes.append(

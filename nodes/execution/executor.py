@@ -388,7 +388,7 @@ class ToolRunner(Configured):
         self,
         profiles: Mapping[str, AgentProfile],
         config: AgentConfig,
-        teams: Sequence[str] = (),
+        feature_types: Sequence[str] = (),
         *,
         feature_wrappers: Sequence[ToolWrapper] = (),
         middleware: Sequence[ToolWrapper] = (),
@@ -402,8 +402,8 @@ class ToolRunner(Configured):
         self.answer_takers = list(answer_takers)
         self.stops = list(stops)
         self.profiles = profiles
-        self.agent_types = [*profiles, *teams]
-        """What a hand-off may assign: the agent types and the teams."""
+        self.agent_types = [*profiles, *feature_types]
+        """What a hand-off may assign: the agent types and those features added (a team)."""
         self.base_config = config
         self.feature_wrappers = list(feature_wrappers)
         self.middleware = list(middleware)

@@ -248,13 +248,15 @@ def check_required_tools(
     notes: list[str],
     tools_by_agent: Mapping[str, Sequence[str]],
     validate: Callable[[list], Any],
-    teams: Collection[str] = (),
+    feature_types: Collection[str] = (),
 ) -> tuple[list[dict], list[str]]:
     """Specs with their required tools fitted (`fit_required_tools`), then ``validate``d: ``(specs, notes)``.
 
     A QueueError names the tool problems too (the retry fixes everything at once); with only tool
     problems, `UsablePlan` (asked about again, used as it is when no better plan comes)."""
-    specs, tool_notes, problems = fit_required_tools(specs, tools_by_agent, built_in=BUILT_IN_TOOLS, teams=teams)
+    specs, tool_notes, problems = fit_required_tools(
+        specs, tools_by_agent, built_in=BUILT_IN_TOOLS, feature_types=feature_types
+    )
     try:
         validate(specs)
     except QueueError as exc:
@@ -324,12 +326,12 @@ class Planner(Configured):
         profiles: Mapping[str, AgentProfile],
         config: AgentConfig,
         monitor: ContextMonitor | None = None,
-        teams: Collection[str] = (),
+        feature_types: Collection[str] = (),
         on_new_plan: Sequence[Callable[[AgentConfig], Mapping[str, Any]]] = (),
     ):
         self.monitor = (monitor or ContextMonitor(config)).for_model(model)
-        self.teams = tuple(teams)
-        """Which of ``profiles`` are teams."""
+        self.feature_types = tuple(feature_types)
+        """Which of ``profiles`` features added (a team)."""
         self.on_new_plan = list(on_new_plan)
         """What features write with a new plan (`replangraph.features.Feature.on_new_plan`)."""
         self.tools_by_agent = tool_names(profiles)
@@ -352,7 +354,7 @@ class Planner(Configured):
             notes + agent_notes,
             self.tools_by_agent,
             lambda fitted: validate_plan(fitted, agent_types=self.profiles, max_tasks=self.config.max_tasks),
-            self.teams,
+            self.feature_types,
         )
 
     def plan(self, goal: str, plan_id: str = "1") -> tuple[dict[str, Task], int, str, list[str]]:

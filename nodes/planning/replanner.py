@@ -209,14 +209,14 @@ class Replanner(Configured):
         profiles: Mapping[str, AgentProfile],
         config: AgentConfig,
         monitor: ContextMonitor | None = None,
-        teams: Collection[str] = (),
+        feature_types: Collection[str] = (),
         after_round: Sequence[AfterReplan] = (),
     ):
         self.monitor = (monitor or ContextMonitor(config)).for_model(model)
         self.after_round = tuple(after_round)
         """What features add after each round (see `replangraph.features.Feature.after_replan`)."""
-        self.teams = tuple(teams)
-        """Which of ``profiles`` are teams."""
+        self.feature_types = tuple(feature_types)
+        """Which of ``profiles`` features added (a team)."""
         self.tools_by_agent = tool_names(profiles)
         offered = offered_tool_names(self.tools_by_agent)
         self.structured = structured_planner(model, list(profiles), offered)
@@ -344,7 +344,7 @@ class Replanner(Configured):
                         f"the queue would hold {len(kept) + len(fitted)} tasks; the limit is {self.config.max_tasks}"
                     )
 
-            return check_required_tools(renamed, notes + agent_notes, self.tools_by_agent, validate, self.teams)
+            return check_required_tools(renamed, notes + agent_notes, self.tools_by_agent, validate, self.feature_types)
 
         # A provider that refuses the request as too long: once more, smaller.
         answers = yield from refit_steps(

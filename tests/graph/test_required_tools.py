@@ -434,7 +434,7 @@ def test_the_replanner_reassigns_a_default_task_and_keeps_a_mismatch_with_a_note
 
 def test_a_team_with_the_tool_does_not_stop_the_only_agent_type_with_it_from_taking_a_default_task():
     tools = {"default": [], "web": ["fetch_page"], "webpanel": ["fetch_page"]}
-    specs, notes, problems = fit_required_tools([task("1", tools=["fetch_page"])], tools, teams=["webpanel"])
+    specs, notes, problems = fit_required_tools([task("1", tools=["fetch_page"])], tools, feature_types=["webpanel"])
     assert specs[0]["agent_type"] == "web" and problems == [] and "runs as 'web'" in notes[0]
     specs, _, problems = fit_required_tools([task("1", tools=["fetch_page"])], tools)  # not known as a team
     assert "agent_type" not in specs[0] and "web, webpanel" in problems[0]
