@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import ensure_config, merge_configs
+from langchain_core.runnables.config import ensure_config
 
 NODE_KEY = "replangraph_node"
 """Metadata key: the graph node that made the call (``planner``, ``executor``, ``tools``, ``verifier`` ...)."""
@@ -43,7 +43,11 @@ def trace_fields(node: str, task: Mapping[str, Any] | None = None) -> RunnableCo
 def traced(node: str, task: Mapping[str, Any] | None = None) -> RunnableConfig:
     """The config for a model or tool call that ``node`` makes (for ``task``): the run's config, as the node
     runs with it (callbacks kept), with the call's metadata and tags (`trace_fields`) added."""
-    return merge_configs(ensure_config(), trace_fields(node, task))
+    config = ensure_config()  # a copy of the run's config, its metadata and tags copied too
+    fields = trace_fields(node, task)
+    config["metadata"].update(fields["metadata"])
+    config["tags"].extend(tag for tag in fields["tags"] if tag not in config["tags"])
+    return config
 
 
 def task_label(task: Mapping[str, Any] | None) -> str:
