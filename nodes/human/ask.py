@@ -109,6 +109,7 @@ class AskUser(Configured):
         update: StateUpdate = {
             "tasks": {task["id"]: {"clarifications": asked}},
             "windows": {task["id"]: [*window, reply]},
+            "answers": 1,
         }
         if sent is not None:  # typed into the chat: the thread must not end with it while the next question waits
             taken = ANSWER_TAKEN.format(

@@ -88,8 +88,9 @@ def human_feature(
 
 
 def fresh_plan(settings: AgentConfig) -> dict[str, object]:
-    """What a new plan starts with: its review waits (``approve_plan``) or is not asked; not cancelled."""
-    return {"plan_review": "waiting" if settings.approve_plan else "not_asked", "cancelled": False}
+    """What a new plan starts with: its review waits (``approve_plan``) or is not asked; not cancelled; no
+    answers yet."""
+    return {"plan_review": "waiting" if settings.approve_plan else "not_asked", "cancelled": False, "answers": 0}
 
 
 CANCELLED = "the user cancelled the run"

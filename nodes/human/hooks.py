@@ -230,9 +230,14 @@ def make_command_router(route: Callable[[Mapping[str, Any]], list[Send | str] | 
 
 
 def opening_answers(state: Mapping[str, Any], task: Task) -> str:
-    """The feature's opening note: the user's answers so far in this run (`answers_so_far`); "" before any."""
+    """The feature's opening note: the user's answers so far in this run (`answers_so_far`); "" before any.
+    The count of answers says whether there are any without a look at every task (a thread checkpointed before
+    the count existed is looked through)."""
+    count = state.get("answers")
+    if count == 0:
+        return ""
     tasks: Mapping[str, Task] = state.get("tasks") or {}
-    return answers_so_far(tasks, task) if any(t.get("clarifications") for t in tasks.values()) else ""
+    return answers_so_far(tasks, task) if count or any(t.get("clarifications") for t in tasks.values()) else ""
 
 
 def ask_user_tool() -> BaseTool:
