@@ -2,8 +2,9 @@
 callback handler): the node that made it and the subtask it was for, as run metadata and tags
 (docs/observability.md).
 
-`traced` builds the config a call is made with: the run's own config (its callbacks, tags and metadata, as
-LangGraph hands them to the node) with these added, so the call's run stays a child of the node's run.
+`traced` builds the config a call is made with: the run's tags and metadata (as LangGraph hands them to the
+node) with these added; the call's ``invoke`` takes the rest of the run's config (its callbacks) from the
+context, as it would without one, so the call's run stays a child of the node's run.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import ensure_config
+from langchain_core.runnables.config import var_child_runnable_config
 
 NODE_KEY = "replangraph_node"
 """Metadata key: the graph node that made the call (``planner``, ``executor``, ``tools``, ``verifier`` ...)."""
@@ -41,13 +42,15 @@ def trace_fields(node: str, task: Mapping[str, Any] | None = None) -> RunnableCo
 
 
 def traced(node: str, task: Mapping[str, Any] | None = None) -> RunnableConfig:
-    """The config for a model or tool call that ``node`` makes (for ``task``): the run's config, as the node
-    runs with it (callbacks kept), with the call's metadata and tags (`trace_fields`) added."""
-    config = ensure_config()  # a copy of the run's config, its metadata and tags copied too
+    """The config for a model or tool call that ``node`` makes (for ``task``): the run's metadata and tags with
+    the call's (`trace_fields`) added. ``invoke`` merges it over the run's config, callbacks kept."""
+    run = var_child_runnable_config.get() or {}  # what ensure_config reads; the call's invoke merges it back in
     fields = trace_fields(node, task)
-    config["metadata"].update(fields["metadata"])
-    config["tags"].extend(tag for tag in fields["tags"] if tag not in config["tags"])
-    return config
+    tags = list(run.get("tags") or ())
+    return RunnableConfig(
+        metadata={**(run.get("metadata") or {}), **fields["metadata"]},
+        tags=tags + [tag for tag in fields["tags"] if tag not in tags],
+    )
 
 
 def task_label(task: Mapping[str, Any] | None) -> str:

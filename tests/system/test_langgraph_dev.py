@@ -53,6 +53,8 @@ from replangraph import state as events
 from replangraph.app.demo import DEMO_GOAL, expected_products
 from replangraph.config import AgentConfig
 from replangraph.names import ASK_USER, EXECUTOR, FINALIZE, PLANNER, TOOLS
+from replangraph.nodes.human import QUESTION_ANSWERED
+from replangraph.nodes.verification import GOAL_CHECKED, STEP_VERIFIED
 from replangraph.nodes.verification.names import GOAL_CHECK, VERIFIER
 from replangraph.state import PLAN_MESSAGE_ID
 
@@ -145,12 +147,12 @@ def test_streamed_run_sends_replangraph_events_and_node_updates(client, loopback
     assert names == [
         events.PLAN_CREATED,
         events.STEP_STARTED,
-        events.STEP_VERIFIED,  # the completion check is on by default
+        STEP_VERIFIED,  # the completion check is on by default
         events.STEP_COMPLETED,
         events.STEP_STARTED,
-        events.STEP_VERIFIED,
+        STEP_VERIFIED,
         events.STEP_COMPLETED,
-        events.GOAL_CHECKED,  # every result against the goal, once, before the final answer
+        GOAL_CHECKED,  # every result against the goal, once, before the final answer
         events.PLAN_COMPLETED,
     ]
     created = found[0]
@@ -210,10 +212,10 @@ def test_ask_user_interrupts_and_the_answer_reaches_the_agent(client, loopback):
     )  # fmt: skip
     found = custom_events(parts)
     assert [e["event"] for e in found] == [
-        events.QUESTION_ANSWERED,
-        events.STEP_VERIFIED,
+        QUESTION_ANSWERED,
+        STEP_VERIFIED,
         events.STEP_COMPLETED,
-        events.GOAL_CHECKED,
+        GOAL_CHECKED,
         events.PLAN_COMPLETED,
     ]
     assert found[0]["question"] == QUESTION and found[0]["answer_preview"] == "teal"
