@@ -69,14 +69,20 @@ def default_db_path() -> Path:
     return base / "replangraph" / "runs.sqlite"
 
 
+SECRET_NAME = re.compile(r"key|token|secret|pass|pwd|auth|sig|credential|session", re.I)
+"""Query parameter names whose values are taken for secrets: api_key, access_token, password, signature, ..."""
+
+
 def masked_url(url: str) -> str:
-    """``url`` with its password (in the user part or the query) shown as ``***``."""
+    """``url`` as every message shows it: its password (in the user part) and the values of query parameters whose
+    names look secret (`SECRET_NAME`) as ``***``. The one masking of URLs: database and model server alike."""
     parts = urlsplit(url)
     netloc = parts.netloc
     if parts.password is not None:
         user, _, host = netloc.rpartition("@")
         netloc = f"{user.partition(':')[0]}:***@{host}"
-    query = [(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)]
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    query = [(k, "***" if SECRET_NAME.search(k) else v) for k, v in pairs]
     return urlunsplit(parts._replace(netloc=netloc, query=urlencode(query, safe="*") if query else ""))
 
 

@@ -10,12 +10,11 @@ network, or a key it refuses, is said before the run instead of after it.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from replangraph.durable import masked_url
+from replangraph.durable import SECRET_NAME, masked_url
 
 PROBE_TIMEOUT_S = 3.0
 OPENAI_URL = "https://api.openai.com/v1"
@@ -46,10 +45,6 @@ def base_url(settings: Mapping[str, Any]) -> str | None:
     return env_base_url(settings.get("base_url"))
 
 
-SECRET_NAME = re.compile(r"key|token|secret|pass|pwd|auth|sig|credential|session", re.I)
-"""Query parameter names whose values are taken for secrets: api_key, access_token, password, signature, ..."""
-
-
 def url_without_secrets(url: str | None) -> str | None:
     """``url`` as it may be stored: without its user part (``user:password@``) and without the query parameters
     whose names look secret (`SECRET_NAME`)."""
@@ -61,8 +56,22 @@ def url_without_secrets(url: str | None) -> str | None:
 
 
 def url_label(url: str) -> str:
-    """A server's URL as messages name it: without a password or a trailing slash."""
-    return masked_url(url.rstrip("/"))
+    """A server's URL as messages name it: masked (`masked_url`), without a trailing slash."""
+    parts = urlsplit(url)
+    return masked_url(urlunsplit(parts._replace(path=parts.path.rstrip("/"))))
+
+
+def endpoint(url: str, path: str) -> str:
+    """``path`` (``/models``) under the server at ``url``: after its path, before its query string."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + path))
+
+
+def without_query(url: str) -> tuple[str, dict[str, str]]:
+    """``(url without its query string, the query's parameters)``: the OpenAI client appends its paths to the whole
+    base URL, so a query must travel as its ``default_query``."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(query="")), dict(parse_qsl(parts.query, keep_blank_values=True))
 
 
 def is_openai(url: str) -> bool:
@@ -139,7 +148,7 @@ def listed_models(
     key = os.environ.get(KEY_ENV)
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
-        reply = httpx.get(url.rstrip("/") + "/models", headers=headers, timeout=timeout_s)
+        reply = httpx.get(endpoint(url, "/models"), headers=headers, timeout=timeout_s)
     except httpx.ReadTimeout:  # connected: a server that is busy (loading a model, say) still counts as up
         return None, f"did not list its models within {timeout_s:g} s"
     except (httpx.TransportError, httpx.InvalidURL, ValueError) as exc:

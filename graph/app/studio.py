@@ -25,6 +25,7 @@ import functools
 import os
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 from langchain_core.runnables import RunnableConfig
 from langchain_openai import ChatOpenAI
@@ -33,7 +34,15 @@ from pydantic import Field
 from replangraph import build_graph
 from replangraph.app.demo import build_demo_graph
 from replangraph.app.loading import load_attr, split_agents
-from replangraph.app.server import KEY_ENV, MODEL_ENV, NoModel, ServerDown, env_base_url, listed_models
+from replangraph.app.server import (
+    KEY_ENV,
+    MODEL_ENV,
+    NoModel,
+    ServerDown,
+    env_base_url,
+    listed_models,
+    without_query,
+)
 from replangraph.config import AgentConfig
 
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -117,6 +126,8 @@ def chat_model_from_env(model: str | None = None, base_url: str | None = None) -
     url = env_base_url(base_url)
     name = model or os.environ.get(MODEL_ENV)
     settings: dict[str, Any] = {"api_key": lambda: _api_key(url), "base_url": url, "max_retries": 0}
+    if url and urlsplit(url).query:  # the client appends its paths to the base URL: the query goes on its own
+        settings["base_url"], settings["default_query"] = without_query(url)
     if not name and url and on_event_loop():
         return ServedChatOpenAI(model=DEFAULT_MODEL, models_url=url, **settings)
     return ChatOpenAI(model=name or (url and served_model(url)) or DEFAULT_MODEL, **settings)

@@ -604,13 +604,19 @@ def run_namespace(thread: str | None = None) -> tuple[str, ...]:
 
 
 def run_label() -> str | None:
-    """The label of the run going on: its thread's (`thread_label`), else ``run-<its run key>`` (a run
-    without a thread id), else None (outside a graph run)."""
+    """The label of the run going on: its thread's (`thread_label`), else ``~run-<its run key>`` (a run
+    without a thread id), else None (outside a graph run). A thread label never starts with ``~`` (it
+    percent-encodes it), so no thread id can name the label of a run without one."""
     thread = thread_id()
     if thread is not None:
         return thread_label(thread)
     key = current_workspace().run_key
-    return f"run-{key}" if key else None
+    return f"{UNTHREADED}run-{key}" if key else None
+
+
+UNTHREADED = "~"
+"""How the labels of what has no thread start (a run without a thread id, calls outside any run): a thread's
+label never does, since `thread_label` percent-encodes ``~``."""
 
 
 def saved_text(task: Mapping[str, Any], key: str) -> str | None:

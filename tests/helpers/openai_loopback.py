@@ -23,6 +23,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 from langchain_core.messages import AIMessage
 from langchain_core.messages.utils import count_tokens_approximately
@@ -186,7 +187,7 @@ class OpenAILoopback:
         """``GET /v1/models``: the model list, or ``models_status``; any other path is not found."""
         with self._lock:
             self.gets.append(handler.path)
-        if handler.path.rstrip("/") != MODELS_PATH:
+        if urlsplit(handler.path).path.rstrip("/") != MODELS_PATH:  # a query string is the server's to read
             status, payload = 404, {"error": {"message": f"unknown path {handler.path}"}}
         elif self.models_status != 200:
             status, payload = self.models_status, {"error": {"message": f"HTTP {self.models_status}"}}
@@ -195,7 +196,7 @@ class OpenAILoopback:
         self.send(handler, status, json.dumps(payload).encode(), "application/json")
 
     def handle(self, handler: BaseHTTPRequestHandler) -> None:
-        if handler.path.rstrip("/") != CHAT_PATH:
+        if urlsplit(handler.path).path.rstrip("/") != CHAT_PATH:
             self.refuse(handler, 404, f"unknown path {handler.path}")
             return
         body = json.loads(handler.rfile.read(int(handler.headers["Content-Length"])))

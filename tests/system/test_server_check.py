@@ -255,3 +255,25 @@ def test_on_an_event_loop_chat_model_from_env_asks_at_the_first_request_off_the_
     assert [r["model"] for r in loopback.requests] == [studio.DEFAULT_MODEL, "late-model"]
     model.invoke("hi")  # found: not asked again
     assert len(seen) == 2 and loopback.requests[-1]["model"] == "late-model"
+
+
+def test_a_base_url_with_a_query_string_lists_models_and_answers_with_its_secrets_masked():
+    """The query stays a query (``/models`` goes before it; the client sends it as its default query), and every
+    message shows its secret-looking values as ``***``."""
+    with OpenAILoopback(lambda request: "hello", models=["local-llama"]) as served:
+        url = served.base_url.rstrip("/") + "?api-version=2024&api_key=SECRET-1&token=SECRET-2"
+        assert server.listed_models(url)[0] == ["local-llama"]
+        assert served.gets[-1].startswith("/v1/models?api-version=2024")
+        model = studio.chat_model_from_env(base_url=url)
+        assert model.model_name == "local-llama" and "?" not in str(model.openai_api_base)
+        assert model.default_query == {"api-version": "2024", "api_key": "SECRET-1", "token": "SECRET-2"}
+        assert model.invoke("hi").content == "hello"  # /chat/completions under the path, the query as parameters
+    label = server.url_label(url)
+    assert "SECRET" not in label and "api_key=***" in label and "token=***" in label and "api-version=2024" in label
+
+
+def test_a_database_url_shows_its_password_and_secret_parameters_masked():
+    from replangraph.durable import masked_url
+
+    shown = masked_url("postgresql://me:PW@db:5432/runs?sslmode=require&password=PW2&sslkey=KEY")
+    assert "PW" not in shown and "KEY" not in shown and "sslmode=require" in shown and "me:***@db" in shown

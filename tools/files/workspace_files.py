@@ -27,7 +27,7 @@ from typing import Annotated, Any, BinaryIO
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import AliasChoices, BaseModel, BeforeValidator, Field, WithJsonSchema
 
-from replangraph.context.kept import run_label
+from replangraph.context.kept import UNTHREADED, run_label
 from replangraph.llm.lenient import truthy
 from replangraph.llm.reading import as_text, bad_arguments, text_field
 from replangraph.tools.files import confined
@@ -127,13 +127,14 @@ class ListArgs(BaseModel):
     path: _field(Any, _path_text, "Folder relative to the workspace ('.': all of it).", ("path", "folder", "dir"), ".")
 
 
-NO_RUN = "no-run"
-"""The folder under the root of calls made outside a graph run."""
+NO_RUN = UNTHREADED + "no-run"
+"""The folder under the root of calls made outside a graph run: no thread's folder can be named so (a thread named
+``no-run`` has the folder ``no-run``; ``~`` in a thread id is percent-encoded)."""
 
 
 def thread_folder(root: str | os.PathLike) -> Path:
     """The folder of the run going on under ``root``, named by `run_label`: ``root/<encoded thread id>``,
-    ``root/run-<run key>`` for a run without a thread id, ``root/no-run`` outside a graph run."""
+    ``root/~run-<run key>`` for a run without a thread id, ``root/~no-run`` outside a graph run."""
     return Path(root) / (run_label() or NO_RUN)
 
 

@@ -384,7 +384,7 @@ def test_each_thread_and_each_run_without_one_has_its_own_folder(tmp_path, threa
     folders = sorted(p.name for p in (tmp_path / "ws").iterdir())
     assert len(folders) == 2 and all((tmp_path / "ws" / f / "mine.txt").is_file() for f in folders)
     if threads[0] is None:
-        assert all(f.startswith("run-") for f in folders)
+        assert all(f.startswith("~run-") for f in folders)
 
 
 def test_shared_tools_let_every_thread_see_one_folder(tmp_path):
@@ -392,3 +392,17 @@ def test_shared_tools_let_every_thread_see_one_folder(tmp_path):
     for thread in ("a", "b"):
         graph.invoke({"messages": [("user", "run")]}, {"configurable": {"thread_id": thread}})
     assert listings[0] == "No files in the workspace." and "- mine.txt" in listings[1]
+
+
+@pytest.mark.parametrize("thread", ["no-run", "~no-run", "run-1", "~run-1"])
+def test_no_thread_id_names_the_folder_of_calls_outside_a_run_or_of_a_run_without_one(tmp_path, thread):
+    """A thread named like the folder of calls made outside any run (or of a run without a thread id) has a folder
+    of its own: it reads nothing written there."""
+    outside = {t.name: t for t in workspace_tools(tmp_path / "ws")}
+    outside["write_file"].invoke({"path": "secret.txt", "content": "written outside any run"})
+    graph, listings = file_graph(tmp_path / "ws")
+    final = graph.invoke({"messages": [("user", "run")]}, {"configurable": {"thread_id": thread}})
+    assert final["tasks"]["1"]["status"] == "completed"
+    assert listings == ["No files in the workspace."]
+    folders = sorted(p.name for p in (tmp_path / "ws").iterdir())
+    assert len(folders) == 2 and "~no-run" in folders

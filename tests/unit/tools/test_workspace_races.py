@@ -126,8 +126,8 @@ def test_a_link_swapped_in_while_the_tools_run_never_leads_outside(tmp_path, out
 
 def test_a_thread_folder_that_is_a_link_out_is_refused(tmp_path, outside):
     root = tmp_path / "ws"
-    ws = {t.name: t for t in workspace_tools(root)}  # per thread: outside a run the folder is root/no-run
-    (root / "no-run").symlink_to(outside, target_is_directory=True)
+    ws = {t.name: t for t in workspace_tools(root)}  # per thread: outside a run the folder is root/~no-run
+    (root / "~no-run").symlink_to(outside, target_is_directory=True)
     replies = [
         call(ws["read_file"], path="secret.txt"),
         call(ws["write_file"], path="new.txt", content="x"),
