@@ -1,7 +1,8 @@
 """Table 3's run with nothing but LangGraph and LangChain: what the framework alone costs for the same shape.
 
 A graph of five nodes with replangraph's supersteps for each subtask: a model turn per ``Send`` branch
-(``executor``), a node where the branches join and every pending tool call runs (``tools``), a structured
+(``executor``), a node where the branches join and every pending tool call runs as a task of its own
+(``tools``, the calls through ``langgraph.func.task``), a structured
 completion check of every answer waiting for it (``verify``), and one routing function after the join; at the
 end, one structured check of every answer against the goal (``check_goal``), as replangraph's goal check. The
 same scripted model and tool as table 3, under ``invoke``; no queue, windows kept whole, no limits, no
@@ -19,6 +20,7 @@ from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.tools import tool
+from langgraph.func import task
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 from pydantic import BaseModel
@@ -69,6 +71,11 @@ def bare_parallel_graph(
     takes ``model_s`` over each answer (`SlowProvider`); the tool calls and checks run in ``pool``."""
     model = SlowProvider(respond=respond, latency_s=model_s) if model_s else ScriptedChatModel(respond=respond)
     work_tool = tool(work)
+
+    @task(name="tool_call")
+    def call_work(call: dict) -> Any:
+        return work_tool.invoke(call)
+
     agent, judge = model.bind_tools([work_tool]), model.with_structured_output(Verdict)
 
     def start(state: BareState) -> dict:
@@ -81,7 +88,8 @@ def bare_parallel_graph(
     def tools(state: BareState) -> dict:
         windows = state.get("windows") or {}
         calls = {i: w[-1].tool_calls[0] for i, w in windows.items() if getattr(w[-1], "tool_calls", None)}
-        replies = dict(zip(calls, pool.map(work_tool.invoke, calls.values()), strict=True))
+        started = [call_work(call) for call in calls.values()]  # each call a task of its own, as replangraph's
+        replies = dict(zip(calls, [future.result() for future in started], strict=True))
         return {"windows": {i: [*windows[i], reply] for i, reply in replies.items()}}
 
     def verify(state: BareState) -> dict:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import TextIO
 
-from . import fault_limits, fault_probes, fault_processes
+from . import fault_calls, fault_limits, fault_probes, fault_processes
 from .fault_probes import Finding
 from .persona_table import machine
 
@@ -144,6 +144,12 @@ PROBES = (
         "while the tools run",
         "refused; size over the cap: 0; reads or writes outside: 0",
         fault_limits.workspace_attacks,
+    ),
+    Probe(
+        "kill-in-call",
+        "SIGKILL inside tool call k of a turn of 8 calls (k = 1..8), max_concurrency 1 and 4, then resume",
+        "calls made twice: only calls in flight; items lost: 0; completed subtasks re-run: 0",
+        fault_calls.kills_in_calls,
     ),
 )
 

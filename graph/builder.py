@@ -318,8 +318,9 @@ def branch_pool_size(config: AgentConfig) -> int:
     """The run config's ``max_concurrency`` the graph is compiled with.
 
     LangGraph runs parallel branches in a pool of that size (default: cores + 4, at most
-    32): room for our subtasks plus the verifier. Runnables called inside the nodes (a
-    tool's ``.batch()``) inherit it too, so it never drops below that default. A run
-    config's own value still wins.
+    32): room for our subtasks plus two, the verifier beside the model turns, or the tools
+    node and the writes of the calls it runs as tasks beside those calls (`in_flight_bound`).
+    Runnables called inside the nodes (a tool's ``.batch()``) inherit it too, so it never
+    drops below that default. A run config's own value still wins.
     """
-    return max(config.max_concurrency + 1, min(32, (os.cpu_count() or 1) + 4))
+    return max(config.max_concurrency + 2, min(32, (os.cpu_count() or 1) + 4))

@@ -464,6 +464,18 @@ def held_events() -> Iterator[None]:
         emit(**event)
 
 
+@contextmanager
+def caught_events() -> Iterator[list[dict]]:
+    """The events emitted inside the block, in a list that nobody sends: the caller passes them on (a tool call's
+    task hands them to the tools node with its result, which emits them inside the subtask's held events)."""
+    caught: list[dict] = []
+    token = _held.set(caught)
+    try:
+        yield caught
+    finally:
+        _held.reset(token)
+
+
 def emit(event: str, **payload: Any) -> None:
     """Write one event to the custom stream; does nothing outside a graph run."""
     held = _held.get()

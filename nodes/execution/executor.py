@@ -11,10 +11,10 @@ Both wrap their calls in the chains of `replangraph.nodes.execution.middleware`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
-from concurrent.futures import Future
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -50,7 +50,6 @@ from replangraph.context.kept import (
 from replangraph.llm.aio import arun_steps
 from replangraph.llm.calls import (
     StepClock,
-    call_pool,
     guarded_steps,
     output_limit,
     paused_if_down,
@@ -68,6 +67,14 @@ from replangraph.llm.reading import (
     pending_tool_calls,
 )
 from replangraph.names import ASK_USER, READ_OUTPUT, TOOLKIT_NAMES
+from replangraph.nodes.execution.calls import (
+    CallJob,
+    NotStarted,
+    SavedCalls,
+    astart_calls,
+    in_flight_bound,
+    start_calls,
+)
 from replangraph.nodes.execution.endings import (  # rare ends of a turn; a turn that goes well runs none of them
     NOT_ASKED,
     TURN_KEPT,
@@ -369,6 +376,9 @@ class Executor(Configured):
 
 # --------------------------------------------------------------------------- the tools node
 
+Work = tuple[str, list, Mapping[str, Task], str]
+"""A subtask with tool calls to run: its id, its window, the queue, the goal."""
+
 
 def is_repeated_refusal(window: Sequence[AnyMessage], reply: ToolMessage) -> bool:
     """Whether ``reply`` refuses a toolkit or ask_user call exactly as an earlier reply in the window did."""
@@ -409,48 +419,94 @@ class ToolRunner(Configured):
         self.middleware = list(middleware)
 
     def wrappers(
-        self, clock: StepClock, guard: RefusalGuard, offload: OutputOffload, inline: ToolkitInline
+        self, clock: StepClock, guard: RefusalGuard, offload: OutputOffload, inline: ToolkitInline, saved: SavedCalls
     ) -> list[ToolWrapper]:
         """The tool call's wrappers, outermost first (why this order: `replangraph.nodes.execution.middleware`):
-        refusal guard, output offload, features, toolkit inline, step deadline, errors as replies, user middleware."""
-        return [
-            guard,
-            offload,
-            *self.feature_wrappers,
-            inline,
-            StepDeadline(clock),
-            errors_as_replies,
-            *self.middleware,
-        ]
+        refusal guard, output offload, features, toolkit inline, the calls that ran as tasks (`SavedCalls`), then
+        `call_wrappers`."""
+        return [guard, offload, *self.feature_wrappers, inline, saved, *self.call_wrappers(clock)]
 
-    def chain(self, clock: StepClock, guard: RefusalGuard, offload: OutputOffload, known: list[str]) -> Any:
+    def call_wrappers(self, clock: StepClock) -> list[ToolWrapper]:
+        """The wrappers around the tool itself, also in a call's own task: step deadline, errors as replies, user
+        middleware."""
+        return [StepDeadline(clock), errors_as_replies, *self.middleware]
+
+    def chain(
+        self, clock: StepClock, guard: RefusalGuard, offload: OutputOffload, known: list[str], saved: SavedCalls
+    ) -> Any:
         """The tool call wrapped in `wrappers`."""
         call = invoke_tool(lambda: known)
         inline = ToolkitInline(chain_tool_calls([errors_as_replies], call))
-        return chain_tool_calls(self.wrappers(clock, guard, offload, inline), call)
+        return chain_tool_calls(self.wrappers(clock, guard, offload, inline, saved), call)
 
-    def achain(self, clock: StepClock, guard: RefusalGuard, offload: OutputOffload, known: list[str]) -> Any:
+    def achain(
+        self, clock: StepClock, guard: RefusalGuard, offload: OutputOffload, known: list[str], saved: SavedCalls
+    ) -> Any:
         """`chain` on the async path: tools awaited (`ainvoke_tool`); the toolkit still runs inline."""
         inline = ToolkitInline(chain_tool_calls([errors_as_replies], invoke_tool(lambda: known)))
         call = ainvoke_tool(lambda: known, self.config.max_concurrency)
-        return achain_tool_calls(self.wrappers(clock, guard, offload, inline), call)
+        return achain_tool_calls(self.wrappers(clock, guard, offload, inline, saved), call)
+
+    def call_jobs(self, work: Sequence[Work], clocks: Mapping[str, StepClock], asynchronous: bool) -> list[CallJob]:
+        """The calls to the agents' own tools in ``work``, each to run as a task of its own (`start_calls`), in a
+        fixed order: the subtasks in ``work``'s order, each one's calls in the order the model made them."""
+        jobs = []
+        for task_id, window, tasks, goal in work:
+            own = {t.name: t for t in self.profiles[tasks[task_id]["agent_type"]].tools}
+            calls = [
+                call
+                for call in pending_tool_calls(window)
+                if call.get("name") in own and call.get("type") != "invalid_tool_call"
+            ]
+            if not calls or ends_with_answer(window):
+                continue
+            clock, known = clocks[task_id], functools.partial(list, own)
+            if asynchronous:
+                chain = achain_tool_calls(self.call_wrappers(clock), ainvoke_tool(known, self.config.max_concurrency))
+            else:
+                chain = chain_tool_calls(self.call_wrappers(clock), invoke_tool(known))
+            view = subtask_view(task_id, window, tasks, goal)
+            jobs += [
+                CallJob(task_id, call, own[call["name"]], view, list(own.values()), chain, clock) for call in calls
+            ]
+        return jobs
 
     def run_subtask_tools(
-        self, task_id: str, window: Sequence[AnyMessage], tasks: Mapping[str, Task], goal: str
+        self,
+        task_id: str,
+        window: Sequence[AnyMessage],
+        tasks: Mapping[str, Task],
+        goal: str,
+        clock: StepClock,
+        started: Mapping[tuple[str, str], Any],
     ) -> StateUpdate:
-        """The state update after running one subtask's pending tool calls (their time counts as the step's)."""
-        return run_steps(self.subtask_steps(task_id, window, tasks, goal, self.chain))
+        """The state update after one subtask's pending tool calls (their time counts as the step's); the calls
+        in ``started`` ran as tasks of their own."""
+        return run_steps(self.subtask_steps(task_id, window, tasks, goal, self.chain, clock, started))
 
     async def arun_subtask_tools(
-        self, task_id: str, window: Sequence[AnyMessage], tasks: Mapping[str, Task], goal: str
+        self,
+        task_id: str,
+        window: Sequence[AnyMessage],
+        tasks: Mapping[str, Task],
+        goal: str,
+        clock: StepClock,
+        started: Mapping[tuple[str, str], Any],
     ) -> StateUpdate:
         """`run_subtask_tools` on the async path: the tools are awaited (`ainvoke_tool`)."""
-        return await arun_steps(self.subtask_steps(task_id, window, tasks, goal, self.achain))
+        return await arun_steps(self.subtask_steps(task_id, window, tasks, goal, self.achain, clock, started))
 
     def subtask_steps(
-        self, task_id: str, window: Sequence[AnyMessage], tasks: Mapping[str, Task], goal: str, chain: Callable
+        self,
+        task_id: str,
+        window: Sequence[AnyMessage],
+        tasks: Mapping[str, Task],
+        goal: str,
+        chain: Callable,
+        clock: StepClock,
+        started: Mapping[tuple[str, str], Any],
     ) -> Steps:
-        """The state update after running one subtask's pending tool calls through ``chain`` (`Steps`).
+        """The state update after one subtask's pending tool calls through ``chain`` (`Steps`).
 
         A crash in this subtask's step fails this subtask only, and the events its tools
         emitted before the crash never go out (the update that carried them is lost).
@@ -458,13 +514,13 @@ class ToolRunner(Configured):
         task = tasks[task_id]
         if ends_with_answer(window):  # the check is off: the answer is the result (what was read comes along)
             return completed_with_window(task, window, answer_text(window[-1]), task.get("model_calls", 0))
-        clock = StepClock(task.get("elapsed_s") or 0.0, self.config.step_timeout_s)
+        saved = SavedCalls(task_id, started)
         replies: list[ToolMessage] = []  # filled as calls return, so a crash keeps what they brought
         cut: dict[str, str] = {}  # the whole texts of the replies it cuts: kept even if the step then crashes
 
         def run() -> Steps:
             with held_events():
-                return (yield from self.run_calls(task_id, window, tasks, goal, clock, replies, cut, chain))
+                return (yield from self.run_calls(task_id, window, tasks, goal, clock, replies, cut, chain, saved))
 
         def crashed(exc: Exception) -> StateUpdate:  # a bug in one subtask's step must not take its siblings down
             error = f"tools crashed: {type(exc).__name__}: {exc}"
@@ -487,6 +543,7 @@ class ToolRunner(Configured):
         replies: list[ToolMessage],
         cut: dict[str, str],
         chain: Callable,
+        saved: SavedCalls,
     ) -> Steps:
         """The state update after running one subtask's pending tool calls through ``chain`` (`Steps`; their
         replies go to ``replies``, the whole texts of the replies it cuts to ``cut``, by key).
@@ -527,20 +584,24 @@ class ToolRunner(Configured):
 
         guard = RefusalGuard(is_repeated_refusal)
         offload = OutputOffload(task, self.config.max_observation_chars, taken, cut)
-        run = chain(clock, guard, offload, list(toolbox))
+        run = chain(clock, guard, offload, list(toolbox), saved)
         turn = pending_tool_calls(window)
         # Every call runs, whatever ends the subtask: a hand-off's other calls reach its result.
         for call in turn:
             name = call.get("name", "")
-            if timeout is not None and name not in TOOLKIT_NAMES:  # the toolkit runs inline, past the deadline
+            # the toolkit runs inline, past the deadline; a call that ran as a task keeps what it returned
+            if timeout is not None and name not in TOOLKIT_NAMES and not saved.has(call):
                 replies.append(not_run(call, f"the step had no time left ({timeout})."))
                 continue
             state = subtask_view(task_id, [*window, *replies], tasks, goal)
             request = ToolCallRequest(call, toolbox.get(name), state, tool_runtime(state, call.get("id"), tools))
             try:
                 result = yield run(request)
-            except StepTimeout:
-                timeout = f"step exceeded step_timeout_s={self.config.step_timeout_s:g} in tool {name!r}"
+            except StepTimeout as exc:
+                timeout = timeout or f"step exceeded step_timeout_s={self.config.step_timeout_s:g} in tool {name!r}"
+                if isinstance(exc, NotStarted):
+                    replies.append(not_run(call, f"the step had no time left ({timeout})."))
+                    continue
                 timed_out.add(call.get("id") or "")
                 replies.append(unfinished(call, timeout))
                 continue
@@ -604,22 +665,35 @@ class ToolRunner(Configured):
 
     @collect_writes
     async def acall(self, state: Mapping) -> StateUpdate:
-        """`__call__` on the async path: every subtask's calls awaited together (tools: `ainvoke_tool`)."""
+        """`__call__` on the async path: the calls awaited (tools: `ainvoke_tool`)."""
         work = self.work(state)
-        if len(work) <= 1:
-            return await self.arun_subtask_tools(*work[0]) if work else {}
-        return merge_updates(await asyncio.gather(*(self.arun_subtask_tools(*args) for args in work)))
+        if not work:
+            return {}
+        clocks = self.clocks(work)
+        jobs = self.call_jobs(work, clocks, asynchronous=True)
+        started = await astart_calls(jobs, in_flight_bound(self.config.max_concurrency))
+        return merge_updates(
+            await asyncio.gather(*(self.arun_subtask_tools(*args, clocks[args[0]], started) for args in work))
+        )
 
     def run_all(self, state: Mapping) -> StateUpdate:
-        """The update after running every subtask's pending tool calls."""
+        """The update after running every subtask's pending tool calls: the calls to the agents' own tools as tasks
+        of their own (`replangraph.nodes.execution.calls`), then each subtask's turn in order."""
         work = self.work(state)
-        if len(work) <= 1:
-            return self.run_subtask_tools(*work[0]) if work else {}
-        # at most max_concurrency subtasks are in progress, so at most that many run at once
-        futures: list[Future] = [call_pool("subtasks").submit(self.run_subtask_tools, *args) for args in work]
-        return merge_updates([f.result() for f in futures])
+        if not work:
+            return {}
+        clocks = self.clocks(work)
+        started = start_calls(
+            self.call_jobs(work, clocks, asynchronous=False), in_flight_bound(self.config.max_concurrency)
+        )
+        return merge_updates([self.run_subtask_tools(*args, clocks[args[0]], started) for args in work])
 
-    def work(self, state: Mapping) -> list[tuple[str, list, Mapping[str, Task], str]]:
+    def clocks(self, work: Sequence[Work]) -> dict[str, StepClock]:
+        """Each subtask's step clock, started now: its calls and its turn's end share it."""
+        limit = self.config.step_timeout_s
+        return {task_id: StepClock(tasks[task_id].get("elapsed_s") or 0.0, limit) for task_id, _, tasks, _ in work}
+
+    def work(self, state: Mapping) -> list[Work]:
         """The subtasks with tool calls to run: ``(task id, window, tasks, goal)`` each; none once a feature
         stops the run skipping what runs (a cancelled run: the finalizer is next)."""
         settings = self.config

@@ -91,9 +91,13 @@ def test_langchain_tools_get_the_runtime_state_call_id_and_store(way):
     assert {t.name for t in runtime.tools} >= {"with_runtime", "with_state"}
     assert seen["tool_call_id"] == "call-with_state" and seen["store"] is store
     assert seen["state"]["task_id"] == "1" and seen["messages"] is seen["state"]["messages"]
-    last = seen["messages"][-1]  # the window so far: this turn's earlier reply included
-    assert isinstance(last, ToolMessage) and last.tool_call_id == "call-with_runtime"
-    assert isinstance(seen["messages"][-2], AIMessage)
+    # the window as the model saw it: each call runs as a task of its own, beside the turn's other calls
+    last = seen["messages"][-1]
+    assert isinstance(last, AIMessage) and [c["id"] for c in last.tool_calls] == [
+        "call-with_runtime",
+        "call-with_state",
+    ]
+    assert not any(isinstance(m, ToolMessage) for m in seen["messages"])
 
 
 def test_an_async_tool_gets_its_runtime_under_ainvoke():
