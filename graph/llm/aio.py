@@ -28,6 +28,7 @@ from replangraph.llm.calls import (
     CALL_WORKERS,
     Called,
     Structured,
+    abandon,
     backoff_delays,
     call_pool,
     next_wait,
@@ -217,9 +218,17 @@ def awaits_natively(runnable: Any) -> bool:
 
 async def in_pool(call: Callable[[], T], workers: int | None = None) -> T:
     """``call()`` in a shared thread pool of ``workers`` threads (default `CALL_WORKERS`; with the caller's
-    context), awaited."""
+    context), awaited. When the await is cancelled (``step_timeout_s``, a cancelled run) while the call runs,
+    the call is abandoned: its thread is a daemon one (`replangraph.llm.calls.DaemonPool`), counted as stuck
+    until the call returns."""
     pool = call_pool("calls", workers or CALL_WORKERS)
-    return await asyncio.get_running_loop().run_in_executor(pool, call)
+    future = pool.submit(call)
+    try:
+        return await asyncio.wrap_future(future)
+    except asyncio.CancelledError:
+        if not future.cancel():  # running: its worker stays busy until the call returns
+            abandon(pool, future)
+        raise
 
 
 async def ainvoke_model(model: Any, request: Any, config: RunnableConfig | None = None) -> Any:
