@@ -31,6 +31,7 @@ from replangraph.llm.calls import (
     abandon,
     backoff_delays,
     call_pool,
+    client_timeout,
     next_wait,
     output_limit,
     paused_if_down,
@@ -183,7 +184,9 @@ async def acall_model(
     trace: RunnableConfig | None = None,
 ) -> Called:
     """`call_model` awaiting the model (`ainvoke_model`): the same bounds, retries, time limit, trace and outcome."""
-    bounded_model = with_output_bound(model, output_limit(config, monitor), replangraph_retries(config) == 0)
+    bounded_model = with_output_bound(
+        model, output_limit(config, monitor), replangraph_retries(config) == 0, client_timeout(config)
+    )
     if deadline is None and getattr(config, "step_timeout_s", None):
         deadline = calls.now() + config.step_timeout_s
     label = call_label(trace)

@@ -173,6 +173,13 @@ def replangraph_retries(config: Any) -> int:
     return int(getattr(config, "model_retries", 0) or 0)
 
 
+def client_timeout(config: Any) -> float | None:
+    """The longest a model's own client may wait for an answer to replangraph's calls: ``step_timeout_s``, the
+    most time replangraph gives a call (its client gives up no later, so an abandoned call's thread ends soon
+    after it); None when there is no limit (the client's own timeout stands)."""
+    return getattr(config, "step_timeout_s", None) or None
+
+
 def retrying(
     call: Callable[[], T], config: Any, deadline: float | None = None, label: str = "model call"
 ) -> tuple[T, int]:
@@ -257,9 +264,12 @@ def call_model(
 
     The answer is bounded (`output_limit` of ``config`` and ``monitor``, the model's context monitor; sent as
     `with_output_bound` says), the client's own retries are off while replangraph retries (`replangraph_retries`),
-    and the call's time is bounded too: without a ``deadline``, ``step_timeout_s`` from now.
+    and the call's time is bounded too: without a ``deadline``, ``step_timeout_s`` from now (an OpenAI client's
+    own ``timeout`` at most that, `client_timeout`).
     ``observe(request, reply)`` sees each reply (to calibrate token counts from its usage)."""
-    bounded_model = with_output_bound(model, output_limit(config, monitor), replangraph_retries(config) == 0)
+    bounded_model = with_output_bound(
+        model, output_limit(config, monitor), replangraph_retries(config) == 0, client_timeout(config)
+    )
     if deadline is None and getattr(config, "step_timeout_s", None):
         deadline = now() + config.step_timeout_s
     called = attempt(lambda: bounded_model.invoke(request, trace), config, deadline=deadline, label=call_label(trace))
@@ -301,7 +311,7 @@ BOUND_FIELDS = ("max_tokens", "max_output_tokens", "num_predict", "max_new_token
 """A chat model's own field bounding its answer, by the names providers use (OpenAI, Anthropic and most others;
 Gemini; Ollama; Hugging Face)."""
 BOUND_COPIES_KEPT = 64
-_bound_copies: dict[tuple[int, int], tuple[Any, Any]] = {}
+_bound_copies: dict[tuple[int, int | None, bool, float | None], tuple[Any, Any]] = {}
 _bound_lock = threading.Lock()
 
 
@@ -365,35 +375,64 @@ def stacked_retries(model: Any) -> int:
     return 0 if hasattr(getattr(model, "root_client", None), "with_options") else client_retries(model) or 0
 
 
-def quiet_client(model: Any) -> dict[str, Any]:
+def capped_timeout(timeout: Any, limit_s: float) -> Any:
+    """An OpenAI client's ``timeout`` at most ``limit_s`` seconds: a number or None (no limit) as the smaller,
+    an ``httpx.Timeout`` with each of its parts capped (a shorter part stays); anything else: ``limit_s``."""
+    if timeout is None or isinstance(timeout, int | float):
+        return limit_s if timeout is None or timeout > limit_s else timeout
+    parts = ("connect", "read", "write", "pool")
+    if all(hasattr(timeout, part) for part in parts):
+        capped = {
+            part: limit_s if getattr(timeout, part) is None else min(getattr(timeout, part), limit_s) for part in parts
+        }
+        return timeout if all(getattr(timeout, p) == v for p, v in capped.items()) else type(timeout)(**capped)
+    return limit_s
+
+
+def client_fields(model: Any, quiet: bool, timeout_s: float | None) -> dict[str, Any]:
     """The fields that make an OpenAI-client chat model (ChatOpenAI, AzureChatOpenAI and the other
-    ``BaseChatOpenAI`` kinds) send each request once: its clients copied with ``max_retries=0``
-    (``with_options`` keeps their base URL, key, headers, timeout and HTTP connection pool); {} for a model
-    whose client does not retry, or that has no OpenAI client to copy."""
+    ``BaseChatOpenAI`` kinds) send each request once (``quiet``: ``max_retries=0``) and wait at most
+    ``timeout_s`` seconds for it (its ``timeout``, a shorter one kept; None: as it is): its clients copied
+    with those options (``with_options`` keeps their base URL, key, headers, other settings and HTTP
+    connection pool); {} when nothing changes, or for a model that has no OpenAI client to copy."""
     sync, run_async = getattr(model, "root_client", None), getattr(model, "root_async_client", None)
-    if not client_retries(model) or not hasattr(sync, "with_options"):
+    if not hasattr(sync, "with_options"):
         return {}
-    fields: dict[str, Any] = {"max_retries": 0, "root_client": sync.with_options(max_retries=0)}
-    fields["client"] = fields["root_client"].chat.completions
-    if hasattr(run_async, "with_options"):
-        fields["root_async_client"] = run_async.with_options(max_retries=0)
-        fields["async_client"] = fields["root_async_client"].chat.completions
+    quiet = quiet and bool(client_retries(model))
+    fields: dict[str, Any] = {}
+    for name, client, calls in (("root_client", sync, "client"), ("root_async_client", run_async, "async_client")):
+        if not hasattr(client, "with_options"):
+            continue
+        options: dict[str, Any] = {"max_retries": 0} if quiet else {}
+        if timeout_s is not None and (capped := capped_timeout(client.timeout, timeout_s)) != client.timeout:
+            options["timeout"] = capped
+        if options:
+            fields[name] = client.with_options(**options)
+            fields[calls] = fields[name].chat.completions
+    if fields and quiet:
+        fields["max_retries"] = 0
     return fields
 
 
-def bounded(model: Any, tokens: int | None, client_retries: bool = True) -> Any:
+def quiet_client(model: Any) -> dict[str, Any]:
+    """The fields that make an OpenAI-client chat model send each request once (`client_fields`); {} for a
+    model whose client does not retry, or that has no OpenAI client to copy."""
+    return client_fields(model, True, None)
+
+
+def bounded(model: Any, tokens: int | None, client_retries: bool = True, timeout_s: float | None = None) -> Any:
     """A copy of the chat model ``model`` whose answers stop at ``tokens`` (`output_bound`; None: no bound) and,
-    without ``client_retries``, whose client sends each request once (`quiet_client`: replangraph retries
-    them, with the provider's ``Retry-After`` and each try counted); the model itself when nothing changes.
-    Copies are reused (and keep their model alive, so its id is not reused)."""
-    key = (id(model), tokens, client_retries)
+    without ``client_retries``, whose client sends each request once (replangraph retries them, with the
+    provider's ``Retry-After`` and each try counted), and waits at most ``timeout_s`` for an answer (the time
+    replangraph gives the call: its client gives up no later, see `client_fields`); the model itself when
+    nothing changes. Copies are reused (and keep their model alive, so its id is not reused)."""
+    key = (id(model), tokens, client_retries, timeout_s)
     with _bound_lock:
         found = _bound_copies.get(key)
     if found is not None:
         return found[1]
     fields = output_bound(model, tokens) if tokens else {}
-    if not client_retries:
-        fields.update(quiet_client(model))
+    fields.update(client_fields(model, not client_retries, timeout_s))
     if not fields or all(getattr(model, k, None) is v or getattr(model, k, None) == v for k, v in fields.items()):
         return model
     copy = model.model_copy(update=fields)
@@ -404,18 +443,20 @@ def bounded(model: Any, tokens: int | None, client_retries: bool = True) -> Any:
     return copy
 
 
-def with_output_bound(model: Any, tokens: int | None, client_retries: bool = True) -> Any:
-    """``model`` answering in at most ``tokens`` and, without ``client_retries``, sending each request once
-    (`bounded`): a chat model, one bound to tools or settings, or one bound to a schema by `bind_schema`;
-    anything else as it is."""
-    if tokens is None and client_retries:
+def with_output_bound(
+    model: Any, tokens: int | None, client_retries: bool = True, timeout_s: float | None = None
+) -> Any:
+    """``model`` answering in at most ``tokens``, without ``client_retries`` sending each request once, and its
+    client waiting at most ``timeout_s`` (`bounded`): a chat model, one bound to tools or settings, or one
+    bound to a schema by `bind_schema`; anything else as it is."""
+    if tokens is None and client_retries and timeout_s is None:
         return model
     if isinstance(model, Structured):
-        return model.bounded(tokens, client_retries)
+        return model.bounded(tokens, client_retries, timeout_s)
     if isinstance(model, BaseChatModel):
-        return bounded(model, tokens, client_retries)
+        return bounded(model, tokens, client_retries, timeout_s)
     if isinstance(model, RunnableBinding) and isinstance(model.bound, BaseChatModel):
-        inner = bounded(model.bound, tokens, client_retries)
+        inner = bounded(model.bound, tokens, client_retries, timeout_s)
         return model if inner is model.bound else model.model_copy(update={"bound": inner})
     return model
 
@@ -707,7 +748,7 @@ class Structured:
             if self.answering is None
             else None
         )
-        self.copies: dict[tuple[int | None, bool], Structured] = {}
+        self.copies: dict[tuple[int | None, bool, float | None], Structured] = {}
 
     def invoke(self, request: Any, *args: Any, **kwargs: Any) -> Any:
         if self.answering is not None:
@@ -719,14 +760,15 @@ class Structured:
             return raw_answer(await self.answering.ainvoke(request, *args, **kwargs))
         return await self.runnable.ainvoke(request, *args, **kwargs)
 
-    def bounded(self, tokens: int | None, client_retries: bool = True) -> Structured:
+    def bounded(self, tokens: int | None, client_retries: bool = True, timeout_s: float | None = None) -> Structured:
         """This schema on the model as `bounded` makes it; itself when that changes nothing."""
-        model = bounded(self.model, tokens, client_retries)
+        model = bounded(self.model, tokens, client_retries, timeout_s)
         if model is self.model:
             return self
-        if (tokens, client_retries) not in self.copies:
-            self.copies[tokens, client_retries] = Structured(model, self.schema)
-        return self.copies[tokens, client_retries]
+        key = (tokens, client_retries, timeout_s)
+        if key not in self.copies:
+            self.copies[key] = Structured(model, self.schema)
+        return self.copies[key]
 
 
 def schema_call(model: Any, schema: type[BaseModel]) -> Any:
