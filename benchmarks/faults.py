@@ -145,6 +145,12 @@ PROBES = (
         "refused; size over the cap: 0; reads or writes outside: 0",
         fault_limits.workspace_attacks,
     ),
+    Probe(
+        "process-exit",
+        "a run whose model server accepts and never answers, step_timeout_s=2, in its own process",
+        "the process exits within 2 s of the run's end",
+        fault_processes.process_exit,
+    ),
 )
 
 HEADER = "| # | probe | tried | expect | what held (figures) | result | pending |"
