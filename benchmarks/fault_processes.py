@@ -407,3 +407,22 @@ def storage_failure(args: argparse.Namespace) -> Finding:
         f"put failing at {', '.join(map(str, points))}: run exit codes {[f[0] for f in found]}, resumes that "
         f"finished {finished}/{len(found)}, tool calls made twice {twice} (per point {[f[2] for f in found]})",
     )
+
+
+# 18. The process exits when the run ends -------------------------------------------------------------------------
+
+EXIT_WITHIN_S = 2.0
+
+
+def process_exit(args: argparse.Namespace) -> Finding:
+    from hung_run import STEP_TIMEOUT_S, run_and_exit, silent_server
+
+    figures, held = [], True
+    with silent_server() as base_url:
+        for mode in ("invoke", "ainvoke"):
+            run_s, to_exit_s, _ = run_and_exit(base_url, mode, wait_s=WAIT_S / 3)
+            held &= run_s is not None and to_exit_s is not None and to_exit_s <= EXIT_WITHIN_S
+            ran = "did not end" if run_s is None else f"{run_s:.1f} s"
+            left = f"not within {WAIT_S / 3:g} s (killed)" if to_exit_s is None else f"{to_exit_s:.1f} s after its end"
+            figures.append(f"{mode}: run {ran}, process exited {left}")
+    return Finding(held, f"step_timeout_s={STEP_TIMEOUT_S:g}, server never answers; " + "; ".join(figures))

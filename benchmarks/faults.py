@@ -146,6 +146,12 @@ PROBES = (
         fault_limits.workspace_attacks,
     ),
     Probe(
+        "process-exit",
+        "a run whose model server accepts and never answers, step_timeout_s=2, in its own process",
+        "the process exits within 2 s of the run's end",
+        fault_processes.process_exit,
+    ),
+    Probe(
         "kill-in-call",
         "SIGKILL inside tool call k of a turn of 8 calls (k = 1..8), max_concurrency 1 and 4, then resume",
         "calls made twice: only calls in flight; items lost: 0; completed subtasks re-run: 0",

@@ -28,8 +28,10 @@ from replangraph.llm.calls import (
     CALL_WORKERS,
     Called,
     Structured,
+    abandon,
     backoff_delays,
     call_pool,
+    client_timeout,
     next_wait,
     output_limit,
     paused_if_down,
@@ -182,7 +184,9 @@ async def acall_model(
     trace: RunnableConfig | None = None,
 ) -> Called:
     """`call_model` awaiting the model (`ainvoke_model`): the same bounds, retries, time limit, trace and outcome."""
-    bounded_model = with_output_bound(model, output_limit(config, monitor), replangraph_retries(config) == 0)
+    bounded_model = with_output_bound(
+        model, output_limit(config, monitor), replangraph_retries(config) == 0, client_timeout(config)
+    )
     if deadline is None and getattr(config, "step_timeout_s", None):
         deadline = calls.now() + config.step_timeout_s
     label = call_label(trace)
@@ -217,9 +221,17 @@ def awaits_natively(runnable: Any) -> bool:
 
 async def in_pool(call: Callable[[], T], workers: int | None = None) -> T:
     """``call()`` in a shared thread pool of ``workers`` threads (default `CALL_WORKERS`; with the caller's
-    context), awaited."""
+    context), awaited. When the await is cancelled (``step_timeout_s``, a cancelled run) while the call runs,
+    the call is abandoned: its thread is a daemon one (`replangraph.llm.calls.DaemonPool`), counted as stuck
+    until the call returns."""
     pool = call_pool("calls", workers or CALL_WORKERS)
-    return await asyncio.get_running_loop().run_in_executor(pool, call)
+    future = pool.submit(call)
+    try:
+        return await asyncio.wrap_future(future)
+    except asyncio.CancelledError:
+        if not future.cancel():  # running: its worker stays busy until the call returns
+            abandon(pool, future)
+        raise
 
 
 async def ainvoke_model(model: Any, request: Any, config: RunnableConfig | None = None) -> Any:

@@ -28,11 +28,14 @@ of it.
 
 from __future__ import annotations
 
+import contextvars
 import logging
+import queue
 import random
 import threading
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
+from concurrent.futures import Executor, Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -170,6 +173,13 @@ def replangraph_retries(config: Any) -> int:
     return int(getattr(config, "model_retries", 0) or 0)
 
 
+def client_timeout(config: Any) -> float | None:
+    """The longest a model's own client may wait for an answer to replangraph's calls: ``step_timeout_s``, the
+    most time replangraph gives a call (its client gives up no later, so an abandoned call's thread ends soon
+    after it); None when there is no limit (the client's own timeout stands)."""
+    return getattr(config, "step_timeout_s", None) or None
+
+
 def retrying(
     call: Callable[[], T], config: Any, deadline: float | None = None, label: str = "model call"
 ) -> tuple[T, int]:
@@ -254,9 +264,12 @@ def call_model(
 
     The answer is bounded (`output_limit` of ``config`` and ``monitor``, the model's context monitor; sent as
     `with_output_bound` says), the client's own retries are off while replangraph retries (`replangraph_retries`),
-    and the call's time is bounded too: without a ``deadline``, ``step_timeout_s`` from now.
+    and the call's time is bounded too: without a ``deadline``, ``step_timeout_s`` from now (an OpenAI client's
+    own ``timeout`` at most that, `client_timeout`).
     ``observe(request, reply)`` sees each reply (to calibrate token counts from its usage)."""
-    bounded_model = with_output_bound(model, output_limit(config, monitor), replangraph_retries(config) == 0)
+    bounded_model = with_output_bound(
+        model, output_limit(config, monitor), replangraph_retries(config) == 0, client_timeout(config)
+    )
     if deadline is None and getattr(config, "step_timeout_s", None):
         deadline = now() + config.step_timeout_s
     called = attempt(lambda: bounded_model.invoke(request, trace), config, deadline=deadline, label=call_label(trace))
@@ -298,7 +311,7 @@ BOUND_FIELDS = ("max_tokens", "max_output_tokens", "num_predict", "max_new_token
 """A chat model's own field bounding its answer, by the names providers use (OpenAI, Anthropic and most others;
 Gemini; Ollama; Hugging Face)."""
 BOUND_COPIES_KEPT = 64
-_bound_copies: dict[tuple[int, int], tuple[Any, Any]] = {}
+_bound_copies: dict[tuple[int, int | None, bool, float | None], tuple[Any, Any]] = {}
 _bound_lock = threading.Lock()
 
 
@@ -362,35 +375,64 @@ def stacked_retries(model: Any) -> int:
     return 0 if hasattr(getattr(model, "root_client", None), "with_options") else client_retries(model) or 0
 
 
-def quiet_client(model: Any) -> dict[str, Any]:
+def capped_timeout(timeout: Any, limit_s: float) -> Any:
+    """An OpenAI client's ``timeout`` at most ``limit_s`` seconds: a number or None (no limit) as the smaller,
+    an ``httpx.Timeout`` with each of its parts capped (a shorter part stays); anything else: ``limit_s``."""
+    if timeout is None or isinstance(timeout, int | float):
+        return limit_s if timeout is None or timeout > limit_s else timeout
+    parts = ("connect", "read", "write", "pool")
+    if all(hasattr(timeout, part) for part in parts):
+        capped = {
+            part: limit_s if getattr(timeout, part) is None else min(getattr(timeout, part), limit_s) for part in parts
+        }
+        return timeout if all(getattr(timeout, p) == v for p, v in capped.items()) else type(timeout)(**capped)
+    return limit_s
+
+
+def client_fields(model: Any, quiet: bool, timeout_s: float | None) -> dict[str, Any]:
     """The fields that make an OpenAI-client chat model (ChatOpenAI, AzureChatOpenAI and the other
-    ``BaseChatOpenAI`` kinds) send each request once: its clients copied with ``max_retries=0``
-    (``with_options`` keeps their base URL, key, headers, timeout and HTTP connection pool); {} for a model
-    whose client does not retry, or that has no OpenAI client to copy."""
+    ``BaseChatOpenAI`` kinds) send each request once (``quiet``: ``max_retries=0``) and wait at most
+    ``timeout_s`` seconds for it (its ``timeout``, a shorter one kept; None: as it is): its clients copied
+    with those options (``with_options`` keeps their base URL, key, headers, other settings and HTTP
+    connection pool); {} when nothing changes, or for a model that has no OpenAI client to copy."""
     sync, run_async = getattr(model, "root_client", None), getattr(model, "root_async_client", None)
-    if not client_retries(model) or not hasattr(sync, "with_options"):
+    if not hasattr(sync, "with_options"):
         return {}
-    fields: dict[str, Any] = {"max_retries": 0, "root_client": sync.with_options(max_retries=0)}
-    fields["client"] = fields["root_client"].chat.completions
-    if hasattr(run_async, "with_options"):
-        fields["root_async_client"] = run_async.with_options(max_retries=0)
-        fields["async_client"] = fields["root_async_client"].chat.completions
+    quiet = quiet and bool(client_retries(model))
+    fields: dict[str, Any] = {}
+    for name, client, calls in (("root_client", sync, "client"), ("root_async_client", run_async, "async_client")):
+        if not hasattr(client, "with_options"):
+            continue
+        options: dict[str, Any] = {"max_retries": 0} if quiet else {}
+        if timeout_s is not None and (capped := capped_timeout(client.timeout, timeout_s)) != client.timeout:
+            options["timeout"] = capped
+        if options:
+            fields[name] = client.with_options(**options)
+            fields[calls] = fields[name].chat.completions
+    if fields and quiet:
+        fields["max_retries"] = 0
     return fields
 
 
-def bounded(model: Any, tokens: int | None, client_retries: bool = True) -> Any:
+def quiet_client(model: Any) -> dict[str, Any]:
+    """The fields that make an OpenAI-client chat model send each request once (`client_fields`); {} for a
+    model whose client does not retry, or that has no OpenAI client to copy."""
+    return client_fields(model, True, None)
+
+
+def bounded(model: Any, tokens: int | None, client_retries: bool = True, timeout_s: float | None = None) -> Any:
     """A copy of the chat model ``model`` whose answers stop at ``tokens`` (`output_bound`; None: no bound) and,
-    without ``client_retries``, whose client sends each request once (`quiet_client`: replangraph retries
-    them, with the provider's ``Retry-After`` and each try counted); the model itself when nothing changes.
-    Copies are reused (and keep their model alive, so its id is not reused)."""
-    key = (id(model), tokens, client_retries)
+    without ``client_retries``, whose client sends each request once (replangraph retries them, with the
+    provider's ``Retry-After`` and each try counted), and waits at most ``timeout_s`` for an answer (the time
+    replangraph gives the call: its client gives up no later, see `client_fields`); the model itself when
+    nothing changes. Copies are reused (and keep their model alive, so its id is not reused)."""
+    key = (id(model), tokens, client_retries, timeout_s)
     with _bound_lock:
         found = _bound_copies.get(key)
     if found is not None:
         return found[1]
     fields = output_bound(model, tokens) if tokens else {}
-    if not client_retries:
-        fields.update(quiet_client(model))
+    fields.update(client_fields(model, not client_retries, timeout_s))
     if not fields or all(getattr(model, k, None) is v or getattr(model, k, None) == v for k, v in fields.items()):
         return model
     copy = model.model_copy(update=fields)
@@ -401,18 +443,20 @@ def bounded(model: Any, tokens: int | None, client_retries: bool = True) -> Any:
     return copy
 
 
-def with_output_bound(model: Any, tokens: int | None, client_retries: bool = True) -> Any:
-    """``model`` answering in at most ``tokens`` and, without ``client_retries``, sending each request once
-    (`bounded`): a chat model, one bound to tools or settings, or one bound to a schema by `bind_schema`;
-    anything else as it is."""
-    if tokens is None and client_retries:
+def with_output_bound(
+    model: Any, tokens: int | None, client_retries: bool = True, timeout_s: float | None = None
+) -> Any:
+    """``model`` answering in at most ``tokens``, without ``client_retries`` sending each request once, and its
+    client waiting at most ``timeout_s`` (`bounded`): a chat model, one bound to tools or settings, or one
+    bound to a schema by `bind_schema`; anything else as it is."""
+    if tokens is None and client_retries and timeout_s is None:
         return model
     if isinstance(model, Structured):
-        return model.bounded(tokens, client_retries)
+        return model.bounded(tokens, client_retries, timeout_s)
     if isinstance(model, BaseChatModel):
-        return bounded(model, tokens, client_retries)
+        return bounded(model, tokens, client_retries, timeout_s)
     if isinstance(model, RunnableBinding) and isinstance(model.bound, BaseChatModel):
-        inner = bounded(model.bound, tokens, client_retries)
+        inner = bounded(model.bound, tokens, client_retries, timeout_s)
         return model if inner is model.bound else model.model_copy(update={"bound": inner})
     return model
 
@@ -501,35 +545,129 @@ class StepClock:
 
 CALL_WORKERS = 256
 """Threads that timed calls may occupy at once, abandoned calls included."""
-_pools: dict[tuple[str, int], ContextThreadPoolExecutor] = {}
-_abandoned = 0
+
+
+class DaemonPool(Executor):
+    """A pool of up to ``workers`` reused daemon threads: each job runs in a copy of its submitter's context
+    (``contextvars.copy_context``) and its outcome comes back as a ``concurrent.futures.Future``.
+
+    Hand-written because a ``ThreadPoolExecutor``'s workers are joined at interpreter exit: a call abandoned at
+    its time limit (a model server that accepted the request and never answers) would keep the process alive
+    until the call returned, long after the run ended. Daemon threads are not waited for. `abandon` counts the
+    threads stuck in abandoned calls (`stuck`), so that `call_pool` can start a fresh pool once half are."""
+
+    def __init__(self, workers: int, name: str):
+        self.workers, self.name = workers, name
+        self.jobs: queue.SimpleQueue[tuple[Future, contextvars.Context, Callable, tuple, dict] | None] = (
+            queue.SimpleQueue()
+        )
+        self.idle = threading.Semaphore(0)
+        self.lock = threading.Lock()
+        self.threads = 0
+        self.closed = False
+        self.running: set[Future] = set()
+        self.abandoned: set[Future] = set()
+        self.stuck = 0
+        """Workers busy with an abandoned call (`abandoned`, of the jobs `running`)."""
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        """``fn(*args, **kwargs)`` in a worker, with the caller's context; its future."""
+        future: Future[T] = Future()
+        with self.lock:
+            if self.closed:
+                raise RuntimeError("cannot schedule new calls after shutdown")
+            self.jobs.put((future, contextvars.copy_context(), fn, args, kwargs))
+            if not self.idle.acquire(blocking=False) and self.threads < self.workers:
+                self.threads += 1
+                name = f"replangraph-{self.name}_{self.threads}"
+                threading.Thread(target=self.work, name=name, daemon=True).start()
+        return future
+
+    def work(self) -> None:
+        while True:
+            job = self.jobs.get()
+            if job is None:  # shut down: one None per thread, after the jobs queued before
+                return
+            future, context, fn, args, kwargs = job
+            del job
+            result: Any = None
+            error: BaseException | None = None
+            with self.lock:  # before it starts: a caller that cannot cancel it any more finds it running
+                self.running.add(future)
+            started = future.set_running_or_notify_cancel()
+            if started:
+                try:
+                    result = context.run(fn, *args, **kwargs)
+                except BaseException as exc:  # the future carries it, as a ThreadPoolExecutor's does
+                    error = exc
+            with self.lock:
+                self.running.discard(future)
+                if future in self.abandoned:
+                    self.abandoned.discard(future)
+                    self.stuck -= 1
+            self.idle.release()  # before the caller hears back: its next call finds this thread idle
+            if started and error is not None:
+                future.set_exception(error)
+            elif started:
+                future.set_result(result)
+            del future, context, fn, args, kwargs, result, error  # nothing of the job stays alive while idle
+
+    def abandon(self, future: Future) -> None:
+        """Note that no one waits for ``future`` any more while its call runs on: its worker is stuck until the
+        call returns."""
+        with self.lock:
+            if future in self.running and future not in self.abandoned:
+                self.abandoned.add(future)
+                self.stuck += 1
+
+    def shutdown(self, wait: bool = False, *, cancel_futures: bool = False) -> None:
+        """No new jobs; idle workers end now, busy ones when their job returns (``wait`` is not honoured: a stuck
+        worker may never return)."""
+        with self.lock:
+            self.closed = True
+            threads = self.threads
+        for _ in range(threads):
+            self.jobs.put(None)
+
+
+Pool = DaemonPool | ContextThreadPoolExecutor
+DAEMON_KINDS = frozenset({"calls"})
+"""The pools whose calls may be abandoned (`call_with_timeout`, `in_pool` under a cancelled await): daemon
+threads (`DaemonPool`), so that an abandoned call never keeps the process from exiting."""
+_pools: dict[tuple[str, int], Pool] = {}
 _pool_lock = threading.Lock()
 
 
-def call_pool(kind: str = "calls", workers: int = CALL_WORKERS) -> ContextThreadPoolExecutor:
-    """A shared pool of ``workers`` threads (one per ``kind`` and size), created on first use: its threads are
-    reused, not started per call.
+def call_pool(kind: str = "calls", workers: int | None = None) -> Pool:
+    """A shared pool of ``workers`` threads (default `CALL_WORKERS`; one per ``kind`` and size), created on first
+    use: its threads are reused, not started per call.
 
-    Timed calls use ``calls``; the tools node runs its subtasks in ``subtasks``, so that
-    a subtask's own timed calls never wait for a worker its caller holds; under ``ainvoke``
-    sync tools run in ``tools``, sized from ``max_concurrency``. Once half the
-    ``calls`` workers are stuck in abandoned calls, later calls get a fresh pool.
+    Timed calls use ``calls``, a `DaemonPool` (under ``ainvoke`` so do sync model calls, sync tools and sync
+    nodes, `in_pool`): any of them may be abandoned, and must not keep the process alive. The tools node runs
+    its subtasks in ``subtasks``, so that a subtask's own timed calls never wait for a worker its caller holds;
+    the checks run in ``checks`` and the async path's sync segments in ``steps``: those are waited for, never
+    abandoned, and are ``ContextThreadPoolExecutor`` pools. Once half the workers of a ``calls`` pool are stuck
+    in abandoned calls, later calls get a fresh pool.
     """
-    global _abandoned
-    key = (kind, workers)
+    key = (kind, workers or CALL_WORKERS)
     with _pool_lock:
-        if kind == "calls" and _abandoned >= CALL_WORKERS // 2 and key in _pools:
-            _pools.pop(key).shutdown(wait=False)  # its stuck threads end when their calls do
-            _abandoned = 0
+        found = _pools.get(key)
+        if isinstance(found, DaemonPool) and found.stuck >= max(found.workers // 2, 1):
+            _pools.pop(key).shutdown()  # its stuck threads end when their calls do
         if key not in _pools:
-            _pools[key] = ContextThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"replangraph-{kind}")
+            name = f"replangraph-{kind}"
+            _pools[key] = (
+                DaemonPool(key[1], kind)
+                if kind in DAEMON_KINDS
+                else ContextThreadPoolExecutor(max_workers=key[1], thread_name_prefix=name)
+            )
         return _pools[key]
 
 
-def _abandon() -> None:
-    global _abandoned
-    with _pool_lock:
-        _abandoned += 1
+def abandon(pool: Pool, future: Future) -> None:
+    """Note that ``future``'s call was abandoned (see `DaemonPool.abandon`); nothing for other pools."""
+    if isinstance(pool, DaemonPool):
+        pool.abandon(future)
 
 
 def call_with_timeout(call: Callable[[], T], timeout_s: float | None) -> T:
@@ -537,20 +675,21 @@ def call_with_timeout(call: Callable[[], T], timeout_s: float | None) -> T:
 
     The sync path's limit (the async path's is `acall_with_timeout`). The call runs in a shared worker
     thread (with the caller's context) that is abandoned on timeout; Python cannot kill it, but its result
-    is ignored.
+    is ignored, and the thread is a daemon one (`DaemonPool`): it does not keep the process alive.
     """
     if timeout_s is None:
         return call()
     if timeout_s <= 0:
         raise StepTimeout("no time left")
-    future = call_pool().submit(call)
+    pool = call_pool()
+    future = pool.submit(call)
     try:
         return future.result(timeout=timeout_s)
     except FutureTimeout:
         if future.done():  # the call itself raised a TimeoutError (the same class since 3.11)
             raise
         if not future.cancel():  # running: its worker stays busy until the call returns
-            _abandon()
+            abandon(pool, future)
         raise StepTimeout(f"no answer within {timeout_s:.1f}s") from None
 
 
@@ -609,7 +748,7 @@ class Structured:
             if self.answering is None
             else None
         )
-        self.copies: dict[tuple[int | None, bool], Structured] = {}
+        self.copies: dict[tuple[int | None, bool, float | None], Structured] = {}
 
     def invoke(self, request: Any, *args: Any, **kwargs: Any) -> Any:
         if self.answering is not None:
@@ -621,14 +760,15 @@ class Structured:
             return raw_answer(await self.answering.ainvoke(request, *args, **kwargs))
         return await self.runnable.ainvoke(request, *args, **kwargs)
 
-    def bounded(self, tokens: int | None, client_retries: bool = True) -> Structured:
+    def bounded(self, tokens: int | None, client_retries: bool = True, timeout_s: float | None = None) -> Structured:
         """This schema on the model as `bounded` makes it; itself when that changes nothing."""
-        model = bounded(self.model, tokens, client_retries)
+        model = bounded(self.model, tokens, client_retries, timeout_s)
         if model is self.model:
             return self
-        if (tokens, client_retries) not in self.copies:
-            self.copies[tokens, client_retries] = Structured(model, self.schema)
-        return self.copies[tokens, client_retries]
+        key = (tokens, client_retries, timeout_s)
+        if key not in self.copies:
+            self.copies[key] = Structured(model, self.schema)
+        return self.copies[key]
 
 
 def schema_call(model: Any, schema: type[BaseModel]) -> Any:

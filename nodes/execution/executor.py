@@ -50,6 +50,7 @@ from replangraph.context.kept import (
 from replangraph.llm.aio import arun_steps
 from replangraph.llm.calls import (
     StepClock,
+    client_timeout,
     guarded_steps,
     output_limit,
     paused_if_down,
@@ -277,6 +278,7 @@ class Executor(Configured):
                 "attempts": 0,
                 "output_limit": output_limit(self.config, self.monitor),
                 "client_retries": replangraph_retries(self.config) == 0,  # one retry policy: the Retries wrapper's
+                "client_timeout": client_timeout(self.config),  # the client gives up when the step's time does
             },
         )
 

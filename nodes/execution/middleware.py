@@ -298,7 +298,8 @@ BOUND_MODELS_KEPT = 64
 class BoundModels:
     """The model call: ``request.model`` bound to the request's tools (bound once per model and tool list), its
     answer bounded to ``request.state["output_limit"]`` tokens, its client's own retries off when
-    ``request.state["client_retries"]`` is False (`with_output_bound`). What was sent is left in
+    ``request.state["client_retries"]`` is False and its client's own timeout at most
+    ``request.state["client_timeout"]`` seconds (the step's limit; `with_output_bound`). What was sent is left in
     ``request.state["sent"]`` (messages, tools), to calibrate token counts from the reply's usage.
 
     A binding is looked up by the identity of the model and of each tool, and keeps them alive, so an
@@ -338,13 +339,14 @@ class BoundModels:
             settings["tool_choice"] = request.tool_choice
         tools = tuple(request.tools)
         limit, quiet = request.state.get("output_limit"), request.state.get("client_retries") is False
-        key = (id(request.model), tuple(id(t) for t in tools), repr(sorted(settings.items())), limit, quiet)
+        timeout = request.state.get("client_timeout")
+        key = (id(request.model), tuple(id(t) for t in tools), repr(sorted(settings.items())), limit, quiet, timeout)
         with self.lock:
             found = self.bound.get(key)
             if found is not None:
                 self.bound.move_to_end(key)
                 return found[2]
-        model = with_output_bound(request.model, limit, client_retries=not quiet)
+        model = with_output_bound(request.model, limit, client_retries=not quiet, timeout_s=timeout)
         bound = model.bind_tools(list(tools), **settings) if tools else model.bind(**settings)
         with self.lock:
             self.bound[key] = (model, tools, bound)  # kept alive: their ids are not reused while the key is

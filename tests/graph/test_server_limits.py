@@ -5,12 +5,14 @@ another subject."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import re
 import socket
 import warnings
 
+import httpx
 import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
@@ -264,3 +266,37 @@ def test_a_default_chatopenai_sends_model_retries_plus_one_requests_per_failed_s
     assert state["tasks"]["1"]["status"] == "failed" and state["tasks"]["1"]["model_calls"] == 3
     assert (len(step), len(replanner)) == (3, 3)  # model_retries + 1 a failed call; the step's counted in max_steps
     assert waits == [0.01 if goal.startswith("Colour") else 0.001] * 4  # Retry-After honoured, 2 a failed call
+
+
+@pytest.mark.parametrize("retries", [2, 0])  # the client's own retries turned off, and left on
+@pytest.mark.parametrize("awaited", [False, True])
+def test_every_request_waits_no_longer_than_step_timeout_s(retries, awaited):
+    """The OpenAI client's own timeout (ChatOpenAI's default: none) is capped at ``step_timeout_s`` for every call
+    replangraph makes (planner, subtasks, final answer), so an abandoned call's thread ends with its step; a
+    shorter timeout the user set stays, and without a step limit the client's own stands."""
+    seen: list[tuple[float | None, float | None]] = []
+
+    def note(request: httpx.Request) -> None:
+        limits = request.extensions["timeout"]
+        seen.append((limits["read"], limits["connect"]))
+
+    async def anote(request: httpx.Request) -> None:
+        note(request)
+
+    def requests_with(step_s: float | None, **fields) -> list[tuple[float | None, float | None]]:
+        seen.clear()
+        clients = {"http_async_client": httpx.AsyncClient(event_hooks={"request": [anote]})} if awaited else {}
+        clients.setdefault("http_client", httpx.Client(event_hooks={"request": [note]}))
+        with OpenAILoopback(two_subtasks) as server:
+            model = ChatOpenAI(model="local", base_url=server.base_url, api_key="none", **clients, **fields)
+            graph = build_graph(model, config=settings(step_timeout_s=step_s, model_retries=retries))
+            request = {"messages": [("user", GOAL)]}
+            state = asyncio.run(graph.ainvoke(request)) if awaited else graph.invoke(request)
+        assert state["final_answer"] == "FINAL: COLOUR 1: teal, COLOUR 2: teal"
+        assert len(seen) == 4  # planner, two subtasks, final answer
+        return list(seen)
+
+    assert set(requests_with(7.0)) == {(7.0, 7.0)}
+    assert set(requests_with(7.0, timeout=3.0)) == {(3.0, 3.0)}  # the user's shorter timeout
+    assert set(requests_with(7.0, timeout=httpx.Timeout(30.0, connect=2.0))) == {(7.0, 2.0)}
+    assert set(requests_with(None)) == {(None, None)}  # no step limit: ChatOpenAI's own (none)

@@ -22,8 +22,11 @@ FIGURES = {
     "huge-report": r"report [\d,]+ characters \(cap 300,000\); whole lists read back by id: 5,000 of 5,000",
     "workspace-attacks": r"refused 3/3 .*changed 0; .*largest size seen 2,000; .*reads outside 0, listings outside "
     r"0, files outside changed 0",
+    "process-exit": r"invoke: run [\d.]+ s, process exited [\d.]+ s after its end; "
+    r"ainvoke: run [\d.]+ s, process exited [\d.]+ s after its end",
 }
-"""What the figures of issue 23's later rows (13-17) must say: the row's own numbers, not only its verdict."""
+"""What the figures of issue 23's later rows (13-17) and of row 18 must say: the row's own numbers, not only its
+verdict."""
 
 
 def table_rows(text: str) -> list[list[str]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 
+import httpx
 import pytest
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, HumanMessage
@@ -20,6 +21,7 @@ from replangraph.llm.calls import (
     bind_schema,
     bounded,
     call_model,
+    capped_timeout,
     client_retries,
     output_bound,
     output_limit,
@@ -264,3 +266,38 @@ def test_calls_outside_a_subtask_are_timed_by_step_timeout(monkeypatch):
     call_model(Down(ValueError()), "q", AgentConfig(step_timeout_s=30))
     call_model(Down(ValueError()), "q", AgentConfig(step_timeout_s=None))
     assert seen == [1_030.0, None]
+
+
+def test_an_openai_clients_timeout_is_capped_at_the_calls_time_a_shorter_one_kept(monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    model = openai_at("http://h/v1")  # ChatOpenAI's default: no timeout at all
+    assert model.root_client.timeout is None
+    timed = bounded(model, None, timeout_s=2.0)
+    assert timed is bounded(model, None, timeout_s=2.0) is not bounded(model, None, timeout_s=3.0)  # keyed by it
+    assert timed.root_client.timeout == timed.root_async_client.timeout == 2.0
+    assert timed.client._client is timed.root_client and timed.async_client._client is timed.root_async_client
+    assert timed.root_client._client is model.root_client._client and timed.root_client.max_retries == 0
+    assert model.root_client.timeout is None  # the user's model unchanged
+    assert bounded(model, None, timeout_s=None) is model
+    shorter = openai_at("http://h/v1", timeout=1.5)
+    assert bounded(shorter, None, timeout_s=2.0) is shorter  # nothing to change
+    parts = openai_at("http://h/v1", timeout=httpx.Timeout(30.0, connect=1.0))
+    assert bounded(parts, None, timeout_s=2.0).root_client.timeout == httpx.Timeout(2.0, connect=1.0)
+    both = bounded(ChatOpenAI(model="m", api_key="k", base_url="http://h/v1"), 10, False, 2.0)
+    assert both.root_client.max_retries == 0 and both.root_client.timeout == 2.0 and both.max_retries == 0
+    structured = bind_schema(model, Answer)
+    assert with_output_bound(structured, None, timeout_s=2.0).model is timed
+    tooled = model.bind_tools([{"type": "function", "function": {"name": "f", "parameters": {}}}])
+    assert with_output_bound(tooled, None, timeout_s=2.0).bound is timed
+    assert capped_timeout(None, 2.0) == capped_timeout(600, 2.0) == 2.0 and capped_timeout(0.5, 2.0) == 0.5
+    assert capped_timeout((1, 2), 2.0) == 2.0  # a form it does not know: the limit
+
+
+def test_call_model_asks_a_copy_whose_client_waits_at_most_step_timeout_s(monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    asked = []
+    model = openai_at("http://h/v1")
+    monkeypatch.setattr(type(model), "invoke", lambda self, *args, **kwargs: asked.append(self) or AIMessage("ok"))
+    assert call_model(model, [HumanMessage("hi")], AgentConfig(step_timeout_s=3)).reply.content == "ok"
+    assert call_model(model, [HumanMessage("hi")], AgentConfig(step_timeout_s=None)).reply.content == "ok"
+    assert [m.root_client.timeout for m in asked] == [3, None]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import threading
 import time
 
@@ -21,6 +23,7 @@ from langchain_openai.chat_models.base import (
 )
 
 from replangraph.llm import calls as retry
+from replangraph.llm.aio import acall_with_timeout, in_pool
 from replangraph.llm.calls import backoff_delays, call_with_retries, call_with_timeout, retry_delay
 from replangraph.llm.errors import StepTimeout, is_context_overflow, is_transient, retry_after
 
@@ -225,5 +228,61 @@ def test_calls_stuck_past_their_timeout_never_starve_later_calls(monkeypatch):
             with pytest.raises(retry.StepTimeout):
                 retry.call_with_timeout(release.wait, 0.05)
         assert retry.call_with_timeout(lambda: "ran", GUARD_S) == "ran"
+    finally:
+        release.set()
+
+
+def test_timed_calls_run_in_reused_daemon_threads_with_the_callers_context(monkeypatch):
+    """An abandoned call's thread must not keep the interpreter from exiting: a ThreadPoolExecutor's would be
+    joined at exit, a `DaemonPool`'s are not waited for."""
+    monkeypatch.setattr(retry, "_pools", {})
+    seen = contextvars.ContextVar("seen", default="unset")
+    seen.set("the caller's")
+    threads = set()
+
+    def where() -> str:
+        threads.add(threading.current_thread())
+        return seen.get()
+
+    assert [retry.call_with_timeout(where, GUARD_S) for _ in range(5)] == ["the caller's"] * 5
+    assert len(threads) == 1 and all(t.daemon and t.name.startswith("replangraph-calls") for t in threads)
+    pool = retry.call_pool()
+    assert isinstance(pool, retry.DaemonPool) and pool.threads == 1  # reused, not started per call
+    assert not isinstance(retry.call_pool("subtasks"), retry.DaemonPool)  # waited for, never abandoned
+    with pytest.raises(ZeroDivisionError):
+        pool.submit(lambda: 1 / 0).result(GUARD_S)
+
+
+def test_a_pool_half_stuck_in_abandoned_calls_is_replaced_and_its_stuck_count_falls_as_they_return(monkeypatch):
+    monkeypatch.setattr(retry, "CALL_WORKERS", 4)
+    monkeypatch.setattr(retry, "_pools", {})
+    release = threading.Event()
+    try:
+        first = retry.call_pool()
+        with pytest.raises(retry.StepTimeout):
+            retry.call_with_timeout(release.wait, 0.05)
+        assert first.stuck == 1 and retry.call_pool() is first
+        with pytest.raises(retry.StepTimeout):
+            retry.call_with_timeout(release.wait, 0.05)
+        assert first.stuck == 2 and retry.call_pool() is not first and first.closed
+    finally:
+        release.set()
+    deadline = time.monotonic() + GUARD_S
+    while first.stuck and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert first.stuck == 0 and not first.abandoned
+
+
+def test_an_awaited_call_cancelled_in_its_thread_is_counted_as_abandoned(monkeypatch):
+    monkeypatch.setattr(retry, "_pools", {})
+    release = threading.Event()
+
+    async def cut() -> None:
+        with pytest.raises(StepTimeout):
+            await acall_with_timeout(lambda: in_pool(release.wait), 0.05)
+
+    try:
+        asyncio.run(cut())
+        assert retry.call_pool().stuck == 1
     finally:
         release.set()

@@ -173,3 +173,18 @@ def test_repair_takes_reasoning_out_of_the_reply_and_keeps_it_on_the_message():
 )
 def test_replan_marker_counts_only_as_the_answers_own(text, marker):
     assert split_replan_marker(text) == marker
+
+
+def test_bound_models_cap_the_openai_clients_timeout_at_the_requests_client_timeout(monkeypatch):
+    from langchain_openai import ChatOpenAI
+
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    model = ChatOpenAI(model="m", api_key="k", base_url="http://h/v1", max_retries=0)
+    models = BoundModels()
+
+    def bound(**state):
+        return models.bind(ModelRequest(model=model, messages=[HumanMessage("h")], state=state)).bound
+
+    assert bound(client_timeout=2.0).root_client.timeout == bound(client_timeout=2.0).root_async_client.timeout == 2.0
+    assert bound(client_timeout=5.0).root_client.timeout == 5.0 and len(models.bound) == 2  # keyed by it
+    assert bound().root_client.timeout is None and bound() is model  # no step limit: the client's own
