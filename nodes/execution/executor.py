@@ -473,46 +473,26 @@ class ToolRunner(Configured):
             ]
         return jobs
 
-    def run_subtask_tools(
-        self,
-        task_id: str,
-        window: Sequence[AnyMessage],
-        tasks: Mapping[str, Task],
-        goal: str,
-        clock: StepClock,
-        started: Mapping[tuple[str, str], Any],
-    ) -> StateUpdate:
+    def run_subtask_tools(self, work: Work, clock: StepClock, started: Mapping[tuple[str, str], Any]) -> StateUpdate:
         """The state update after one subtask's pending tool calls (their time counts as the step's); the calls
         in ``started`` ran as tasks of their own."""
-        return run_steps(self.subtask_steps(task_id, window, tasks, goal, self.chain, clock, started))
+        return run_steps(self.subtask_steps(work, self.chain, clock, started))
 
     async def arun_subtask_tools(
-        self,
-        task_id: str,
-        window: Sequence[AnyMessage],
-        tasks: Mapping[str, Task],
-        goal: str,
-        clock: StepClock,
-        started: Mapping[tuple[str, str], Any],
+        self, work: Work, clock: StepClock, started: Mapping[tuple[str, str], Any]
     ) -> StateUpdate:
         """`run_subtask_tools` on the async path: the tools are awaited (`ainvoke_tool`)."""
-        return await arun_steps(self.subtask_steps(task_id, window, tasks, goal, self.achain, clock, started))
+        return await arun_steps(self.subtask_steps(work, self.achain, clock, started))
 
     def subtask_steps(
-        self,
-        task_id: str,
-        window: Sequence[AnyMessage],
-        tasks: Mapping[str, Task],
-        goal: str,
-        chain: Callable,
-        clock: StepClock,
-        started: Mapping[tuple[str, str], Any],
+        self, work: Work, chain: Callable, clock: StepClock, started: Mapping[tuple[str, str], Any]
     ) -> Steps:
         """The state update after one subtask's pending tool calls through ``chain`` (`Steps`).
 
         A crash in this subtask's step fails this subtask only, and the events its tools
         emitted before the crash never go out (the update that carried them is lost).
         """
+        task_id, window, tasks, goal = work
         task = tasks[task_id]
         if ends_with_answer(window):  # the check is off: the answer is the result (what was read comes along)
             return completed_with_window(task, window, answer_text(window[-1]), task.get("model_calls", 0))
@@ -675,7 +655,7 @@ class ToolRunner(Configured):
         jobs = self.call_jobs(work, clocks, asynchronous=True)
         started = await astart_calls(jobs, in_flight_bound(self.config.max_concurrency))
         return merge_updates(
-            await asyncio.gather(*(self.arun_subtask_tools(*args, clocks[args[0]], started) for args in work))
+            await asyncio.gather(*(self.arun_subtask_tools(one, clocks[one[0]], started) for one in work))
         )
 
     def run_all(self, state: Mapping) -> StateUpdate:
@@ -688,7 +668,7 @@ class ToolRunner(Configured):
         started = start_calls(
             self.call_jobs(work, clocks, asynchronous=False), in_flight_bound(self.config.max_concurrency)
         )
-        return merge_updates([self.run_subtask_tools(*args, clocks[args[0]], started) for args in work])
+        return merge_updates([self.run_subtask_tools(one, clocks[one[0]], started) for one in work])
 
     def clocks(self, work: Sequence[Work]) -> dict[str, StepClock]:
         """Each subtask's step clock, started now: its calls and its turn's end share it."""
