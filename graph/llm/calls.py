@@ -643,9 +643,8 @@ def call_pool(kind: str = "calls", workers: int | None = None) -> Pool:
     use: its threads are reused, not started per call.
 
     Timed calls use ``calls``, a `DaemonPool` (under ``ainvoke`` so do sync model calls, sync tools and sync
-    nodes, `in_pool`): any of them may be abandoned, and must not keep the process alive. The tools node runs
-    its subtasks in ``subtasks``, so that a subtask's own timed calls never wait for a worker its caller holds;
-    the checks run in ``checks`` and the async path's sync segments in ``steps``: those are waited for, never
+    nodes, `in_pool`): any of them may be abandoned, and must not keep the process alive. The checks run in
+    ``checks`` and the async path's sync segments in ``steps``: those are waited for, never
     abandoned, and are ``ContextThreadPoolExecutor`` pools. Once half the workers of a ``calls`` pool are stuck
     in abandoned calls, later calls get a fresh pool.
     """
