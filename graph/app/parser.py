@@ -171,7 +171,7 @@ def add_run_flags(parser: argparse.ArgumentParser, resume: bool, model: bool = T
         type=positive_int,
         default=value(config.max_concurrency),
         metavar="N",
-        help=f"subtasks that may run at the same time (default: {default(str(config.max_concurrency))})",
+        help=f"subtasks and tool calls that may run at once (default: {default(str(config.max_concurrency))})",
     )
     parser.add_argument(
         "--max-clarifications",
