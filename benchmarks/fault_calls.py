@@ -69,9 +69,18 @@ def saved_completed(db: str, thread: str, log: Path, concurrency: int) -> set[st
     return {tid for tid, t in (tasks.values.get("tasks") or {}).items() if t["status"] == "completed"}
 
 
-def kill_in_call(db: str, folder: Path, concurrency: int, at: int, way: str = "invoke", durability: str = "-") -> Kill:
+def kill_in_call(
+    db: str,
+    folder: Path,
+    concurrency: int,
+    at: int,
+    way: str = "invoke",
+    durability: str = "-",
+    resume_way: str | None = None,
+) -> Kill:
     """Kill a run in call ``at`` of the turn of `killed_subtask`, resume it; what repeated and what was kept.
-    ``durability``: the runs' ``durability=`` ("-": the graph's default, "sync" on a durable saver)."""
+    ``durability``: the runs' ``durability=`` ("-": the graph's default, "sync" on a durable saver);
+    ``resume_way``: how the resume runs (default: as the killed run, ``way``)."""
     thread = f"call-{concurrency}-{at}-{way}-{uuid.uuid4().hex[:8]}"
     log = folder / f"{thread}.log"
     code = worker(db, thread, log, "start", concurrency, at, way, durability)
@@ -81,7 +90,7 @@ def kill_in_call(db: str, folder: Path, concurrency: int, at: int, way: str = "i
         raise RuntimeError(f"the worker was not killed in call {at} (exit {code}): {log.with_suffix('.log.err')}")
     killed = first.pop()
     done_before = saved_completed(db, thread, log, concurrency)
-    worker(db, thread, log, "resume", concurrency, None, way, durability)
+    worker(db, thread, log, "resume", concurrency, None, resume_way or way, durability)
     lines = log_lines(log)
     started = {pid: {f[2] for f in lines if f[0] == "START" and f[1] == pid} for pid in {f[1] for f in lines}}
     ended = {f[2] for f in lines if f[0] == "END" and f[1] == killed}

@@ -37,3 +37,10 @@ def test_one_call_at_a_time_repeats_one(tmp_path):
     kill = kill_in_call(str(tmp_path / "runs.sqlite"), Path(tmp_path), concurrency=1, at=8)
     assert kill.finished and kill.lost == 0 and kill.rerun == 0
     assert kill.twice == kill.in_flight == {"s2-item8"}
+
+
+def test_a_run_killed_under_invoke_finds_its_saved_calls_under_ainvoke(tmp_path):
+    """The sync and async paths name a call's task alike, so the resume's path does not matter."""
+    kill = kill_in_call(str(tmp_path / "runs.sqlite"), Path(tmp_path), concurrency=4, at=8, resume_way="ainvoke")
+    assert kill.finished and kill.lost == 0 and kill.rerun == 0
+    assert kill.twice <= kill.in_flight and "s5-item1" not in kill.twice
