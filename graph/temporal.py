@@ -1,0 +1,213 @@
+"""Spike (issue 34): the graph `build_graph` makes, run as a Temporal workflow with ``temporalio-langgraph``.
+
+Not a finished feature: enough to run the README example on a loopback Temporal server and learn what it takes.
+NOTES-34.md has the facts and the design this spike feeds.
+
+What the plugin (0.1.0) needs, and how this module gives it without changing `build_graph`:
+
+- every node in the ``StateGraph`` must carry ``metadata["execute_in"]``, the error-handler nodes LangGraph adds
+  included (``__error_handler__<node>``);
+- an activity node's function must be importable by module and qualname (no closures, no class instances):
+  every node runs one module-level function, `run_node`, which looks the node up in a registry the worker fills
+  from its own `build_graph` (by ``config["metadata"]["langgraph_node"]``, which the plugin passes through);
+- a conditional edge runs in the workflow's event loop, which has no executor: a sync router is given an async
+  twin (`async_router`), or LangGraph's ``run_in_executor`` raises NotImplementedError there;
+- the plugin drops an error handler's ``error`` argument (it keeps only ``config`` and ``runtime``): a node's
+  handler runs inside the activity, on the exception itself (`run_node`); the handler node LangGraph adds runs
+  in the workflow and reads the error from the config (`handler_from_config`), for what escapes the activity
+  (retries spent, a timeout);
+- LangChain messages would cross as plain dicts (the default JSON converter calls pydantic's ``.dict()``):
+  `data_converter` writes LangChain objects with ``dumpd`` and revives them with ``load``, on client and worker.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import warnings
+from datetime import timedelta
+from typing import Any
+
+from langchain_core._api import LangChainBetaWarning
+from langchain_core.load import dumpd, load
+from langchain_core.load.serializable import Serializable
+from langchain_core.runnables import RunnableConfig
+from langgraph._internal._constants import CONFIG_KEY_NODE_ERROR
+from langgraph._internal._runnable import RunnableCallable
+from langgraph.errors import NodeError
+from langgraph.graph import StateGraph
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.converter import (
+    AdvancedJSONEncoder,
+    CompositePayloadConverter,
+    DataConverter,
+    DefaultPayloadConverter,
+    JSONPlainPayloadConverter,
+)
+
+GRAPH = "replangraph"
+"""The name the graph is registered under with the plugin (activity names are ``replangraph.<node>``)."""
+GRAPH_KEY = "replangraph_graph"
+"""The node metadata key that names the registry entry `run_node` reads (the plugin keeps non-option keys)."""
+
+NODE_ACTIVITY = {
+    "execute_in": "activity",
+    "start_to_close_timeout": timedelta(minutes=5),
+    # Bounded: the default RetryPolicy retries forever, and a bug would never end the run.
+    "retry_policy": RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=200)),
+}
+IN_WORKFLOW = {"execute_in": "workflow"}
+
+_nodes: dict[str, dict[str, tuple[Any, Any]]] = {}
+"""graph name -> node name -> (the node as `build_graph` made it, its error handler or None): this worker's."""
+
+
+# --------------------------------------------------------------------------- the activity registry
+
+
+async def run_node(state: Any, config: RunnableConfig) -> Any:
+    """Every activity node's body: the node `build_graph` made, found by name in this worker's registry. An
+    exception the node's error handler takes is handled here, inside the activity, as in-process (the plugin
+    would not pass the handler its error); a node without one fails the activity, which Temporal retries."""
+    metadata = config.get("metadata") or {}
+    name = metadata["langgraph_node"]
+    node, handler = _nodes[metadata.get(GRAPH_KEY, GRAPH)][name]
+    try:
+        return await node.ainvoke(state)
+    except Exception as error:  # noqa: BLE001 - what LangGraph's error handler would get
+        if handler is None:
+            raise
+        return handler(state, NodeError(node=name, error=error))
+
+
+def handler_from_config(handler: Any) -> Any:
+    """An error handler node for the workflow: the plugin passes ``config`` but not ``error``, so read the
+    error LangGraph put in the config (an ``ActivityError`` once the activity's retries are spent)."""
+
+    def handle(state: Any, config: RunnableConfig) -> Any:
+        return handler(state, config["configurable"][CONFIG_KEY_NODE_ERROR])
+
+    return RunnableCallable(handle, name=getattr(handler, "__name__", "error_handler"), trace=False)
+
+
+def async_router(path: Any) -> Any:
+    """A conditional edge's router whose async path calls the sync one on the workflow's loop (LangGraph's own
+    async path for a sync router is ``run_in_executor``, which the workflow's event loop refuses)."""
+    if not isinstance(path, RunnableCallable) or path.func is None or inspect.iscoroutinefunction(path.func):
+        return path
+    func = path.func
+
+    async def arun(*args: Any, **kwargs: Any) -> Any:
+        return func(*args, **kwargs)
+
+    twin = RunnableCallable(func, arun, name=path.name, trace=path.trace, recurse=path.recurse)
+    twin.func_accepts = path.func_accepts
+    return twin
+
+
+def temporal_builder(compiled: Any, name: str = GRAPH) -> StateGraph:
+    """The ``StateGraph`` of ``compiled`` (what `build_graph` returns), made fit for the plugin, and this
+    process's registry filled with its nodes. Call it on every worker (and the client, which only needs the
+    graph's name): the builder's nodes are changed in place, so don't run ``compiled`` in-process after."""
+    builder: StateGraph = compiled.builder
+    handlers = {
+        spec.error_handler_node: builder.nodes[spec.error_handler_node].runnable
+        for spec in builder.nodes.values()
+        if spec.error_handler_node
+    }
+    registry: dict[str, tuple[Any, Any]] = {}
+    for node_name, spec in builder.nodes.items():
+        if spec.is_error_handler:
+            spec.runnable = handler_from_config(spec.runnable.func)
+            spec.metadata = dict(IN_WORKFLOW)
+            continue
+        handler = handlers.get(spec.error_handler_node)
+        registry[node_name] = (spec.runnable, None if handler is None else handler.func)
+        spec.runnable = RunnableCallable(None, run_node, name=node_name, trace=False)
+        spec.metadata = {**(spec.metadata or {}), **NODE_ACTIVITY, GRAPH_KEY: name}
+    for branches in builder.branches.values():
+        for key, branch in branches.items():
+            branches[key] = branch._replace(path=async_router(branch.path))
+    _nodes[name] = registry
+    return builder
+
+
+def run_defaults(compiled: Any) -> dict[str, Any]:
+    """The config `build_graph` compiled in (recursion limit, concurrency), which the uncompiled builder loses."""
+    config = getattr(compiled, "config", None) or {}
+    return {k: config[k] for k in ("recursion_limit", "max_concurrency") if k in config}
+
+
+# --------------------------------------------------------------------------- the data converter
+
+
+class LangChainEncoder(AdvancedJSONEncoder):
+    """LangChain objects as LangChain writes them (``dumpd``); other pydantic models as JSON."""
+
+    def default(self, o: Any) -> Any:
+        if isinstance(o, Serializable) and o.is_lc_serializable():
+            return dumpd(o)
+        if hasattr(o, "model_dump") and not isinstance(o, type):
+            return o.model_dump(mode="json")
+        return super().default(o)
+
+
+class LangChainJSONConverter(JSONPlainPayloadConverter):
+    """JSON that revives LangChain messages wherever they are in a payload (an activity's ``Any`` arguments)."""
+
+    def __init__(self) -> None:
+        super().__init__(encoder=LangChainEncoder)
+
+    def from_payload(self, payload: Any, type_hint: Any = None) -> Any:
+        obj = json.loads(payload.data)
+        if _has_lc(obj):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", LangChainBetaWarning)  # load() is "in beta"
+                obj = load(obj, allowed_objects="messages")
+        if type_hint:
+            from temporalio.converter import value_to_type
+
+            obj = value_to_type(type_hint, obj, [])
+        return obj
+
+
+def _has_lc(obj: Any) -> bool:
+    if isinstance(obj, dict):
+        return obj.get("lc") == 1 or any(_has_lc(v) for v in obj.values())
+    if isinstance(obj, list):
+        return any(_has_lc(v) for v in obj)
+    return False
+
+
+class LangChainPayloadConverter(CompositePayloadConverter):
+    def __init__(self) -> None:
+        super().__init__(
+            *(
+                LangChainJSONConverter() if isinstance(c, JSONPlainPayloadConverter) else c
+                for c in DefaultPayloadConverter.default_encoding_payload_converters
+            )
+        )
+
+
+data_converter = dataclasses.replace(DataConverter.default, payload_converter_class=LangChainPayloadConverter)
+"""Give it to ``Client.connect(data_converter=...)`` on the client and on every worker."""
+
+
+# --------------------------------------------------------------------------- the workflow
+
+
+@workflow.defn(name="replangraph")
+class ReplanWorkflow:
+    """One run of the graph: the Pregel loop here, the nodes as activities."""
+
+    @workflow.run
+    async def run(self, request: dict[str, Any]) -> dict[str, Any]:
+        with workflow.unsafe.imports_passed_through():
+            from langgraph.checkpoint.memory import InMemorySaver
+            from temporalio.langgraph import graph
+
+        app = graph(request.get("graph", GRAPH)).compile(checkpointer=InMemorySaver(), name=GRAPH)
+        config = {**(request.get("config") or {}), "configurable": {"thread_id": workflow.info().workflow_id}}
+        return await app.ainvoke(request["input"], config)

