@@ -107,10 +107,12 @@ def async_router(path: Any) -> Any:
     return twin
 
 
-def temporal_builder(compiled: Any, name: str = GRAPH) -> StateGraph:
+def temporal_builder(compiled: Any, name: str = GRAPH, in_workflow: tuple[str, ...] = ()) -> StateGraph:
     """The ``StateGraph`` of ``compiled`` (what `build_graph` returns), made fit for the plugin, and this
     process's registry filled with its nodes. Call it on every worker (and the client, which only needs the
-    graph's name): the builder's nodes are changed in place, so don't run ``compiled`` in-process after."""
+    graph's name): the builder's nodes are changed in place, so don't run ``compiled`` in-process after.
+    ``in_workflow``: nodes that run in the workflow itself, on their async path (the spike's try at the tools
+    node starting each call as an activity: `calls_as_activities`)."""
     builder: StateGraph = compiled.builder
     handlers = {
         spec.error_handler_node: builder.nodes[spec.error_handler_node].runnable
@@ -123,6 +125,10 @@ def temporal_builder(compiled: Any, name: str = GRAPH) -> StateGraph:
             spec.runnable = handler_from_config(spec.runnable.func)
             spec.metadata = dict(IN_WORKFLOW)
             continue
+        if node_name in in_workflow:
+            spec.runnable = RunnableCallable(None, spec.runnable.afunc, name=node_name, trace=False)
+            spec.metadata = {**(spec.metadata or {}), **IN_WORKFLOW}
+            continue
         handler = handlers.get(spec.error_handler_node)
         registry[node_name] = (spec.runnable, None if handler is None else handler.func)
         spec.runnable = RunnableCallable(None, run_node, name=node_name, trace=False)
@@ -132,6 +138,16 @@ def temporal_builder(compiled: Any, name: str = GRAPH) -> StateGraph:
             branches[key] = branch._replace(path=async_router(branch.path))
     _nodes[name] = registry
     return builder
+
+
+def calls_as_activities() -> list[Any]:
+    """The plugin's ``tasks`` and ``activity_options`` that make each call to an agent's own tool (the
+    ``tool_call`` task the tools node starts, `replangraph.nodes.execution.calls`) an activity of its own.
+    It needs the tools node in the workflow (a task started inside an activity finds no ``__pregel_call``).
+    Beware: the plugin replaces the tasks' ``func`` in this process, for in-process runs too."""
+    from replangraph.nodes.execution.calls import CALL_TASK, arun_call, run_call
+
+    return [[run_call, arun_call], {CALL_TASK: dict(NODE_ACTIVITY)}]  # the plugin keys options by task name
 
 
 def run_defaults(compiled: Any) -> dict[str, Any]:
@@ -149,6 +165,10 @@ class LangChainEncoder(AdvancedJSONEncoder):
     def default(self, o: Any) -> Any:
         if isinstance(o, Serializable) and o.is_lc_serializable():
             return dumpd(o)
+        if _is_call_job(o):
+            return {SAME_PROCESS_JOB: _held_jobs.hold(o)}
+        if dataclasses.is_dataclass(o) and not isinstance(o, type):  # shallow: each field comes back here
+            return {f.name: getattr(o, f.name) for f in dataclasses.fields(o)}
         if hasattr(o, "model_dump") and not isinstance(o, type):
             return o.model_dump(mode="json")
         return super().default(o)
@@ -162,6 +182,8 @@ class LangChainJSONConverter(JSONPlainPayloadConverter):
 
     def from_payload(self, payload: Any, type_hint: Any = None) -> Any:
         obj = json.loads(payload.data)
+        if SAME_PROCESS_JOB.encode() in payload.data:
+            obj = _held_jobs.revive(obj)
         if _has_lc(obj):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", LangChainBetaWarning)  # load() is "in beta"
@@ -171,6 +193,41 @@ class LangChainJSONConverter(JSONPlainPayloadConverter):
 
             obj = value_to_type(type_hint, obj, [])
         return obj
+
+
+SAME_PROCESS_JOB = "__replangraph_same_process_call_job__"
+
+
+def _is_call_job(o: Any) -> bool:
+    from replangraph.nodes.execution.calls import CallJob
+
+    return isinstance(o, CallJob)
+
+
+class _HeldJobs:
+    """THE SPIKE'S STAND-IN, one process only: a `CallJob` (a tool, a chain of closures, a clock) cannot cross to
+    another worker; here it crosses as a key to the object this process holds. A real design sends what the
+    activity needs to rebuild the chain from the worker's own registry (agent type, tool name, call, view)."""
+
+    def __init__(self) -> None:
+        self.jobs: dict[str, Any] = {}
+
+    def hold(self, job: Any) -> str:
+        key = f"{id(job)}"
+        self.jobs[key] = job
+        return key
+
+    def revive(self, obj: Any) -> Any:
+        if isinstance(obj, dict):
+            if set(obj) == {SAME_PROCESS_JOB}:
+                return self.jobs[obj[SAME_PROCESS_JOB]]
+            return {k: self.revive(v) for k, v in obj.items()}
+        if isinstance(obj, list):
+            return [self.revive(v) for v in obj]
+        return obj
+
+
+_held_jobs = _HeldJobs()
 
 
 def _has_lc(obj: Any) -> bool:

@@ -27,7 +27,15 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from replangraph import AgentConfig, build_graph
-from replangraph.temporal import GRAPH, ReplanWorkflow, data_converter, run_defaults, temporal_builder
+from replangraph.names import TOOLS
+from replangraph.temporal import (
+    GRAPH,
+    ReplanWorkflow,
+    calls_as_activities,
+    data_converter,
+    run_defaults,
+    temporal_builder,
+)
 from replangraph.testing import ScriptedChatModel, tool_call
 
 RAINFALL_MM = {"Oslo": 763, "Lima": 16, "Perth": 733, "Cairo": 18, "Quito": 1000, "Dakar": 400, "Hanoi": 1680}
@@ -66,10 +74,15 @@ def show(out) -> str:
     return "\n".join(lines)
 
 
-async def on_temporal(address: str | None) -> tuple[dict, float, dict]:
+async def on_temporal(address: str | None, calls: bool = False) -> tuple[dict, float, dict]:
     compiled = example_graph()
-    builder = temporal_builder(compiled)
-    plugin = LangGraphPlugin(graphs={GRAPH: builder})
+    if calls:  # the tools node in the workflow, each tool call an activity of its own
+        tasks, options = calls_as_activities()
+        builder = temporal_builder(compiled, in_workflow=(TOOLS,))
+        plugin = LangGraphPlugin(graphs={GRAPH: builder}, tasks=tasks, activity_options=options)
+    else:
+        builder = temporal_builder(compiled)
+        plugin = LangGraphPlugin(graphs={GRAPH: builder})
     async with AsyncExitStack() as stack:
         if address is None:
             from temporalio.testing import WorkflowEnvironment
@@ -104,11 +117,16 @@ async def on_temporal(address: str | None) -> tuple[dict, float, dict]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--address", help="a running Temporal server (default: start a dev server)")
+    parser.add_argument(
+        "--calls-as-activities",
+        action="store_true",
+        help="try the tools node in the workflow, each tool call an activity (what issue 34 asks for)",
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     local = example_graph().invoke({"messages": [("user", GOAL)]})
     print(f"in-process ({time.perf_counter() - started:.2f} s):\n{show(local)}\n")
-    remote, wall, activities = asyncio.run(on_temporal(args.address))
+    remote, wall, activities = asyncio.run(on_temporal(args.address, args.calls_as_activities))
     print(f"on Temporal ({wall:.2f} s, activities {activities}):\n{show(remote)}\n")
     same = remote["final_answer"] == local["final_answer"] and [
         (t["id"], t["status"]) for t in remote["tasks"].values()
