@@ -21,21 +21,9 @@ from datetime import timedelta
 
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
-from temporalio.client import Client
-from temporalio.langgraph import LangGraphPlugin
-from temporalio.worker import Worker
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from replangraph import AgentConfig, build_graph
-from replangraph.names import TOOLS
-from replangraph.temporal import (
-    GRAPH,
-    ReplanWorkflow,
-    calls_as_activities,
-    data_converter,
-    run_defaults,
-    temporal_builder,
-)
+from replangraph.temporal import connect, plugin_for, run_defaults, start, worker
 from replangraph.testing import ScriptedChatModel, tool_call
 
 RAINFALL_MM = {"Oslo": 763, "Lima": 16, "Perth": 733, "Cairo": 18, "Quito": 1000, "Dakar": 400, "Hanoi": 1680}
@@ -76,13 +64,7 @@ def show(out) -> str:
 
 async def on_temporal(address: str | None, calls: bool = False) -> tuple[dict, float, dict]:
     compiled = example_graph()
-    if calls:  # the tools node in the workflow, each tool call an activity of its own
-        tasks, options = calls_as_activities()
-        builder = temporal_builder(compiled, in_workflow=(TOOLS,))
-        plugin = LangGraphPlugin(graphs={GRAPH: builder}, tasks=tasks, activity_options=options)
-    else:
-        builder = temporal_builder(compiled)
-        plugin = LangGraphPlugin(graphs={GRAPH: builder})
+    plugin = plugin_for(compiled, call_activities=calls)  # with calls: each tool call an activity of its own
     async with AsyncExitStack() as stack:
         if address is None:
             from temporalio.testing import WorkflowEnvironment
@@ -91,18 +73,17 @@ async def on_temporal(address: str | None, calls: bool = False) -> tuple[dict, f
                 await WorkflowEnvironment.start_local(dev_server_existing_path=shutil.which("temporal"))
             )
             address = env.client.service_client.config.target_host
-        client = await Client.connect(address, plugins=[plugin], data_converter=data_converter)
+        client = await connect(address, plugin)
         queue = "replangraph-spike-" + uuid.uuid4().hex[:6]
-        runner = SandboxedWorkflowRunner(
-            restrictions=SandboxRestrictions.default.with_passthrough_modules("replangraph")
-        )
-        await stack.enter_async_context(
-            Worker(client, task_queue=queue, workflows=[ReplanWorkflow], workflow_runner=runner)
-        )
+        await stack.enter_async_context(worker(client, queue))
         started = time.perf_counter()
-        request = {"input": {"messages": [HumanMessage(GOAL)]}, "config": run_defaults(compiled)}
-        handle = await client.start_workflow(
-            ReplanWorkflow.run, request, id=queue, task_queue=queue, execution_timeout=timedelta(seconds=60)
+        handle = await start(
+            client,
+            {"messages": [HumanMessage(GOAL)]},
+            task_queue=queue,
+            id=queue,
+            config=run_defaults(compiled),
+            execution_timeout=timedelta(seconds=60),
         )
         out = await handle.result()
         wall = time.perf_counter() - started

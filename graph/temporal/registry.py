@@ -1,9 +1,6 @@
-"""Spike (issue 34): the graph `build_graph` makes, run as a Temporal workflow with ``temporalio-langgraph``.
+"""The activity registry: the graph `build_graph` makes, made fit for ``temporalio-langgraph`` (0.1.0).
 
-Not a finished feature: enough to run the README example on a loopback Temporal server and learn what it takes.
-NOTES-34.md has the facts and the design this spike feeds.
-
-What the plugin (0.1.0) needs, and how this module gives it without changing `build_graph`:
+What the plugin needs, and how this module gives it without changing `build_graph`:
 
 - every node in the ``StateGraph`` must carry ``metadata["execute_in"]``, the error-handler nodes LangGraph adds
   included (``__error_handler__<node>``);
@@ -15,37 +12,21 @@ What the plugin (0.1.0) needs, and how this module gives it without changing `bu
 - the plugin drops an error handler's ``error`` argument (it keeps only ``config`` and ``runtime``): a node's
   handler runs inside the activity, on the exception itself (`run_node`); the handler node LangGraph adds runs
   in the workflow and reads the error from the config (`handler_from_config`), for what escapes the activity
-  (retries spent, a timeout);
-- LangChain messages would cross as plain dicts (the default JSON converter calls pydantic's ``.dict()``):
-  `data_converter` writes LangChain objects with ``dumpd`` and revives them with ``load``, on client and worker.
+  (retries spent, a timeout).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
-import json
-import warnings
 from datetime import timedelta
 from typing import Any
 
-from langchain_core._api import LangChainBetaWarning
-from langchain_core.load import dumpd, load
-from langchain_core.load.serializable import Serializable
 from langchain_core.runnables import RunnableConfig
 from langgraph._internal._constants import CONFIG_KEY_NODE_ERROR
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.errors import NodeError
 from langgraph.graph import StateGraph
-from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.converter import (
-    AdvancedJSONEncoder,
-    CompositePayloadConverter,
-    DataConverter,
-    DefaultPayloadConverter,
-    JSONPlainPayloadConverter,
-)
 
 GRAPH = "replangraph"
 """The name the graph is registered under with the plugin (activity names are ``replangraph.<node>``)."""
@@ -62,9 +43,6 @@ IN_WORKFLOW = {"execute_in": "workflow"}
 
 _nodes: dict[str, dict[str, tuple[Any, Any]]] = {}
 """graph name -> node name -> (the node as `build_graph` made it, its error handler or None): this worker's."""
-
-
-# --------------------------------------------------------------------------- the activity registry
 
 
 async def run_node(state: Any, config: RunnableConfig) -> Any:
@@ -111,8 +89,8 @@ def temporal_builder(compiled: Any, name: str = GRAPH, in_workflow: tuple[str, .
     """The ``StateGraph`` of ``compiled`` (what `build_graph` returns), made fit for the plugin, and this
     process's registry filled with its nodes. Call it on every worker (and the client, which only needs the
     graph's name): the builder's nodes are changed in place, so don't run ``compiled`` in-process after.
-    ``in_workflow``: nodes that run in the workflow itself, on their async path (the spike's try at the tools
-    node starting each call as an activity: `calls_as_activities`)."""
+    ``in_workflow``: nodes that run in the workflow itself, on their async path (the tools node, so that each
+    call it starts is an activity of its own: `calls_as_activities`)."""
     builder: StateGraph = compiled.builder
     handlers = {
         spec.error_handler_node: builder.nodes[spec.error_handler_node].runnable
@@ -140,131 +118,17 @@ def temporal_builder(compiled: Any, name: str = GRAPH, in_workflow: tuple[str, .
     return builder
 
 
-def calls_as_activities() -> list[Any]:
+def calls_as_activities() -> tuple[list[Any], dict[str, dict[str, Any]]]:
     """The plugin's ``tasks`` and ``activity_options`` that make each call to an agent's own tool (the
     ``tool_call`` task the tools node starts, `replangraph.nodes.execution.calls`) an activity of its own.
     It needs the tools node in the workflow (a task started inside an activity finds no ``__pregel_call``).
     Beware: the plugin replaces the tasks' ``func`` in this process, for in-process runs too."""
     from replangraph.nodes.execution.calls import CALL_TASK, arun_call, run_call
 
-    return [[run_call, arun_call], {CALL_TASK: dict(NODE_ACTIVITY)}]  # the plugin keys options by task name
+    return [run_call, arun_call], {CALL_TASK: dict(NODE_ACTIVITY)}  # the plugin keys options by task name
 
 
 def run_defaults(compiled: Any) -> dict[str, Any]:
     """The config `build_graph` compiled in (recursion limit, concurrency), which the uncompiled builder loses."""
     config = getattr(compiled, "config", None) or {}
     return {k: config[k] for k in ("recursion_limit", "max_concurrency") if k in config}
-
-
-# --------------------------------------------------------------------------- the data converter
-
-
-class LangChainEncoder(AdvancedJSONEncoder):
-    """LangChain objects as LangChain writes them (``dumpd``); other pydantic models as JSON."""
-
-    def default(self, o: Any) -> Any:
-        if isinstance(o, Serializable) and o.is_lc_serializable():
-            return dumpd(o)
-        if _is_call_job(o):
-            return {SAME_PROCESS_JOB: _held_jobs.hold(o)}
-        if dataclasses.is_dataclass(o) and not isinstance(o, type):  # shallow: each field comes back here
-            return {f.name: getattr(o, f.name) for f in dataclasses.fields(o)}
-        if hasattr(o, "model_dump") and not isinstance(o, type):
-            return o.model_dump(mode="json")
-        return super().default(o)
-
-
-class LangChainJSONConverter(JSONPlainPayloadConverter):
-    """JSON that revives LangChain messages wherever they are in a payload (an activity's ``Any`` arguments)."""
-
-    def __init__(self) -> None:
-        super().__init__(encoder=LangChainEncoder)
-
-    def from_payload(self, payload: Any, type_hint: Any = None) -> Any:
-        obj = json.loads(payload.data)
-        if SAME_PROCESS_JOB.encode() in payload.data:
-            obj = _held_jobs.revive(obj)
-        if _has_lc(obj):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", LangChainBetaWarning)  # load() is "in beta"
-                obj = load(obj, allowed_objects="messages")
-        if type_hint:
-            from temporalio.converter import value_to_type
-
-            obj = value_to_type(type_hint, obj, [])
-        return obj
-
-
-SAME_PROCESS_JOB = "__replangraph_same_process_call_job__"
-
-
-def _is_call_job(o: Any) -> bool:
-    from replangraph.nodes.execution.calls import CallJob
-
-    return isinstance(o, CallJob)
-
-
-class _HeldJobs:
-    """THE SPIKE'S STAND-IN, one process only: a `CallJob` (a tool, a chain of closures, a clock) cannot cross to
-    another worker; here it crosses as a key to the object this process holds. A real design sends what the
-    activity needs to rebuild the chain from the worker's own registry (agent type, tool name, call, view)."""
-
-    def __init__(self) -> None:
-        self.jobs: dict[str, Any] = {}
-
-    def hold(self, job: Any) -> str:
-        key = f"{id(job)}"
-        self.jobs[key] = job
-        return key
-
-    def revive(self, obj: Any) -> Any:
-        if isinstance(obj, dict):
-            if set(obj) == {SAME_PROCESS_JOB}:
-                return self.jobs[obj[SAME_PROCESS_JOB]]
-            return {k: self.revive(v) for k, v in obj.items()}
-        if isinstance(obj, list):
-            return [self.revive(v) for v in obj]
-        return obj
-
-
-_held_jobs = _HeldJobs()
-
-
-def _has_lc(obj: Any) -> bool:
-    if isinstance(obj, dict):
-        return obj.get("lc") == 1 or any(_has_lc(v) for v in obj.values())
-    if isinstance(obj, list):
-        return any(_has_lc(v) for v in obj)
-    return False
-
-
-class LangChainPayloadConverter(CompositePayloadConverter):
-    def __init__(self) -> None:
-        super().__init__(
-            *(
-                LangChainJSONConverter() if isinstance(c, JSONPlainPayloadConverter) else c
-                for c in DefaultPayloadConverter.default_encoding_payload_converters
-            )
-        )
-
-
-data_converter = dataclasses.replace(DataConverter.default, payload_converter_class=LangChainPayloadConverter)
-"""Give it to ``Client.connect(data_converter=...)`` on the client and on every worker."""
-
-
-# --------------------------------------------------------------------------- the workflow
-
-
-@workflow.defn(name="replangraph")
-class ReplanWorkflow:
-    """One run of the graph: the Pregel loop here, the nodes as activities."""
-
-    @workflow.run
-    async def run(self, request: dict[str, Any]) -> dict[str, Any]:
-        with workflow.unsafe.imports_passed_through():
-            from langgraph.checkpoint.memory import InMemorySaver
-            from temporalio.langgraph import graph
-
-        app = graph(request.get("graph", GRAPH)).compile(checkpointer=InMemorySaver(), name=GRAPH)
-        config = {**(request.get("config") or {}), "configurable": {"thread_id": workflow.info().workflow_id}}
-        return await app.ainvoke(request["input"], config)

@@ -1,0 +1,48 @@
+"""replangraph on Temporal (issue 34, in progress; NOTES-34.md): the graph `build_graph` makes, run as a
+Temporal workflow through ``temporalio-langgraph``, its nodes as activities on any number of workers.
+
+Needs the ``temporal`` extra: ``pip install "replangraph[temporal]"``. Nothing else in replangraph imports it.
+
+- `registry`: the graph made fit for the plugin (`temporal_builder`), the activity every node runs (`run_node`);
+- `converter`: the data converter for LangChain messages and `AgentConfig` (`data_converter`);
+- `workflow`: the workflow (`ReplanWorkflow`) and its input (`RunRequest`);
+- `worker` / `client`: the two entry points (`plugin_for`, `worker`; `connect`, `start`).
+"""
+
+from __future__ import annotations
+
+try:
+    import temporalio.langgraph  # noqa: F401
+except ImportError as error:  # pragma: no cover - the extra is missing
+    raise ImportError(
+        'replangraph.temporal needs Python 3.11+ and the temporal extra: pip install "replangraph[temporal]"'
+    ) from error
+
+from replangraph.temporal.client import connect, start
+from replangraph.temporal.converter import data_converter
+from replangraph.temporal.registry import (
+    GRAPH,
+    calls_as_activities,
+    run_defaults,
+    run_node,
+    temporal_builder,
+)
+from replangraph.temporal.worker import plugin_for, sandbox_runner, worker
+from replangraph.temporal.workflow import WORKFLOW, ReplanWorkflow, RunRequest
+
+__all__ = [
+    "GRAPH",
+    "WORKFLOW",
+    "ReplanWorkflow",
+    "RunRequest",
+    "calls_as_activities",
+    "connect",
+    "data_converter",
+    "plugin_for",
+    "run_defaults",
+    "run_node",
+    "sandbox_runner",
+    "start",
+    "temporal_builder",
+    "worker",
+]

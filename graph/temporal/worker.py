@@ -1,0 +1,43 @@
+"""The worker side: the plugin made from a worker's own graph, and a worker serving a task queue.
+
+Every worker builds the same graph (`build_graph` with its own models and tools) and registers it: activities
+find their nodes in this process's registry. The plugin changes the graph it is given in place (and, with
+``calls_as_activities``, replangraph's ``tool_call`` task): a worker process must not run graphs in-process too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.langgraph import LangGraphPlugin
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from replangraph.names import TOOLS
+from replangraph.temporal.registry import GRAPH, calls_as_activities, temporal_builder
+from replangraph.temporal.workflow import ReplanWorkflow
+
+
+def plugin_for(compiled: Any, *, name: str = GRAPH, call_activities: bool = False) -> LangGraphPlugin:
+    """The plugin that runs ``compiled`` (what `build_graph` returns) under ``name``. ``call_activities``: the
+    tools node runs in the workflow and each tool call is an activity of its own (until CallSpec, NOTES-34 step
+    2, only with the worker in the client's process)."""
+    if not call_activities:
+        return LangGraphPlugin(graphs={name: temporal_builder(compiled, name)})
+    tasks, options = calls_as_activities()
+    builder = temporal_builder(compiled, name, in_workflow=(TOOLS,))
+    return LangGraphPlugin(graphs={name: builder}, tasks=tasks, activity_options=options)
+
+
+def sandbox_runner() -> SandboxedWorkflowRunner:
+    """The workflow sandbox, with replangraph passed through (the plugin passes LangChain and LangGraph)."""
+    return SandboxedWorkflowRunner(restrictions=SandboxRestrictions.default.with_passthrough_modules("replangraph"))
+
+
+def worker(client: Client, task_queue: str, **options: Any) -> Worker:
+    """A worker for ``task_queue`` on a client from `replangraph.temporal.connect` (which carries the plugin):
+    the workflow and, through the plugin, every node's activity. ``async with`` it, or ``await .run()``."""
+    return Worker(
+        client, task_queue=task_queue, workflows=[ReplanWorkflow], workflow_runner=sandbox_runner(), **options
+    )
