@@ -98,7 +98,9 @@ def both_paths(
         update = await asynchronous(state)
         return update if new_plan is None else with_plan_message(lambda _: update, new_plan)(state)
 
-    return RunnableCallable(sync, arun, name=name, trace=False)
+    runnable = RunnableCallable(sync, arun, name=name, trace=False)
+    runnable.replangraph_node = node  # what the node runs, for an engine that rebuilds its parts (Temporal's)
+    return runnable
 
 
 def _check_model(model: Any, role: str) -> None:

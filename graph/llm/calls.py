@@ -529,6 +529,12 @@ class StepClock:
         self.limit_s = limit_s
         self.turn_started = time.monotonic()
 
+    @classmethod
+    def until(cls, deadline: float | None) -> StepClock:
+        """A clock whose time runs out at ``deadline`` (epoch seconds, what `deadline` gave on another machine or
+        process), or never with None: a tool call's clock where it runs as an activity of its own."""
+        return cls(0.0, None if deadline is None else deadline - time.time())
+
     def elapsed(self) -> float:
         """Seconds spent so far, this turn included."""
         return self.spent_s + (time.monotonic() - self.turn_started)

@@ -47,6 +47,20 @@ STOPPED = "stopped"
 
 
 @dataclass
+class CallSpec:
+    """A `CallJob` as plain data, for a task that runs in another process (an activity on a Temporal worker):
+    the tool, its chain and its clock are rebuilt there from the graph's own `ToolRunner` (`job_from_spec`)."""
+
+    task_id: str
+    agent_type: str
+    call: dict
+    view: dict
+    """The subtask's view (`subtask_view`), its messages as LangChain objects."""
+    deadline: float | None
+    """When the step's time runs out (epoch seconds, `StepClock.deadline`), None without a limit."""
+
+
+@dataclass
 class CallJob:
     """One call to an agent's own tool, ready to run as a task: ``chain`` runs it through the step's deadline,
     the error replies and the user's middleware (`replangraph.nodes.execution.middleware`)."""
@@ -59,6 +73,11 @@ class CallJob:
     tools: Sequence[BaseTool]
     chain: Callable[[ToolCallRequest], Any]
     clock: StepClock
+    agent_type: str = ""
+
+    def spec(self) -> CallSpec:
+        """What crosses to another process instead of this job (nothing in-process does)."""
+        return CallSpec(self.task_id, self.agent_type, self.call, self.state, self.clock.deadline())
 
     def no_time_left(self) -> bool:
         left = self.clock.left()
@@ -75,9 +94,30 @@ class CallJob:
         )
 
 
+JobBuilder = Callable[[CallSpec, bool], CallJob]
+_job_builder: JobBuilder | None = None
+
+
+def build_jobs_with(builder: JobBuilder | None) -> None:
+    """Set how this process turns a `CallSpec` back into a `CallJob` (``builder(spec, asynchronous)``): a
+    Temporal worker's, from its own graph (`replangraph.temporal.registry`)."""
+    global _job_builder
+    _job_builder = builder
+
+
+def job_from_spec(job: CallJob | CallSpec, asynchronous: bool) -> CallJob:
+    """``job`` itself, or the job a `CallSpec` describes, rebuilt by this process's builder."""
+    if isinstance(job, CallJob):
+        return job
+    if _job_builder is None:
+        raise RuntimeError("a tool call arrived as a CallSpec, and this process has no graph to rebuild it from")
+    return _job_builder(job, asynchronous)
+
+
 @task(name=CALL_TASK)
-def run_call(job: CallJob) -> dict[str, Any]:
+def run_call(job: CallJob | CallSpec) -> dict[str, Any]:
     """What the call returned (``{"result": ...}``), or ``{"timeout": ...}`` when the step's time ran out first."""
+    job = job_from_spec(job, asynchronous=False)
     if job.no_time_left():
         return {"timeout": NOT_STARTED}
     with caught_events() as events:
@@ -88,8 +128,9 @@ def run_call(job: CallJob) -> dict[str, Any]:
 
 
 @task(name=CALL_TASK)  # the same name: a run killed under ``invoke`` and resumed under ``ainvoke`` finds its results
-async def arun_call(job: CallJob) -> dict[str, Any]:
+async def arun_call(job: CallJob | CallSpec) -> dict[str, Any]:
     """`run_call` on the async path: ``job.chain`` is awaited."""
+    job = job_from_spec(job, asynchronous=True)
     if job.no_time_left():
         return {"timeout": NOT_STARTED}
     with caught_events() as events:

@@ -70,6 +70,7 @@ from replangraph.llm.reading import (
 from replangraph.names import ASK_USER, READ_OUTPUT, TOOLKIT_NAMES
 from replangraph.nodes.execution.calls import (
     CallJob,
+    CallSpec,
     NotStarted,
     SavedCalls,
     astart_calls,
@@ -462,16 +463,30 @@ class ToolRunner(Configured):
             ]
             if not calls or ends_with_answer(window):
                 continue
-            clock, known = clocks[task_id], functools.partial(list, own)
-            if asynchronous:
-                chain = achain_tool_calls(self.call_wrappers(clock), ainvoke_tool(known, self.config.max_concurrency))
-            else:
-                chain = chain_tool_calls(self.call_wrappers(clock), invoke_tool(known))
+            agent_type, clock = tasks[task_id]["agent_type"], clocks[task_id]
+            chain = self.call_chain(own, clock, asynchronous)
             view = subtask_view(task_id, window, tasks, goal)
             jobs += [
-                CallJob(task_id, call, own[call["name"]], view, list(own.values()), chain, clock) for call in calls
+                CallJob(task_id, call, own[call["name"]], view, list(own.values()), chain, clock, agent_type)
+                for call in calls
             ]
         return jobs
+
+    def call_chain(self, own: Mapping[str, BaseTool], clock: StepClock, asynchronous: bool) -> Any:
+        """A call to one of ``own`` (an agent's tools by name) wrapped in `call_wrappers`."""
+        known = functools.partial(list, own)
+        if asynchronous:
+            return achain_tool_calls(self.call_wrappers(clock), ainvoke_tool(known, self.config.max_concurrency))
+        return chain_tool_calls(self.call_wrappers(clock), invoke_tool(known))
+
+    def job_from_spec(self, spec: CallSpec, asynchronous: bool) -> CallJob:
+        """The job a `CallSpec` describes, rebuilt from this runner's agents: in another process (a Temporal
+        worker's activity), with the step's deadline as its clock."""
+        own = {t.name: t for t in self.profiles[spec.agent_type].tools}
+        clock = StepClock.until(spec.deadline)
+        chain = self.call_chain(own, clock, asynchronous)
+        tool = own[spec.call["name"]]
+        return CallJob(spec.task_id, spec.call, tool, spec.view, list(own.values()), chain, clock, spec.agent_type)
 
     def run_subtask_tools(self, work: Work, clock: StepClock, started: Mapping[tuple[str, str], Any]) -> StateUpdate:
         """The state update after one subtask's pending tool calls (their time counts as the step's); the calls
