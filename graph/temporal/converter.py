@@ -4,7 +4,9 @@ Temporal's default JSON converter writes a LangChain message with pydantic's ``.
 plain dict (an activity's arguments are ``Any``: no type hint revives them), so the next node reads
 ``AttributeError: 'dict' object has no attribute 'id'``. `data_converter` writes LangChain objects with
 ``dumpd`` and revives them with ``load`` wherever they are in a payload; an `AgentConfig` (a run's context)
-crosses as the fields it sets, so that on the other side it still overrides only those. The client and every
+crosses as the fields it sets, so that on the other side it still overrides only those; a tool call's `CallJob`
+(a tool, a chain of wrappers, a clock) crosses as its `CallSpec`, plain data the worker rebuilds the job from
+(`replangraph.temporal.registry`). The client and every
 worker must use it (``Client.connect(data_converter=data_converter)``).
 """
 
@@ -29,11 +31,12 @@ from temporalio.converter import (
 )
 
 from replangraph.config import AgentConfig
+from replangraph.nodes.execution.calls import CallJob, CallSpec
 
 AGENT_CONFIG = "__replangraph_agent_config__"
 """The key an `AgentConfig` crosses under: ``{AGENT_CONFIG: {the fields it sets}}``."""
-SAME_PROCESS_JOB = "__replangraph_same_process_call_job__"
-"""The key a `CallJob` crosses under (`_HeldJobs`: a stand-in that works in one process only)."""
+CALL_SPEC = "__replangraph_call_spec__"
+"""The key a `CallJob` crosses under, as its `CallSpec` (the worker rebuilds the job from its own graph)."""
 
 
 class LangChainEncoder(AdvancedJSONEncoder):
@@ -45,8 +48,9 @@ class LangChainEncoder(AdvancedJSONEncoder):
             return dumpd(o)
         if isinstance(o, AgentConfig):
             return {AGENT_CONFIG: o.model_dump(mode="json", exclude_unset=True)}
-        if _is_call_job(o):
-            return {SAME_PROCESS_JOB: _held_jobs.hold(o)}
+        if isinstance(o, CallJob | CallSpec):
+            spec = o.spec() if isinstance(o, CallJob) else o  # shallow: the view's messages come back here
+            return {CALL_SPEC: {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}}
         if dataclasses.is_dataclass(o) and not isinstance(o, type):  # shallow: each field comes back here
             return {f.name: getattr(o, f.name) for f in dataclasses.fields(o)}
         if hasattr(o, "model_dump") and not isinstance(o, type):
@@ -55,8 +59,8 @@ class LangChainEncoder(AdvancedJSONEncoder):
 
 
 class LangChainJSONConverter(JSONPlainPayloadConverter):
-    """JSON that revives LangChain messages, `AgentConfig` and (one process only) `CallJob` wherever they are in
-    a payload."""
+    """JSON that revives LangChain messages, `AgentConfig` and `CallSpec` (what a `CallJob` crosses as) wherever
+    they are in a payload."""
 
     def __init__(self) -> None:
         super().__init__(encoder=LangChainEncoder)
@@ -76,24 +80,24 @@ class LangChainJSONConverter(JSONPlainPayloadConverter):
 
 def revive(obj: Any) -> Any:
     """What `LangChainEncoder` wrote, as the objects it was written from (JSON's own types stay as they are)."""
-    if _has_key(obj, SAME_PROCESS_JOB):
-        obj = _held_jobs.revive(obj)
     if _has_lc(obj):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LangChainBetaWarning)  # load() is "in beta"
             obj = load(obj, allowed_objects="messages")
-    if _has_key(obj, AGENT_CONFIG):
-        obj = _revive_configs(obj)
+    if _has_key(obj, AGENT_CONFIG) or _has_key(obj, CALL_SPEC):
+        obj = _revive_ours(obj)
     return obj
 
 
-def _revive_configs(obj: Any) -> Any:
+def _revive_ours(obj: Any) -> Any:
     if isinstance(obj, dict):
         if set(obj) == {AGENT_CONFIG}:
             return AgentConfig(**obj[AGENT_CONFIG])
-        return {k: _revive_configs(v) for k, v in obj.items()}
+        if set(obj) == {CALL_SPEC}:
+            return CallSpec(**obj[CALL_SPEC])  # its view's messages were revived by load() above
+        return {k: _revive_ours(v) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [_revive_configs(v) for v in obj]
+        return [_revive_ours(v) for v in obj]
     return obj
 
 
@@ -111,39 +115,6 @@ def _has_lc(obj: Any) -> bool:
     if isinstance(obj, list):
         return any(_has_lc(v) for v in obj)
     return False
-
-
-def _is_call_job(o: Any) -> bool:
-    from replangraph.nodes.execution.calls import CallJob
-
-    return isinstance(o, CallJob)
-
-
-class _HeldJobs:
-    """A STAND-IN, one process only (NOTES-34 step 2 replaces it): a `CallJob` (a tool, a chain of closures, a
-    clock) cannot cross to another worker; here it crosses as a key to the object this process holds. The design
-    sends what the activity needs to rebuild the chain from the worker's own registry (agent type, tool name,
-    call, view)."""
-
-    def __init__(self) -> None:
-        self.jobs: dict[str, Any] = {}
-
-    def hold(self, job: Any) -> str:
-        key = f"{id(job)}"
-        self.jobs[key] = job
-        return key
-
-    def revive(self, obj: Any) -> Any:
-        if isinstance(obj, dict):
-            if set(obj) == {SAME_PROCESS_JOB}:
-                return self.jobs[obj[SAME_PROCESS_JOB]]
-            return {k: self.revive(v) for k, v in obj.items()}
-        if isinstance(obj, list):
-            return [self.revive(v) for v in obj]
-        return obj
-
-
-_held_jobs = _HeldJobs()
 
 
 class LangChainPayloadConverter(CompositePayloadConverter):

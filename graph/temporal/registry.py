@@ -28,6 +28,9 @@ from langgraph.errors import NodeError
 from langgraph.graph import StateGraph
 from temporalio.common import RetryPolicy
 
+from replangraph.names import TOOLS
+from replangraph.nodes.execution.calls import CALL_TASK, CallJob, CallSpec, arun_call, build_jobs_with, run_call
+
 GRAPH = "replangraph"
 """The name the graph is registered under with the plugin (activity names are ``replangraph.<node>``)."""
 GRAPH_KEY = "replangraph_graph"
@@ -41,6 +44,8 @@ NODE_ACTIVITY = {
 }
 IN_WORKFLOW = {"execute_in": "workflow"}
 
+_tool_runners: dict[str, Any] = {}
+"""graph name -> its tools node's `ToolRunner`: what a tool call's activity rebuilds its job from."""
 _nodes: dict[str, dict[str, tuple[Any, Any]]] = {}
 """graph name -> node name -> (the node as `build_graph` made it, its error handler or None): this worker's."""
 
@@ -98,6 +103,10 @@ def temporal_builder(compiled: Any, name: str = GRAPH, in_workflow: tuple[str, .
         if spec.error_handler_node
     }
     registry: dict[str, tuple[Any, Any]] = {}
+    runner = getattr(builder.nodes[TOOLS].runnable, "replangraph_node", None) if TOOLS in builder.nodes else None
+    if runner is not None:  # before the tools node is replaced below
+        _tool_runners[name] = runner
+        build_jobs_with(job_from_spec)
     for node_name, spec in builder.nodes.items():
         if spec.is_error_handler:
             spec.runnable = handler_from_config(spec.runnable.func)
@@ -118,13 +127,20 @@ def temporal_builder(compiled: Any, name: str = GRAPH, in_workflow: tuple[str, .
     return builder
 
 
+def job_from_spec(spec: CallSpec, asynchronous: bool) -> CallJob:
+    """A tool call's job, rebuilt in this worker from the `ToolRunner` of its graph (a `CallSpec` does not name
+    its graph: a worker that registers several graphs must find the agent type in one of them)."""
+    for runner in _tool_runners.values():
+        if spec.agent_type in runner.profiles:
+            return runner.job_from_spec(spec, asynchronous)
+    raise KeyError(f"no graph in this worker has the agent type {spec.agent_type!r}")
+
+
 def calls_as_activities() -> tuple[list[Any], dict[str, dict[str, Any]]]:
     """The plugin's ``tasks`` and ``activity_options`` that make each call to an agent's own tool (the
     ``tool_call`` task the tools node starts, `replangraph.nodes.execution.calls`) an activity of its own.
     It needs the tools node in the workflow (a task started inside an activity finds no ``__pregel_call``).
     Beware: the plugin replaces the tasks' ``func`` in this process, for in-process runs too."""
-    from replangraph.nodes.execution.calls import CALL_TASK, arun_call, run_call
-
     return [run_call, arun_call], {CALL_TASK: dict(NODE_ACTIVITY)}  # the plugin keys options by task name
 
 
