@@ -21,8 +21,8 @@ from replangraph.temporal.workflow import ReplanWorkflow
 
 def plugin_for(compiled: Any, *, name: str = GRAPH, call_activities: bool = False) -> LangGraphPlugin:
     """The plugin that runs ``compiled`` (what `build_graph` returns) under ``name``. ``call_activities``: the
-    tools node runs in the workflow and each tool call is an activity of its own (until CallSpec, NOTES-34 step
-    2, only with the worker in the client's process)."""
+    tools node runs in the workflow and each tool call is an activity of its own, which crosses to any worker as
+    a `CallSpec` and is rebuilt there from that worker's own graph."""
     if not call_activities:
         return LangGraphPlugin(graphs={name: temporal_builder(compiled, name)})
     tasks, options = calls_as_activities()
