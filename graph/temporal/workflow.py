@@ -11,6 +11,8 @@ from replangraph.temporal.registry import GRAPH
 
 WORKFLOW = "replangraph"
 """The workflow type's name."""
+TASK_QUEUE = "replangraph"
+"""The task queue workers serve and runs start on, unless told another."""
 
 
 @dataclass

@@ -1,0 +1,59 @@
+"""What the Temporal system tests share: a loopback dev server, worker processes, and a client.
+
+Skipped without the temporal extra, except under CI (``$CI`` set), where they fail: CI installs the extra.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+WORKER = Path(__file__).resolve().parent / "temporal_worker.py"
+START_S = 60
+
+
+def need_temporal() -> None:
+    """Skip the test without the temporal extra, or fail it under CI, where a skipped Temporal test must not pass."""
+    try:
+        import temporalio.langgraph  # noqa: F401
+
+        from replangraph.temporal.devserver import temporal_cli
+
+        temporal_cli()
+    except (ImportError, FileNotFoundError) as error:
+        if os.environ.get("CI", "").lower() not in ("", "0", "false"):
+            pytest.fail(f"Temporal tests cannot run under CI: {error}", pytrace=False)
+        pytest.skip(f'needs the temporal extra (pip install "replangraph[temporal]"): {error}')
+
+
+def new_queue() -> str:
+    return "test-" + uuid.uuid4().hex[:8]
+
+
+@contextmanager
+def worker_process(address: str, queue: str, factory: str, *args: str) -> Iterator[subprocess.Popen]:
+    """A worker process serving ``queue`` with the graph ``factory(*args)`` returns, stopped when the block ends
+    (killed if the test killed it already)."""
+    argv = [sys.executable, str(WORKER), address, queue, factory, *args]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = process.stdout.readline().strip()
+        if line != "serving":
+            process.kill()
+            raise RuntimeError(f"the worker did not start: {line!r} {process.communicate(timeout=10)[1][-3000:]}")
+        yield process
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()

@@ -1,0 +1,30 @@
+"""A replangraph worker process for the Temporal tests and benchmark: serves a task queue with one graph.
+
+    python tests/helpers/temporal_worker.py ADDRESS QUEUE MODULE:FACTORY [ARG ...]
+
+``FACTORY(*ARGS)`` (found as pytest finds the helpers: ``temporal_graphs:readme_example``) returns the graph
+(what `build_graph` returns, with its scripted model and tools); the worker prints ``serving`` once it polls,
+and runs until killed. Each worker is a process of its own: the plugin changes the graph and replangraph's
+``tool_call`` task in the process that registers them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import sys
+from pathlib import Path
+
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[2])]  # as pytest has it
+
+
+def main(address: str, queue: str, factory: str, *args: str) -> None:
+    from replangraph.temporal import serve
+
+    module, _, attr = factory.partition(":")
+    graph = getattr(importlib.import_module(module), attr)(*args)
+    asyncio.run(serve(address, graph, task_queue=queue, ready=lambda: print("serving", flush=True)))
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
