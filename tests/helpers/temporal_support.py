@@ -57,3 +57,14 @@ def worker_process(address: str, queue: str, factory: str, *args: str) -> Iterat
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+def replay(history_json: str, workflow_id: str, folder: Path, factory: str, *args: str) -> None:
+    """Replay a run's history in a new process with the graph ``factory(*args)`` returns, as a worker that takes
+    the run over after a crash does; fails the test with Temporal's nondeterminism error if the workflow's code
+    does not make the same decisions again."""
+    path = folder / f"{workflow_id}.json"
+    path.write_text(history_json)
+    argv = [sys.executable, str(WORKER), "--replay", str(path), factory, *args]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=START_S)
+    assert done.stdout.strip().endswith("replayed"), done.stderr[-4000:]
