@@ -7,6 +7,7 @@ from typing import Any
 
 from temporalio import workflow
 
+from replangraph.llm.calls import step_time
 from replangraph.temporal.registry import GRAPH
 
 WORKFLOW = "replangraph"
@@ -37,6 +38,7 @@ class ReplanWorkflow:
             from langgraph.checkpoint.memory import InMemorySaver
             from temporalio.langgraph import graph
 
+        step_time.set(workflow.time)  # steps timed in the workflow (the tools node) decide the same on replay
         app = graph(request.graph).compile(checkpointer=InMemorySaver(), name=request.graph)
         config = {**request.config, "configurable": {"thread_id": workflow.info().workflow_id}}
         return await app.ainvoke(request.input, config, context=request.context)
