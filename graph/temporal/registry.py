@@ -66,6 +66,8 @@ IN_WORKFLOW = {"execute_in": "workflow"}
 
 _tool_runners: dict[str, Any] = {}
 """graph name -> its tools node's `ToolRunner`: what a tool call's activity rebuilds its job from."""
+_defaults: dict[str, dict[str, Any]] = {}
+"""graph name -> the run config `build_graph` compiled in (`run_defaults`): the workflow starts from it."""
 _nodes: dict[str, dict[str, tuple[Any, Any]]] = {}
 """graph name -> node name -> (the node as `build_graph` made it, its error handler or None): this worker's."""
 
@@ -166,7 +168,13 @@ def temporal_builder(compiled: Any, name: str = GRAPH, in_workflow: tuple[str, .
         for key, branch in branches.items():
             branches[key] = branch._replace(path=async_router(branch.path))
     _nodes[name] = registry
+    _defaults[name] = run_defaults(compiled)
     return builder
+
+
+def defaults_for(name: str) -> dict[str, Any]:
+    """The run config the graph registered as ``name`` in this worker was compiled with (`run_defaults`)."""
+    return dict(_defaults.get(name, {}))
 
 
 def job_from_spec(spec: CallSpec, asynchronous: bool) -> CallJob:
