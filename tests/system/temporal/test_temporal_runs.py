@@ -4,43 +4,19 @@ failed, not retried forever."""
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
-from datetime import timedelta
 
 import pytest
 from temporal_graphs import README_GOAL, raising_subtask, readme_example
-from temporal_support import new_queue, worker_process
+from temporal_support import new_queue, on_temporal, worker_process
 
 pytestmark = pytest.mark.system  # a Temporal dev server and worker processes
-
-RUN_S = 60  # a run that does not end by then fails the test instead of hanging it
 
 
 def run_on_temporal(address: str, queue: str, goal: str, graph) -> tuple[dict, Counter]:
     """Run ``goal`` from a client with no graph of its own; the final state and the activities it ran, by type."""
-    from langchain_core.messages import HumanMessage
-
-    from replangraph.temporal import connect, run_defaults, start
-
-    async def go():
-        client = await connect(address)
-        handle = await start(
-            client,
-            {"messages": [HumanMessage(goal)]},
-            id=queue,
-            task_queue=queue,
-            config=run_defaults(graph),
-            execution_timeout=timedelta(seconds=RUN_S),
-        )
-        out = await handle.result()
-        kinds: Counter = Counter()
-        async for event in handle.fetch_history_events():
-            if event.HasField("activity_task_scheduled_event_attributes"):
-                kinds[event.activity_task_scheduled_event_attributes.activity_type.name] += 1
-        return out, kinds
-
-    return asyncio.run(go())
+    out, activities, _ = on_temporal(address, queue, goal, graph)
+    return out, activities
 
 
 def queue_of(out: dict) -> list[tuple[str, str, str]]:
