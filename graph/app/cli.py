@@ -9,7 +9,8 @@ import sqlite3
 import subprocess
 import sys
 import uuid
-from contextlib import ExitStack, suppress
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
@@ -19,6 +20,7 @@ from replangraph.app.console import (
     EXIT_DONE,
     EXIT_INTERRUPTED,
     EXIT_PIPE,
+    EXIT_REPORT,
     EXIT_USAGE,
     JsonOutput,
     Output,
@@ -33,6 +35,7 @@ from replangraph.app.parser import ArgumentsRefused, make_parser
 from replangraph.app.server import NoModel, ServerDown, check_server
 from replangraph.app.session import (
     NO_INPUT,
+    RunLost,
     Session,
     db_label,
     is_cancel_word,
@@ -40,8 +43,10 @@ from replangraph.app.session import (
     work_left,
 )
 from replangraph.app.settings import (
+    AGENT_FIELDS,
     agent_config,
     chosen_settings,
+    given_agent_config,
     model_missing,
     recorded_settings,
     resumed_base_url,
@@ -239,10 +244,99 @@ def serve_worker(args: argparse.Namespace, out: TextIO) -> int:
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except RuntimeError as exc:
-        if "connect" not in str(exc):
-            raise
-        raise ServerDown(f"The Temporal server at {args.temporal} does not answer: {sentence(str(exc))}") from None
+        raise temporal_down(args.temporal, exc) from None
     return EXIT_DONE
+
+
+def temporal_down(address: str, exc: RuntimeError) -> Exception:
+    """What to raise for ``exc`` from Temporal's client: `ServerDown` (exit 4) when it could not connect to the
+    server at ``address``, else ``exc`` itself."""
+    if "connect" not in str(exc):
+        return exc
+    return ServerDown(f"The Temporal server at {address} does not answer: {sentence(str(exc))}")
+
+
+@contextmanager
+def temporal_run(engine: Any, address: str, thread: str, **options: Any) -> Iterator[Any]:
+    """The run ``thread`` on the Temporal server at ``address`` (`replangraph.temporal.remote.TemporalRun`), open
+    for the block; a server that cannot be reached is `ServerDown` (exit 4)."""
+    try:
+        run = engine.TemporalRun(address, thread, **options)
+    except RuntimeError as exc:
+        raise temporal_down(address, exc) from None
+    with run:
+        yield run
+
+
+GRAPH_FLAGS = ("db", "model", "base_url", "tools", "agents")
+"""What `run` builds the graph from, and where it keeps the run: on Temporal, the workers' business."""
+
+
+def refuse_flags(args: argparse.Namespace, names: tuple[str, ...], why: str) -> None:
+    """A UsageError naming the flags among ``names`` that were given, with ``why`` they are refused."""
+    given = [f"--{name.replace('_', '-')}" for name in names if getattr(args, name, None) not in (None, [])]
+    if given:
+        raise UsageError(f"replangraph {args.command} --temporal takes no {', '.join(given)}: {why}.")
+
+
+def run_goal_on_temporal(goal: str, args: argparse.Namespace, output: Output) -> int:
+    """``run --temporal``: start the run as a workflow on the Temporal server and follow it as `run_goal` follows a
+    local one. The workers build the graph; the run-time flags given go with the run as its context."""
+    if not goal.strip():
+        raise UsageError('replangraph run needs a goal: say what the agent should do, e.g. replangraph run "..."')
+    refuse_flags(
+        args,
+        GRAPH_FLAGS,
+        "the workers build the graph from their own flags (give those to replangraph worker), and Temporal keeps "
+        "the run, not a database",
+    )
+    engine = temporal()
+    thread = args.thread or uuid.uuid4().hex[:8]
+    command = goal.strip() if slash_text(goal) or is_cancel_word(goal) else None  # e.g. `--thread ID /status`
+    settings = {**chosen_settings(args, {}), "max_steps": args.max_steps}  # the workers' budget unless given
+    context = given_agent_config(args)
+    with temporal_run(engine, args.temporal, thread, task_queue=args.task_queue, context=context) as run:
+        session = Session(run, thread, settings, None, output, temporal=args.temporal)
+        try:
+            run.start({"messages": [("user", goal)]})
+        except engine.Refused as refused:
+            raise UsageError(
+                f"The thread {thread} cannot take this goal ({refused}): leave out --thread for a new run; "
+                f"{session.resume_command()} shows how the thread's run ended."
+            ) from None
+        session.started()
+        return session.guarded(None, command)
+
+
+def resume_on_temporal(args: argparse.Namespace, output: Output) -> int:
+    """``resume --temporal``: take up the run on ``--thread`` where it is: answer what it waits for, follow the work
+    it does, or show how it ended."""
+    refuse_flags(
+        args,
+        (*GRAPH_FLAGS, *AGENT_FIELDS),
+        "the workers build the graph, the run's settings were fixed when it started, and Temporal keeps the run, "
+        "not a database",
+    )
+    engine = temporal()
+    settings = {**chosen_settings(args, {}), "max_steps": None}  # the run's budget is not known here
+    with temporal_run(engine, args.temporal, args.thread) as run:
+        session = Session(run, args.thread, settings, None, output, temporal=args.temporal)
+        session.answers = list(args.answer or [])
+        try:
+            snapshot = run.attach()
+        except engine.RunNotFound:
+            raise UsageError(
+                f"There is no run with thread id {args.thread!r} on the Temporal server at {args.temporal}: use "
+                "the id printed when the run started."
+            ) from None
+        except RunLost as lost:
+            return session.stopped(EXIT_REPORT, "run lost", str(lost))
+        if not snapshot.interrupts and not work_left(snapshot):
+            return show_ended(session, snapshot.values, args.answer)
+        waits = f", {len(snapshot.interrupts)} answer(s) waited for" if snapshot.interrupts else ""
+        session.say(f"thread: {args.thread} (following the run on Temporal{waits})")
+        session.output.result({"event": "run_started", "thread": args.thread, "resume": session.resume_command()})
+        return session.guarded(NO_INPUT if snapshot.interrupts else None)
 
 
 def saved_settings(args: argparse.Namespace, checkpointer: Any, db: str | Path) -> dict[str, Any]:
@@ -420,11 +514,13 @@ def run_command(argv: list[str], out: TextIO) -> int:
         if args.command == "bench":
             return run_bench(args, out)
         if args.command == "resume":
-            return resume_thread(args, output)
+            return resume_on_temporal(args, output) if args.temporal else resume_thread(args, output)
         if args.command == "output":
             return print_output(args, out)
         if args.command == "worker":
             return serve_worker(args, out)
+        if args.temporal:
+            return run_goal_on_temporal(args.goal, args, output)
         return run_goal(args.goal, args, output)
     except (UsageError, ServerDown, ThreadBusy) as error:
         code = {ServerDown: EXIT_CONNECTION, ThreadBusy: EXIT_BUSY}.get(type(error), EXIT_USAGE)

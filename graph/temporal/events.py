@@ -9,6 +9,9 @@ What reaches the topic, in the order the workflow logs it (one global log, offse
   reader keeps the first of each key (`StreamReader`). A node in the workflow publishes exactly once: no key.
 - ``{"mode": "updates", "chunk": {node: update}}``: what each node wrote, as ``stream_mode="updates"`` gives it
   in-process, ``{"__interrupt__": (...)}`` when the run pauses; the workflow publishes these itself.
+- ``{"mode": "values", "chunk": view}``: the state (`state_view`: without its large keys) each time the graph stops:
+  it pauses (after its interrupts, once the run's ``pending`` shows them), it was stopped for new input, or it
+  ended. Published by the workflow, once per stop.
 
 Everything published is plain JSON first (`plain`): what the data converter cannot write crosses as its ``str``
 (as ``--json`` writes it), so an odd value in an event never fails the activity or the workflow that publishes it.
@@ -20,7 +23,7 @@ import asyncio
 import dataclasses
 import itertools
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -33,6 +36,8 @@ from replangraph.temporal.converter import plain
 TOPIC = "replangraph"
 """The stream topic of a run (the plugin's ``streaming_topic``): events and updates, in one log."""
 INTERRUPT = "__interrupt__"
+LEFT_OUT_OF_VIEW = frozenset({"messages", "windows", "workspace"})
+"""The state's keys `state_view` leaves out: the conversation, the subtasks' windows and the kept outputs."""
 
 
 class KeyedWriter:
@@ -79,6 +84,18 @@ def updates_item(chunk: Any) -> dict[str, Any]:
     return {"mode": "updates", "chunk": plain(chunk)}
 
 
+def state_view(values: Mapping[str, Any]) -> dict[str, Any]:
+    """What a client shows of a run's state (the goal, the queue, steps spent, the final answer, how it ended): the
+    state without the keys that grow with the run's text (`LEFT_OUT_OF_VIEW`), as plain JSON."""
+    view = plain({key: value for key, value in values.items() if key not in LEFT_OUT_OF_VIEW})
+    return view if isinstance(view, dict) else {}  # a key JSON cannot hold: nothing to show rather than text
+
+
+def values_item(values: Any) -> dict[str, Any]:
+    """What the workflow publishes each time the graph stops: the state's view (`state_view`)."""
+    return {"mode": "values", "chunk": state_view(values)}
+
+
 def custom_item(chunk: Any) -> dict[str, Any]:
     """What the workflow publishes for a custom chunk that reached its own stream (a workflow-side node that
     wrote to the writer in the config it was given, not the plugin's): exactly once, no key."""
@@ -86,18 +103,21 @@ def custom_item(chunk: Any) -> dict[str, Any]:
 
 
 class StreamReader:
-    """Turns the topic's items into ``(mode, chunk)`` pairs as ``astream(stream_mode=["updates", "custom"])``
-    yields them in-process: a custom chunk whose key was seen is dropped (a retried activity's events), and a
-    pause's interrupts come back as LangGraph's ``Interrupt``. Keys are remembered for the reader's life."""
+    """Turns the topic's items into ``(mode, chunk)`` pairs as ``astream(stream_mode=["updates", "custom",
+    "values"])`` yields them in-process (``values`` only when the graph stops, as `state_view`): a custom chunk
+    whose key was seen is dropped (a retried activity's events), and a pause's interrupts come back as LangGraph's
+    ``Interrupt``. Keys are remembered for the reader's life."""
 
     def __init__(self) -> None:
         self.seen: set[str] = set()
 
     def read(self, item: Any) -> tuple[str, Any] | None:
         """The pair for one item, or None for a repeat."""
-        if not isinstance(item, dict) or item.get("mode") not in ("custom", "updates"):
+        if not isinstance(item, dict) or item.get("mode") not in ("custom", "updates", "values"):
             return ("custom", item)  # written to the topic by something else: passed on as it is
         mode, chunk = item["mode"], item.get("chunk")
+        if mode == "values":
+            return mode, chunk
         if mode == "custom":
             key = item.get("key")
             if key is not None:

@@ -5,8 +5,9 @@ A run that pauses (a question, the plan's approval: ``interrupt()`` in a node) w
 message) comes by the update `ReplanWorkflow.send` and goes in as the in-process chat path sends it: as new input
 through the graph's entry. Input sent while the graph works stops it between steps first (LangGraph's drain: the
 steps in flight finish, nothing runs twice); a run the input leaves stopped with work to do goes on with the
-graph's ``/resume``, as ``replangraph resume`` does. Each step's ``updates`` and every custom event go to the
-workflow's stream (`replangraph.temporal.events`).
+graph's ``/resume``, as ``replangraph resume`` does. Each step's ``updates``, every custom event and the state's
+view each time the graph stops go to the workflow's stream (`replangraph.temporal.events`); the query
+`ReplanWorkflow.values` shows the state's view now.
 
 Deterministic: no clock, no random ids, no threads here; handlers only queue what the run loop takes.
 """
@@ -28,7 +29,7 @@ with workflow.unsafe.imports_passed_through():
     from replangraph.llm.calls import step_time
     from replangraph.nodes.human import RESUME
     from replangraph.state import KEPT_ELSEWHERE_KEY
-    from replangraph.temporal.events import TOPIC, custom_item, updates_item
+    from replangraph.temporal.events import TOPIC, custom_item, state_view, updates_item, values_item
     from replangraph.temporal.pauses import Refused, as_input, resume_for, stopped_between_steps, waiting_of, with_ids
     from replangraph.temporal.registry import GRAPH, defaults_for
 
@@ -78,6 +79,8 @@ class ReplanWorkflow:
         """The drain switch of the graph run in progress (None between runs)."""
         self.ended = False
         """The graph has ended: input is refused from then on (nothing would run it)."""
+        self.values: dict[str, Any] = {}
+        """The state after the graph's last step (`values` shows its view)."""
 
     @workflow.run
     async def run(self, request: RunRequest) -> dict[str, Any]:
@@ -96,6 +99,7 @@ class ReplanWorkflow:
             values, drained = await self.steps(app, given, config, request.context, values)
             snapshot = await app.aget_state(config)
             self.waiting = waiting_of(snapshot.interrupts)
+            self.stream.topic(TOPIC).publish(values_item(values))  # a reader now sees what waits in `pending`
             owed_resume = owed_resume or drained
             if owed_resume and not self.inputs:
                 owed_resume = False
@@ -128,7 +132,7 @@ class ReplanWorkflow:
                 given, config, context=context, stream_mode=modes, control=self.control
             ):
                 if mode == "values":
-                    values = chunk
+                    values = self.values = chunk
                 elif mode == "updates":
                     topic.publish(updates_item(chunk))
                 else:
@@ -144,6 +148,12 @@ class ReplanWorkflow:
         """The interrupts the run waits on: ``[{"id", "value"}]``, the value as the node asked (``kind``
         ``question`` or ``plan``, with LangChain's HITL request); [] while it works or after it ended."""
         return list(self.waiting)
+
+    @workflow.query
+    def values(self) -> dict[str, Any]:
+        """The run's state after its last step, as a client shows it (`state_view`: without messages, windows
+        and workspace); {} before the first step."""
+        return state_view(self.values)
 
     @workflow.update
     async def answer(self, resume: Any) -> None:

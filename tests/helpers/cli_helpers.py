@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import sqlite3
+import time
 from pathlib import Path
+
+from langchain_core.tools import tool
 
 from replangraph.app import cli
 from replangraph.testing import ScriptedRequest, tool_call
@@ -96,6 +100,23 @@ def lookup_responder(request: ScriptedRequest):
         found = request.last_result("lookup")
         return f"RESULT: {found}" if found else tool_call("lookup", {"name": "Zephyr 14"})
     return "FINAL ANSWER\n" + "\n".join(re.findall(r"RESULT: .*", request.prompt))
+
+
+HOLD_ENV = "REPLANGRAPH_TEST_HOLD"
+"""A folder named here makes `held_lookup` write ``started`` there, then return only once ``go`` appears."""
+HOLD_S = 60.0
+
+
+@tool("lookup")
+def held_lookup(name: str) -> str:
+    """Look up a product by name."""
+    folder = os.environ.get(HOLD_ENV)
+    if folder:
+        Path(folder, "started").write_text(name)
+        deadline = time.monotonic() + HOLD_S
+        while not Path(folder, "go").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+    return f"{name}: launched in 2021"
 
 
 class Terminal(io.StringIO):

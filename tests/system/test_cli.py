@@ -182,6 +182,8 @@ def test_every_command_and_flag_has_help_the_db_default_is_named_and_the_json_fo
         db_help = next(a.help for a in commands[name]._actions if "--db" in a.option_strings)
         assert "$REPLANGRAPH_DB" in db_help and "runs.sqlite" in db_help
     assert "--answer" in {f for a in commands["resume"]._actions for f in a.option_strings}
+    assert {"--temporal", "--task-queue"} <= {f for a in commands["run"]._actions for f in a.option_strings}
+    assert "--temporal" in {f for a in commands["resume"]._actions for f in a.option_strings}
     worker = {f for a in commands["worker"]._actions for f in a.option_strings}  # what builds the graph, as run's
     assert {"--temporal", "--task-queue", "--model", "--base-url", "--tools", "--agents", "--verify"} <= worker
     text = parser.format_help()
@@ -391,6 +393,18 @@ def test_a_bad_agents_spec_is_a_one_sentence_usage_error(team_module, capsys, sp
     assert cli.main(["graph", "--agents", spec], out=io.StringIO()) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_run_on_temporal_takes_as_its_context_only_the_settings_given():
+    from replangraph.app.settings import DEFAULTS, chosen_settings, given_agent_config
+
+    args = cli.make_parser().parse_args(["run", "--temporal", "h:1", "goal", "--max-steps", "7", "--no-verify"])
+    context = given_agent_config(args)
+    assert context.model_fields_set == {"max_steps", "verify_results"}
+    assert (context.max_steps, context.verify_results) == (7, False)
+    plain = cli.make_parser().parse_args(["run", "goal"])
+    assert given_agent_config(plain) is None
+    assert chosen_settings(plain, {}) == DEFAULTS  # a flag not given still means its default
 
 
 def test_the_context_window_flag_reaches_the_run_settings_and_is_recorded():

@@ -29,7 +29,9 @@ from replangraph.temporal.events import (  # noqa: E402
     StreamReader,
     custom_item,
     keyed_events,
+    state_view,
     updates_item,
+    values_item,
 )
 from replangraph.temporal.ids import WorkflowUUID, workflow_uuid6  # noqa: E402
 from replangraph.temporal.registry import handed_over  # noqa: E402
@@ -103,6 +105,20 @@ def test_the_reader_drops_repeats_and_gives_the_in_process_pairs():
     assert pairs[4] == ("updates", {"executor": {"messages": [message]}})  # the message as itself
     assert pairs[5] == ("updates", {"__interrupt__": (Interrupt(value={"kind": "plan"}, id="i" * 32),)})
     assert reader.read("written by someone else") == ("custom", "written by someone else")
+
+
+def test_a_stop_publishes_the_state_without_its_text_heavy_keys():
+    values = {
+        "goal": "g",
+        "tasks": {"1": {"id": "1", "status": "completed"}},
+        "final_answer": "done",
+        "messages": [AIMessage("long")],
+        "windows": {"1": [AIMessage("turn")]},
+        "workspace": {"1": {"result": {"text": "x"}}},
+    }
+    shown = {"goal": "g", "tasks": {"1": {"id": "1", "status": "completed"}}, "final_answer": "done"}
+    assert state_view(values) == shown
+    assert StreamReader().read(crossed(values_item(values))) == ("values", shown)
 
 
 class Opaque:

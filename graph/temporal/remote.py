@@ -1,0 +1,231 @@
+"""A run on Temporal, driven as the CLI drives a compiled graph: what ``replangraph run --temporal`` and ``resume
+--temporal`` hand to `replangraph.app.session.Session` in place of the graph.
+
+`TemporalRun` has the two methods `Session` and `replangraph.app.console.Output` call: ``stream(inputs, config,
+stream_mode=[...])``, which yields ``(mode, chunk)`` pairs, and ``get_state(config)``, which returns a snapshot
+read as LangGraph's is (`RunSnapshot`). A ``Command(resume=...)`` given to ``stream`` goes to the run as `answer`,
+other input as `send`, ``None`` only follows it; the pairs end when the run pauses for the user or ends. It is
+synchronous: the async client runs on this object's own event loop. It needs no graph and builds no plugin.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import convert_to_messages
+from langgraph.types import Command, Interrupt
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.common import WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from replangraph.app.session import RunLost
+from replangraph.queue.tasks import apply_writes
+from replangraph.state import add_node_calls
+from replangraph.temporal.client import answer, connect, log_offset, pending, read_stream, send, start, values
+from replangraph.temporal.events import INTERRUPT, LEFT_OUT_OF_VIEW, StreamReader
+from replangraph.temporal.pauses import Refused
+from replangraph.temporal.workflow import TASK_QUEUE
+
+WORKING = ("working",)
+"""`RunSnapshot.next` of a run that works: nothing waits, and it has not ended."""
+
+ENDED_AS = {
+    WorkflowExecutionStatus.FAILED: "failed",
+    WorkflowExecutionStatus.TERMINATED: "was terminated",
+    WorkflowExecutionStatus.CANCELED: "was cancelled",
+    WorkflowExecutionStatus.TIMED_OUT: "timed out",
+    WorkflowExecutionStatus.CONTINUED_AS_NEW: "continued as a new run",
+}
+"""How a workflow that did not complete ended, in words."""
+
+
+class RunNotFound(LookupError):
+    """The Temporal server has no run with this thread id."""
+
+
+@dataclass(frozen=True)
+class RunSnapshot:
+    """A run's state as ``graph.get_state(config)`` gives it in-process, for what the CLI reads: ``values`` (the
+    final state once the run has ended; while it runs, the state as `TemporalRun` shows it), ``interrupts`` (what it
+    waits on), ``next`` (`WORKING` while it works with nothing waiting) and ``tasks`` (always empty)."""
+
+    values: dict[str, Any]
+    interrupts: tuple[Interrupt, ...] = ()
+    next: tuple[str, ...] = ()
+    tasks: tuple[Any, ...] = ()
+
+
+def folded(view: Mapping[str, Any], chunk: Mapping[str, Any]) -> dict[str, Any]:
+    """``view`` (a state without `LEFT_OUT_OF_VIEW`'s keys) with one ``updates`` chunk written into it: the queue
+    by its own reducer, ``node_calls`` added up, any other key replaced. The workflow's ``values`` at each stop
+    replace the whole view, so a feature's key with a reducer of its own is right again there."""
+    result = dict(view)
+    for node, update in chunk.items():
+        if node == INTERRUPT:
+            continue
+        for one in update if isinstance(update, list | tuple) else [update]:
+            if not isinstance(one, Mapping):
+                continue
+            for key, value in one.items():
+                if key in LEFT_OUT_OF_VIEW:
+                    continue
+                if key == "tasks":
+                    result[key] = apply_writes(result.get(key) or {}, [value])
+                elif key == "node_calls":
+                    result[key] = add_node_calls(result.get(key), value)
+                else:
+                    result[key] = value
+    return result
+
+
+def as_graph_input(inputs: Any) -> Any:
+    """``inputs`` with its messages as LangChain messages (``("user", text)`` pairs do not survive JSON)."""
+    if isinstance(inputs, Mapping) and isinstance(inputs.get("messages"), Sequence):
+        return {**inputs, "messages": convert_to_messages(inputs["messages"])}
+    return inputs
+
+
+class TemporalRun:
+    """The run whose workflow id is ``thread`` on the Temporal server at ``address``, seen as a compiled graph.
+
+    `start` starts it (``context``: the run's `AgentConfig`, over the workers' own settings); `attach` takes up one
+    that exists. Then ``stream`` and ``get_state`` as on a graph. Close it (``with``) to close its event loop."""
+
+    def __init__(self, address: str, thread: str, *, task_queue: str = TASK_QUEUE, context: Any = None):
+        self.thread, self.task_queue, self.context = thread, task_queue, context
+        self.runner = asyncio.Runner()
+        try:
+            self.client = self.runner.run(connect(address))
+        except BaseException:
+            self.runner.close()
+            raise
+        self.handle = self.client.get_workflow_handle(thread)
+        self.reader = StreamReader()  # one for the run: an event seen once is not shown again
+        self.offset = 0
+        """Where the next `stream` reads the run's log from."""
+        self.view: dict[str, Any] = {}
+        """The run's state as far as this object has read it (`folded`)."""
+
+    def __enter__(self) -> TemporalRun:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.runner.close()
+
+    def start(self, inputs: Any) -> None:
+        """Start the run on ``inputs`` (the graph's input). When a run with this id works already, the input goes
+        to it instead, as a goal given to a thread in-process does (`send`): `Refused` once that run has ended (a
+        new goal is a new run; a thread id is not used twice)."""
+        self.runner.run(self._start(as_graph_input(inputs)))
+
+    async def _start(self, inputs: Any) -> None:
+        try:
+            await start(
+                self.client,
+                inputs,
+                id=self.thread,
+                task_queue=self.task_queue,
+                context=self.context,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            )
+        except WorkflowAlreadyStartedError:
+            if (await self.handle.describe()).status != WorkflowExecutionStatus.RUNNING:
+                raise Refused(f"the run on thread {self.thread} has ended: a new goal starts a new run") from None
+            self.offset = await log_offset(self.handle)  # only what the input does is shown
+            self.view = await values(self.handle)
+            await send(self.handle, inputs)
+
+    def attach(self) -> RunSnapshot:
+        """Take up the run as it is now: its snapshot; `stream` then follows it from here on (what it did before is
+        in the snapshot's values). `RunNotFound` when the server has no run with this id; `RunLost` when it ended
+        without completing."""
+        return self.runner.run(self._attach())
+
+    async def _attach(self) -> RunSnapshot:
+        try:
+            description = await self.handle.describe()
+        except RPCError as error:
+            if error.status == RPCStatusCode.NOT_FOUND:
+                raise RunNotFound(f"there is no run with thread id {self.thread!r} on this Temporal server") from None
+            raise
+        if description.status == WorkflowExecutionStatus.RUNNING:
+            # the offset first: a pause after it is read by `stream`, one before it is in the snapshot
+            self.offset = await log_offset(self.handle)
+            self.view = await values(self.handle)
+        return await self._snapshot()
+
+    def stream(self, inputs: Any, config: Any = None, *, stream_mode: Any = ("updates", "custom"), **_: Any):
+        """Give the run ``inputs`` (``Command(resume=...)``: `answer`; the graph's input or text: `send`; ``None``:
+        nothing), then its ``(mode, chunk)`` pairs from where the last stream stopped, for the modes asked:
+        ``custom`` events, ``updates``, and ``values`` after each update (the state as read so far) and at each
+        stop. They end when the run ends, or once it waits for the user (its interrupts are in `get_state`).
+        ``config`` is the caller's run config: the run has its own, so it is not used."""
+        if isinstance(inputs, Command):
+            self.runner.run(answer(self.handle, inputs.resume))
+        elif inputs is not None:
+            self.runner.run(send(self.handle, as_graph_input(inputs)))
+        modes = {stream_mode} if isinstance(stream_mode, str) else set(stream_mode)
+        return self._follow(modes)
+
+    def _follow(self, modes: set[str]) -> Iterator[tuple[str, Any]]:
+        items = read_stream(self.handle, self.offset, self.reader)
+        asked: set[str] = set()  # ids of interrupts read since the graph last stopped
+        try:
+            while True:
+                try:
+                    offset, (mode, chunk) = self.runner.run(next_item(items))
+                except StopAsyncIteration:  # the run has ended
+                    return
+                self.offset = offset + 1
+                if mode == "updates":
+                    asked.update(i.id for i in chunk.get(INTERRUPT, ()) if isinstance(i, Interrupt))
+                    self.view = folded(self.view, chunk)
+                    if "updates" in modes:
+                        yield mode, chunk
+                    if "values" in modes:
+                        yield "values", self.view
+                elif mode == "values":
+                    self.view = dict(chunk) if isinstance(chunk, Mapping) else self.view
+                    if "values" in modes:
+                        yield mode, self.view
+                    if asked:  # the graph stopped on a pause: does the run still wait on it?
+                        waiting = {w["id"] for w in self.runner.run(pending(self.handle))}
+                        if asked & waiting:
+                            return
+                        asked.clear()  # a pause answered since (this stream read it late)
+                elif mode in modes:
+                    yield mode, chunk
+        finally:
+            self.runner.run(items.aclose())
+
+    def get_state(self, config: Any = None) -> RunSnapshot:
+        """The run's snapshot now: what it waits on while it runs; its final state once it completed. `RunLost`
+        when it ended without completing (failed, terminated, cancelled, timed out)."""
+        return self.runner.run(self._snapshot())
+
+    async def _snapshot(self) -> RunSnapshot:
+        description = await self.handle.describe()
+        if description.status == WorkflowExecutionStatus.RUNNING:
+            waiting = await pending(self.handle)
+            interrupts = tuple(Interrupt(value=w["value"], id=w["id"]) for w in waiting)
+            return RunSnapshot(dict(self.view), interrupts, () if interrupts else WORKING)
+        try:
+            return RunSnapshot(await self.handle.result())
+        except WorkflowFailureError as error:
+            ended = ENDED_AS.get(description.status, f"ended as {description.status}")
+            cause = error.cause or error
+            raise RunLost(
+                f"The run on thread {self.thread} {ended} on Temporal ({cause}): it has no final answer."
+            ) from None
+
+
+async def next_item(items: AsyncIterator[Any]) -> Any:
+    """The next item of ``items`` (`asyncio.Runner.run` takes a coroutine)."""
+    return await anext(items)
