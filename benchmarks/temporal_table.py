@@ -20,6 +20,7 @@ an activity of its own (the tools node in the workflow). What a row prints, and 
 - CPU s per run: user + system CPU time of every process that took part (this one, the dev server, the workers;
   from /proc, Linux only), median; a note after the table splits it by process. Not for the crash row (the
   killed worker's time goes with it);
+- calls at once: the most tool calls running at the same time (from the log's START/END times), over the runs;
 - activities: activities of one run, from its history (nodes, and one per tool call);
 - overhead per activity: (the row's median wall - the in-process ``ainvoke`` median wall) / activities: the wall
   time Temporal adds to the same graph at the same max_concurrency, per activity (the workflow runs the graph's
@@ -330,6 +331,8 @@ class Run:
     """CPU seconds the run took in every process that took part (client, server, workers), when known."""
     cpu_by: dict[str, float] = field(default_factory=dict)
     """The same by part: ``client``, ``server``, ``workers``."""
+    peak: int = 0
+    """The most tool calls running at once."""
 
 
 def cpu_seconds(pids: Sequence[int]) -> float | None:
@@ -342,6 +345,16 @@ def cpu_seconds(pids: Sequence[int]) -> float | None:
             return None
         total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
     return total
+
+
+def peak(lines: Sequence[tuple[str, int, int, float]]) -> int:
+    """The most tool calls running at once (between a START and its END), from the log's times."""
+    moves = sorted((at, 1 if kind == "START" else -1) for kind, _, _, at in lines if kind in ("START", "END"))
+    running = top = 0
+    for _, move in moves:
+        running += move
+        top = max(top, running)
+    return top
 
 
 def counted(lines: Sequence[tuple[str, int, int, float]]) -> int:
@@ -361,7 +374,8 @@ def in_process_run(tasks: int, sleep_s: float, way: str, folder: Path) -> Run:
     started, cpu = time.perf_counter(), time.process_time()
     state = asyncio.run(graph.ainvoke(given)) if way == "ainvoke" else graph.invoke(given)
     wall = time.perf_counter() - started
-    return Run(wall, tasks - completed(state), twice=counted(log_lines(log, 0)), cpu=time.process_time() - cpu)
+    lines = log_lines(log, 0)
+    return Run(wall, tasks - completed(state), twice=counted(lines), cpu=time.process_time() - cpu, peak=peak(lines))
 
 
 @dataclass
@@ -451,6 +465,7 @@ async def temporal_run(
         retried=sum(1 for a in activities if a.attempts > 1),
         cpu=sum(by.values()) if by and len(by) == len(parts) else None,
         cpu_by=by,
+        peak=peak(lines),
     )
     if kill is not None:
         kill.figures(run, lines)
@@ -508,6 +523,7 @@ def cells(row: Row, baseline: float | None, judged: bool) -> list[str]:
         min_median(walls, ".2f"),
         f"{row.speedup:.1f}×",
         f"{statistics.median(cpus):.1f}" if cpus else "—",
+        str(max(r.peak for r in row.runs)),
         str(activities or "—"),
         overhead,
         trip,
@@ -520,7 +536,7 @@ def cells(row: Row, baseline: float | None, judged: bool) -> list[str]:
 
 HEADER = (
     "| row | workers | wall s (min / median) | speedup vs serial (median) | CPU s per run (median) "
-    "| activities | overhead per activity ms "
+    "| calls at once (peak) | activities | overhead per activity ms "
     "| call round trip beyond the tool ms (median) | subtasks lost | completed re-run "
     "| calls run twice (/ in flight at the kill) | target |"
 )
@@ -617,7 +633,11 @@ def verdict(rows: Sequence[Row], judged: bool) -> tuple[str, bool]:
 def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     """Print the table and the verdict; exit 1 when a target that must hold (lost, re-run, run twice) did not."""
     args = parse(argv)
-    from replangraph.temporal import DevServer
+    try:
+        from replangraph.temporal import DevServer
+    except ImportError as error:  # the extra is missing
+        print(f"python -m benchmarks temporal: {error}", file=sys.stderr)
+        return 2
 
     started = time.perf_counter()
     judged = args.tasks == TASKS and args.sleep == SLEEP_S
