@@ -9,13 +9,14 @@ import sqlite3
 import subprocess
 import sys
 import uuid
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from replangraph.app.console import (
     EXIT_BUSY,
     EXIT_CONNECTION,
+    EXIT_DONE,
     EXIT_INTERRUPTED,
     EXIT_PIPE,
     EXIT_USAGE,
@@ -195,6 +196,55 @@ def run_goal(goal: str, args: argparse.Namespace, output: Output) -> int:
         return session.guarded({"messages": [("user", goal)]}, command)
 
 
+_used_temporal: list[bool] = []
+"""Not empty once a command connected to Temporal: the console script then leaves without interpreter teardown."""
+
+
+def temporal() -> Any:
+    """``replangraph.temporal``; a UsageError saying what to install without the extra."""
+    try:
+        import replangraph.temporal as module
+    except ImportError as exc:
+        raise UsageError(sentence(str(exc))) from None
+    _used_temporal.append(True)
+    return module
+
+
+def exit_now(code: int) -> NoReturn:
+    """Leave the process with ``code`` at once, its output flushed. Temporal's client leaves native threads that
+    can abort the interpreter's teardown (``Fatal Python error: PyGILState_Release``, exit 134, after all was
+    printed: temporalio/sdk-python#300, open); skipping the teardown is the known workaround."""
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
+
+
+def serve_worker(args: argparse.Namespace, out: TextIO) -> int:
+    """``replangraph worker --temporal ADDRESS``: serve the task queue with the graph `run` builds from the flags,
+    until Ctrl-C (exit 130); a server that cannot be reached ends it with exit code 4."""
+    import asyncio
+
+    engine = temporal()
+    settings = chosen_settings(args, {})
+    tools = load_tools(list(settings["tools"]))
+    check_model(settings, "worker")
+    graph = build(settings, None, None, tools=tools)
+
+    def ready() -> None:
+        say(out, f"worker: serving task queue {args.task_queue} on {args.temporal} (Ctrl-C stops it)")
+
+    try:
+        asyncio.run(engine.serve(args.temporal, graph, task_queue=args.task_queue, ready=ready))
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except RuntimeError as exc:
+        if "connect" not in str(exc):
+            raise
+        raise ServerDown(f"The Temporal server at {args.temporal} does not answer: {sentence(str(exc))}") from None
+    return EXIT_DONE
+
+
 def saved_settings(args: argparse.Namespace, checkpointer: Any, db: str | Path) -> dict[str, Any]:
     """The settings of the run on ``--thread`` (its flags over what it recorded); UsageError when there is none."""
     saved = checkpointer.get_tuple({"configurable": {"thread_id": args.thread, "checkpoint_ns": ""}})
@@ -332,10 +382,14 @@ def run_bench(args: argparse.Namespace, out: TextIO) -> int:
 
 def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
     """Entry point of the ``replangraph`` console script: the command's exit code."""
+    console = argv is None  # the console script: the process ends with this command
     out = out or sys.stdout
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        return run_command(argv, out)
+        code = run_command(argv, out)
+        if console and _used_temporal:
+            exit_now(code)
+        return code
     except BrokenPipeError:  # the reader stopped reading (`| head`): end quietly, as other Unix tools do
         if out is sys.stdout:  # what is still buffered for it goes nowhere, not to a traceback at exit
             try:
@@ -369,6 +423,8 @@ def run_command(argv: list[str], out: TextIO) -> int:
             return resume_thread(args, output)
         if args.command == "output":
             return print_output(args, out)
+        if args.command == "worker":
+            return serve_worker(args, out)
         return run_goal(args.goal, args, output)
     except (UsageError, ServerDown, ThreadBusy) as error:
         code = {ServerDown: EXIT_CONNECTION, ThreadBusy: EXIT_BUSY}.get(type(error), EXIT_USAGE)

@@ -11,8 +11,8 @@ from replangraph.config import AgentConfig
 
 DESCRIPTION = (
     "Plan a goal into a queue of subtasks and run it. Commands: demo (offline, scripted), run GOAL (a real model, "
-    "every step checkpointed), resume (go on with a stopped run, answer its questions), graph (the graph as "
-    "mermaid), bench (the benchmarks of a source checkout)."
+    "every step checkpointed), resume (go on with a stopped run, answer its questions), worker (serve runs on a "
+    "Temporal server), graph (the graph as mermaid), bench (the benchmarks of a source checkout)."
 )
 
 OUTPUT_HELP = (
@@ -212,6 +212,26 @@ def add_run_flags(parser: argparse.ArgumentParser, resume: bool, model: bool = T
     )
 
 
+TASK_QUEUE = "replangraph"
+"""`replangraph.temporal.TASK_QUEUE`, which needs the temporal extra to import."""
+
+
+def add_temporal_flags(parser: argparse.ArgumentParser, required: bool) -> None:
+    parser.add_argument(
+        "--temporal",
+        required=required,
+        default=None,
+        metavar="HOST:PORT",
+        help="the Temporal server's address, e.g. 127.0.0.1:7233 (`temporal server start-dev` starts one)",
+    )
+    parser.add_argument(
+        "--task-queue",
+        default=TASK_QUEUE,
+        metavar="NAME",
+        help=f"the Temporal task queue the workers serve (default: {TASK_QUEUE})",
+    )
+
+
 def make_parser() -> Parser:
     parser = Parser(
         prog="replangraph",
@@ -262,6 +282,17 @@ def make_parser() -> Parser:
     )
     add_run_flags(resume, resume=True)
     add_json_flag(resume)
+    worker = sub.add_parser(
+        "worker",
+        formatter_class=ParagraphFormatter,
+        help="serve runs on a Temporal server: the graph `run` builds, its steps and tool calls as activities",
+        description="Serve a task queue of a Temporal server with the graph that `replangraph run` builds from these "
+        "flags: the runs started there (the workflow) and their nodes' and tool calls' activities. Start any number, "
+        "on any machines, with the same flags: the work spreads over them, and the work of one that dies goes on in "
+        'another. Needs the temporal extra (pip install "replangraph[temporal]"). Runs until Ctrl-C.',
+    )
+    add_temporal_flags(worker, required=True)
+    add_run_flags(worker, resume=False)
     graph = sub.add_parser(
         "graph",
         formatter_class=ParagraphFormatter,

@@ -519,6 +519,16 @@ def overflow_budget(budget: int, refused_tokens: int, fixed: int = 0) -> int:
     return min(budget, int(fixed + max(refused_tokens - fixed, 0) * OVERFLOW_SHRINK))
 
 
+def monotonic() -> float:
+    return time.monotonic()  # the module's ``time`` at each call: tests set a fake one
+
+
+step_time: contextvars.ContextVar[Callable[[], float] | None] = contextvars.ContextVar("step_time", default=None)
+"""The clock `StepClock` reads: ``time.monotonic`` (None), unless an engine that replays its code sets a deterministic
+one for the code it runs (`replangraph.temporal`'s workflow: the workflow's time), so that a step's time decides
+the same way when the code runs again."""
+
+
 class StepClock:
     """A subtask's time against ``step_timeout_s``: what its earlier turns spent in their own model and
     tool calls (``Task.elapsed_s``) plus this turn so far. Time between turns, such as downtime
@@ -527,7 +537,8 @@ class StepClock:
     def __init__(self, spent_s: float, limit_s: float | None):
         self.spent_s = spent_s
         self.limit_s = limit_s
-        self.turn_started = time.monotonic()
+        self.now = step_time.get() or monotonic
+        self.turn_started = self.now()
 
     @classmethod
     def until(cls, deadline: float | None) -> StepClock:
@@ -537,7 +548,7 @@ class StepClock:
 
     def elapsed(self) -> float:
         """Seconds spent so far, this turn included."""
-        return self.spent_s + (time.monotonic() - self.turn_started)
+        return self.spent_s + (self.now() - self.turn_started)
 
     def left(self) -> float | None:
         """Seconds the subtask may still run, or None without a limit."""

@@ -33,7 +33,7 @@ async def start(
     **options: Any,
 ) -> WorkflowHandle[ReplanWorkflow, dict[str, Any]]:
     """Start one run of the graph registered as ``graph`` on ``task_queue``; ``id`` is the workflow id and the
-    run's thread id. ``config``: start from `run_defaults` of the compiled graph (the builder loses them).
+    run's thread id. ``config``: the run's, over what the workers' graph was compiled with (`run_defaults`).
     ``options`` go to ``Client.start_workflow`` (``execution_timeout``...)."""
     request = RunRequest(input=input, config=dict(config or {}), context=context, graph=graph)
     return await client.start_workflow(ReplanWorkflow.run, request, id=id, task_queue=task_queue, **options)

@@ -17,7 +17,10 @@ What the plugin needs, and how this module gives it without changing `build_grap
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -26,6 +29,7 @@ from langgraph._internal._constants import CONFIG_KEY_NODE_ERROR
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.errors import NodeError
 from langgraph.graph import StateGraph
+from temporalio import activity
 from temporalio.common import RetryPolicy
 
 from replangraph.names import TOOLS
@@ -36,16 +40,34 @@ GRAPH = "replangraph"
 GRAPH_KEY = "replangraph_graph"
 """The node metadata key that names the registry entry `run_node` reads (the plugin keeps non-option keys)."""
 
+HEARTBEAT_S = 2.0
+"""How often a running activity tells the server it is alive (the plugin sends no heartbeats itself)."""
+HEARTBEAT_TIMEOUT = timedelta(seconds=10)
+"""A worker silent this long is taken for dead: its activities in flight start again on another worker."""
+NON_RETRYABLE = (
+    # Bugs and refusals fail at once: trying again gives the same error (the class names Temporal matches).
+    *("TypeError", "ValueError", "KeyError", "AttributeError", "IndexError", "NameError", "AssertionError"),
+    *("NotImplementedError", "RecursionError", "ContextOverflowError", "ModelServerDown", "StepTimeout"),
+)
+RETRY_POLICY = RetryPolicy(
+    maximum_attempts=3,  # Temporal's default retries without end: a bug would never end the run
+    initial_interval=timedelta(milliseconds=200),
+    non_retryable_error_types=list(NON_RETRYABLE),
+)
 NODE_ACTIVITY = {
     "execute_in": "activity",
-    "start_to_close_timeout": timedelta(minutes=5),
-    # Bounded: the default RetryPolicy retries forever, and a bug would never end the run.
-    "retry_policy": RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=200)),
+    # A node's own limits (step_timeout_s, the model client's timeout) end a slow step first; this bounds a
+    # stuck one. A dead worker is found by its missing heartbeats, much sooner.
+    "start_to_close_timeout": timedelta(minutes=30),
+    "heartbeat_timeout": HEARTBEAT_TIMEOUT,
+    "retry_policy": RETRY_POLICY,
 }
 IN_WORKFLOW = {"execute_in": "workflow"}
 
 _tool_runners: dict[str, Any] = {}
 """graph name -> its tools node's `ToolRunner`: what a tool call's activity rebuilds its job from."""
+_defaults: dict[str, dict[str, Any]] = {}
+"""graph name -> the run config `build_graph` compiled in (`run_defaults`): the workflow starts from it."""
 _nodes: dict[str, dict[str, tuple[Any, Any]]] = {}
 """graph name -> node name -> (the node as `build_graph` made it, its error handler or None): this worker's."""
 
@@ -58,11 +80,33 @@ async def run_node(state: Any, config: RunnableConfig) -> Any:
     name = metadata["langgraph_node"]
     node, handler = _nodes[metadata.get(GRAPH_KEY, GRAPH)][name]
     try:
-        return await node.ainvoke(state)
+        async with heartbeating():
+            return await node.ainvoke(state)
     except Exception as error:  # noqa: BLE001 - what LangGraph's error handler would get
         if handler is None:
             raise
         return handler(state, NodeError(node=name, error=error))
+
+
+@asynccontextmanager
+async def heartbeating(every_s: float = HEARTBEAT_S) -> AsyncIterator[None]:
+    """Heartbeat every ``every_s`` while the block runs, when it runs in an activity: a worker that dies stops
+    beating, and Temporal starts the activity again elsewhere after `HEARTBEAT_TIMEOUT` instead of its whole
+    ``start_to_close_timeout``. A sync node runs on a thread (``ainvoke``), so the loop stays free to beat."""
+    if not activity.in_activity():
+        yield
+        return
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(every_s)
+
+    beater = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        beater.cancel()
 
 
 def handler_from_config(handler: Any) -> Any:
@@ -124,7 +168,13 @@ def temporal_builder(compiled: Any, name: str = GRAPH, in_workflow: tuple[str, .
         for key, branch in branches.items():
             branches[key] = branch._replace(path=async_router(branch.path))
     _nodes[name] = registry
+    _defaults[name] = run_defaults(compiled)
     return builder
+
+
+def defaults_for(name: str) -> dict[str, Any]:
+    """The run config the graph registered as ``name`` in this worker was compiled with (`run_defaults`)."""
+    return dict(_defaults.get(name, {}))
 
 
 def job_from_spec(spec: CallSpec, asynchronous: bool) -> CallJob:
@@ -132,8 +182,21 @@ def job_from_spec(spec: CallSpec, asynchronous: bool) -> CallJob:
     its graph: a worker that registers several graphs must find the agent type in one of them)."""
     for runner in _tool_runners.values():
         if spec.agent_type in runner.profiles:
-            return runner.job_from_spec(spec, asynchronous)
+            job = runner.job_from_spec(spec, asynchronous)
+            if asynchronous:  # the workflow starts calls on its async path only (`astart_calls`)
+                job.chain = beating(job.chain)
+            return job
     raise KeyError(f"no graph in this worker has the agent type {spec.agent_type!r}")
+
+
+def beating(chain: Any) -> Any:
+    """``chain`` (an async tool call's), heartbeating while it runs."""
+
+    async def run(request: Any) -> Any:
+        async with heartbeating():
+            return await chain(request)
+
+    return run
 
 
 def calls_as_activities() -> tuple[list[Any], dict[str, dict[str, Any]]]:

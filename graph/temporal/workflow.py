@@ -7,7 +7,8 @@ from typing import Any
 
 from temporalio import workflow
 
-from replangraph.temporal.registry import GRAPH
+from replangraph.llm.calls import step_time
+from replangraph.temporal.registry import GRAPH, defaults_for
 
 WORKFLOW = "replangraph"
 """The workflow type's name."""
@@ -18,7 +19,7 @@ TASK_QUEUE = "replangraph"
 @dataclass
 class RunRequest:
     """What a run starts from: the graph's ``input`` (its messages cross as LangChain messages), the run
-    ``config`` (the defaults `build_graph` compiled in: `run_defaults`, plus the caller's), the run's
+    ``config`` (over the defaults `build_graph` compiled in, which the worker's registry holds), the run's
     ``context`` (an `AgentConfig`, or a mapping of its fields) and the graph's registered name."""
 
     input: Any
@@ -37,6 +38,9 @@ class ReplanWorkflow:
             from langgraph.checkpoint.memory import InMemorySaver
             from temporalio.langgraph import graph
 
+        step_time.set(workflow.time)  # steps timed in the workflow (the tools node) decide the same on replay
         app = graph(request.graph).compile(checkpointer=InMemorySaver(), name=request.graph)
-        config = {**request.config, "configurable": {"thread_id": workflow.info().workflow_id}}
+        # what `build_graph` compiled in (the builder the plugin runs has lost it), then the caller's
+        config = {**defaults_for(request.graph), **request.config}
+        config["configurable"] = {"thread_id": workflow.info().workflow_id}
         return await app.ainvoke(request.input, config, context=request.context)

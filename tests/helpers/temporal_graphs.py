@@ -5,6 +5,7 @@ Each is a function returning what `build_graph` returns, so a worker process bui
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from docs_support import blocks
@@ -39,3 +40,40 @@ def raising_subtask():
         return "final: " + ", ".join(sorted(set(request.prompt.split()) & {"a", "b", "c"}))
 
     return build_graph(ScriptedChatModel(respond=respond), config=AgentConfig(verify_results=False))
+
+
+def logged_calls(subtasks: str, log: str, call_s: str):
+    """``subtasks`` subtasks, each one call of ``work(item)``, which takes ``call_s`` seconds and writes
+    ``START pid item`` and ``END pid item`` lines to ``log`` (fsynced, so a killed worker's lines are there)."""
+    import asyncio
+    import os
+
+    from langchain_core.tools import tool
+
+    def write(line: str) -> None:
+        with open(log, "a") as out:
+            out.write(line + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+
+    @tool
+    async def work(item: str) -> str:
+        """Work on one item."""
+        write(f"START {os.getpid()} {item}")
+        await asyncio.sleep(float(call_s))
+        write(f"END {os.getpid()} {item}")
+        return f"{item} done"
+
+    items = [f"item-{n}" for n in range(int(subtasks))]
+
+    def respond(request):
+        if "Plan" in request.tool_names:
+            return tool_call("Plan", {"tasks": [{"id": item, "content": item} for item in items]})
+        subtask = subtask_of(request)
+        if subtask:
+            done = [m.content for m in request.tool_results]
+            return done[0] if done else tool_call("work", {"item": subtask})
+        return "\n".join(sorted(set(re.findall(r"item-\d+ done", request.prompt))))
+
+    config = AgentConfig(verify_results=False, max_concurrency=int(subtasks))
+    return build_graph(ScriptedChatModel(respond=respond), tools=[work], config=config)

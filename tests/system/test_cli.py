@@ -168,7 +168,7 @@ def test_every_command_and_flag_has_help_the_db_default_is_named_and_the_json_fo
 
     parser = cli.make_parser()
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
-    assert set(commands) == {"demo", "run", "resume", "output", "graph", "bench"}
+    assert set(commands) == {"demo", "run", "resume", "output", "graph", "bench", "worker"}
     for name, command in commands.items():
         for action in command._actions:
             assert action.help, f"{name} {action.option_strings or action.dest} has no help"
@@ -182,6 +182,8 @@ def test_every_command_and_flag_has_help_the_db_default_is_named_and_the_json_fo
         db_help = next(a.help for a in commands[name]._actions if "--db" in a.option_strings)
         assert "$REPLANGRAPH_DB" in db_help and "runs.sqlite" in db_help
     assert "--answer" in {f for a in commands["resume"]._actions for f in a.option_strings}
+    worker = {f for a in commands["worker"]._actions for f in a.option_strings}  # what builds the graph, as run's
+    assert {"--temporal", "--task-queue", "--model", "--base-url", "--tools", "--agents", "--verify"} <= worker
     text = parser.format_help()
     for needed in ('"run_finished"', '"waiting"', '"resume"', '"error"', "stderr", "4 the model server did not"):
         assert needed in " ".join(text.split()), needed

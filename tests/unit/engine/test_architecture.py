@@ -30,6 +30,7 @@ PUBLIC = (
     "replangraph.state",
     "replangraph.queue",
     "replangraph.tools",
+    "replangraph.temporal",  # the temporal extra's public API: serve, connect, start (the worker and run commands)
 )
 """What ``replangraph.app`` may import besides its own modules."""
 
