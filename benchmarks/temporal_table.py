@@ -32,13 +32,15 @@ an activity of its own (the tools node in the workflow). What a row prints, and 
 - completed re-run: activities scheduled for a subtask (its model turns, its tool call) after the executor
   activity that gave its answer had completed, from the history;
 - calls run twice / in flight at the kill: tool calls whose ``START`` was logged more than once / calls the killed
-  worker had started and not ended when it was killed (read from the log once the process is gone).
+  worker had started (its ``START`` logged) and whose activity it never completed (the history names the worker
+  that completed each); a note after the table says how many of those had returned before the kill, and how many
+  calls run twice were not in flight (none must be).
 
 The crash row runs the same N subtasks at max_concurrency N/2 (two waves, so that half the subtasks have completed
 when the kill comes) on two workers: once the second wave's calls are running, the worker with the most calls in
 flight is SIGKILLed and a new worker is started in its place. Temporal retries the killed worker's activities once
-their ``start_to_close_timeout`` runs out (`ACTIVITY_TIMEOUT_S` on this benchmark's workers, while the package's
-nodes neither heartbeat nor set a heartbeat timeout): that wait is in the row's wall.
+their heartbeats stop for ``heartbeat_timeout`` (`replangraph.temporal.registry.HEARTBEAT_TIMEOUT`, 10 s): that wait
+is in the row's wall.
 """
 
 from __future__ import annotations
@@ -77,9 +79,6 @@ CRASH_WORKERS = 2
 SPEEDUP_TARGET = 25.0
 """Speedup over running the subtasks one after another that 2 and 4 workers must reach, at `TASKS` x `SLEEP_S`."""
 SPEEDUP_JUDGED_AT = (2, 4)
-ACTIVITY_TIMEOUT_S = 10.0
-"""``start_to_close_timeout`` of this benchmark's activities while the package sets no heartbeat timeout: how
-long Temporal waits before it retries an activity of a killed worker (the package's default is minutes)."""
 START_S = 120.0
 """How long a worker may take to print ``serving``."""
 RUN_LIMIT_S = 600
@@ -123,16 +122,9 @@ def graph_for(tasks: int, concurrency: int, sleep_s: float, log: str | os.PathLi
     return parallel_graph(tasks, concurrency, logged_work(sleep_s, log))
 
 
-def worker_graph(tasks: str, concurrency: str, sleep_s: str, log: str, timeout_s: str = "-") -> Any:
+def worker_graph(tasks: str, concurrency: str, sleep_s: str, log: str) -> Any:
     """The graph a worker process serves (``temporal_worker.py ADDRESS QUEUE benchmarks.temporal_table:worker_graph
-    TASKS CONCURRENCY SLEEP_S LOG [TIMEOUT_S]``). ``TIMEOUT_S``: the activities' ``start_to_close_timeout``, set
-    only while the package's node options have no heartbeat timeout of their own (it is how soon a killed
-    worker's activities are retried); this process serves the graph and runs nothing in-process."""
-    if timeout_s != "-":
-        from replangraph.temporal import registry
-
-        if "heartbeat_timeout" not in registry.NODE_ACTIVITY:
-            registry.NODE_ACTIVITY["start_to_close_timeout"] = timedelta(seconds=float(timeout_s))
+    TASKS CONCURRENCY SLEEP_S LOG``); that process serves it and runs nothing in-process."""
     return graph_for(int(tasks), int(concurrency), float(sleep_s), log)
 
 
@@ -321,7 +313,9 @@ class Run:
     in_flight: int = 0
     """Calls the killed worker had started and not ended (0 without a kill)."""
     ended_unreported: int = 0
-    """Calls the killed worker had ended whose activity ran again elsewhere (its report never reached Temporal)."""
+    """Of those in flight, calls whose tool had returned on the killed worker (its report never reached Temporal)."""
+    twice_outside: int = 0
+    """Calls run twice that were not in flight at the kill (0 without a kill: then every call run twice is)."""
     trips: list[float] = field(default_factory=list)
     retried: int = 0
     """Activities that took more than one attempt."""
@@ -348,8 +342,11 @@ def cpu_seconds(pids: Sequence[int]) -> float | None:
 
 
 def peak(lines: Sequence[tuple[str, int, int, float]]) -> int:
-    """The most tool calls running at once (between a START and its END), from the log's times."""
-    moves = sorted((at, 1 if kind == "START" else -1) for kind, _, _, at in lines if kind in ("START", "END"))
+    """The most tool calls running at once (between a START and the END the same process logged for it; a killed
+    worker's calls have none), from the log's times."""
+    ends = {(pid, item): at for kind, pid, item, at in lines if kind == "END"}
+    calls = [(at, ends[pid, item]) for kind, pid, item, at in lines if kind == "START" and (pid, item) in ends]
+    moves = sorted([(begin, 1) for begin, _ in calls] + [(end, -1) for _, end in calls])
     running = top = 0
     for _, move in moves:
         running += move
@@ -357,10 +354,15 @@ def peak(lines: Sequence[tuple[str, int, int, float]]) -> int:
     return top
 
 
-def counted(lines: Sequence[tuple[str, int, int, float]]) -> int:
-    """Tool calls whose ``START`` was logged more than once."""
+def twice(lines: Sequence[tuple[str, int, int, float]]) -> set[int]:
+    """Tool calls (items) whose ``START`` was logged more than once."""
     starts = Counter(item for kind, _, item, _ in lines if kind == "START")
-    return sum(1 for n in starts.values() if n > 1)
+    return {item for item, n in starts.items() if n > 1}
+
+
+def counted(lines: Sequence[tuple[str, int, int, float]]) -> int:
+    """How many tool calls were started more than once."""
+    return len(twice(lines))
 
 
 # The rows -----------------------------------------------------------------------------------------------------
@@ -375,7 +377,15 @@ def in_process_run(tasks: int, sleep_s: float, way: str, folder: Path) -> Run:
     state = asyncio.run(graph.ainvoke(given)) if way == "ainvoke" else graph.invoke(given)
     wall = time.perf_counter() - started
     lines = log_lines(log, 0)
-    return Run(wall, tasks - completed(state), twice=counted(lines), cpu=time.process_time() - cpu, peak=peak(lines))
+    again = counted(lines)
+    return Run(
+        wall,
+        tasks - completed(state),
+        twice=again,
+        twice_outside=again,
+        cpu=time.process_time() - cpu,
+        peak=peak(lines),
+    )
 
 
 @dataclass
@@ -404,12 +414,18 @@ class Kill:
         self.workers.kill(alive[self.victim])
         await asyncio.to_thread(self.workers.add, 1)  # the restart
 
-    def figures(self, run: Run, lines: Sequence[tuple[str, int, int, float]]) -> None:
+    def figures(self, run: Run, lines: Sequence[tuple[str, int, int, float]], activities: Sequence[Activity]) -> None:
+        """In flight at the kill: calls the killed worker had started whose activity it never completed (the
+        history names the worker that completed each); of those, the ones its tool had returned from (``END``
+        logged) before the kill, their completion not yet reported. Calls run twice outside them: none, if
+        only what was in flight ran again."""
+        completed_by = {a.item: a.pid for a in activities if a.name == CALL_ACTIVITY and a.completed is not None}
         began = {item for kind, pid, item, _ in lines if kind == "START" and pid == self.victim}
         ended = {item for kind, pid, item, _ in lines if kind == "END" and pid == self.victim}
-        elsewhere = {item for kind, pid, item, _ in lines if kind == "START" and pid != self.victim}
-        run.in_flight = len(began - ended)
-        run.ended_unreported = len(ended & elsewhere)
+        in_flight = {item for item in began if completed_by.get(item) != self.victim}
+        run.in_flight = len(in_flight)
+        run.ended_unreported = len(in_flight & ended)
+        run.twice_outside = len(twice(lines) - in_flight)
 
 
 async def temporal_run(
@@ -461,6 +477,7 @@ async def temporal_run(
         activities=len(activities),
         rerun=len(completed_rerun(activities)),
         twice=counted(lines),
+        twice_outside=counted(lines),  # without a kill nothing was in flight; `Kill.figures` says otherwise
         trips=round_trips(activities, lines),
         retried=sum(1 for a in activities if a.attempts > 1),
         cpu=sum(by.values()) if by and len(by) == len(parts) else None,
@@ -468,7 +485,7 @@ async def temporal_run(
         peak=peak(lines),
     )
     if kill is not None:
-        kill.figures(run, lines)
+        kill.figures(run, lines, activities)
         workflow_tasks = [
             (e.event_time.ToDatetime().timestamp(), e.workflow_task_started_event_attributes.identity)
             for e in events
@@ -497,11 +514,6 @@ class Row:
 
     def total(self, name: str) -> int:
         return sum(getattr(r, name) for r in self.runs)
-
-    @property
-    def held(self) -> bool:
-        """What must hold on every row: nothing lost, nothing completed re-run, calls twice only those in flight."""
-        return self.total("lost") == 0 and self.total("rerun") == 0 and self.total("twice") <= self.total("in_flight")
 
 
 def cells(row: Row, baseline: float | None, judged: bool) -> list[str]:
@@ -555,7 +567,7 @@ async def temporal_rows(
             return
         concurrency = max(1, args.tasks // 2) if crash else args.tasks
         log = folder / ("crash.log" if crash else "calls.log")
-        served = [str(args.tasks), str(concurrency), str(args.sleep), str(log), str(args.activity_timeout)]
+        served = [str(args.tasks), str(concurrency), str(args.sleep), str(log)]
         workers = Workers(address, f"bench-{uuid.uuid4().hex[:8]}", served, folder)
         defaults = run_defaults(graph_for(args.tasks, concurrency, args.sleep, log))
 
@@ -589,7 +601,6 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--tasks", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--sleep", type=float, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--workers", type=int, nargs="+", default=list(WORKERS), help=argparse.SUPPRESS)
-    parser.add_argument("--activity-timeout", type=float, default=ACTIVITY_TIMEOUT_S, help=argparse.SUPPRESS)
     parser.add_argument("--no-crash", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.runs = args.runs or (1 if args.quick else RUNS)
@@ -616,6 +627,7 @@ def verdict(rows: Sequence[Row], judged: bool) -> tuple[str, bool]:
         ("lost 0", all(r.total("lost") == 0 for r in rows)),
         ("completed re-run 0", all(r.total("rerun") == 0 for r in rows)),
         ("calls run twice ≤ in flight at the kill", all(r.total("twice") <= r.total("in_flight") for r in rows)),
+        ("no call run twice that was not in flight", all(r.total("twice_outside") == 0 for r in rows)),
     ]
     speed = [
         (f"speedup ≥ {SPEEDUP_TARGET:g}× at {r.workers} workers ({r.speedup:.1f}×)", r.speedup >= SPEEDUP_TARGET)
@@ -692,12 +704,20 @@ def cpu_note(rows: Sequence[Row]) -> str:
     return f"CPU s per run by process (median, from /proc; {os.cpu_count()} cores): " + "; ".join(parts) + "."
 
 
+def heartbeat_timeout() -> str:
+    from replangraph.temporal.registry import NODE_ACTIVITY
+
+    timeout = NODE_ACTIVITY.get("heartbeat_timeout") or NODE_ACTIVITY["start_to_close_timeout"]
+    return f"{timeout.total_seconds():g} s"
+
+
 def crash_note(row: Row) -> str:
     held = sum(1 for r in row.runs if r.held_workflow)
     return (
-        f"Crash row, over {len(row.runs)} run(s): {row.total('in_flight')} calls in flight at the kills, "
-        f"{row.total('twice')} run twice, {row.total('ended_unreported')} ended on the killed worker and run again "
-        f"(their report never reached Temporal); {row.total('retried')} activities retried; the killed worker ran "
-        f"the workflow's last task before the kill in {held} of {len(row.runs)}. Temporal retried the killed "
-        f"worker's activities when their start_to_close_timeout ran out."
+        f"Crash row, over {len(row.runs)} run(s): {row.total('in_flight')} calls in flight at the kills (started on "
+        f"the killed worker and never completed by it; {row.total('ended_unreported')} of them had returned, their "
+        f"report lost with the worker), {row.total('twice')} calls run twice, {row.total('twice_outside')} of them "
+        f"not in flight; {row.total('retried')} activities retried, once the killed worker's heartbeats had stopped "
+        f"for {heartbeat_timeout()}; the killed worker ran the workflow's last task before the kill in {held} of "
+        f"{len(row.runs)}."
     )

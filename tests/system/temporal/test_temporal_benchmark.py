@@ -37,6 +37,13 @@ def test_the_call_log_counts_calls_started_twice_and_skips_a_torn_line(tmp_path)
     assert bench.log_lines(log, bench.log_size(log)) == []  # the next run reads from the end
 
 
+def test_calls_at_once_are_counted_between_a_start_and_its_end():
+    overlapping = [("START", 7, 1, 0.0), ("START", 7, 2, 0.5), ("END", 7, 1, 1.0), ("END", 7, 2, 1.5)]
+    assert bench.peak(overlapping) == 2
+    killed = [("START", 8, 3, 0.1), ("START", 8, 4, 0.2)]  # a killed worker's: never ended
+    assert bench.peak([*overlapping, *killed, ("START", 7, 5, 2.0), ("END", 7, 5, 3.0)]) == 2
+
+
 def activity(name, subtask, scheduled_id, completed_id=None, answer=False, **fields):
     return bench.Activity(
         name, subtask, float(scheduled_id), scheduled_id, completed_id=completed_id, answer=answer, **fields
@@ -54,33 +61,45 @@ def test_a_subtask_is_re_run_when_an_activity_of_its_is_scheduled_after_its_answ
     assert bench.completed_rerun(again) == {"1"}
 
 
-def test_the_kill_counts_calls_in_flight_and_calls_that_ended_unreported():
+def test_in_flight_at_the_kill_are_the_killed_worker_s_calls_it_never_completed():
     victim, other = 100, 200
     lines = [
         ("START", victim, 1, 0.0),
         ("START", victim, 2, 0.0),
-        ("END", victim, 2, 1.0),
+        ("END", victim, 2, 1.0),  # returned, but its activity's completion never reached Temporal
         ("START", victim, 3, 0.0),
-        ("START", other, 1, 5.0),  # in flight at the kill: run again
-        ("START", other, 2, 5.0),  # ended before the kill, its report lost: run again
+        ("END", victim, 3, 1.0),  # returned and completed
+        ("START", other, 1, 5.0),
+        ("START", other, 2, 5.0),
+        ("START", other, 4, 5.0),
+        ("START", other, 4, 6.0),  # a call run twice on a worker nobody killed
     ]
+    completed_by = {1: other, 2: other, 3: victim, 4: other}
+    calls = [
+        activity("arun_call", str(item), item, 10 + item, item=item, pid=pid) for item, pid in completed_by.items()
+    ]
+    for call in calls:
+        call.completed = float(call.completed_id)
     kill = bench.Kill(workers=None, log=Path("-"), offset=0, after=1, settle_s=0.0, victim=victim)
     run = bench.Run(wall=1.0, lost=0, twice=bench.counted(lines))
-    kill.figures(run, lines)
-    assert (run.in_flight, run.ended_unreported, run.twice) == (2, 1, 2)
+    kill.figures(run, lines, calls)
+    assert (run.in_flight, run.ended_unreported, run.twice, run.twice_outside) == (2, 1, 3, 1)
 
 
 def test_the_verdict_fails_only_on_what_must_hold_and_judges_speed_at_full_size():
     fine = bench.Row("Temporal", 2, [bench.Run(wall=4.0, lost=0)], serial_s=64.0)
     crash = bench.Row("crash", 2, [bench.Run(wall=9.0, lost=0, twice=3, in_flight=4)], serial_s=64.0, crash=True)
     line, held = bench.verdict([fine, crash], judged=True)
-    assert held and line.startswith("targets met: 3 of 4") and "(16.0×) ✗" in line
+    assert held and line.startswith("targets met: 4 of 5") and "(16.0×) ✗" in line
     line, held = bench.verdict([fine, crash], judged=False)
-    assert held and line.startswith("targets met: 3 of 3") and "not judged" in line
-    crash.runs[0].twice = 5  # one more than were in flight
+    assert held and line.startswith("targets met: 4 of 4") and "not judged" in line
+    crash.runs[0].twice_outside = 1  # one call run twice was not in flight
     assert bench.verdict([fine, crash], judged=False)[1] is False
+    crash.runs[0].twice_outside, crash.runs[0].twice = 0, 5  # more run twice than were in flight
+    assert bench.verdict([fine, crash], judged=False)[1] is False
+    crash.runs[0].twice = 3
     fine.runs[0].lost = 1
-    assert "lost 0 ✗" in bench.verdict([fine], judged=False)[0]
+    assert "lost 0 ✗" in bench.verdict([fine, crash], judged=False)[0]
 
 
 @pytest.mark.system
@@ -88,7 +107,7 @@ def test_a_tiny_benchmark_runs_every_row_and_what_must_hold_holds():
     """4 subtasks x 0.3 s on 1 and 2 workers, in-process beside them, and the crash row (a worker SIGKILLed in the
     second wave of calls, restarted): every subtask completes, none re-run, calls twice only those in flight."""
     need_temporal()
-    argv = ["--tasks", "4", "--sleep", "0.3", "--runs", "1", "--workers", "1", "2", "--activity-timeout", "3"]
+    argv = ["--tasks", "4", "--sleep", "0.3", "--runs", "1", "--workers", "1", "2"]
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks", "temporal", *argv],
         cwd=ROOT,
@@ -113,7 +132,7 @@ def test_a_tiny_benchmark_runs_every_row_and_what_must_hold_holds():
     twice, in_flight = map(int, rows[-1]["calls run twice (/ in flight at the kill)"].split(" / "))
     assert twice <= in_flight
     assert "Crash row, over 1 run(s)" in done.stdout
-    assert "targets met: 3 of 3" in done.stdout
+    assert "targets met: 4 of 4" in done.stdout
 
 
 def table(text: str) -> list[dict[str, str]]:
