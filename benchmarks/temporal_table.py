@@ -21,6 +21,8 @@ an activity of its own (the tools node in the workflow). What a row prints, and 
   from /proc, Linux only), median; a note after the table splits it by process. Not for the crash row (the
   killed worker's time goes with it);
 - calls at once: the most tool calls running at the same time (from the log's START/END times), over the runs;
+- calls by worker: the tool calls each worker process started in the row's last run (from the log), most first;
+  the crash row's include the restarted worker's and the calls run again;
 - activities: activities of one run, from its history (nodes, and one per tool call);
 - overhead per activity: (the row's median wall - the in-process ``ainvoke`` median wall) / activities: the wall
   time Temporal adds to the same graph at the same max_concurrency, per activity (the workflow runs the graph's
@@ -327,6 +329,8 @@ class Run:
     """The same by part: ``client``, ``server``, ``workers``."""
     peak: int = 0
     """The most tool calls running at once."""
+    spread: list[int] = field(default_factory=list)
+    """Tool calls started by each worker process, most first."""
 
 
 def cpu_seconds(pids: Sequence[int]) -> float | None:
@@ -385,6 +389,7 @@ def in_process_run(tasks: int, sleep_s: float, way: str, folder: Path) -> Run:
         twice_outside=again,
         cpu=time.process_time() - cpu,
         peak=peak(lines),
+        spread=sorted(Counter(pid for kind, pid, _, _ in lines if kind == "START").values(), reverse=True),
     )
 
 
@@ -483,6 +488,7 @@ async def temporal_run(
         cpu=sum(by.values()) if by and len(by) == len(parts) else None,
         cpu_by=by,
         peak=peak(lines),
+        spread=sorted(Counter(pid for kind, pid, _, _ in lines if kind == "START").values(), reverse=True),
     )
     if kill is not None:
         kill.figures(run, lines, activities)
@@ -536,6 +542,7 @@ def cells(row: Row, baseline: float | None, judged: bool) -> list[str]:
         f"{row.speedup:.1f}×",
         f"{statistics.median(cpus):.1f}" if cpus else "—",
         str(max(r.peak for r in row.runs)),
+        "/".join(map(str, row.runs[-1].spread)) if row.workers else "—",
         str(activities or "—"),
         overhead,
         trip,
@@ -548,7 +555,7 @@ def cells(row: Row, baseline: float | None, judged: bool) -> list[str]:
 
 HEADER = (
     "| row | workers | wall s (min / median) | speedup vs serial (median) | CPU s per run (median) "
-    "| calls at once (peak) | activities | overhead per activity ms "
+    "| calls at once (peak) | calls by worker (last run) | activities | overhead per activity ms "
     "| call round trip beyond the tool ms (median) | subtasks lost | completed re-run "
     "| calls run twice (/ in flight at the kill) | target |"
 )

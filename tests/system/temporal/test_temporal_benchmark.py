@@ -129,6 +129,7 @@ def test_a_tiny_benchmark_runs_every_row_and_what_must_hold_holds():
         assert (row["subtasks lost"], row["completed re-run"]) == ("0", "0"), row
         if row["row"].startswith("Temporal"):
             assert int(row["activities"]) > 4 * 3  # each subtask: two model turns and a call, at least
+            assert sum(map(int, row["calls by worker (last run)"].split("/"))) >= 4
     twice, in_flight = map(int, rows[-1]["calls run twice (/ in flight at the kill)"].split(" / "))
     assert twice <= in_flight
     assert "Crash row, over 1 run(s)" in done.stdout
