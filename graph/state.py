@@ -306,11 +306,16 @@ def _overlaid(base: AgentConfig, overrides: tuple[tuple[str, Any], ...]) -> Agen
 
 CHECKPOINTER_KEY = "__pregel_checkpointer"
 """Where LangGraph keeps the run's checkpointer in its config (None without one; a subgraph gets its parent's)."""
+KEPT_ELSEWHERE_KEY = "replangraph_run_kept_elsewhere"
+"""A run config ``metadata`` key, True when whatever runs the graph keeps a paused run itself although the node
+has no checkpointer in its config: on Temporal the workflow holds the run's checkpointer, and a node that runs as an
+activity gets only the run's metadata (`replangraph.temporal`)."""
 
 
 def has_checkpointer() -> bool:
     """Whether the run in progress can pause: it has a checkpointer (its own, its parent graph's, or the
-    one ``langgraph dev`` gives it at run time).
+    one ``langgraph dev`` gives it at run time), or its metadata says the run is kept elsewhere
+    (`KEPT_ELSEWHERE_KEY`: a node of a Temporal workflow that runs as an activity).
 
     LangGraph 1.2 has no public way to ask: ``Runtime`` holds no checkpointer (``execution_info.thread_id``
     is only the config's), and ``interrupt()`` without one raises nothing; the run just ends with
@@ -319,10 +324,12 @@ def has_checkpointer() -> bool:
     cannot: True.
     """
     try:
-        configurable = get_config().get("configurable", {})
+        config = get_config()
     except RuntimeError:
         return True
-    return configurable.get(CHECKPOINTER_KEY) is not None
+    if (config.get("metadata") or {}).get(KEPT_ELSEWHERE_KEY):
+        return True
+    return (config.get("configurable") or {}).get(CHECKPOINTER_KEY) is not None
 
 
 class Configured:

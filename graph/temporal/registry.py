@@ -12,7 +12,9 @@ What the plugin needs, and how this module gives it without changing `build_grap
 - the plugin drops an error handler's ``error`` argument (it keeps only ``config`` and ``runtime``): a node's
   handler runs inside the activity, on the exception itself (`run_node`); the handler node LangGraph adds runs
   in the workflow and reads the error from the config (`handler_from_config`), for what escapes the activity
-  (retries spent, a timeout).
+  (retries spent, a timeout);
+- an activity gets no ``__pregel_send``, so what ``interrupt()`` records there of the answers a node used is
+  lost: the nodes that pause (`PAUSING`: ask, plan review) run in the workflow, on their sync path (no thread).
 """
 
 from __future__ import annotations
@@ -27,13 +29,15 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph._internal._constants import CONFIG_KEY_NODE_ERROR
 from langgraph._internal._runnable import RunnableCallable
-from langgraph.errors import NodeError
+from langgraph.errors import GraphBubbleUp, NodeError
 from langgraph.graph import StateGraph
 from temporalio import activity
 from temporalio.common import RetryPolicy
 
 from replangraph.names import TOOLS
 from replangraph.nodes.execution.calls import CALL_TASK, CallJob, CallSpec, arun_call, build_jobs_with, run_call
+from replangraph.nodes.human.names import ASK, PLAN_REVIEW
+from replangraph.temporal.events import keyed_events
 
 GRAPH = "replangraph"
 """The name the graph is registered under with the plugin (activity names are ``replangraph.<node>``)."""
@@ -63,6 +67,10 @@ NODE_ACTIVITY = {
     "retry_policy": RETRY_POLICY,
 }
 IN_WORKFLOW = {"execute_in": "workflow"}
+PAUSING = (ASK, PLAN_REVIEW)
+"""The nodes that pause the run (``interrupt()``), always in the workflow: a node in an activity loses what
+``interrupt()`` records of the answers it used (the plugin gives activities no ``__pregel_send``), so a node
+that pauses twice in one run (the plan review after an invalid edit) would start over on the second answer."""
 
 _tool_runners: dict[str, Any] = {}
 """graph name -> its tools node's `ToolRunner`: what a tool call's activity rebuilds its job from."""
@@ -75,17 +83,59 @@ _nodes: dict[str, dict[str, tuple[Any, Any]]] = {}
 async def run_node(state: Any, config: RunnableConfig) -> Any:
     """Every activity node's body: the node `build_graph` made, found by name in this worker's registry. An
     exception the node's error handler takes is handled here, inside the activity, as in-process (the plugin
-    would not pass the handler its error); a node without one fails the activity, which Temporal retries."""
+    would not pass the handler its error); a node without one fails the activity, which Temporal retries.
+    A pause (``interrupt()``) goes on to the plugin, which hands it to the workflow. The events the node writes
+    are keyed by this activity (`replangraph.temporal.events`), so a reader drops those a retry writes again."""
     metadata = config.get("metadata") or {}
     name = metadata["langgraph_node"]
     node, handler = _nodes[metadata.get(GRAPH_KEY, GRAPH)][name]
+    prefix = activity.info().activity_id if activity.in_activity() else None
+    loop = asyncio.get_running_loop()
     try:
-        async with heartbeating():
-            return await node.ainvoke(state)
-    except Exception as error:  # noqa: BLE001 - what LangGraph's error handler would get
-        if handler is None:
-            raise
-        return handler(state, NodeError(node=name, error=error))
+        with keyed_events(prefix, loop):
+            try:
+                async with heartbeating():
+                    return await node.ainvoke(state)
+            except Exception as error:  # noqa: BLE001 - what LangGraph's error handler would get
+                if handler is None or isinstance(error, GraphBubbleUp):  # a pause is not an error
+                    raise
+                return handler(state, NodeError(node=name, error=error))
+    finally:
+        await handed_over(loop)  # the events written from threads are published before the activity ends
+
+
+async def handed_over(loop: asyncio.AbstractEventLoop) -> None:
+    """Once ``loop`` has run the callbacks queued before this call (it runs them in order)."""
+    done = loop.create_future()
+    loop.call_soon(done.set_result, None)
+    await done
+
+
+def in_workflow_node(runnable: RunnableCallable) -> RunnableCallable:
+    """A node for the workflow, where no thread may run: its own async path (``acall``, the tools node's), or
+    else its sync path called on the workflow's loop (a node that only computes: `build_graph` would run it in
+    a thread pool under ``ainvoke``). Its events go out through `keyed_events`, without a key (a workflow-side
+    node publishes each once)."""
+    node = getattr(runnable, "replangraph_node", None)
+    if runnable.func is not None and node is not None and getattr(node, "acall", None) is None:
+        sync = runnable.func
+        accepts = RunnableCallable(sync).func_accepts
+
+        async def run(*args: Any, **kwargs: Any) -> Any:
+            with keyed_events(None):
+                return sync(*args, **kwargs)
+
+    else:
+        afunc = runnable.afunc
+        accepts = RunnableCallable(None, afunc).func_accepts
+
+        async def run(*args: Any, **kwargs: Any) -> Any:
+            with keyed_events(None):
+                return await afunc(*args, **kwargs)
+
+    placed = RunnableCallable(None, run, name=runnable.name, trace=False)
+    placed.func_accepts = accepts  # what LangGraph passes, read from the node's function, not the wrapper
+    return placed
 
 
 @asynccontextmanager
@@ -138,8 +188,8 @@ def temporal_builder(compiled: Any, name: str = GRAPH, in_workflow: tuple[str, .
     """The ``StateGraph`` of ``compiled`` (what `build_graph` returns), made fit for the plugin, and this
     process's registry filled with its nodes. Call it on every worker (and the client, which only needs the
     graph's name): the builder's nodes are changed in place, so don't run ``compiled`` in-process after.
-    ``in_workflow``: nodes that run in the workflow itself, on their async path (the tools node, so that each
-    call it starts is an activity of its own: `calls_as_activities`)."""
+    ``in_workflow``: nodes that run in the workflow itself (the tools node, so that each call it starts is an
+    activity of its own: `calls_as_activities`), besides those that pause (`PAUSING`)."""
     builder: StateGraph = compiled.builder
     handlers = {
         spec.error_handler_node: builder.nodes[spec.error_handler_node].runnable
@@ -156,8 +206,8 @@ def temporal_builder(compiled: Any, name: str = GRAPH, in_workflow: tuple[str, .
             spec.runnable = handler_from_config(spec.runnable.func)
             spec.metadata = dict(IN_WORKFLOW)
             continue
-        if node_name in in_workflow:
-            spec.runnable = RunnableCallable(None, spec.runnable.afunc, name=node_name, trace=False)
+        if node_name in in_workflow or node_name in PAUSING:
+            spec.runnable = in_workflow_node(spec.runnable)
             spec.metadata = {**(spec.metadata or {}), **IN_WORKFLOW}
             continue
         handler = handlers.get(spec.error_handler_node)

@@ -13,11 +13,14 @@ from typing import Any
 
 from temporalio.client import Client
 from temporalio.langgraph import LangGraphPlugin
-from temporalio.worker import Worker
+from temporalio.worker import Replayer, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from replangraph.names import TOOLS
 from replangraph.temporal.client import connect
+from replangraph.temporal.converter import data_converter
+from replangraph.temporal.events import TOPIC
+from replangraph.temporal.ids import install as install_ids
 from replangraph.temporal.registry import GRAPH, calls_as_activities, temporal_builder
 from replangraph.temporal.workflow import TASK_QUEUE, ReplanWorkflow
 
@@ -25,12 +28,26 @@ from replangraph.temporal.workflow import TASK_QUEUE, ReplanWorkflow
 def plugin_for(compiled: Any, *, name: str = GRAPH, call_activities: bool = False) -> LangGraphPlugin:
     """The plugin that runs ``compiled`` (what `build_graph` returns) under ``name``. ``call_activities``: the
     tools node runs in the workflow and each tool call is an activity of its own, which crosses to any worker as
-    a `CallSpec` and is rebuilt there from that worker's own graph."""
+    a `CallSpec` and is rebuilt there from that worker's own graph. Events nodes write go to the run's stream
+    topic (`replangraph.temporal.events`). LangGraph's ids become deterministic in this process's workflows
+    (`replangraph.temporal.ids`)."""
+    install_ids()
     if not call_activities:
-        return LangGraphPlugin(graphs={name: temporal_builder(compiled, name)})
+        return LangGraphPlugin(graphs={name: temporal_builder(compiled, name)}, streaming_topic=TOPIC)
     tasks, options = calls_as_activities()
     builder = temporal_builder(compiled, name, in_workflow=(TOOLS,))
-    return LangGraphPlugin(graphs={name: builder}, tasks=tasks, activity_options=options)
+    return LangGraphPlugin(graphs={name: builder}, tasks=tasks, activity_options=options, streaming_topic=TOPIC)
+
+
+def replayer(compiled: Any, *, name: str = GRAPH) -> Replayer:
+    """A replayer of runs of ``compiled`` (registered as ``name``, as `serve` does): ``await
+    replayer(graph).replay_workflow(await handle.fetch_history())`` replays a run as a worker does after a
+    restart, and raises if the run would take another path (a nondeterminism error). It builds the plugin, so the
+    graph cannot run in-process in this process afterwards."""
+    plugin = plugin_for(compiled, name=name, call_activities=True)
+    return Replayer(
+        workflows=[ReplanWorkflow], plugins=[plugin], data_converter=data_converter, workflow_runner=sandbox_runner()
+    )
 
 
 def sandbox_runner() -> SandboxedWorkflowRunner:

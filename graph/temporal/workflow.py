@@ -1,4 +1,15 @@
-"""The workflow: one run of the graph, the Pregel loop in the workflow and the nodes as activities."""
+"""The workflow: one run of the graph, the Pregel loop in the workflow and the nodes as activities.
+
+A run that pauses (a question, the plan's approval: ``interrupt()`` in a node) waits for an answer by the update
+`ReplanWorkflow.answer`; the query `ReplanWorkflow.pending` shows what waits. New input (a slash command, a
+message) comes by the update `ReplanWorkflow.send` and goes in as the in-process chat path sends it: as new input
+through the graph's entry. Input sent while the graph works stops it between steps first (LangGraph's drain: the
+steps in flight finish, nothing runs twice); a run the input leaves stopped with work to do goes on with the
+graph's ``/resume``, as ``replangraph resume`` does. Each step's ``updates`` and every custom event go to the
+workflow's stream (`replangraph.temporal.events`).
+
+Deterministic: no clock, no random ids, no threads here; handlers only queue what the run loop takes.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +17,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from temporalio import workflow
+from temporalio.contrib.workflow_streams import WorkflowStream
 
-from replangraph.llm.calls import step_time
-from replangraph.temporal.registry import GRAPH, defaults_for
+with workflow.unsafe.imports_passed_through():
+    from langchain_core.messages import HumanMessage
+    from langgraph.errors import GraphDrained
+    from langgraph.runtime import RunControl
+    from langgraph.types import Command
+
+    from replangraph.llm.calls import step_time
+    from replangraph.nodes.human import RESUME
+    from replangraph.state import KEPT_ELSEWHERE_KEY
+    from replangraph.temporal.events import TOPIC, custom_item, updates_item
+    from replangraph.temporal.pauses import Refused, as_input, resume_for, stopped_between_steps, waiting_of, with_ids
+    from replangraph.temporal.registry import GRAPH, defaults_for
 
 WORKFLOW = "replangraph"
 """The workflow type's name."""
@@ -28,9 +50,34 @@ class RunRequest:
     graph: str = GRAPH
 
 
+def run_config(config: dict[str, Any], thread_id: str) -> dict[str, Any]:
+    """The run config: the caller's, the workflow id as the thread id, and the metadata that tells nodes in
+    activities (which get no checkpointer) that the run can pause (`KEPT_ELSEWHERE_KEY`)."""
+    return {
+        **config,
+        "configurable": {**(config.get("configurable") or {}), "thread_id": thread_id},
+        "metadata": {**(config.get("metadata") or {}), KEPT_ELSEWHERE_KEY: True},
+    }
+
+
 @workflow.defn(name=WORKFLOW)
 class ReplanWorkflow:
-    """One run of the graph: the Pregel loop here, the nodes as activities. Its id is the run's thread id."""
+    """One run of the graph: the Pregel loop here, the nodes as activities. Its id is the run's thread id. It ends
+    when the graph ends; while it waits for an answer it waits without limit (set an execution timeout)."""
+
+    @workflow.init
+    def __init__(self, request: RunRequest) -> None:
+        self.stream = WorkflowStream()  # the plugin's stream topic needs it (`replangraph.temporal.events`)
+        self.waiting: list[dict[str, Any]] = []
+        """The interrupts the run waits on (`waiting_of`); empty while it works."""
+        self.answers: dict[str, Any] | None = None
+        """An answer taken by `answer`, until the run loop resumes with it."""
+        self.inputs: list[dict[str, Any]] = []
+        """Input taken by `send`, until the run loop runs it."""
+        self.control: RunControl | None = None
+        """The drain switch of the graph run in progress (None between runs)."""
+        self.ended = False
+        """The graph has ended: input is refused from then on (nothing would run it)."""
 
     @workflow.run
     async def run(self, request: RunRequest) -> dict[str, Any]:
@@ -41,6 +88,89 @@ class ReplanWorkflow:
         step_time.set(workflow.time)  # steps timed in the workflow (the tools node) decide the same on replay
         app = graph(request.graph).compile(checkpointer=InMemorySaver(), name=request.graph)
         # what `build_graph` compiled in (the builder the plugin runs has lost it), then the caller's
-        config = {**defaults_for(request.graph), **request.config}
-        config["configurable"] = {"thread_id": workflow.info().workflow_id}
-        return await app.ainvoke(request.input, config, context=request.context)
+        config = run_config({**defaults_for(request.graph), **request.config}, workflow.info().workflow_id)
+        given: Any = request.input
+        values: dict[str, Any] = {}
+        owed_resume = False  # new input stopped work between steps; the run goes on once the input is answered
+        while True:
+            values, drained = await self.steps(app, given, config, request.context, values)
+            snapshot = await app.aget_state(config)
+            self.waiting = waiting_of(snapshot.interrupts)
+            owed_resume = owed_resume or drained
+            if owed_resume and not self.inputs:
+                owed_resume = False
+                if stopped_between_steps(snapshot):
+                    self.inputs.append({"messages": [HumanMessage(RESUME, id=str(workflow.uuid4()))]})
+            if not self.inputs and not self.waiting:
+                self.ended = True
+                break
+            await workflow.wait_condition(lambda: self.answers is not None or bool(self.inputs))
+            if self.answers is not None:
+                given, self.answers = Command(resume=self.answers), None
+            else:
+                given = self.inputs.pop(0)
+            self.waiting = []
+        self.stream.detach_pollers()  # a subscriber's poll in flight returns; it reads the rest once the run ends
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return values
+
+    async def steps(
+        self, app: Any, given: Any, config: dict[str, Any], context: Any, values: dict[str, Any]
+    ) -> tuple[dict[str, Any], bool]:
+        """Run the graph on ``given`` until it ends, pauses or is drained for input; each ``updates`` chunk (and a
+        custom one that reached this stream) to the stream topic. The last state (``values``, as ``ainvoke``
+        returns it) and whether the run was drained."""
+        topic = self.stream.topic(TOPIC)
+        self.control = RunControl()
+        modes = ["updates", "custom", "values"]
+        try:
+            async for mode, chunk in app.astream(
+                given, config, context=context, stream_mode=modes, control=self.control
+            ):
+                if mode == "values":
+                    values = chunk
+                elif mode == "updates":
+                    topic.publish(updates_item(chunk))
+                else:
+                    topic.publish(custom_item(chunk))
+        except GraphDrained:
+            return values, True
+        finally:
+            self.control = None
+        return values, False
+
+    @workflow.query
+    def pending(self) -> list[dict[str, Any]]:
+        """The interrupts the run waits on: ``[{"id", "value"}]``, the value as the node asked (``kind``
+        ``question`` or ``plan``, with LangChain's HITL request); [] while it works or after it ended."""
+        return list(self.waiting)
+
+    @workflow.update
+    async def answer(self, resume: Any) -> None:
+        """Resume the paused run with ``resume``, as ``Command(resume=...)`` in-process: a mapping of interrupt
+        id to answer, or one answer when one interrupt waits. Returns once the run took it."""
+        self.answers = resume_for(resume, self.waiting)
+        await workflow.wait_condition(lambda: self.answers is None)
+
+    @answer.validator
+    def check_answer(self, resume: Any) -> None:
+        """Refused (`Refused`) when nothing waits, an answer is already on its way, or the ids do not wait."""
+        if self.answers is not None:
+            raise Refused("an answer is already on its way to the run")
+        resume_for(resume, self.waiting)
+
+    @workflow.update
+    async def send(self, input: Any) -> None:
+        """New input, as the chat path sends it (`as_input`): a slash command (``/status``, ``/cancel``...), or a
+        message (it answers what waits, else it is a new goal). While the graph works, it is stopped between
+        steps first. Returns once queued."""
+        self.inputs.append(with_ids(as_input(input), lambda: str(workflow.uuid4())))
+        if self.control is not None:
+            self.control.request_drain("input sent to the run")
+
+    @send.validator
+    def check_send(self, input: Any) -> None:
+        """Refused (`Refused`) once the graph has ended, and for input that is neither text nor the graph's input."""
+        if self.ended:
+            raise Refused("the run has ended: a new goal starts a new run")
+        as_input(input)

@@ -6,10 +6,12 @@ Each is a function returning what `build_graph` returns, so a worker process bui
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 from docs_support import blocks
-from scripting import subtask_of
+from langgraph.checkpoint.memory import InMemorySaver
+from scripting import make_model, plan_of, subtask_of
 
 from replangraph import AgentConfig, build_graph
 from replangraph.testing import ScriptedChatModel, tool_call
@@ -40,6 +42,68 @@ def raising_subtask():
         return "final: " + ", ".join(sorted(set(request.prompt.split()) & {"a", "b", "c"}))
 
     return build_graph(ScriptedChatModel(respond=respond), config=AgentConfig(verify_results=False))
+
+
+SALES_PLAN = plan_of(
+    {"id": "1", "content": "Sum up the sales of the year the user names."},
+    {"id": "2", "content": "Report the sales.", "depends_on": ["1"]},
+)
+
+
+def asking(approve_plan: str = "") -> object:
+    """Two subtasks; the first one's agent asks the user which year (when ask_user is offered: the run can pause),
+    then reports that year's sales. With ``approve_plan`` ("yes"), the plan waits for approval first. The final
+    answer holds every result."""
+
+    def work(request):
+        if subtask_of(request).startswith("Sum up"):
+            if "ask_user" in request.tool_names and not request.called("ask_user"):
+                return tool_call("ask_user", {"question": "Which year?"})
+            return f"Sales of {request.last_result('ask_user')}: 1,204 units."
+        return f"{subtask_of(request)} done"
+
+    settings = AgentConfig(verify_results=False, approve_plan=bool(approve_plan))
+    return build_graph(make_model(SALES_PLAN, work), config=settings, checkpointer=InMemorySaver())
+
+
+def waiting_tool(folder: str):
+    """A tool that, given a folder, writes ``started`` there and returns once ``go`` appears (a test holds the
+    run in it, then lets it go); without one it returns at once."""
+
+    def wait_for_go(item: str) -> str:
+        """Fetch an item."""
+        if folder:
+            Path(folder, "started").write_text(item)
+            deadline = time.monotonic() + HOLD_S
+            while not Path(folder, "go").exists() and time.monotonic() < deadline:
+                time.sleep(0.02)
+        return f"{item} fetched"
+
+    return wait_for_go
+
+
+HOLD_S = 60
+"""The longest `waiting_tool` holds a run (a test that never lets it go fails on its own deadline first)."""
+
+CHAIN_PLAN = plan_of(
+    {"id": "1", "content": "fetch the paint"},
+    {"id": "2", "content": "paint the door", "depends_on": ["1"]},
+    {"id": "3", "content": "clean the brushes", "depends_on": ["2"]},
+)
+
+
+def chain(folder: str = "") -> object:
+    """Three subtasks, one after another; each agent calls ``wait_for_go`` once, then reports. Held in the first
+    call while ``folder`` is given (`waiting_tool`). No checks: one model request per turn, in a fixed order."""
+
+    def work(request):
+        if not request.called("wait_for_go"):
+            return tool_call("wait_for_go", {"item": subtask_of(request)})
+        return f"{subtask_of(request)}: {request.last_result('wait_for_go')}"
+
+    settings = AgentConfig(verify_results=False)
+    model = make_model(CHAIN_PLAN, work)
+    return build_graph(model, tools=[waiting_tool(folder)], config=settings, checkpointer=InMemorySaver())
 
 
 def logged_calls(subtasks: str, log: str, call_s: str):

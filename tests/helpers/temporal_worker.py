@@ -1,16 +1,11 @@
 """A replangraph worker process for the Temporal tests and benchmark: serves a task queue with one graph.
 
     python tests/helpers/temporal_worker.py ADDRESS QUEUE MODULE:FACTORY [ARG ...]
-    python tests/helpers/temporal_worker.py --replay HISTORY.json MODULE:FACTORY [ARG ...]
 
 ``FACTORY(*ARGS)`` (found as pytest finds the helpers: ``temporal_graphs:readme_example``) returns the graph
 (what `build_graph` returns, with its scripted model and tools); the worker prints ``serving`` once it polls,
 and runs until killed. Each worker is a process of its own: the plugin changes the graph and replangraph's
 ``tool_call`` task in the process that registers them.
-
-``--replay``: replays a run's history (``WorkflowHistory.to_json``, its workflow id as the file's stem) with the
-same graph, as a worker that picks the run up after a crash does; prints ``replayed``, or fails with Temporal's
-nondeterminism error.
 """
 
 from __future__ import annotations
@@ -35,23 +30,5 @@ def main(address: str, queue: str, factory: str, *args: str) -> None:
     asyncio.run(serve(address, graph_from(factory, *args), task_queue=queue, ready=ready))
 
 
-async def replay(history_file: str, factory: str, *args: str) -> None:
-    from temporalio.client import WorkflowHistory
-    from temporalio.worker import Replayer
-
-    from replangraph.temporal import ReplanWorkflow, data_converter, plugin_for, sandbox_runner
-
-    plugin = plugin_for(graph_from(factory, *args), call_activities=True)
-    replayer = Replayer(
-        workflows=[ReplanWorkflow], plugins=[plugin], workflow_runner=sandbox_runner(), data_converter=data_converter
-    )
-    path = Path(history_file)
-    await replayer.replay_workflow(WorkflowHistory.from_json(path.stem, path.read_text()))
-    print("replayed", flush=True)
-
-
 if __name__ == "__main__":
-    if sys.argv[1] == "--replay":
-        asyncio.run(replay(*sys.argv[2:]))
-    else:
-        main(*sys.argv[1:])
+    main(*sys.argv[1:])

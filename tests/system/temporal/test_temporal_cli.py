@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import PLAIN_GOAL, TOOLS, hitl_responder
 from openai_loopback import OpenAILoopback
-from temporal_support import new_queue, run_on_temporal
+from temporal_support import new_queue, on_temporal
 
 pytestmark = pytest.mark.system  # a Temporal dev server, worker processes, a loopback model server
 
@@ -42,7 +42,7 @@ def cli_worker(address: str, queue: str, base_url: str, *flags: str) -> Iterator
 def test_the_worker_command_serves_the_graph_run_builds(temporal_address):
     queue = new_queue()
     with OpenAILoopback(hitl_responder) as model, cli_worker(temporal_address, queue, model.base_url, *TOOLS):
-        out, activities, _ = run_on_temporal(temporal_address, queue, PLAIN_GOAL)
+        out, activities, _ = on_temporal(temporal_address, queue, PLAIN_GOAL)
         assert not model.errors
     assert out["final_answer"] == "FINAL ANSWER\nRESULT: Paris"
     assert [t["status"] for t in out["tasks"].values()] == ["completed"]

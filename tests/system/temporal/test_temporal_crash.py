@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from temporal_support import new_queue, run_on_temporal, worker_process
+from temporal_support import new_queue, on_temporal, worker_process
 
 pytestmark = pytest.mark.system  # a Temporal dev server and worker processes
 
@@ -50,7 +50,7 @@ def test_a_killed_worker_loses_nothing_and_repeats_only_its_calls_in_flight(temp
 
         killer = threading.Thread(target=kill_when_calls_run)
         killer.start()
-        out, _, _ = run_on_temporal(temporal_address, queue, "work on the items")
+        out, _, _ = on_temporal(temporal_address, queue, "work on the items")
         killer.join()
     assert killed, "no call started"
     assert killed["in_flight"], "the worker was killed with no call in flight"

@@ -224,7 +224,7 @@ def test_the_overflow_share_is_defined_in_one_module():
 
 def test_the_retry_loop_is_defined_in_one_module():
     assert defining(r"^def (call_with_retries|retry_delay|backoff_delays|call_model|refit_steps)\b") == {POLICY_MODULE}
-    # graph/temporal/ sleeps between heartbeats and while a server starts: no model call waits there
+    # graph/temporal/ sleeps between heartbeats: no model call waits there
     sleeping = {path for path in defining(r"\bsleep\(|time\.sleep") if not path.startswith("graph/temporal/")}
     assert sleeping <= {POLICY_MODULE, ASYNC_POLICY_MODULE}
 

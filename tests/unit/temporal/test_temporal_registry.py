@@ -25,7 +25,7 @@ def test_every_node_is_placed(in_workflow):
     builder = temporal_builder(example(), name="test-placed", in_workflow=in_workflow)
     for name, spec in builder.nodes.items():
         placed = (spec.metadata or {}).get("execute_in")
-        if spec.is_error_handler or name in in_workflow:
+        if spec.is_error_handler or name in in_workflow or name in registry.PAUSING:
             assert placed == "workflow", name
         else:
             assert placed == "activity", name
@@ -33,6 +33,7 @@ def test_every_node_is_placed(in_workflow):
             assert spec.metadata[registry.GRAPH_KEY] == "test-placed"
             assert name in registry._nodes["test-placed"]
     assert any(spec.is_error_handler for spec in builder.nodes.values())
+    assert set(registry.PAUSING) <= set(builder.nodes)  # the nodes that pause, by their real names
 
 
 def test_routers_have_an_async_path():
