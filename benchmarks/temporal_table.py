@@ -691,12 +691,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     crash = next((r for r in rows if r.crash), None)
     print(file=out)
     if any(r.cpu_by for row in rows for r in row.runs):
-        print(cpu_note(rows), file=out)
+        print(cpu_note(rows) + "\n", file=out)
     if crash is not None:
-        print(crash_note(crash), file=out)
+        print(crash_note(crash) + "\n", file=out)
     line, held = verdict(rows, judged)
-    print(f"\n{line}", file=out)
-    print(f"wall time of the benchmark: {time.perf_counter() - started:.0f} s", file=out, flush=True)
+    print(f"Wall time of the benchmark: {time.perf_counter() - started:.0f} s.\n", file=out)
+    print(line, file=out, flush=True)  # the verdict closes the output (CI shows its last lines)
     return 0 if held else 1
 
 
