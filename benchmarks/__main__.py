@@ -11,6 +11,7 @@ BENCHMARKS = {
     "engine": "benchmarks.engine",
     "teams": "benchmarks.team_table",
     "faults": "benchmarks.faults",
+    "temporal": "benchmarks.temporal_table",
     "splits": "benchmarks.splits",
     "compare": "benchmarks.compare",
     "textcraft": "benchmarks.compare:textcraft_main",

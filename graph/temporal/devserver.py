@@ -57,11 +57,23 @@ class DevServer:
         argv += ["--db-filename", str(self.db), "--log-level", "error"]
         self.process = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + START_DEADLINE_S
-        while not answers(self.port):
+        while not self.serving():
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.close()
                 raise RuntimeError(f"the Temporal dev server did not start: {self.log_tail()}")
             calls.wait(0.1)  # the package's one sleep
+
+    def serving(self) -> bool:
+        """Whether the server answers a request: a port that takes connections may still refuse every call for a
+        moment ("Frontend is not healthy yet", which a client's ``connect`` raises), so ask for the namespace."""
+        if not answers(self.port):
+            return False
+        argv = [temporal_cli(), "operator", "namespace", "describe", "--namespace", "default"]
+        try:
+            asked = subprocess.run([*argv, "--address", self.address], capture_output=True, timeout=10)
+        except subprocess.TimeoutExpired:
+            return False
+        return asked.returncode == 0
 
     def log_tail(self, chars: int = 2000) -> str:
         try:
