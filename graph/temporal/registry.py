@@ -148,9 +148,9 @@ async def heartbeating(every_s: float = HEARTBEAT_S) -> AsyncIterator[None]:
         return
 
     async def beat() -> None:
-        while True:
-            activity.heartbeat()
+        while True:  # the first beat after ``every_s``: an activity quicker than that sends none
             await asyncio.sleep(every_s)
+            activity.heartbeat()
 
     beater = asyncio.create_task(beat())
     try:
