@@ -341,8 +341,8 @@ def make_parser() -> Parser:
         "list and deepagents (when installed) on TextCraft and a wide list-collection world, e.g. replangraph "
         "bench --base-url http://127.0.0.1:8080/v1 --model NAME; it prints one table per world and writes a "
         "JSON result file (bench-results/). Benchmarks: compare, textcraft, wide, personas, context, engine, "
-        "teams, faults, splits, temporal; `replangraph bench NAME --help` lists a benchmark's options, and --quick runs "
-        "most in seconds.",
+        "teams, faults, splits, temporal; `replangraph bench NAME --help` lists a benchmark's options, and --quick "
+        "runs most in seconds.",
     )
     bench.add_argument(
         "args",
