@@ -75,7 +75,15 @@ async def serve(
     """Serve ``task_queue`` on the server at ``address`` with ``graph`` (what `build_graph` returns, built with
     this worker's models and tools) until cancelled: its workflow runs and its nodes' and tool calls' activities.
     Start any number, on any machines, each with the same graph. ``ready`` is called once the worker polls.
-    ``options`` go to ``temporalio.worker.Worker``. This process must not also run graphs in-process."""
+    ``options`` go to ``temporalio.worker.Worker``. This process must not also run graphs in-process.
+
+    A graph built with a ``store`` is refused (ValueError): no store reaches a node in an activity. A checkpointer
+    it was built with is not used: the workflow's history keeps the run."""
+    if getattr(graph, "store", None) is not None:
+        raise ValueError(
+            "a graph built with a store cannot run on Temporal: the plugin gives nodes in activities no store "
+            "(build it without store=; outputs a run keeps stay in its state)"
+        )
     client = await connect(address, plugin_for(graph, name=name, call_activities=True))
     async with worker(client, task_queue, **options):
         if ready is not None:

@@ -49,3 +49,15 @@ def test_run_defaults_keep_the_compiled_limits():
     defaults = run_defaults(example(max_steps=7))
     assert defaults["recursion_limit"] > 0
     assert set(defaults) <= {"recursion_limit", "max_concurrency"}
+
+
+def test_a_graph_with_a_store_is_refused_before_connecting():
+    import asyncio
+
+    from langgraph.store.memory import InMemoryStore
+
+    from replangraph.temporal import serve
+
+    graph = build_graph(ScriptedChatModel(respond=lambda request: "done"), store=InMemoryStore())
+    with pytest.raises(ValueError, match="store cannot run on Temporal"):
+        asyncio.run(serve("127.0.0.1:1", graph))  # refused before it tries the (absent) server
