@@ -20,7 +20,7 @@ from langgraph.store.base import PutOp
 from langgraph.store.base.batch import AsyncBatchedBaseStore
 from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
-from scripting import invoke, make_model, plan_of, run, subtask_of
+from scripting import invoke, look_review_hand_off, make_model, plan_of, run, subtask_of
 from test_toolkit_rules import make_runner, runner_state
 
 from replangraph import AgentConfig, build_graph
@@ -373,17 +373,6 @@ def test_under_ainvoke_no_store_call_blocks_the_event_loop():
 def look(name: str) -> str:
     """Looks a thing up."""
     return f"about {name}: " + "x" * 2_000
-
-
-def look_review_hand_off(request):
-    """Read (a long output, cut and kept), review the plan, hand the rest off; the child just answers."""
-    if "1_dyn_0" in request.prompt:
-        return "the rest, done"
-    if not request.called("look"):
-        return tool_call("look", {"name": "x"})
-    if not request.called("replan_review_context"):
-        return tool_call("replan_review_context", {})
-    return tool_call("replan_split_and_handoff", {"summary": "first half", "tasks": [{"content": "the rest"}]})
 
 
 def test_with_a_store_both_paths_keep_the_same_entries_and_send_the_same_events():

@@ -90,3 +90,14 @@ def workspace_of(**outputs: dict[str, str]) -> dict:
 def result_text(state: dict, task_id: str, plan_id: str = "1") -> str:
     """A subtask's whole result, from the state's workspace (the queue holds a preview of long ones)."""
     return state["workspace"][f"plan:{plan_id}:step:{task_id}"][":result"]["content"]
+
+
+def look_review_hand_off(request):
+    """Read (``look``), review the plan, hand the rest off; the child (``1_dyn_0``) just answers."""
+    if "1_dyn_0" in request.prompt:
+        return "the rest, done"
+    if not request.called("look"):
+        return tool_call("look", {"name": "x"})
+    if not request.called("replan_review_context"):
+        return tool_call("replan_review_context", {})
+    return tool_call("replan_split_and_handoff", {"summary": "first half", "tasks": [{"content": "the rest"}]})

@@ -8,11 +8,10 @@ import sys
 import threading
 from pathlib import Path
 
-from scripting import make_model, plan_of
+from scripting import look_review_hand_off, make_model, plan_of
 from test_architecture import within
 
 from replangraph import AgentConfig, build_graph
-from replangraph.testing import tool_call
 
 RARE_PATH_MODULES = (
     "replangraph.context.excerpts",
@@ -57,20 +56,9 @@ def look(name: str) -> str:
     return f"about {name}"
 
 
-def work(request):
-    """Read, review the plan, hand the rest off; the child just answers."""
-    if "1_dyn_0" in request.prompt:
-        return "the rest, done"
-    if not request.called("look"):
-        return tool_call("look", {"name": "x"})
-    if not request.called("replan_review_context"):
-        return tool_call("replan_review_context", {})
-    return tool_call("replan_split_and_handoff", {"summary": "first half", "tasks": [{"content": "the rest"}]})
-
-
 def small_run() -> set[str]:
     # The run the issue measured on 0.8.0, whose completion check was off by default.
-    model = make_model(plan_of({"id": "1", "content": "look x up"}), work)
+    model = make_model(plan_of({"id": "1", "content": "look x up"}), look_review_hand_off)
     graph = build_graph(model, [look], config=AgentConfig(verify_results=False))
     result: dict = {}
 
