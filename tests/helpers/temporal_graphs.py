@@ -141,3 +141,55 @@ def logged_calls(subtasks: str, log: str, call_s: str):
 
     config = AgentConfig(verify_results=False, max_concurrency=int(subtasks))
     return build_graph(ScriptedChatModel(respond=respond), tools=[work], config=config)
+
+
+PANEL = ("careful", "fast", "thorough")
+
+
+def team_panel():
+    """A team of three agent types on subtask 1 (`Team`, merge ``best``), a judge that picks the second member,
+    then subtask 2 alone; every reply chosen from the request."""
+    from replangraph import AgentProfile, Team
+
+    def member(name: str) -> AgentProfile:
+        return AgentProfile(
+            description=f"the {name} agent", model=ScriptedChatModel(respond=lambda r: f"answer from {name}")
+        )
+
+    def respond(request):
+        if "Plan" in request.tool_names:
+            return plan_of(
+                {"id": "1", "content": "find the answer", "agent_type": "panel", "depends_on": []},
+                {"id": "2", "content": "write it up", "depends_on": ["1"]},
+            )
+        if "You judge the results" in request.system or "Several agents each did" in request.system:
+            return '{"winner": 2, "reason": "fast is right"}'
+        if request.tool_names:
+            return "written up"
+        return "FINAL:\n" + request.prompt
+
+    return build_graph(
+        ScriptedChatModel(respond=respond),
+        agents={name: member(name) for name in PANEL},
+        teams={"panel": Team(members=list(PANEL), merge="best")},
+        config=AgentConfig(verify_results=False, max_concurrency=3),
+    )
+
+
+def budgeted(token_budget: str = "2500"):
+    """Six subtasks, each one ``look`` call then an answer, under a token budget that ends the run early. With a
+    checkpointer, as a run on Temporal can pause too (the agents are offered ``ask_user``: the same prompts)."""
+
+    def look(item: str) -> str:
+        """Looks one item up."""
+        return f"item {item}: found, value {int(item) * 7}"
+
+    def work(request):
+        item = subtask_of(request).rsplit(" ", 1)[-1]
+        if not request.called("look"):
+            return tool_call("look", {"item": item})
+        return f"item {item} has value {int(item) * 7}"
+
+    steps = [{"id": str(i), "content": f"look up item {i}"} for i in range(1, 7)]
+    config = AgentConfig(verify_results=False, token_budget=int(token_budget))
+    return build_graph(make_model(plan_of(*steps), work), [look], config=config, checkpointer=InMemorySaver())
