@@ -1,4 +1,4 @@
-"""replangraph on Temporal (issue 34, in progress; NOTES-34.md): the graph `build_graph` makes, run as a
+"""replangraph on Temporal (docs/temporal.md): the graph `build_graph` makes, run as a
 Temporal workflow through ``temporalio-langgraph``, its nodes as activities on any number of workers.
 
 Needs the ``temporal`` extra: ``pip install "replangraph[temporal]"``. Nothing else in replangraph imports it.

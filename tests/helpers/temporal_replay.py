@@ -29,8 +29,8 @@ def main(address: str, workflow_id: str, factory: str, *args: str) -> None:
         return len(history.events)
 
     print(f"replayed {asyncio.run(replay())} events", flush=True)
-    # Ends here: a native thread of Temporal's client sometimes aborts the interpreter's shutdown (NOTES-34.md,
-    # "Known flake": PyGILState_Release, rc 134) after the work is done.
+    # Ends here: a native thread of Temporal's client sometimes aborts the interpreter's shutdown after the work is
+    # done (PyGILState_Release, rc 134: temporalio/sdk-python#300).
     os._exit(0)
 
 

@@ -53,7 +53,7 @@ def test_an_ai_message_keeps_its_tool_calls():
 @pytest.mark.filterwarnings("ignore")  # Temporal's and pydantic's: the default converter meets a pydantic model
 def test_the_default_converter_gives_plain_dicts():
     """Why replangraph has its own: the next node would read ``AttributeError: 'dict' object has no
-    attribute 'id'`` (NOTES-34 §1, state across the boundary)."""
+    attribute 'id'``."""
     back = crossed(AI, converter=DataConverter.default)
     assert isinstance(back, dict)
 
