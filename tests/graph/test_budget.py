@@ -6,33 +6,18 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from scripting import WAYS, make_model, plan_of, run, subtask_of
+from scripting import LOOKUP_STEPS, WAYS, look_item, look_then_answer, make_model, plan_of, run
 
 from replangraph import AgentConfig, build_graph
 from replangraph.nodes.budget.feature import price_of, reply_spend
 from replangraph.nodes.budget.names import BUDGET_SPENT
-from replangraph.testing import ScriptedChatModel, tool_call
-
-STEPS = [{"id": str(i), "content": f"look up item {i}"} for i in range(1, 7)]
-
-
-def look(item: str) -> str:
-    """Looks one item up."""
-    return f"item {item}: found, value {int(item) * 7}"
-
-
-def work(request):
-    """One lookup, then the answer."""
-    item = subtask_of(request).rsplit(" ", 1)[-1]
-    if not request.called("look"):
-        return tool_call("look", {"item": item})
-    return f"item {item} has value {int(item) * 7}"
+from replangraph.testing import ScriptedChatModel
 
 
 def graph(**settings):
-    model = make_model(plan_of(*STEPS), work)
+    model = make_model(plan_of(*LOOKUP_STEPS), look_then_answer)
     config = AgentConfig(verify_results=False, **settings)
-    return build_graph(model, [look], config=config, checkpointer=InMemorySaver())
+    return build_graph(model, [look_item], config=config, checkpointer=InMemorySaver())
 
 
 @pytest.mark.parametrize("way", WAYS)
@@ -50,7 +35,7 @@ def test_a_token_budget_ends_the_run_with_its_reason_an_event_and_the_work_done(
     stops = [e for e in events if e["event"] == BUDGET_SPENT]
     assert len(stops) == 1 and stops[0]["message"] == reason and stops[0]["limits"]["token_budget"] == 2_500
     done = [t for t in state["tasks"].values() if t["status"] == "completed"]
-    assert done and len(done) < len(STEPS)
+    assert done and len(done) < len(LOOKUP_STEPS)
     assert all(t["result"] in state["final_answer"] for t in done)  # the report keeps every finished result
     assert reason in state["final_answer"]
     assert [e["stop_reason"] for e in events if e["event"] == "plan_completed"] == [reason]
@@ -82,7 +67,7 @@ def priced(name: str, usage: dict | None):
     def respond(request):
         if "Plan" in request.tool_names:
             return plan_of({"id": "1", "content": "look up item 1"})
-        return work(request) if request.tool_names else "done"
+        return look_then_answer(request) if request.tool_names else "done"
 
     class Named(ScriptedChatModel):
         def _generate(self, messages, stop=None, run_manager=None, **kwargs):
@@ -100,14 +85,14 @@ def test_a_cost_budget_prices_replies_by_model_name_prefix():
     prices = {"gpt-4o": (5.0, 20.0), "gpt-4o-mini": (0.15, 0.6)}
     config = AgentConfig(verify_results=False, cost_budget_usd=0.0001, model_prices=prices)
     model = priced("gpt-4o-mini-2024-07-18", usage)
-    state = build_graph(model, [look], config=config).invoke({"messages": [("user", "go")]})
+    state = build_graph(model, [look_item], config=config).invoke({"messages": [("user", "go")]})
     assert state["budget_spent"]["cost_usd"] == pytest.approx(1_000 * 0.15 / 1e6 + 100 * 0.6 / 1e6)
     assert state["stop_reason"].startswith("the cost budget cost_budget_usd=0.0001 was spent ($0.0002)")
 
 
 def test_unpriced_replies_are_named_in_the_reason_and_counted_by_approximation_without_usage():
     config = AgentConfig(verify_results=False, cost_budget_usd=1.0, token_budget=50, model_prices={"other": (1, 1)})
-    state = build_graph(priced("local-model", None), [look], config=config).invoke({"messages": [("user", "go")]})
+    state = build_graph(priced("local-model", None), [look_item], config=config).invoke({"messages": [("user", "go")]})
     spent = state["budget_spent"]
     assert spent["estimated_tokens"] == spent["input_tokens"] + spent["output_tokens"] > 0
     assert spent["unpriced_tokens"] == spent["estimated_tokens"] and spent["cost_usd"] == 0

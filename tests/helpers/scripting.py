@@ -101,3 +101,20 @@ def look_review_hand_off(request):
     if not request.called("replan_review_context"):
         return tool_call("replan_review_context", {})
     return tool_call("replan_split_and_handoff", {"summary": "first half", "tasks": [{"content": "the rest"}]})
+
+
+LOOKUP_STEPS = [{"id": str(i), "content": f"look up item {i}"} for i in range(1, 7)]
+"""Six subtasks, each looking one item up (`look_item`, `look_then_answer`)."""
+
+
+def look_item(item: str) -> str:
+    """Looks one item up."""
+    return f"item {item}: found, value {int(item) * 7}"
+
+
+def look_then_answer(request):
+    """A subtask's turns: one ``look_item`` call, then the answer."""
+    item = subtask_of(request).rsplit(" ", 1)[-1]
+    if not request.called("look_item"):
+        return tool_call("look_item", {"item": item})
+    return f"item {item} has value {int(item) * 7}"

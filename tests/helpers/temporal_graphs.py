@@ -11,7 +11,7 @@ from pathlib import Path
 
 from docs_support import blocks
 from langgraph.checkpoint.memory import InMemorySaver
-from scripting import make_model, plan_of, subtask_of
+from scripting import LOOKUP_STEPS, look_item, look_then_answer, make_model, plan_of, subtask_of
 
 from replangraph import AgentConfig, build_graph
 from replangraph.testing import ScriptedChatModel, tool_call
@@ -180,16 +180,6 @@ def budgeted(token_budget: str = "2500"):
     """Six subtasks, each one ``look`` call then an answer, under a token budget that ends the run early. With a
     checkpointer, as a run on Temporal can pause too (the agents are offered ``ask_user``: the same prompts)."""
 
-    def look(item: str) -> str:
-        """Looks one item up."""
-        return f"item {item}: found, value {int(item) * 7}"
-
-    def work(request):
-        item = subtask_of(request).rsplit(" ", 1)[-1]
-        if not request.called("look"):
-            return tool_call("look", {"item": item})
-        return f"item {item} has value {int(item) * 7}"
-
-    steps = [{"id": str(i), "content": f"look up item {i}"} for i in range(1, 7)]
     config = AgentConfig(verify_results=False, token_budget=int(token_budget))
-    return build_graph(make_model(plan_of(*steps), work), [look], config=config, checkpointer=InMemorySaver())
+    model = make_model(plan_of(*LOOKUP_STEPS), look_then_answer)
+    return build_graph(model, [look_item], config=config, checkpointer=InMemorySaver())
