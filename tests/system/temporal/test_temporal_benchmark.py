@@ -4,6 +4,7 @@ timing is asserted)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -103,6 +104,7 @@ def test_the_verdict_fails_only_on_what_must_hold_and_judges_speed_at_full_size(
 
 
 @pytest.mark.system
+@pytest.mark.skipif(bool(os.environ.get("CI")), reason="CI runs python -m benchmarks temporal --quick itself (.ci/run)")
 def test_a_tiny_benchmark_runs_every_row_and_what_must_hold_holds():
     """4 subtasks x 0.3 s on 1 and 2 workers, in-process beside them, and the crash row (a worker SIGKILLed in the
     second wave of calls, restarted): every subtask completes, none re-run, calls twice only those in flight."""
