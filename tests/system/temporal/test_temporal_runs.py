@@ -5,7 +5,7 @@ same way in a new process; a subtask that raises is failed, not retried forever.
 from __future__ import annotations
 
 import pytest
-from temporal_graphs import README_GOAL, raising_subtask, readme_example
+from temporal_graphs import README_GOAL, raising_subtask, readme_example, server_down_on_b
 from temporal_support import new_queue, on_temporal, replay, worker_process
 
 pytestmark = pytest.mark.system  # a Temporal dev server and worker processes
@@ -41,3 +41,17 @@ def test_a_subtask_that_raises_is_failed_not_retried(temporal_address):
     assert failed["status"] == "failed" and "the parser crashed on b" in str(failed)
     # each executor step ran once: b's crash was handled in its activity, never retried
     assert activities["replangraph.executor"] == len(out["tasks"])
+
+
+def test_a_model_server_that_stops_answering_fails_the_subtasks_it_hits(temporal_address):
+    """In-process a run that can pause pauses (ModelServerDown); on Temporal the error fails the subtask at once
+    (not tried again), and the run ends with the fallback report, as an in-process run that cannot pause."""
+    local = server_down_on_b().invoke({"messages": [("user", "three things")]})
+    queue = new_queue()
+    with worker_process(temporal_address, queue, "temporal_graphs:server_down_on_b"):
+        out, activities, _ = on_temporal(temporal_address, queue, "three things")
+    assert {t["id"]: t["status"] for t in out["tasks"].values()} == {
+        t["id"]: t["status"] for t in local["tasks"].values()
+    }
+    assert out["tasks"]["b"]["status"] == "failed" and out["tasks"]["fallback"]["status"] == "completed"
+    assert activities["replangraph.executor"] == len(out["tasks"])  # none tried again by Temporal
