@@ -28,20 +28,23 @@ def readme_example():
     return namespace["graph"]
 
 
-def raising_subtask():
-    """Three subtasks; the model raises ValueError whenever it works on ``b`` (a bug, not a flaky call)."""
+def failing_on_b(how: str = "bug"):
+    """Three subtasks; whenever the model works on ``b`` it fails: ``bug``, ValueError (a bug, not a flaky call);
+    ``server``, ConnectionError through every retry (a model server that stopped answering: a run that can pause
+    pauses in-process)."""
 
     def respond(request):
         if "Plan" in request.tool_names:
             return tool_call("Plan", {"tasks": [{"id": t, "content": t} for t in ("a", "b", "c")]})
         subtask = subtask_of(request)
         if subtask == "b":
-            raise ValueError("the parser crashed on b")
+            raise ValueError("the parser crashed on b") if how == "bug" else ConnectionError("connection refused")
         if subtask in ("a", "c"):
             return f"result of {subtask}"
         return "final: " + ", ".join(sorted(set(request.prompt.split()) & {"a", "b", "c"}))
 
-    return build_graph(ScriptedChatModel(respond=respond), config=AgentConfig(verify_results=False))
+    config = AgentConfig(verify_results=False, retry_backoff_s=0, model_retries=1)
+    return build_graph(ScriptedChatModel(respond=respond), config=config)
 
 
 SALES_PLAN = plan_of(
@@ -183,21 +186,3 @@ def budgeted(token_budget: str = "2500"):
     config = AgentConfig(verify_results=False, token_budget=int(token_budget))
     model = make_model(plan_of(*LOOKUP_STEPS), look_then_answer)
     return build_graph(model, [look_item], config=config, checkpointer=InMemorySaver())
-
-
-def server_down_on_b():
-    """`raising_subtask`'s plan; the model server is unreachable whenever the model works on ``b``
-    (ConnectionError through every retry: in-process the run pauses with ModelServerDown)."""
-
-    def respond(request):
-        if "Plan" in request.tool_names:
-            return tool_call("Plan", {"tasks": [{"id": t, "content": t} for t in ("a", "b", "c")]})
-        subtask = subtask_of(request)
-        if subtask == "b":
-            raise ConnectionError("connection refused")
-        if subtask in ("a", "c"):
-            return f"result of {subtask}"
-        return "final: " + ", ".join(sorted(set(request.prompt.split()) & {"a", "b", "c"}))
-
-    config = AgentConfig(verify_results=False, retry_backoff_s=0, model_retries=1)
-    return build_graph(ScriptedChatModel(respond=respond), config=config)

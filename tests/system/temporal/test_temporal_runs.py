@@ -5,7 +5,7 @@ same way in a new process; a subtask that raises is failed, not retried forever.
 from __future__ import annotations
 
 import pytest
-from temporal_graphs import README_GOAL, raising_subtask, readme_example, server_down_on_b
+from temporal_graphs import README_GOAL, failing_on_b, readme_example
 from temporal_support import new_queue, on_temporal, replay, worker_process
 
 pytestmark = pytest.mark.system  # a Temporal dev server and worker processes
@@ -31,9 +31,9 @@ def test_readme_example_gives_the_same_answer_as_in_process(temporal_address):
 
 
 def test_a_subtask_that_raises_is_failed_not_retried(temporal_address):
-    local = raising_subtask().invoke({"messages": [("user", "three things")]})
+    local = failing_on_b("bug").invoke({"messages": [("user", "three things")]})
     queue = new_queue()
-    with worker_process(temporal_address, queue, "temporal_graphs:raising_subtask"):
+    with worker_process(temporal_address, queue, "temporal_graphs:failing_on_b", "bug"):
         out, activities, _ = on_temporal(temporal_address, queue, "three things")
     # the replanner and the fallback did on Temporal what they do in-process
     assert sorted(queue_of(out)) == sorted(queue_of(local))
@@ -46,9 +46,9 @@ def test_a_subtask_that_raises_is_failed_not_retried(temporal_address):
 def test_a_model_server_that_stops_answering_fails_the_subtasks_it_hits(temporal_address):
     """In-process a run that can pause pauses (ModelServerDown); on Temporal the error fails the subtask at once
     (not tried again), and the run ends with the fallback report, as an in-process run that cannot pause."""
-    local = server_down_on_b().invoke({"messages": [("user", "three things")]})
+    local = failing_on_b("server").invoke({"messages": [("user", "three things")]})
     queue = new_queue()
-    with worker_process(temporal_address, queue, "temporal_graphs:server_down_on_b"):
+    with worker_process(temporal_address, queue, "temporal_graphs:failing_on_b", "server"):
         out, activities, _ = on_temporal(temporal_address, queue, "three things")
     assert {t["id"]: t["status"] for t in out["tasks"].values()} == {
         t["id"]: t["status"] for t in local["tasks"].values()
