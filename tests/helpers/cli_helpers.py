@@ -8,9 +8,9 @@ import json
 import os
 import re
 import sqlite3
-import time
 from pathlib import Path
 
+from clocks import hold_until_go
 from langchain_core.tools import tool
 
 from replangraph.app import cli
@@ -104,7 +104,6 @@ def lookup_responder(request: ScriptedRequest):
 
 HOLD_ENV = "REPLANGRAPH_TEST_HOLD"
 """A folder named here makes `held_lookup` write ``started`` there, then return only once ``go`` appears."""
-HOLD_S = 60.0
 
 
 @tool("lookup")
@@ -112,10 +111,7 @@ def held_lookup(name: str) -> str:
     """Look up a product by name."""
     folder = os.environ.get(HOLD_ENV)
     if folder:
-        Path(folder, "started").write_text(name)
-        deadline = time.monotonic() + HOLD_S
-        while not Path(folder, "go").exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
+        hold_until_go(folder, name)
     return f"{name}: launched in 2021"
 
 

@@ -4,7 +4,9 @@ measuring how long something took (speed figures belong in benchmarks/)."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 GUARD_S = 60.0
@@ -91,3 +93,16 @@ class InFlight:
                 return call(*args, **kwargs)
 
         return counted
+
+
+HOLD_S = 60.0
+"""The longest `hold_until_go` holds a run (a test that never lets it go fails on its own deadline first)."""
+
+
+def hold_until_go(folder: str | Path, started: str) -> None:
+    """Write ``started`` to ``folder/started``, then return once ``folder/go`` appears (or after `HOLD_S`): a
+    tool that holds its run there while a test does something to it, then lets it go; no timing involved."""
+    Path(folder, "started").write_text(started)
+    deadline = time.monotonic() + HOLD_S
+    while not Path(folder, "go").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)

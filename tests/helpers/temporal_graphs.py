@@ -6,9 +6,9 @@ Each is a function returning what `build_graph` returns, so a worker process bui
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
+from clocks import hold_until_go
 from docs_support import blocks
 from langgraph.checkpoint.memory import InMemorySaver
 from scripting import LOOKUP_STEPS, look_item, look_then_answer, make_model, plan_of, subtask_of
@@ -76,17 +76,11 @@ def waiting_tool(folder: str):
     def wait_for_go(item: str) -> str:
         """Fetch an item."""
         if folder:
-            Path(folder, "started").write_text(item)
-            deadline = time.monotonic() + HOLD_S
-            while not Path(folder, "go").exists() and time.monotonic() < deadline:
-                time.sleep(0.02)
+            hold_until_go(folder, item)
         return f"{item} fetched"
 
     return wait_for_go
 
-
-HOLD_S = 60
-"""The longest `waiting_tool` holds a run (a test that never lets it go fails on its own deadline first)."""
 
 CHAIN_PLAN = plan_of(
     {"id": "1", "content": "fetch the paint"},
