@@ -204,9 +204,15 @@ def calls_so_far(text: str, tool: str) -> list[dict]:
 
 
 def subtask(request: ScriptedRequest) -> tuple[str, str]:
-    """``(id, instruction)`` of the subtask a worker request is about."""
-    found = re.search(r"Your subtask \(([^)]*)\): (.*)", request.prompt)
+    """``(id, instruction)`` of the subtask a worker request is about; a group's instruction with its members'
+    instructions, one a line."""
+    found = re.search(r"Your subtask \(([^)]*)\): (.*(?:\n- .*)*)", request.prompt)
     return (found.group(1), found.group(2)) if found else ("", "")
+
+
+def members(instruction: str) -> list[str]:
+    """The members' instructions of a group (`replangraph.policy.scopes.group_text`), else []."""
+    return [line[2:] for line in instruction.splitlines()[1:] if line.startswith("- ")]
 
 
 def checked(request: ScriptedRequest) -> tuple[str, str]:
@@ -390,6 +396,9 @@ class Persona:
     def span_of(self, instruction: str) -> tuple[int, int] | None:
         """The items an instruction asks for: its range, its one item, or all the items of a goal it repeats."""
         world = self.world
+        spans = [span for member in members(instruction) if (span := self.span_of(member))]
+        if spans:  # a group: read as one list of work, as a model reads the lines of its instructions
+            return min(a for a, _ in spans), max(b for _, b in spans)
         item = world.item_of(instruction)
         whole = world.size_in_goal(instruction)
         return world.range_of(instruction) or ((item, item) if item else None) or ((1, whole) if whole else None)

@@ -13,8 +13,11 @@ Words, one noun per concept (the code and the docs use these):
   subtasks (``replan_split_and_handoff``); the completion check queues follow-ups the same way, and so does a
   limit that stops a subtask (``max_step_iterations``, ``step_timeout_s``). A follow-up is a **continuation**
   (the rest of its parent's own work, at its parent's depth) or a **split** (a narrower part of work its
-  parent did none of, one level deeper: ``max_split_depth`` bounds that nesting). **Coverage**: what the
-  queue's subtasks account for (the ranges of items they hold); follow-ups that repeat it are not run twice.
+  parent did none of, one level deeper: ``max_split_depth`` bounds that nesting). Every follow-up a model
+  writes is queued; only the goal itself is left out (see `replangraph.queue.coverage`).
+- **text policy**: the replaceable heuristics that read meaning out of instruction texts (numbered ranges),
+  `TextPolicy`: they may group a plan's one-item tasks, add work a hand-off skipped and annotate overlaps
+  (**coverage**: what the queue's subtasks account for), never drop, trim, merge or rewrite work.
 - **replan request**: a subtask that failed, wrote ``[REPLAN]`` or called ``request_replan``; the
   **replanner** replaces the pending subtasks with a new plan.
 - **kept text**: text cut from a window or a request (a long tool output, folded history) and kept whole
@@ -38,6 +41,7 @@ import logging
 from replangraph.builder import build_graph
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.llm.errors import ModelServerDown
+from replangraph.policy import TextPolicy
 from replangraph.queue.tasks import Task, TaskStatus, plan_summary
 from replangraph.state import EVENT_NAMES, InputState, OutputState, ReplanState
 
@@ -52,6 +56,7 @@ __all__ = [
     "Task",
     "TaskStatus",
     "Team",
+    "TextPolicy",
     "build_graph",
     "plan_summary",
 ]

@@ -35,6 +35,7 @@ from replangraph.nodes.execution.middleware import split_middleware
 from replangraph.nodes.finalize.finalizer import Finalizer
 from replangraph.nodes.planning.planner import Planner
 from replangraph.nodes.planning.replanner import Replanner
+from replangraph.policy import TextPolicy
 from replangraph.routing import default_rules, make_router, start_router
 from replangraph.safety_net import fail_running_tool_calls, fail_the_subtask
 from replangraph.state import InputState, OutputState, ReplanState, with_plan_message
@@ -123,6 +124,7 @@ def build_graph(
     token_counter: TokenCounter | None = None,
     commands: Mapping[str, Callable[[str, Mapping[str, Any]], Any]] | None = None,
     middleware: Sequence[Any] = (),
+    policy: TextPolicy | None = None,
     name: str = "replangraph",
 ) -> CompiledStateGraph:
     """Compile the replanning agent graph.
@@ -145,8 +147,15 @@ def build_graph(
     methods, first in the list outermost. Middleware with hooks that make no sense inside one
     subtask (``before_model``, ``after_model``, ``before_agent``, ``after_agent``, state keys of
     its own, tools of its own) is refused with a ValueError.
+
+    ``policy`` holds the heuristics that read meaning out of instruction texts (numbered ranges): they may
+    group a plan's one-item tasks, add the parts of a range a hand-off skips and annotate overlaps, never drop
+    work (default `TextPolicy()`; ``TextPolicy(enabled=False)`` turns them off).
     """
     config = config or AgentConfig()
+    policy = policy if policy is not None else TextPolicy()
+    if not isinstance(policy, TextPolicy):
+        raise TypeError(f"policy must be a TextPolicy, got {type(policy).__name__}")
     if not isinstance(config, AgentConfig):
         raise TypeError(f"config must be an AgentConfig, got {type(config).__name__}")
     _check_model(model, "model")
@@ -175,6 +184,7 @@ def build_graph(
             verifier_model=verifier_model,
             options={"teams": teams, "commands": commands},
             check_model=_check_model,
+            policy=policy,
         )
         made = make(build)  # None: not part of this graph (no teams given)
         if made is not None:
@@ -221,7 +231,15 @@ def build_graph(
     meter = Metering([f.on_reply for f in features if f.on_reply], state_schema)
     # The nodes that read the whole state keep the plan message (the queue, in ``messages``) up to date.
     fresh = [feature.on_new_plan for feature in features if feature.on_new_plan]
-    planner = Planner(planner_model or model, planning, config, monitor, feature_types=feature_types, on_new_plan=fresh)
+    planner = Planner(
+        planner_model or model,
+        planning,
+        config,
+        monitor,
+        feature_types=feature_types,
+        on_new_plan=fresh,
+        policy=policy,
+    )
     builder.add_node(PLANNER, both_paths(planner, PLANNER, new_plan=True, metering=meter))
     # Error handlers turn an unexpected crash in a subtask's step into a failed subtask, not a crashed run.
     executor = Executor(
@@ -246,6 +264,7 @@ def build_graph(
         middleware=tool_middleware,
         answer_takers=[feature.takes_answers for feature in features if feature.takes_answers],
         stops=[feature.stop for feature in features if feature.stop],
+        policy=policy,
     )
     builder.add_node(
         TOOLS,
@@ -261,7 +280,7 @@ def build_graph(
     )
     hooks = [feature.after_replan for feature in features if feature.after_replan]
     replanner = Replanner(
-        planner_model or model, planning, config, monitor, feature_types=feature_types, after_round=hooks
+        planner_model or model, planning, config, monitor, feature_types=feature_types, after_round=hooks, policy=policy
     )
     stops = [feature.stop for feature in features if feature.stop]
     finalizer = Finalizer(model, config, monitor, stops=stops)

@@ -38,7 +38,13 @@ class EngineSettings(BaseModel):
         1_000, ge=1, description="Global budget of model calls by executor, verifier and replanner (retries count)."
     )
     max_replans: int = Field(2, ge=0, description="Replans allowed in one run.")
-    max_concurrency: int = Field(1, ge=1, description="Subtasks, and tool calls, that may run at the same time.")
+    max_concurrency: int = Field(
+        8,
+        ge=1,
+        description="Subtasks, and tool calls, that may run at the same time. 8: a plan's independent tasks run at "
+        "once (LangGraph would run them all), while a local server's few slots or a provider's rate limit are "
+        "not flooded; 1 runs one subtask at a time.",
+    )
     planner_retries: int = Field(2, ge=0, description="Retries of an invalid plan before the fallback.")
     replanner_retries: int = Field(2, ge=0, description="Retries of an invalid replan before giving up.")
     model_retries: int = Field(2, ge=0, description="Retries of a model call that failed transiently.")

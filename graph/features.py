@@ -25,6 +25,7 @@ from typing_extensions import NotRequired, Required, TypedDict, get_type_hints
 import replangraph.nodes as nodes
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.llm.replies import ReplyHook, metered
+from replangraph.policy import DEFAULT_POLICY, TextPolicy
 from replangraph.routing import Rule, TaskRule
 
 AfterReplan = Callable[..., tuple[Any, list[str]]]
@@ -145,6 +146,8 @@ class Build:
     """`replangraph.build_graph`'s feature arguments by name (``teams``, ``commands``)."""
     check_model: Callable[[Any, str], None] = lambda model, role: None
     """Raises TypeError for a model argument that is no chat model (``role`` names it)."""
+    policy: TextPolicy = DEFAULT_POLICY
+    """The graph's text heuristics (`replangraph.policy`)."""
 
 
 def nodes_where(features: Sequence[Feature], test: Callable[[FeatureNode], bool]) -> list[str]:

@@ -206,7 +206,9 @@ def first_turn(notes: Sequence[OpeningNote] = ()) -> Callable[[Route, Task, Disp
 
 def dispatch_rule(task_rules: Sequence[TaskRule]) -> Rule:
     """The dispatch step: each running subtask takes its next step and ready subtasks start, up to
-    ``max_concurrency``; each subtask goes to the first task rule that claims it. Nothing to do: finalize."""
+    ``max_concurrency`` and no more than the model calls ``max_steps`` has left after the running ones' (a
+    subtask's first turn is a call); each subtask goes to the first task rule that claims it. Nothing to do:
+    finalize."""
 
     def dispatch(route: Route) -> Decision:
         done = Dispatch(queue_size=len(route.tasks))
@@ -221,7 +223,8 @@ def dispatch_rule(task_rules: Sequence[TaskRule]) -> Rule:
                 if isinstance(decision, Send) or decision not in done.sends:
                     done.sends.append(decision)
                 break
-        room = max(route.settings.max_concurrency - done.running, 0)
+        calls_left = route.settings.max_steps - spent_model_calls(route.state) - len(done.sends)
+        room = max(min(route.settings.max_concurrency - done.running, calls_left), 0)
         for task in ready_tasks(route.tasks, room):
             started = next((s for r in task_rules if r.ready and (s := r.ready(route, task, done)) is not None), None)
             if started is not None:

@@ -1,7 +1,7 @@
 """The subtask queue, pure (no LangGraph): tasks and their rendering, the incremental index, plans and splits.
 
 What the package exports is the queue's public read API (used by the CLI and notebooks too).
-`replangraph.queue.scopes` reads numbered item ranges in instructions ("products 51-100") and does their arithmetic.
+Reading numbered ranges out of instructions is the text policy's (`replangraph.policy`), not the queue's.
 """
 
 from replangraph.queue.tasks import (

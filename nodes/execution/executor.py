@@ -121,6 +121,7 @@ from replangraph.nodes.execution.middleware import (
     reply_of,
 )
 from replangraph.nodes.execution.prompts import system_prompt
+from replangraph.policy import DEFAULT_POLICY, TextPolicy
 from replangraph.queue.tasks import Task
 from replangraph.state import STEP_STARTED, Configured, StateUpdate, emit, held_events
 from replangraph.tools.read_output import read_output_tool, subtask_reader
@@ -407,11 +408,14 @@ class ToolRunner(Configured):
         middleware: Sequence[ToolWrapper] = (),
         answer_takers: Sequence[Callable[[AgentConfig], bool]] = (),
         stops: Sequence[Callable[[Mapping[str, Any], AgentConfig], Any]] = (),
+        policy: TextPolicy = DEFAULT_POLICY,
     ):
         """``feature_wrappers``: the features' wrappers (ask_user's screening); ``middleware``: the user's
         ``wrap_tool_call`` hooks (see `chain`); ``answer_takers``: whether a feature's node ends an answered
         subtask (`replangraph.features.Feature.takes_answers`); ``stops``: the features' stop hooks (a stop
-        that skips running subtasks runs none of their calls)."""
+        that skips running subtasks runs none of their calls); ``policy``: the text heuristics a hand-off's
+        follow-ups go through (`replangraph.policy`)."""
+        self.policy = policy
         self.answer_takers = list(answer_takers)
         self.stops = list(stops)
         self.profiles = profiles
@@ -561,7 +565,14 @@ class ToolRunner(Configured):
             return parent is None or made_progress(text, reads, parent, full_result(parent))
 
         session = ReplanSession(
-            task_id, tasks, self.agent_types, self.config, goal=goal, progress=made_calls(window), new_data=new_data
+            task_id,
+            tasks,
+            self.agent_types,
+            self.config,
+            goal=goal,
+            progress=made_calls(window),
+            new_data=new_data,
+            policy=self.policy,
         )
         answered = [t for w in self.feature_wrappers for t in getattr(w, "answered_tools", list)()]
         tools = [*self.profiles[task["agent_type"]].tools, *replan_toolkit(session), *answered]

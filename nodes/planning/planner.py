@@ -27,6 +27,7 @@ from replangraph.llm.structured import structured_steps
 from replangraph.names import BUILT_IN_TOOLS, PLANNER
 from replangraph.nodes.planning.prompts import PLAN_RETRY, PLANNER_PROMPT, PLANNER_TOOLS_RULE
 from replangraph.nodes.planning.rule_plan import rule_based_plan
+from replangraph.policy import DEFAULT_POLICY, TextPolicy
 from replangraph.queue.plans import (
     coerce_agent_types,
     fit_required_tools,
@@ -37,7 +38,6 @@ from replangraph.queue.plans import (
     tool_names,
     validate_plan,
 )
-from replangraph.queue.scopes import batched_plan, merged_ranges
 from replangraph.queue.tasks import DEFAULT_AGENT, RESET, QueueError, Task, next_plan_id, preview
 from replangraph.state import PLAN_CREATED, Configured, StateUpdate, emit
 from replangraph.tracing import traced
@@ -266,20 +266,12 @@ def check_required_tools(
     return specs, notes + tool_notes
 
 
-ITEM_RUN = 10
-"""Tasks of one instruction that differ only in an item number, in a row, that make a plan of one task per item
-(batched: `batched_items`); a few such tasks are kept as planned."""
-
-
-def batched_items(specs: list[dict], config: AgentConfig) -> tuple[list[dict], list[str]]:
-    """``specs`` with each run of more than `ITEM_RUN` one-item tasks batched (`batched_plan`) into tasks of
-    ``batch_size`` items, or fewer so that the items still make ``max_concurrency`` tasks to run at once, and
-    adjacent ranges of one list merged up to ``batch_size`` items (`merged_ranges`): a task costs a subtask (a
-    fresh window, a turn, an answer, a check) however few items it has. ``batch_size`` 1 keeps them."""
-    size = max(1, min(config.batch_size, -(-len(specs) // config.max_concurrency)))
-    specs, notes = batched_plan(specs, size, min_run=max(ITEM_RUN, config.max_concurrency) + 1)
-    specs, merged = merged_ranges(specs, config.batch_size, min_tasks=config.max_concurrency)
-    return specs, notes + merged
+def grouped_items(specs: list[dict], config: AgentConfig, policy: TextPolicy) -> tuple[list[dict], list[str]]:
+    """``specs`` with each long run of one-item tasks grouped by the text policy (`TextPolicy.grouped_plan`): a
+    group keeps its members' instructions, at most ``batch_size`` members a group and at least
+    ``max_concurrency`` groups, so the plan still runs at once. A task costs a subtask (a fresh window, a turn,
+    an answer, a check) however small it is; grouping saves that, and nothing else changes."""
+    return policy.grouped_plan(specs, batch_size=config.batch_size, max_concurrency=config.max_concurrency)
 
 
 def tools_prompt(prompt: str, profiles: Mapping[str, Any], tools_by_agent: Mapping[str, Sequence[str]]) -> str:
@@ -328,8 +320,10 @@ class Planner(Configured):
         monitor: ContextMonitor | None = None,
         feature_types: Collection[str] = (),
         on_new_plan: Sequence[Callable[[AgentConfig], Mapping[str, Any]]] = (),
+        policy: TextPolicy = DEFAULT_POLICY,
     ):
         self.monitor = (monitor or ContextMonitor(config)).for_model(model)
+        self.policy = policy
         self.feature_types = tuple(feature_types)
         """Which of ``profiles`` features added (a team)."""
         self.on_new_plan = list(on_new_plan)
@@ -342,12 +336,12 @@ class Planner(Configured):
         self.base_config = config
 
     def check(self, specs: list[dict]) -> tuple[list[dict], list[str]]:
-        """Repair what is clear (dependency spellings, unknown agent types and tools, one task per item batched to
-        ``batch_size`` items: `batched_items`), then validate; `UsablePlan` when only required tools do not fit
+        """Repair what is clear (dependency spellings, unknown agent types and tools, long runs of one-item tasks
+        grouped: `grouped_items`), then validate; `UsablePlan` when only required tools do not fit
         their agent types."""
         specs, notes = normalize_plan(specs)
         specs, agent_notes = coerce_agent_types(specs, list(self.profiles), DEFAULT_AGENT)
-        specs, batch_notes = batched_items(specs, self.config)
+        specs, batch_notes = grouped_items(specs, self.config, self.policy)
         agent_notes += batch_notes
         return check_required_tools(
             specs,

@@ -37,8 +37,8 @@ from replangraph.llm.calls import refit_steps, run_steps
 from replangraph.names import REPLANNER
 from replangraph.nodes.planning.planner import (
     PlanAnswer,
-    batched_items,
     check_required_tools,
+    grouped_items,
     plan_schema,
     request_plan_steps,
     retry_quotes,
@@ -47,6 +47,7 @@ from replangraph.nodes.planning.planner import (
     tools_prompt,
 )
 from replangraph.nodes.planning.prompts import REPLAN_TEMPLATE, REPLANNER_PROMPT
+from replangraph.policy import DEFAULT_POLICY, TextPolicy
 from replangraph.queue.plans import (
     coerce_agent_types,
     next_top_position,
@@ -211,8 +212,10 @@ class Replanner(Configured):
         monitor: ContextMonitor | None = None,
         feature_types: Collection[str] = (),
         after_round: Sequence[AfterReplan] = (),
+        policy: TextPolicy = DEFAULT_POLICY,
     ):
         self.monitor = (monitor or ContextMonitor(config)).for_model(model)
+        self.policy = policy
         self.after_round = tuple(after_round)
         """What features add after each round (see `replangraph.features.Feature.after_replan`)."""
         self.feature_types = tuple(feature_types)
@@ -334,7 +337,7 @@ class Replanner(Configured):
             specs, notes = normalize_plan(specs, existing=can_wait_on)
             renamed = rename_colliding(specs, set(tasks), suffix)
             renamed, agent_notes = coerce_agent_types(renamed, list(self.profiles), DEFAULT_AGENT)
-            renamed, batch_notes = batched_items(renamed, self.config)  # one task per item, batched
+            renamed, batch_notes = grouped_items(renamed, self.config, self.policy)  # one task per item, grouped
             agent_notes += batch_notes
 
             def validate(fitted: list[dict]) -> None:

@@ -18,21 +18,26 @@ from replangraph.nodes.verification.goal_check import GoalCheck, goal_left_unche
 from replangraph.nodes.verification.names import GOAL_CHECK, VERIFIER
 from replangraph.nodes.verification.state import VerificationState, VerifiedTask
 from replangraph.nodes.verification.verifier import Verifier, let_results_stand
+from replangraph.policy import DEFAULT_POLICY, TextPolicy
 from replangraph.routing import Rule, TaskRule, window_rule
 
 
 def feature(build: Build) -> Feature:
     """The completion check, judged by the verifier model (default: the planner's, else the graph's)."""
     judge = build.verifier_model or build.planner_model or build.model
-    return verification_feature(judge, build.profiles, build.config, build.monitor)
+    return verification_feature(judge, build.profiles, build.config, build.monitor, build.policy)
 
 
 def verification_feature(
-    model: Any, profiles: Mapping[str, AgentProfile], config: AgentConfig, monitor: ContextMonitor
+    model: Any,
+    profiles: Mapping[str, AgentProfile],
+    config: AgentConfig,
+    monitor: ContextMonitor,
+    policy: TextPolicy = DEFAULT_POLICY,
 ) -> Feature:
     """The verifier (``model`` judges) and the rule that sends it every answer waiting for its check. A
     crash in the check lets the answers stand."""
-    verifier = Verifier(model, profiles, config, monitor)
+    verifier = Verifier(model, profiles, config, monitor, policy)
     node = FeatureNode(verifier, error_handler=let_results_stand(goto=TOOLS))
     # A subtask whose window ends with an answer waits for the check (one verifier node checks every
     # waiting answer) and keeps its slot meanwhile.

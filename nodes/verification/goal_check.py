@@ -28,7 +28,7 @@ from replangraph.names import FINALIZE
 from replangraph.nodes.verification.names import GOAL_CHECK, GOAL_CHECKED
 from replangraph.nodes.verification.prompts import GOAL_CHECK_PROMPT, GOAL_CHECK_TEMPLATE, GOAL_INSTRUCTIONS_NOTE
 from replangraph.nodes.verification.verifier import VERIFY_RETRIES, Verifier
-from replangraph.queue.coverage import fresh_follow_ups
+from replangraph.queue.coverage import follow_ups
 from replangraph.queue.plans import next_top_position
 from replangraph.queue.tasks import Task, index_of, new_task, ordered, spent_model_calls, task_line
 from replangraph.routing import Decision, Route
@@ -145,15 +145,10 @@ class GoalCheck(Configured):
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         fresh, notes = [], []
         if not judged["complete"]:
-            # It judged the results themselves: a range a subtask claims but whose items are missing is queued.
-            work = fresh_follow_ups(
-                tasks,
-                judged["remaining_tasks"],
-                goal=state.get("goal", ""),
-                claims=False,
-                batch_size=self.config.batch_size,
-            )
-            fresh, notes = work.queued, list(work.notes)
+            # It judged the results themselves: whatever it names is queued, but the goal itself.
+            work = follow_ups(judged["remaining_tasks"], goal=state.get("goal", ""))
+            fresh = work.queued
+            notes = [*work.notes, *self.verifier.policy.notes(tasks, fresh)]
         room = max(self.config.max_tasks - len(tasks), 0)
         if len(fresh) > room:
             notes.append(f"{len(fresh) - room} missing tasks did not fit max_tasks={self.config.max_tasks}")

@@ -44,7 +44,8 @@ from replangraph.llm.structured import structured_steps
 from replangraph.nodes.verification.names import CHECK_STOOD_DOWN, STEP_VERIFIED, VERIFIER
 from replangraph.nodes.verification.prompts import VERIFIER_PROMPT, VERIFY_EXCERPT_NOTE, VERIFY_TEMPLATE
 from replangraph.nodes.verification.state import TaskVerdict, verdict_record
-from replangraph.queue.coverage import fresh_follow_ups
+from replangraph.policy import DEFAULT_POLICY, TextPolicy
+from replangraph.queue.coverage import follow_ups
 from replangraph.queue.plans import LimitReached, limit_hit, split_task
 from replangraph.queue.tasks import (
     QueueError,
@@ -163,8 +164,10 @@ class Verifier(Configured):
         profiles: Mapping[str, AgentProfile],
         config: AgentConfig,
         monitor: ContextMonitor | None = None,
+        policy: TextPolicy = DEFAULT_POLICY,
     ):
         self.monitor = (monitor or ContextMonitor(config)).for_model(model)
+        self.policy = policy
         self.structured = bind_schema(model, Verdict)
         self.tools = schema_tools(Verdict)
         self.profiles = profiles
@@ -259,15 +262,14 @@ class Verifier(Configured):
         """``(follow-up tasks, task fields)``: the missing work as continuations of ``task`` (the rest of its own
         work, at its depth); when none can be queued, the task's fields say why (`settle`).
 
-        Missing work that repeats the goal or work already queued, running or done, or that lies outside the
-        subtask's range, is not queued (`fresh_follow_ups`); a repeat of the subtask's own instructions is queued
-        only when it made ``progress`` with tools of its own (it goes on). A check whose every follow-up is left out
-        stands down, and the result stands."""
-        fresh = fresh_follow_ups(
-            tasks, remaining, within=task, goal=goal, again=progress, batch_size=self.config.batch_size
-        )
+        Every follow-up the check names is queued as written (`follow_ups`), but the goal itself and a repeat of
+        the subtask's own instructions beyond one redo (none when it made no ``progress`` with tools of its own:
+        the same instructions on the same inputs are the same work); the text policy may note overlaps. A check
+        whose every follow-up is left out stands down, and the result stands."""
+        fresh = follow_ups(remaining, goal=goal, own=task["content"], again=progress)
+        notes = [*fresh.notes, *self.policy.notes(tasks, fresh.queued, within=task)]
         if not fresh.queued:
-            why = "what it found missing repeats work queued, running or done: " + " ".join(fresh.notes)
+            why = "what it found missing is the goal itself or this subtask again: " + " ".join(fresh.notes)
             return {}, {"stood_down": why}
         specs = [{"content": c, "agent_type": None} for c in fresh.queued]
         try:
@@ -288,7 +290,7 @@ class Verifier(Configured):
             }
         except QueueError as exc:
             return {}, {"why": str(exc)}
-        return created, {"notes": fresh.notes} if fresh.notes else {}
+        return created, {"notes": notes} if notes else {}
 
     def settle(
         self,

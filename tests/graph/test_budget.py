@@ -16,7 +16,8 @@ from replangraph.testing import ScriptedChatModel
 
 def graph(**settings):
     model = make_model(plan_of(*LOOKUP_STEPS), look_then_answer)
-    config = AgentConfig(verify_results=False, **settings)
+    # one subtask at a time: the budget runs out between two subtasks, some done and some not
+    config = AgentConfig(verify_results=False, **{"max_concurrency": 1, **settings})
     return build_graph(model, [look_item], config=config, checkpointer=InMemorySaver())
 
 

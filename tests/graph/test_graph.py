@@ -38,7 +38,7 @@ def test_nineteen_products_end_to_end(way):
 
 
 def test_events_are_emitted_in_order(way):
-    _, events = run(build_demo_graph(), GOAL, way=way)
+    _, events = run(build_demo_graph(AgentConfig(max_concurrency=1)), GOAL, way=way)  # one subtask at a time
     names = [(e["event"], e.get("task_id") or e.get("parent_id")) for e in events]
     assert names == [
         ("plan_created", None),
@@ -62,7 +62,7 @@ def test_events_are_emitted_in_order(way):
 
 
 def test_parallel_siblings_give_the_same_result(way):
-    sequential = build_demo_graph().invoke({"messages": [("user", GOAL)]})
+    sequential = build_demo_graph(AgentConfig(max_concurrency=1)).invoke({"messages": [("user", GOAL)]})
     parallel = invoke(build_demo_graph(AgentConfig(max_concurrency=3)), {"messages": [("user", GOAL)]}, way=way)
     assert parallel["final_answer"] == sequential["final_answer"]
 

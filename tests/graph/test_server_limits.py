@@ -219,7 +219,8 @@ def test_an_overflow_in_a_subtask_teaches_the_window_and_the_compressor_fits_it(
     with SmallWindowServer() as server:
         server.responder = looks_up_first
         model = ChatOpenAI(model="local", base_url=server.base_url, api_key="none", max_retries=0)
-        graph = build_graph(model, [lookup], config=settings(max_output_tokens=200))
+        # one subtask at a time: what subtask 1's overflow taught fits subtask 2 from its first request
+        graph = build_graph(model, [lookup], config=settings(max_output_tokens=200, max_concurrency=1))
         events, state = [], None
         for mode, chunk in graph.stream({"messages": [("user", GOAL)]}, stream_mode=["custom", "values"]):
             if mode == "custom":

@@ -193,7 +193,8 @@ def test_a_pending_fallback_survives_a_later_replan_and_waits_for_the_new_plan()
         return plan_of()  # gives up on the shop: the fallback is queued
 
     plan = plan_of(task("a", "shop"), task("b", "mirror"))
-    state, events = run(build_graph(make_model(plan, work, replan=replan)))
+    one_at_a_time = AgentConfig(max_concurrency=1, **FAST)  # the shop fails, is replanned, then the mirror
+    state, events = run(build_graph(make_model(plan, work, replan=replan), config=one_at_a_time))
     assert [e["outcome"] for e in replanning(events)] == ["gave_up", "replanned"]
     assert [e["fallback_task_id"] for e in replanning(events)] == ["fallback", "fallback"]
     assert statuses(state) == {"a": "failed", "b": "failed", "archive": "completed", "fallback": "completed"}
@@ -328,7 +329,9 @@ def test_the_fallback_s_own_request_is_closed_without_a_round():
 
 
 def test_a_resumed_run_queues_one_fallback():
-    graph = build_graph(make_model(laptops_plan(), laptops_work(lambda r: ANSWER)), checkpointer=InMemorySaver())
+    model = make_model(laptops_plan(), laptops_work(lambda r: ANSWER))
+    one_at_a_time = AgentConfig(max_concurrency=1)  # the fallback is the only subtask left to run after the replan
+    graph = build_graph(model, config=one_at_a_time, checkpointer=InMemorySaver())
     cfg = {"configurable": {"thread_id": "resumed"}}
     graph.invoke({"messages": [("user", "compare")]}, cfg, interrupt_after=["replanner"])
     stopped = graph.get_state(cfg).values

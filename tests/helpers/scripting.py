@@ -9,8 +9,9 @@ from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
 
 
 def subtask_of(request: ScriptedRequest) -> str:
-    """The content of the subtask a request works on ("" for other requests)."""
-    found = re.search(r"Your subtask \(([^)]*)\): (.*)", request.prompt)
+    """The content of the subtask a request works on ("" for other requests): its first line, with the members'
+    lines of a group (``- ...``) after it."""
+    found = re.search(r"Your subtask \(([^)]*)\): (.*(?:\n- .*)*)", request.prompt)
     return found.group(2) if found else ""
 
 

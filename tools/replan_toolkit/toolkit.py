@@ -28,7 +28,8 @@ from replangraph.context.fitting import kept_id, message_key, output_id, unique_
 from replangraph.context.kept import announced, completed, failed
 from replangraph.llm.reading import UnreadableInput, as_text, bad_arguments, message_text, task_specs, text_field
 from replangraph.names import ASK_USER, REPLAN_MARKER, REQUEST_REPLAN_TOOL, REVIEW_TOOL, SPLIT_TOOL, TOOLKIT_NAMES
-from replangraph.queue.coverage import fresh_follow_ups, skipped_parts
+from replangraph.policy import DEFAULT_POLICY, TextPolicy
+from replangraph.queue.coverage import follow_ups
 from replangraph.queue.plans import LimitReached, coerce_agent_types, limit_hit, split_task
 from replangraph.queue.tasks import (
     FollowUpKind,
@@ -86,6 +87,8 @@ class ReplanSession:
     new_data: Callable[[str], bool] = lambda summary: True
     """Whether a hand-off with this summary holds data the subtask's parent did not find (with what its agent
     read): a continuation that adds nothing stops its chain."""
+    policy: TextPolicy = DEFAULT_POLICY
+    """The text heuristics that may add follow-ups or notes (`replangraph.policy`)."""
     closed: bool = False
 
     def _check_open(self, ending: bool = False) -> None:
@@ -183,28 +186,17 @@ class ReplanSession:
         return reply(call_id, SPLIT_TOOL, text + " Stop now.", update)
 
     def covered(self, specs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
-        """``(follow-ups to queue, notes)``: ``specs`` less what repeats the goal or work queued, running or done,
-        those on this subtask's list of items kept inside its range (`fresh_follow_ups`; their batches are the
-        agent's to size), and with the parts of its range the follow-ups skip added (`skipped_parts`)."""
+        """``(follow-ups to queue, notes)``: every one of ``specs`` in order, identical ones too, but the goal
+        itself (`follow_ups`); with the text policy on, the parts of this subtask's range the follow-ups skip are
+        added and overlaps with other work noted (`TextPolicy`)."""
         if not specs:
             return specs, []
         task = self.tasks[self.task_id]
-        kept: list[dict[str, Any]] = []
-        notes: list[str] = []
-        by_type: dict[Any, list[str]] = {}
-        for spec in specs:
-            by_type.setdefault(spec.get("agent_type"), []).append(spec["content"])
-        for agent_type, contents in by_type.items():
-            fresh = fresh_follow_ups(
-                self.tasks,
-                [*(k["content"] for k in kept), *contents],
-                within=task,
-                goal=self.goal,
-            )
-            earlier = {k["content"] for k in kept}
-            kept += [{"content": c, "agent_type": agent_type} for c in fresh.queued if c not in earlier]
-            notes += fresh.notes
-        skipped = skipped_parts(task["content"], [k["content"] for k in kept])
+        fresh = follow_ups([spec["content"] for spec in specs], goal=self.goal)
+        kept = [dict(spec) for spec in specs if spec["content"] in fresh.queued]
+        contents = [k["content"] for k in kept]
+        skipped = self.policy.added_work(task["content"], contents)
+        notes = [*fresh.notes, *self.policy.notes(self.tasks, contents, within=task)]
         kept += [{"content": c, "agent_type": task["agent_type"], "by": "coverage"} for c in skipped]
         notes += [f"Follow-up {c!r} was added: the follow-ups skipped that part of this subtask" for c in skipped]
         return kept, notes

@@ -142,7 +142,8 @@ def test_a_two_megabyte_output_is_checkpointed_twice(tmp_path):
     plan = plan_of(*({"id": str(i), "content": f"step {i}"} for i in range(6)))
     path = tmp_path / "run.db"
     with sqlite3.connect(path, check_same_thread=False) as conn:
-        graph = build_graph(make_model(plan, respond), [dump], config=AgentConfig(), checkpointer=SqliteSaver(conn))
+        one_at_a_time = AgentConfig(max_concurrency=1)  # one tools update, so one workspace write, per output
+        graph = build_graph(make_model(plan, respond), [dump], config=one_at_a_time, checkpointer=SqliteSaver(conn))
         final = graph.invoke({"messages": [("user", "go")]}, {"configurable": {"thread_id": "t"}})
         assert all(t["status"] == "completed" for t in final["tasks"].values())
         big = conn.execute("SELECT channel FROM writes WHERE length(value) > 1000000").fetchall()

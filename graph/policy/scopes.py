@@ -1,5 +1,6 @@
-"""Numbered item ranges in subtask instructions, and the range arithmetic the engine needs with nothing but the
-instruction texts (no LangGraph, no model calls).
+"""Numbered item ranges in subtask instructions, read from the instruction texts alone (no LangGraph, no model
+calls): part of the text policy (`replangraph.policy`), so nothing here ever removes, trims, merges or rewrites
+work a model asked for. It may add work, group it, or annotate it.
 
 Models hand off or ask for work by ranges: "Extract products ranked 51-100 from the bestseller ranking: name,
 units sold and rating.", "Look up the climate figures of survey cities 5-8." Here:
@@ -7,10 +8,10 @@ units sold and rating.", "Look up the climate figures of survey cities 5-8." Her
 - `scope_of` reads the one range of an instruction as a `Scope`; `Scope.text` writes the same instruction for
   another range; `same_list` says whether two scopes count items of one list.
 - `union` and `subtract`: arithmetic on inclusive ranges.
-- `fresh_work`: the follow-ups worth queueing (no repeat of work queued, running or completed; a completion check's
-  follow-ups kept inside the checked subtask's scope). `gaps`: what a hand-off's follow-ups leave out.
-- `batched_plan`: a plan's runs of one-item tasks ("one task per product") as tasks of at most ``batch_size``
-  items.
+- `overlap_notes`: notes on follow-ups whose range meets work queued, running or done (they are queued anyway).
+  `gaps`: what a hand-off's follow-ups leave out of its range (queued as well).
+- `grouped_plan`: a plan's long runs of one-item tasks ("one task per product") as groups that keep their
+  members' instructions word for word, never fewer groups than may run at once.
 
 What is read as a range (kept simple on purpose): two whole numbers joined by "-", "–" or "—" (spaces allowed),
 " to ", " through " or " thru ", the first not larger than the last; "1,001" thousands separators are read.
@@ -18,9 +19,9 @@ Not read: numbers touching a letter, one of ``. , : / $ € £`` or another dash
 "Python 3.10-3.12", dates "2024-01-15", "v1-2", "B12-14", times "10:30-11:00", prices "$5-10"), a range followed
 by "%", "100-51", a range in a list of numbers ("cities 1, 2, 5-8", "5-8 and 10", "5-8, 10, 12"; "products 1-50,
 5 per call" is read), ordinals ("51st to 100th"), "between 51 and 100", and any instruction with two ranges or
-more. Read although not an item range: counts and units ("a 500-1000 word essay", "5 to 10 minutes"),
-"555-1234", "from 3 to 5 replicas". Such a scope only meets scopes of the same list, which share its words
-(`same_list`).
+more. Read although not an item range: prices, pages, years and units ("from 25 to 100 dollars", "pages 1-15",
+"a 500-1000 word essay"): which is why a range only ever adds work (`gaps`) or a note, never takes work away.
+Such a scope only meets scopes of the same list, which share its words (`same_list`).
 
 Choices, and why:
 
@@ -28,16 +29,15 @@ Choices, and why:
   instruction might itself hold. It keeps how the range was written (separator, thousands commas) so `Scope.text`
   writes a new range the same way; a one-item range is written "51-51", not "51", so that `scope_of` (and any
   reader of "a-b") reads it back.
-- `same_list` also counts the templates' other numbers as words ("chapter 3" and "chapter 4" are two lists: a
-  false "same list" drops work, a false "different list" only misses a repeat), and folds plurals ("product" is
-  "products").
-- `fresh_work` ignores a taken scope on the subtask's list whose range holds the subtask's whole range: that is
-  the subtask itself, or the subtask whose work it continues (its hand-off parent), not work its follow-ups repeat.
-- `batched_plan` merges tasks that share the same dependencies (none inside the run), not only tasks without
-  any: "open the site, then extract product 1, ..., product 100" batches too.
-- `batched_plan` reads a one-item task beside its neighbour: alone, "Extract the product ranked 7 from the top 100"
-  does not say which of its numbers is the item; the number in which two such tasks differ does.
-- `FreshWork.dropped_or_trimmed` is ``len(notes)``: every follow-up dropped or trimmed gets exactly one note.
+- `same_list` also counts the templates' other numbers as words ("chapter 3" and "chapter 4" are two lists), and
+  folds plurals ("product" is "products").
+- `overlap_notes` ignores a taken scope on the subtask's list whose range holds the subtask's whole range: that is
+  the subtask itself, or the subtask whose work it continues (its hand-off parent).
+- `grouped_plan` groups tasks that share the same dependencies (none inside the run), not only tasks without
+  any: "open the site, then extract product 1, ..., product 100" groups too. It reads a one-item task beside its
+  neighbour: alone, "Extract the product ranked 7 from the top 100" does not say which of its numbers is the
+  item; the number in which two such tasks differ does. Grouping rewrites nothing, so reading wrong costs only
+  how the work is cut into subtasks.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from replangraph.queue.index import index_of
 from replangraph.queue.tasks import preview
 
 Range = tuple[int, int]
@@ -110,20 +111,6 @@ class Scope:
         return _content_words(f"{self.before} {self.after}")
 
 
-@dataclass(frozen=True)
-class FreshWork:
-    """What `fresh_work` decided: the instructions to queue, in order, and one note per follow-up dropped or
-    trimmed."""
-
-    queued: list[str]
-    notes: list[str]
-
-    @property
-    def dropped_or_trimmed(self) -> int:
-        """How many follow-ups were dropped or trimmed."""
-        return len(self.notes)
-
-
 def scope_of(text: str) -> Scope | None:
     """The one item range of an instruction, or None (no range, several, or not read as one: see the module)."""
     found = list(_RANGE.finditer(text))
@@ -172,53 +159,64 @@ def subtract(ranges: Iterable[Range], taken: Iterable[Range]) -> list[Range]:
     return left
 
 
-def fresh_work(
+def overlap_notes(
     contents: Sequence[str], *, within: str | None = None, taken: Sequence[tuple[str, str]] = ()
-) -> FreshWork:
-    """The follow-ups worth queueing.
+) -> list[str]:
+    """Notes on follow-ups whose range meets work already taken, or reaches outside ``within``'s range:
+    annotations only, nothing is dropped or trimmed (a number may be a price, a page or a year).
 
-    ``contents``: the follow-ups' instructions, in order. ``within``: the instructions of the subtask whose work
-    they are (the one handing off, or the one the completion check judged), or None. ``taken``: ``(task id,
-    instructions)`` of work queued, running or completed that they must not repeat. Each follow-up, in order:
-
-    - an exact repeat (case, whitespace and closing punctuation ignored) of ``within``, of a taken instruction or
-      of an earlier follow-up is dropped;
-    - one with a scope on ``within``'s list is clipped to ``within``'s range;
-    - the ranges of taken scopes on its list, and of the earlier follow-ups' queued pieces, are taken out (a taken
-      scope on ``within``'s list that holds ``within``'s whole range is ``within`` itself or the subtask it
-      continues: not taken out); each piece left is queued, written with `Scope.text`;
-    - one without a scope is queued unchanged.
-
-    Each text is parsed once; the cost grows with ``len(contents) + len(taken)`` (times the few distinct lists).
-    """
+    ``contents``: the follow-ups' instructions. ``within``: the instructions of the subtask whose work they are,
+    or None. ``taken``: ``(task id, instructions)`` of work queued, running or completed (a taken scope on
+    ``within``'s list that holds ``within``'s whole range is ``within`` itself or the subtask it continues: not
+    counted). Each text is parsed once."""
     own = scope_of(within) if within else None
-    repeats = {_plain(within): "the subtask itself"} if within else {}
     covered = _Lists()
     for task_id, text in taken:
-        repeats.setdefault(_plain(text), f"task {task_id}")
         scope = scope_of(text)
         if scope is not None and not (own is not None and _holds(scope, own) and same_list(scope, own)):
             covered.add(scope.words, scope.span, f"task {task_id}")
-    queued: list[str] = []
     notes: list[str] = []
-    for n, text in enumerate(contents, 1):
-        plain = _plain(text)
-        if plain in repeats:
-            notes.append(f'Follow-up "{preview(text, 60)}" dropped: it repeats {repeats[plain]}.')
-            continue
-        repeats[plain] = f"follow-up {n}"
+    for text in contents:
         scope = scope_of(text)
         if scope is None:
-            queued.append(text)
             continue
-        pieces, reasons = _fresh_pieces(scope, own, within, covered)
-        for piece in pieces:
-            covered.add(scope.words, piece, f"follow-up {n}")
-        queued.extend([text] if pieces == [scope.span] else [scope.text(*piece) for piece in pieces])
-        if reasons:
-            done = f"trimmed to {_written(scope, pieces)}" if pieces else "dropped"
-            notes.append(f'Follow-up "{preview(text, 60)}" {done}: {"; ".join(reasons)}.')
-    return FreshWork(queued, notes)
+        said = []
+        if own is not None and same_list(scope, own) and not _holds(own, scope):
+            said.append(f'it reaches outside "{preview(within, 60)}" ({_written(own, [own.span])})')
+        lists = covered.on_list(scope.words)
+        met = [part for c in lists for part in c.part(scope.span)]
+        if met:
+            names = list(dict.fromkeys(name for c in lists for name in c.names(scope.span)))
+            more = " and others" if len(names) > _NAMED else ""
+            shared = _written(scope, [(max(a, scope.first), min(b, scope.last)) for a, b in union(met)])
+            said.append(f"{shared} also in {', '.join(names[:_NAMED])}{more}")
+        if said:
+            notes.append(f'Follow-up "{preview(text, 60)}" queued as written; {"; ".join(said)}.')
+    return notes
+
+
+OPEN = ("pending", "in_progress")
+
+
+def claimed_work(tasks: Mapping[str, Mapping[str, Any]], leave_out: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """``(task id, instructions)`` of the work the queue accounts for: each pending or running subtask's
+    instructions, and each completed one's less the ranges of its list that its follow-ups took over (a subtask
+    that read items 1-50 of 1-100 and handed off 51-100 accounts for 1-50). Failed and skipped subtasks account
+    for nothing. ``leave_out``: ids not counted."""
+    index = index_of(tasks)
+    skip = set(leave_out)
+    found = []
+    for task_id, task in tasks.items():
+        if task_id in skip or task["status"] not in (*OPEN, "completed"):
+            continue
+        scope = scope_of(task["content"]) if task["status"] == "completed" else None
+        children = [tasks[c] for c in index.children.get(task_id, ()) if c in tasks] if scope is not None else []
+        if not children:
+            found.append((task_id, task["content"]))
+            continue
+        theirs = [s.span for c in children if (s := scope_of(c["content"])) is not None and same_list(s, scope)]
+        found += [(task_id, scope.text(*piece)) for piece in subtract([scope.span], theirs)]
+    return found
 
 
 def gaps(within: str, follow_ups: Sequence[str]) -> list[str]:
@@ -235,79 +233,63 @@ def gaps(within: str, follow_ups: Sequence[str]) -> list[str]:
     return [own.text(first, last) for first, last in subtract([(start, own.last)], spans)]
 
 
-def batched_plan(specs: Sequence[Mapping[str, Any]], batch_size: int, min_run: int = 2) -> tuple[list[dict], list[str]]:
-    """The plan with each run of item tasks merged into tasks of at most ``batch_size`` items, and one note per run.
+GROUP_OPENING = "Do each of these {count} tasks, as written, and give the result of every one:"
+"""How a group's instructions begin; its members' own instructions follow, one a line."""
 
-    A run: ``min_run`` or more consecutive tasks whose instructions differ only in one item number, with the same
-    ``agent_type``, ``required_tools`` and ``depends_on`` (none of them inside the run). Its items, sorted, are
-    cut into batches written as one range ("ranked 1-50") or a list ("ranked 3, 7-9, 12"); a batch takes the id
-    of its first task in the plan, and what depended on a merged task depends on its batch. Every other task is
-    copied unchanged, in order.
+
+def group_text(contents: Sequence[str]) -> str:
+    """The instructions of a group: `GROUP_OPENING`, then each member's own instructions, word for word."""
+    return "\n".join([GROUP_OPENING.format(count=len(contents)), *(f"- {c}" for c in contents)])
+
+
+def grouped_plan(
+    specs: Sequence[Mapping[str, Any]], batch_size: int, min_groups: int = 1, min_run: int = 2
+) -> tuple[list[dict], list[str]]:
+    """The plan with each run of item tasks grouped, and one note per run: a group is one task whose
+    instructions list its members' own, word for word (`group_text`); nothing is merged or rewritten.
+
+    A run: ``min_run`` or more consecutive tasks whose instructions differ only in one number, with the same
+    ``agent_type``, ``required_tools`` and ``depends_on`` (none of them inside the run). Its tasks, in plan
+    order, are cut into groups of at most ``batch_size`` members, and never fewer groups than ``min_groups``
+    (nor than the run has tasks): the groups still run at once. A group takes the id of its first member and
+    lists the members' ids in ``metadata["members"]``; what depended on a member depends on its group. Every
+    other task is copied unchanged, in order.
     """
-    if batch_size < 1:
-        raise ValueError("batch_size must be at least 1")
+    if batch_size < 1 or min_groups < 1:
+        raise ValueError("batch_size and min_groups must be at least 1")
     numbered = [_numbered(str(spec.get("content", ""))) for spec in specs]
-    runs = [run for run in _item_runs(specs, numbered) if run[1] - run[0] >= min_run] if batch_size > 1 else []
+    runs = [run for run in _item_runs(specs, numbered) if run[1] - run[0] >= min_run]
     planned: list[dict] = []
     notes: list[str] = []
     holder: dict[str, str] = {}
     done = 0
-    for start, end, k in runs:
+    for start, end, _ in runs:
         planned.extend(dict(spec) for spec in specs[done:start])
-        batches = _batches(specs, numbered, range(start, end), k, batch_size)
-        for task, members in batches:
-            holder.update((str(member), str(task["id"])) for member in members)
+        size = max(1, min(batch_size, (end - start) // min_groups))  # ceil(n / size) >= min_groups
+        if size == 1:
+            planned.extend(dict(spec) for spec in specs[start:end])
+            done = end
+            continue
+        groups = 0
+        for at in range(start, end, size):
+            members = specs[at : min(at + size, end)]
+            groups += 1
+            if len(members) == 1:  # a run's last one alone: as planned
+                planned.append(dict(members[0]))
+                continue
+            task = dict(members[0])
+            ids = [str(m["id"]) for m in members]
+            task["content"] = group_text([str(m.get("content", "")) for m in members])
+            task["metadata"] = {**(members[0].get("metadata") or {}), "members": ids}
+            holder.update((member, ids[0]) for member in ids)
             planned.append(task)
         first_id, last_id = specs[start]["id"], specs[end - 1]["id"]
         notes.append(
-            f"tasks {first_id} to {last_id} ({end - start}, one item each) were batched into {len(batches)} tasks"
-            f" of at most {batch_size} items"
+            f"tasks {first_id} to {last_id} ({end - start}, one item each) run as {groups} groups of at most "
+            f"{size}, each keeping its members' instructions"
         )
         done = end
     planned.extend(dict(spec) for spec in specs[done:])
-    for task in planned:
-        if holder and task.get("depends_on"):
-            task["depends_on"] = list(dict.fromkeys(holder.get(str(dep), dep) for dep in task["depends_on"]))
-    return planned, notes
-
-
-def merged_ranges(
-    specs: Sequence[Mapping[str, Any]], batch_size: int, min_tasks: int = 1
-) -> tuple[list[dict], list[str]]:
-    """The plan with each run of consecutive tasks about adjacent ranges, worded alike but for the range (same
-    agent type, tools and dependencies, none depending on another), merged while a merged task holds at most
-    ``batch_size`` items, and one note per merge: "products 51-55", "56-60" ... become "products 51-100". The
-    plan keeps at least
-    ``min_tasks`` tasks (room for parallel subtasks); a merged task takes its first task's id, and what depended
-    on a merged task depends on it. Every other task is copied unchanged, in order."""
-    scopes = [scope_of(str(spec.get("content", ""))) for spec in specs]
-    planned: list[dict] = []
-    holder: dict[str, str] = {}
-    notes: list[str] = []
-    merges_left = max(len(specs) - max(min_tasks, 1), 0)
-    i = 0
-    while i < len(specs):
-        head, end = scopes[i], i + 1
-        while (
-            head is not None
-            and merges_left > end - i - 1
-            and end < len(specs)
-            and (nxt := scopes[end]) is not None
-            and _plain(nxt.template) == _plain(head.template)  # the same words around the range, not only one list
-            and _alike(specs[i], specs[end])
-            and nxt.first == scopes[end - 1].last + 1
-            and nxt.last - head.first + 1 <= batch_size
-        ):
-            end += 1
-        task = dict(specs[i])
-        if end - i > 1:
-            task["content"] = head.text(head.first, scopes[end - 1].last)
-            holder.update((str(specs[j]["id"]), str(task["id"])) for j in range(i + 1, end))
-            ids = f"{specs[i]['id']} to {specs[end - 1]['id']}"
-            notes.append(f"tasks {ids} ({end - i} adjacent ranges) were merged into one of at most {batch_size} items")
-            merges_left -= end - i - 1
-        planned.append(task)
-        i = end
     for task in planned:
         if holder and task.get("depends_on"):
             task["depends_on"] = list(dict.fromkeys(holder.get(str(dep), dep) for dep in task["depends_on"]))
@@ -373,22 +355,6 @@ class _Lists:
         return self.same[words]
 
 
-def _fresh_pieces(scope: Scope, own: Scope | None, within: str | None, covered: _Lists) -> tuple[list[Range], list]:
-    """The pieces of a follow-up's range worth queueing, and why the rest is not."""
-    ranges, reasons = [scope.span], []
-    if own is not None and same_list(scope, own):
-        ranges = [(max(scope.first, own.first), min(scope.last, own.last))] if _meets(scope, own) else []
-        if ranges != [scope.span]:
-            reasons.append(f'outside the scope of "{preview(within, 60)}" ({_written(own, [own.span])})')
-    lists = covered.on_list(scope.words)
-    left = subtract(ranges, [part for span in ranges for c in lists for part in c.part(span)])
-    if left != ranges:
-        names = list(dict.fromkeys(name for span in ranges for c in lists for name in c.names(span)))
-        more = " and others" if len(names) > _NAMED else ""
-        reasons.append(f"already covered by {', '.join(names[:_NAMED])}{more}")
-    return left, reasons
-
-
 def _written(scope: Scope, spans: Sequence[Range]) -> str:
     """Ranges written as ``scope`` writes its range, one-item ranges as one number, joined by ", "."""
     return ", ".join(
@@ -431,25 +397,6 @@ def _alike(first: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
     )
 
 
-def _batches(
-    specs: Sequence[Mapping[str, Any]], numbered: list, run: range, k: int, batch_size: int
-) -> list[tuple[dict, list[str]]]:
-    """The run's tasks as batches of at most ``batch_size`` items: each batch's task and the ids it holds."""
-    items = sorted((_int(numbered[j][1][k]), j) for j in run)
-    commas = any("," in numbered[j][1][k] for j in run)
-    batches = []
-    for at in range(0, len(items), batch_size):
-        batch = items[at : at + batch_size]
-        first = min(j for _, j in batch)
-        parts, numbers = numbered[first]
-        task = dict(specs[first])
-        style = Scope("", 0, 0, "", commas=commas)
-        written = _written(style, union((n, n) for n, _ in batch))
-        task["content"] = _joined(parts[: k + 1], numbers[:k]) + written + _joined(parts[k + 1 :], numbers[k + 1 :])
-        batches.append((task, [str(specs[j]["id"]) for j in sorted(j for _, j in batch)]))
-    return batches
-
-
 def _numbered(text: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     """``text`` cut at its whole numbers: the parts around them and the numbers as written. None when it has a
     range, a list of numbers, or no number."""
@@ -471,11 +418,6 @@ def _item_index(a: tuple | None, b: tuple | None) -> int | None:
         return None
     differ = [k for k, (x, y) in enumerate(zip(a[1], b[1], strict=True)) if _int(x) != _int(y)]
     return differ[0] if len(differ) == 1 else None
-
-
-def _joined(parts: Sequence[str], numbers: Sequence[str]) -> str:
-    """Parts with the numbers between them (one part more than numbers)."""
-    return "".join(part + number for part, number in zip(parts, [*numbers, ""], strict=True))
 
 
 def _content_words(text: str) -> frozenset[str]:
@@ -509,16 +451,6 @@ def _same_words(x: frozenset[str], y: frozenset[str]) -> bool:
 def _holds(scope: Scope, other: Scope) -> bool:
     """Whether ``scope``'s range holds all of ``other``'s."""
     return scope.first <= other.first and other.last <= scope.last
-
-
-def _meets(scope: Scope, other: Scope) -> bool:
-    """Whether two scopes' ranges share an item."""
-    return scope.first <= other.last and other.first <= scope.last
-
-
-def _plain(text: str) -> str:
-    """``text`` for comparing: lower-case, whitespace collapsed, closing punctuation left out."""
-    return " ".join(text.lower().split()).rstrip(" .!?;:,…")
 
 
 def _int(number: str) -> int:

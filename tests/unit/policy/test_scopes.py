@@ -1,5 +1,5 @@
-"""Item ranges in instructions (replangraph.queue.scopes): reading them on realistic texts, and the range
-arithmetic's properties (union, subtract, fresh_work, gaps, batched_plan) on generated ones."""
+"""Item ranges in instructions (replangraph.policy.scopes): reading them on realistic texts, and the range
+arithmetic's properties (union, subtract, overlap_notes, gaps, grouped_plan) on generated ones."""
 
 from __future__ import annotations
 
@@ -7,12 +7,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from replangraph.queue import scopes
-from replangraph.queue.scopes import (
+from replangraph.policy import scopes
+from replangraph.policy.scopes import (
+    GROUP_OPENING,
     Scope,
-    batched_plan,
-    fresh_work,
     gaps,
+    group_text,
+    grouped_plan,
+    overlap_notes,
     same_list,
     scope_of,
     subtract,
@@ -116,16 +118,18 @@ def test_what_a_scope_writes_reads_back_as_the_same_scope(template, separator, f
         assert same_list(again, scope)
 
 
-def test_a_plan_batches_two_tasks_by_the_number_in_which_they_differ():
-    def batched(first: str, second: str) -> list[str]:
+def test_a_plan_groups_two_tasks_by_the_number_in_which_they_differ_and_keeps_their_words():
+    def grouped(first: str, second: str) -> list[str]:
         plan = [{"id": "1", "content": first}, {"id": "2", "content": second}]
-        return [t["content"] for t in batched_plan(plan, 10)[0]]
+        return [t["content"] for t in grouped_plan(plan, 10)[0]]
 
-    assert batched(
+    alike = [
         "Extract the product ranked 7 from the top 100 ranking.",
         "Extract the product ranked 8 from the top 100 ranking.",
-    ) == ["Extract the product ranked 7-8 from the top 100 ranking."]
-    assert batched("Look up city 12", "Look up city 13") == ["Look up city 12-13"]
+    ]
+    assert grouped(*alike) == [group_text(alike)]
+    assert group_text(alike).splitlines() == [GROUP_OPENING.format(count=2), *(f"- {t}" for t in alike)]
+    assert grouped("Look up city 12", "Look up city 13") == [group_text(["Look up city 12", "Look up city 13"])]
     for unlike in [
         ("Look up city 12", "Look up city 12"),  # no difference
         ("Look up city 12", "Look up town 13"),  # other words
@@ -133,7 +137,7 @@ def test_a_plan_batches_two_tasks_by_the_number_in_which_they_differ():
         ("Look up cities 1-4", "Look up cities 1-5"),  # ranges are not items
         ("Write the report", "Write the report"),
     ]:
-        assert batched(*unlike) == list(unlike)
+        assert grouped(*unlike) == list(unlike)
 
 
 # --- lists -----------------------------------------------------------------------------------------------------
@@ -192,102 +196,54 @@ def test_subtract_keeps_exactly_what_taken_does_not_cover(rs, taken):
     assert union(left) == left
 
 
-# --- fresh_work ------------------------------------------------------------------------------------------------
+# --- overlap_notes ---------------------------------------------------------------------------------------------
 
 
-def test_fresh_work_drops_what_a_running_sibling_does():
+def test_overlap_notes_name_the_work_a_follow_up_meets_and_drop_nothing():
     taken = [("t2", CATALOG.format("51-100")), ("t3", "Write the report.")]
-    work = fresh_work(
-        ["Extract products 51 to 100", "Extract products ranked 80-120", "Write the report"],
-        within=None,
-        taken=taken,
-    )
-    assert work.queued == ["Extract products ranked 101-120"]
-    assert work.dropped_or_trimmed == 3 == len(work.notes)
-    assert "task t2" in work.notes[0] and "dropped" in work.notes[0]
-    assert "trimmed to 101-120" in work.notes[1] and "task t2" in work.notes[1]
-    assert "repeats task t3" in work.notes[2]
+    follow_ups = [
+        "Extract products 51 to 100",
+        "Extract products ranked 80-120",
+        "Write the report",
+        REVIEWS.format("1-9"),
+    ]
+    notes = overlap_notes(follow_ups, within=None, taken=taken)
+    assert len(notes) == 2 and all("queued as written" in n for n in notes)
+    assert "51 to 100 also in task t2" in notes[0] and "80-100 also in task t2" in notes[1]
 
 
-def test_fresh_work_keeps_a_checks_follow_ups_inside_the_checked_scope():
+def test_overlap_notes_say_when_a_follow_up_reaches_outside_the_subtask():
     within = CATALOG.format("1-50")
-    work = fresh_work(
-        [CATALOG.format("41-60"), "Extract products 51-100", REVIEWS.format("1-10"), "Write the report."],
+    notes = overlap_notes(
+        [CATALOG.format("41-60"), REVIEWS.format("1-10"), "Write the report."],
         within=within,
-        taken=[("t1", within), ("t0", CATALOG.format("1-100"))],  # itself and its parent: not repeats
+        taken=[("t1", within), ("t0", CATALOG.format("1-100"))],  # itself and its parent: not overlaps
     )
-    assert work.queued == [CATALOG.format("41-50"), REVIEWS.format("1-10"), "Write the report."]
-    assert "outside the scope" in work.notes[0] and "outside the scope" in work.notes[1]
-    assert work.dropped_or_trimmed == 2
+    assert len(notes) == 1 and "reaches outside" in notes[0] and "also in" not in notes[0]
 
 
-def test_fresh_work_splits_around_taken_pieces_and_earlier_follow_ups():
-    within = CATALOG.format("1-200")
-    work = fresh_work(
-        ["Extract products 1-20", CATALOG.format("1-100"), CATALOG.format("1-100") + "  ", within.upper()],
-        within=within,
-        taken=[("t5", "Extract products 40-60")],
+def test_numbers_that_are_prices_or_pages_are_only_ever_noted():
+    within = "List every product priced from 25 to 100 dollars."
+    follow_ups = [
+        "List every product priced from 25 to 100 dollars.",
+        "List every product priced from 100 to 200 dollars.",
+    ]
+    notes = overlap_notes(
+        follow_ups, within=within, taken=[("b", "List every product priced from 100 to 200 dollars.")]
     )
-    assert work.queued == ["Extract products 1-20", CATALOG.format("21-39"), CATALOG.format("61-100")]
-    assert "trimmed to 21-39, 61-100" in work.notes[0]
-    assert "follow-up 1" in work.notes[0] and "task t5" in work.notes[0]
-    assert "repeats follow-up 2" in work.notes[1]
-    assert "repeats the subtask itself" in work.notes[2]
+    assert all("queued as written" in n for n in notes)
+    assert gaps("Extract every product on pages 1-15 of the catalog", ["Extract products 41-90 of the catalog"]) == []
 
 
-def test_fresh_work_exact_repeats_ignore_case_whitespace_and_closing_punctuation():
-    work = fresh_work(
-        ["write  the REPORT!", "Write the report", "Note Python 3.10-3.12 support", "Compare rainfall."],
-        within=None,
-        taken=[("t9", "Write the report.")],
-    )
-    assert work.queued == ["Note Python 3.10-3.12 support", "Compare rainfall."]
-    assert [note.split(": ")[-1] for note in work.notes] == ["it repeats task t9.", "it repeats task t9."]
-
-
-def test_fresh_work_with_nothing_to_do_queues_everything_unchanged():
-    contents = [CATALOG.format("1-10"), CITIES.format("1-4"), "Write the report."]
-    assert fresh_work(contents, within=None, taken=[]).queued == contents
-    assert fresh_work(contents, within=None, taken=[]).notes == []
-    assert fresh_work([], within=CATALOG.format("1-10"), taken=[("a", "x")]).queued == []
-
-
-def test_fresh_work_parses_each_text_once(monkeypatch):
+def test_overlap_notes_parse_each_text_once(monkeypatch):
     calls = []
     real = scopes.scope_of
     monkeypatch.setattr(scopes, "scope_of", lambda text: calls.append(text) or real(text))
     taken = [(f"t{i}", CATALOG.format(f"{i * 10 + 1}-{i * 10 + 10}")) for i in range(5000)]
     follow_ups = [CATALOG.format(f"{i}-{i + 30}") for i in range(1, 60_000, 300)]
-    work = fresh_work(follow_ups, within=None, taken=taken)
+    notes = overlap_notes(follow_ups, within=None, taken=taken)
     assert len(calls) == len(taken) + len(follow_ups)
-    assert work.queued == [t for t in follow_ups if span(t)[0] > 50_000]  # taken covers 1-50,000
-
-
-@st.composite
-def follow_up_cases(draw):
-    """A subtask (or none), taken work and follow-ups, on the generated lists, with some exact repeats."""
-
-    def text():
-        name = draw(st.sampled_from(list(LISTS)))
-        first = draw(st.integers(1, 60))
-        last = first + draw(st.integers(0, 30))
-        separator = draw(st.sampled_from(SEPARATORS))
-        return name, draw(st.sampled_from(LISTS[name])).format(f"{first}{separator}{last}")
-
-    within = text() if draw(st.booleans()) else None
-    taken = [(f"t{i}", *text()) for i in range(draw(st.integers(0, 6)))]
-    pool = [t for _, _, t in taken] + ([within[1]] if within else [])
-    follow_ups = []
-    for _ in range(draw(st.integers(0, 8))):
-        kind = draw(st.sampled_from(["scoped", "scoped", "scoped", "unscoped", "repeat"]))
-        if kind == "repeat" and (pool or follow_ups):
-            copied = draw(st.sampled_from(pool + follow_ups))
-            follow_ups.append(draw(st.sampled_from([copied, copied.upper(), copied.rstrip(".") + " !"])))
-        elif kind == "unscoped":
-            follow_ups.append(draw(st.sampled_from(UNSCOPED)))
-        else:
-            follow_ups.append(text()[1])
-    return within, taken, follow_ups
+    assert len(notes) == sum(span(t)[0] <= 50_000 for t in follow_ups)  # taken covers 1-50,000
 
 
 def list_name(text: str) -> str | None:
@@ -296,55 +252,35 @@ def list_name(text: str) -> str | None:
     return next((n for n, ts in LISTS.items() if scope and same_list(scope, scope_of(ts[0].format("1-2")))), None)
 
 
-def plain(text: str) -> str:
-    """What an exact repeat ignores: case, whitespace and closing punctuation."""
-    return " ".join(text.lower().split()).rstrip(" .!?;:,")
+@st.composite
+def follow_up_cases(draw):
+    """Taken work and follow-ups on the generated lists."""
+
+    def text():
+        name = draw(st.sampled_from(list(LISTS)))
+        first = draw(st.integers(1, 60))
+        last = first + draw(st.integers(0, 30))
+        return name, draw(st.sampled_from(LISTS[name])).format(f"{first}{draw(st.sampled_from(SEPARATORS))}{last}")
+
+    taken = [(f"t{i}", *text()) for i in range(draw(st.integers(0, 6)))]
+    follow_ups = [
+        text()[1] if draw(st.booleans()) else draw(st.sampled_from(UNSCOPED)) for _ in range(draw(st.integers(0, 8)))
+    ]
+    return taken, follow_ups
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(follow_up_cases())
-def test_fresh_work_repeats_no_taken_work_and_loses_none(case):
-    within, taken, follow_ups = case
-    own = span(within[1]) if within else None
-    ignored = {  # the subtask itself and what it continues: taken scopes holding its whole range
-        task_id
-        for task_id, name, text in taken
-        if within and name == within[0] and span(text)[0] <= own[0] and own[1] <= span(text)[1]
-    }
-    covered = {name: set() for name in LISTS}
-    for task_id, name, text in taken:
-        if task_id not in ignored:
-            covered[name] |= items([span(text)])
-    work = fresh_work(follow_ups, within=within[1] if within else None, taken=[(i, t) for i, _, t in taken])
-
-    queued = {name: set() for name in LISTS}
-    for text in work.queued:
-        assert text in follow_ups or scope_of(text) is not None
-        name = list_name(text)
-        if name is None:
-            continue
-        got = items([span(text)])
-        assert not got & covered[name], "queued work that taken work on the same list covers"
-        assert not got & queued[name], "queued overlapping follow-ups"
-        if within and name == within[0]:
-            assert got <= items([own]), "queued work outside the subtask's scope"
-        queued[name] |= got
-
-    repeated_own = {plain(within[1]), *(plain(t) for i, _, t in taken if i in ignored)} if within else set()
-    for text in follow_ups:
-        name = list_name(text)
-        if name is None or plain(text) in repeated_own:
-            continue
-        wanted = items([span(text)]) & (items([own]) if within and name == within[0] else items([span(text)]))
-        assert wanted <= queued[name] | covered[name], "a follow-up's work was lost"
-
-    seen, unscoped = {plain(t) for _, _, t in taken} | ({plain(within[1])} if within else set()), []
-    for text in follow_ups:
-        if plain(text) not in seen and scope_of(text) is None:
-            unscoped.append(text)
-        seen.add(plain(text))
-    assert [t for t in work.queued if scope_of(t) is None] == unscoped
-    assert work.dropped_or_trimmed == len(work.notes) <= len(follow_ups)
+def test_a_follow_up_is_noted_exactly_when_its_items_meet_taken_work(case):
+    taken, follow_ups = case
+    notes = overlap_notes(follow_ups, within=None, taken=[(i, t) for i, _, t in taken])
+    meets = [
+        text
+        for text in follow_ups
+        if (name := list_name(text)) is not None
+        and any(n == name and items([span(text)]) & items([span(t)]) for _, n, t in taken)
+    ]
+    assert len(notes) == len(meets)
 
 
 # --- gaps ------------------------------------------------------------------------------------------------------
@@ -381,36 +317,50 @@ def test_gaps_and_follow_ups_cover_the_rest_of_the_range(first, size, drawn):
     assert got | items(own) >= rest
 
 
-# --- batched_plan ----------------------------------------------------------------------------------------------
+# --- grouped_plan ----------------------------------------------------------------------------------------------
 
 PRODUCT = "Extract the product ranked {} from the top 100 bestseller ranking."
 CITY = "Look up city {}"
 
 
-def test_a_plan_of_one_task_per_product_is_batched():
+def test_a_plan_of_one_task_per_product_is_grouped_and_keeps_every_instruction():
     plan = [{"id": "open", "content": "Open the store's site", "agent_type": "web", "depends_on": []}]
     plan += [
         {"id": str(i), "content": PRODUCT.format(i), "agent_type": "web", "depends_on": ["open"]} for i in range(1, 101)
     ]
     plan += [{"id": "report", "content": "Write the report", "agent_type": "default", "depends_on": ["50", "51"]}]
-    batched, notes = batched_plan(plan, 50)
-    assert [t["content"] for t in batched] == [
+    grouped, notes = grouped_plan(plan, 50)
+    assert [t["content"] for t in grouped] == [
         "Open the store's site",
-        PRODUCT.format("1-50"),
-        PRODUCT.format("51-100"),
+        group_text([PRODUCT.format(i) for i in range(1, 51)]),
+        group_text([PRODUCT.format(i) for i in range(51, 101)]),
         "Write the report",
     ]
-    assert [t["id"] for t in batched] == ["open", "1", "51", "report"]
-    assert batched[1]["depends_on"] == batched[2]["depends_on"] == ["open"]
-    assert batched[3]["depends_on"] == ["1", "51"]
-    assert notes == ["tasks 1 to 100 (100, one item each) were batched into 2 tasks of at most 50 items"]
+    assert [t["id"] for t in grouped] == ["open", "1", "51", "report"]
+    assert grouped[1]["metadata"]["members"] == [str(i) for i in range(1, 51)]
+    assert grouped[1]["depends_on"] == grouped[2]["depends_on"] == ["open"]
+    assert grouped[3]["depends_on"] == ["1", "51"]
+    assert notes == [
+        "tasks 1 to 100 (100, one item each) run as 2 groups of at most 50, each keeping its members' instructions"
+    ]
     assert plan[-1]["depends_on"] == ["50", "51"]  # the input is not changed
 
 
-def test_scattered_items_are_written_as_a_list():
+@pytest.mark.parametrize("min_groups", [1, 4, 8, 32])
+def test_a_parallel_plan_keeps_at_least_max_concurrency_groups(min_groups):
+    plan = [{"id": str(i), "content": f"Answer question {i}.", "depends_on": []} for i in range(32)]
+    grouped, _ = grouped_plan(plan, 50, min_groups=min_groups)
+    assert len(grouped) == min(32, max(min_groups, 1))
+    listed = [line[2:] for t in grouped for line in t["content"].splitlines() if line.startswith("- ")]
+    assert (listed or [t["content"] for t in grouped]) == [t["content"] for t in plan]
+
+
+def test_scattered_items_keep_their_plan_order():
     plan = [{"id": f"c{n}", "content": CITY.format(n), "depends_on": []} for n in (9, 3, 7, 4, 12)]
-    batched, _ = batched_plan(plan, 10)
-    assert [(t["id"], t["content"]) for t in batched] == [("c9", "Look up city 3-4, 7, 9, 12")]
+    grouped, _ = grouped_plan(plan, 10)
+    assert [(t["id"], t["content"]) for t in grouped] == [
+        ("c9", group_text([CITY.format(n) for n in (9, 3, 7, 4, 12)]))
+    ]
 
 
 def test_runs_break_at_other_agents_tools_dependencies_and_repeats():
@@ -419,23 +369,17 @@ def test_runs_break_at_other_agents_tools_dependencies_and_repeats():
 
     plan = [task(0, 1), task(1, 2), task(2, 3, agent_type="web"), task(3, 4, agent_type="web", required_tools=["x"])]
     plan += [task(4, 5, depends_on=["t0"]), task(5, 6, depends_on=["t4"]), task(6, 7), task(7, 7), task(8, 8)]
-    batched, notes = batched_plan(plan, 5)
-    assert [t["content"] for t in batched] == [
-        "Look up city 1-2",
+    grouped, notes = grouped_plan(plan, 5)
+    assert [t["content"] for t in grouped] == [
+        group_text([CITY.format(1), CITY.format(2)]),
         CITY.format(3),
         CITY.format(4),
         CITY.format(5),
         CITY.format(6),
         CITY.format(7),
-        "Look up city 7-8",
+        group_text([CITY.format(7), CITY.format(8)]),
     ]
-    assert batched[3]["depends_on"] == ["t0"] and len(notes) == 2
-
-
-def test_a_repeated_item_ends_a_run():
-    plan = [{"id": f"t{i}", "content": CITY.format(n), "depends_on": []} for i, n in enumerate([1, 2, 2, 3])]
-    batched, _ = batched_plan(plan, 10)
-    assert [(t["id"], t["content"]) for t in batched] == [("t0", "Look up city 1-2"), ("t2", "Look up city 2-3")]
+    assert grouped[3]["depends_on"] == ["t0"] and len(notes) == 2
 
 
 @pytest.mark.parametrize("batch_size", [1, 5])
@@ -446,72 +390,54 @@ def test_plans_without_item_runs_are_returned_as_they_were(batch_size):
         {"id": "c", "content": "Extract products 51-100", "depends_on": ["a"]},
         {"id": "d", "content": "Write the report in 3 parts", "depends_on": ["b", "c"], "required_tools": ["w"]},
     ]
-    assert batched_plan(plan, batch_size) == (plan, [])
+    assert grouped_plan(plan, batch_size) == (plan, [])
     many = [{"id": str(n), "content": CITY.format(n), "depends_on": []} for n in range(5)]
-    assert batched_plan(many, 1) == (many, [])
+    assert grouped_plan(many, 1) == (many, [])
     with pytest.raises(ValueError):
-        batched_plan(many, 0)
+        grouped_plan(many, 0)
 
 
 @st.composite
 def item_plans(draw):
     """Plans of item tasks (one item number each, unique per template) among other tasks, with dependencies."""
     numbers = {template: iter(draw(st.permutations(range(1, 40)))) for template in (PRODUCT, CITY)}
-    plan, origin = [], {}
+    plan = []
     for i in range(draw(st.integers(1, 30))):
         template = draw(st.sampled_from([PRODUCT, PRODUCT, CITY, None]))
         if template is None:
             content = draw(st.sampled_from(["Open the site", "Write the report", "Compare the numbers"])) + f" #{i}x"
         else:
-            n = next(numbers[template])
-            content = template.format(n)
-            origin[(template, n)] = f"t{i}"
+            content = template.format(next(numbers[template]))
         task = {"id": f"t{i}", "content": content, "agent_type": draw(st.sampled_from(["web", "web", "default"]))}
         task["depends_on"] = draw(st.sampled_from([[], [], ["t0"] if i else []]))
         if i > 1 and draw(st.integers(0, 5)) == 0:
             task["depends_on"] = [f"t{draw(st.integers(0, i - 1))}"]
         plan.append(task)
-    return plan, origin
-
-
-def held_items(content: str) -> list[tuple[str, int]]:
-    """The (template, item) pairs a plan task is about: item tasks and their batches."""
-    for template in (PRODUCT, CITY):
-        before, after = template.split("{}")
-        if content.startswith(before) and content.endswith(after) and content[len(before)].isdigit():
-            written = content[len(before) : len(content) - len(after)]
-            return [
-                (template, n)
-                for piece in written.split(", ")
-                for n in items([tuple(map(int, piece.split("-")))] if "-" in piece else [(int(piece), int(piece))])
-            ]
-    return []
+    return plan
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(item_plans(), st.integers(1, 7))
-def test_batched_plan_properties(case, batch_size):
-    plan, origin = case
-    batched, notes = batched_plan(plan, batch_size)
-    ids = [t["id"] for t in batched]
+@given(item_plans(), st.integers(1, 7), st.integers(1, 6))
+def test_grouped_plan_properties(plan, batch_size, min_groups):
+    grouped, notes = grouped_plan(plan, batch_size, min_groups=min_groups)
+    ids = [t["id"] for t in grouped]
     assert len(set(ids)) == len(ids) and set(ids) <= {t["id"] for t in plan}
-    holder = {}
-    for task in batched:
-        held = held_items(task["content"])
-        assert len(held) <= batch_size
-        members = [origin[pair] for pair in held] or [task["id"]]
-        assert task["id"] in members  # a batch takes the id of one of its tasks
-        for member in members:
-            assert member not in holder, "an item in two tasks"
-            holder[member] = task["id"]
-    assert set(holder) == {t["id"] for t in plan}, "an item lost"
     by_id = {t["id"]: t for t in plan}
-    for task in batched:
+    holder = {}
+    for task in grouped:
+        members = (task.get("metadata") or {}).get("members") or [task["id"]]
+        assert len(members) <= batch_size and task["id"] == members[0]
+        if len(members) > 1:  # every member's own words, in plan order
+            assert task["content"] == group_text([by_id[m]["content"] for m in members])
+        else:
+            assert task["content"] == by_id[task["id"]]["content"]
+        for member in members:
+            assert member not in holder, "a task in two groups"
+            holder[member] = task["id"]
+    assert set(holder) == set(by_id), "a task lost"
+    for task in grouped:
         members = [m for m, h in holder.items() if h == task["id"]]
         assert {by_id[m]["agent_type"] for m in members} == {task["agent_type"]}
         assert set(task["depends_on"]) == {holder[d] for m in members for d in by_id[m]["depends_on"]}
         assert task["id"] not in task["depends_on"]
-    assert [t["content"] for t in batched if not held_items(t["content"])] == [
-        t["content"] for t in plan if not held_items(t["content"])
-    ]
-    assert (len(notes) == 0) == (batched == plan)
+    assert (len(notes) == 0) == (grouped == plan)

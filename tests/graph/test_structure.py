@@ -1,0 +1,198 @@
+"""Structure, not wording (issue 40): the plan is the planner's, and no follow-up a model wrote is dropped on a
+guess. Each test fails on the text heuristics they replace: a parallel plan merged into one task, identical
+follow-ups run once, a price or a page number read as an item range that trims or drops work."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+
+import pytest
+from scripting import plan_of, run, subtask_of
+
+from replangraph import AgentConfig, TextPolicy, build_graph
+from replangraph.queue.tasks import ordered
+from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
+from replangraph.tools import REVIEW_TOOL, SPLIT_TOOL
+
+FAST = {"retry_backoff_s": 0.0}
+
+
+def scripted(work, plan, final=None, verdict=None) -> ScriptedChatModel:
+    def respond(request: ScriptedRequest):
+        if "Verdict" in request.tool_names:
+            return verdict(request) if verdict else tool_call("Verdict", {"complete": True, "reason": "ok"})
+        if "Plan" in request.tool_names:
+            return plan
+        if request.tool_names:
+            return work(request)
+        return final(request) if final else "\n".join(sorted(set(re.findall(r"^answer \S+$", request.prompt, re.M))))
+
+    return ScriptedChatModel(respond=respond)
+
+
+# --------------------------------------------------------------------------- the plan is the planner's
+
+
+class Overlap:
+    """How many calls of a tool ran at once, at most."""
+
+    def __init__(self) -> None:
+        self.now = self.peak = 0
+        self.lock = threading.Lock()
+
+    def __enter__(self):
+        with self.lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+
+    def __exit__(self, *exc):
+        with self.lock:
+            self.now -= 1
+
+
+def questions_graph(n: int, overlap: Overlap, **settings):
+    def answer_question(k: int) -> str:
+        """The answer to question k."""
+        with overlap:
+            time.sleep(0.05)  # long enough for the others to start: only the peak is asserted, never a time
+        return f"answer {k}"
+
+    def work(request):
+        asked = [int(k) for k in re.findall(r"Answer question (\d+)\.", subtask_of(request))]
+        if not request.tool_results:
+            return [tool_call("answer_question", {"k": k}) for k in asked]
+        return "\n".join(m.text for m in request.tool_results)
+
+    plan = plan_of(*({"id": str(k + 1), "content": f"Answer question {k}."} for k in range(n)))
+    config = AgentConfig(**{**FAST, **settings})
+    return build_graph(scripted(work, plan), tools=[answer_question], config=config)
+
+
+@pytest.mark.parametrize("way", ["invoke", "ainvoke"])
+def test_a_parallel_plan_of_32_runs_as_32_subtasks_at_once(way):
+    overlap = Overlap()
+    state, _ = run(questions_graph(32, overlap, max_concurrency=32), goal="Answer the 32 questions.", way=way)
+    assert [t["content"] for t in ordered(state["tasks"])] == [f"Answer question {k}." for k in range(32)]
+    assert overlap.peak > 8  # more than one group of calls at a time: the subtasks ran side by side
+    assert set(state["final_answer"].split()) >= {str(k) for k in range(32)}
+
+
+@pytest.mark.parametrize("concurrency", [1, 8])
+def test_a_grouped_plan_keeps_every_question_word_for_word_in_at_least_max_concurrency_groups(concurrency):
+    state, _ = run(questions_graph(32, Overlap(), max_concurrency=concurrency), goal="Answer the 32 questions.")
+    tasks = ordered(state["tasks"])
+    assert len(tasks) >= concurrency
+    listed = [q for t in tasks for q in re.findall(r"Answer question \d+\.", t["content"])]
+    assert listed == [f"Answer question {k}." for k in range(32)]
+    assert all(f"answer {k}" in state["final_answer"] for k in range(32))
+
+
+def test_the_default_lets_a_plan_run_in_parallel():
+    assert AgentConfig().max_concurrency > 1
+
+
+def test_with_the_policy_off_the_plan_runs_exactly_as_planned():
+    plan = plan_of(*({"id": str(k + 1), "content": f"Answer question {k}."} for k in range(32)))
+    model = scripted(lambda r: "answer", plan)
+    graph = build_graph(model, config=AgentConfig(max_concurrency=1, **FAST), policy=TextPolicy(enabled=False))
+    state, _ = run(graph, goal="Answer the 32 questions.")
+    assert len(state["tasks"]) == 32
+
+
+# --------------------------------------------------------------------------- no follow-up dropped on a guess
+
+
+def hands_off_once(follow_ups: list[str], *, read: str = "answer seed"):
+    """The first subtask reads once and hands off ``follow_ups``; every follow-up answers with its own words."""
+
+    def work(request):
+        task = subtask_of(request)
+        if "Your subtask (1):" not in request.prompt:
+            return f"answer {task.replace(' ', '_')}"
+        if not request.tool_results:
+            return tool_call("peek", {})
+        return tool_call(SPLIT_TOOL, {"summary": read, "tasks": json.dumps([{"content": c} for c in follow_ups])})
+
+    return work
+
+
+def peek() -> str:
+    """Look at the data."""
+    return "answer seed"
+
+
+def handed_off(state, parent: str = "1") -> list[str]:
+    return [t["content"] for t in ordered(state["tasks"]) if t.get("parent_id") == parent]
+
+
+@pytest.mark.parametrize("policy", [TextPolicy(), TextPolicy(enabled=False)])
+def test_identical_follow_ups_in_one_hand_off_all_run(policy):
+    same = ["Extract the next 5 products of the ranking."] * 3
+    model = scripted(hands_off_once(same), plan_of({"id": "1", "content": "Extract the top 19 products."}))
+    graph = build_graph(model, tools=[peek], config=AgentConfig(**FAST), policy=policy)
+    state, _ = run(graph, goal="Extract the top 19 products of the ranking.")
+    assert handed_off(state) == same
+    assert [t["status"] for t in ordered(state["tasks"])] == ["completed"] * 4
+
+
+@pytest.mark.parametrize(
+    ("planned", "follow_ups"),
+    [
+        (  # a goal that counts pages while the tool numbers items: "products 41-90" is not "pages 41-90"
+            "Extract every product on pages 1-15 of the catalog.",
+            ["Extract products 41-90 of the catalog.", "Extract products 91-300 of the catalog."],
+        ),
+        (  # prices are not positions: "from 100 to 200 dollars" neither claims 100 nor trims "25 to 100"
+            "List every product priced from 0 to 100 dollars.",
+            ["List every product priced from 25 to 100 dollars.", "List every product priced from 100 to 200 dollars."],
+        ),
+        (  # a year and a page range on one list
+            "Summarize the reports of years 2001-2010.",
+            ["Summarize the reports of years 2005-2020.", "Summarize the reports of years 1990-2001."],
+        ),
+    ],
+)
+def test_a_number_that_may_be_a_price_a_page_or_a_year_never_trims_or_drops_work(planned, follow_ups):
+    model = scripted(hands_off_once(follow_ups), plan_of({"id": "1", "content": planned}))
+    state, events = run(build_graph(model, tools=[peek], config=AgentConfig(**FAST)), goal="List them all.")
+    assert handed_off(state)[: len(follow_ups)] == follow_ups  # queued exactly as written
+    assert all(f"answer {c.replace(' ', '_')}" in state["final_answer"] for c in follow_ups)
+    added = [e for e in events if e["event"] == "dynamic_tasks_added" and e["parent_id"] == "1"]
+    assert not any("dropped" in n or "trimmed" in n for e in added for n in e["notes"])
+
+
+def test_relative_follow_ups_each_reviewing_the_plan_all_run():
+    """ "The next 5", handed off by every child after reviewing the plan: each is its own unit of work."""
+    products = [f"product-{n}" for n in range(1, 20)]
+
+    def work(request):
+        done = set(re.findall(r"product-\d+", request.prompt.split("Your subtask")[0]))
+        review = request.last_result(REVIEW_TOOL)
+        if review is None:
+            return tool_call(REVIEW_TOOL, {})
+        seen = done | set(re.findall(r"product-\d+", review))
+        start = next((n for n in range(1, 20) if f"product-{n}" not in seen), None)
+        if start is None:
+            return "nothing left"
+        page = " ".join(products[start - 1 : start + 4])
+        if start + 5 > 19:
+            return page
+        return tool_call(SPLIT_TOOL, {"summary": page, "tasks": json.dumps(["Extract the next 5 products."])})
+
+    plan = plan_of({"id": "1", "content": "Extract the next 5 products."})
+    final = lambda r: " ".join(sorted(set(re.findall(r"product-\d+", r.prompt))))  # noqa: E731
+    model = scripted(work, plan, final=final)
+    state, _ = run(build_graph(model, config=AgentConfig(**FAST)), goal="Extract the top 19 products.")
+    assert set(re.findall(r"product-\d+", state["final_answer"])) == set(products)
+
+
+def test_a_follow_up_that_is_the_goal_itself_is_the_one_left_out():
+    goal = "Extract the top 19 products of the ranking."
+    model = scripted(hands_off_once([goal, "Extract products 6-19."]), plan_of({"id": "1", "content": goal}))
+    state, events = run(build_graph(model, tools=[peek], config=AgentConfig(**FAST)), goal=goal)
+    assert handed_off(state) == ["Extract products 6-19."]
+    [added] = [e for e in events if e["event"] == "dynamic_tasks_added" and e["parent_id"] == "1"]
+    assert any("the goal itself" in n for n in added["notes"])
