@@ -16,6 +16,7 @@ BENCHMARKS = {
     "compare": "benchmarks.compare",
     "textcraft": "benchmarks.compare:textcraft_main",
     "wide": "benchmarks.compare:wide_main",
+    "structure": "benchmarks.structure",
 }
 
 
