@@ -321,7 +321,8 @@ def repair_tool_calls(reply: AIMessage, tool_names: Sequence[str]) -> AIMessage:
     has its last call marked cut: a streamed call's arguments may have been closed by
     a partial parse. A reply without calls whose text writes them (`read_text_calls`:
     the formats of local servers without a tool parser) gets those calls; the rest of
-    its text stays its content. Anything else is left as it was.
+    its text stays its content. Calls that share an id get distinct ones (`distinct_ids`).
+    Anything else is left as it was.
     """
     calls, invalid = [], []
     for call in reply.tool_calls:
@@ -352,7 +353,7 @@ def repair_tool_calls(reply: AIMessage, tool_names: Sequence[str]) -> AIMessage:
         written = read_text_calls(text, tool_names)
         if written.calls or written.cut:
             calls, invalid, content = written.calls, written.cut, with_text(content, written.rest)
-    calls, invalid = with_ids(calls), with_ids(invalid)
+    calls, invalid = distinct_ids(with_ids(calls), with_ids(invalid))
     if calls == reply.tool_calls and invalid == reply.invalid_tool_calls:
         return reply
     return reply.model_copy(update={"tool_calls": calls, "invalid_tool_calls": invalid, "content": content})
@@ -367,6 +368,24 @@ def named_as_known(call: dict, tool_names: Sequence[str]) -> dict:
 def with_ids(calls: list[dict]) -> list[dict]:
     """Tool calls, each with an id (some local servers send none): the reply must name the call it answers."""
     return [call if call.get("id") else {**call, "id": f"call_{uuid.uuid4().hex[:24]}"} for call in calls]
+
+
+def distinct_ids(calls: list[dict], invalid: list[dict]) -> tuple[list[dict], list[dict]]:
+    """``(calls, invalid)`` with an id of their own each: a call whose id an earlier one holds (some
+    OpenAI-compatible servers give every call of a reply one id) is ``{id}_2``, ``{id}_3``…, so each runs once and
+    gets its own reply."""
+    taken: set[str] = set()
+
+    def own(call: dict) -> dict:
+        ident = base = call.get("id") or ""
+        n = 1
+        while ident in taken:
+            n += 1
+            ident = f"{base}_{n}"
+        taken.add(ident)
+        return call if ident == call.get("id") else {**call, "id": ident}
+
+    return [own(c) for c in calls], [own(c) for c in invalid]
 
 
 def ends_with_answer(window: Sequence[AnyMessage] | None) -> bool:

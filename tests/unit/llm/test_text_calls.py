@@ -168,3 +168,18 @@ def test_a_reply_the_output_limit_ended_has_its_last_call_marked_cut():
     assert [c["id"] for c in repaired.tool_calls] == ["c1"]
     [cut] = repaired.invalid_tool_calls
     assert cut["id"] == "c2" and CUT_CALL in cut["error"]
+
+
+def test_calls_that_share_an_id_get_distinct_ones_and_unique_ones_stay():
+    # Some OpenAI-compatible servers give every call of a reply one id.
+    reply = AIMessage(
+        "",
+        tool_calls=[{"name": "search", "args": {"q": q}, "id": "call_0"} for q in ("a", "b", "c")],
+        invalid_tool_calls=[{"name": "search", "args": '{"q": ', "id": "call_0", "error": None}],
+    )
+    repaired = repair_tool_calls(reply, NAMES)
+    assert [c["id"] for c in repaired.tool_calls] == ["call_0", "call_0_2", "call_0_3"]
+    assert [c["args"]["q"] for c in repaired.tool_calls] == ["a", "b", "c"]
+    assert [c["id"] for c in repaired.invalid_tool_calls] == ["call_0_4"]
+    distinct = AIMessage("", tool_calls=[{"name": "search", "args": {"q": "a"}, "id": "c1"}])
+    assert repair_tool_calls(distinct, NAMES) is distinct
