@@ -206,7 +206,9 @@ def without_thinking(answer: Any) -> str:
 def message_text(message: BaseMessage) -> str:
     """The text of a message, whether its content is a string or a list of content blocks.
 
-    Like ``BaseMessage.text``, but it also survives odd list items (tool outputs may hold any).
+    Like ``BaseMessage.text``, but it also survives odd list items (tool outputs may hold any). The items of a
+    tool output's list (a tool that returns ``["alpha", "beta"]``, an MCP tool's text blocks) are values of their
+    own: they are joined as lines, never run together.
     """
     content = message.content
     if isinstance(content, str):
@@ -217,7 +219,7 @@ def message_text(message: BaseMessage) -> str:
             parts.append(block)
         elif isinstance(block, Mapping) and block.get("type") == "text":
             parts.append(str(block.get("text", "")))
-    return "".join(parts)
+    return ("\n" if isinstance(message, ToolMessage) else "").join(parts)
 
 
 def answer_text(message: BaseMessage) -> str:
