@@ -14,7 +14,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+from langchain_core.messages import AnyMessage
+
 from replangraph.config import FINALIZE_MARGIN, AgentConfig, recursion_limit
+from replangraph.context.compression import SUMMARY_ID_PREFIX, split_window
 from replangraph.context.fitting import GOAL_ID, excerpt, fair_shares, output_id, result_id, unique_key
 from replangraph.context.kept import (
     full_result,
@@ -23,6 +26,8 @@ from replangraph.context.kept import (
     merge_updates,
     report_task,
     result_fields,
+    result_with_reads,
+    saved_text,
     thread_id,
 )
 from replangraph.llm.errors import says_server_down
@@ -53,6 +58,7 @@ CONTENT_CHARS = 300
 REPORT_MAX_CHARS = 300_000
 """About the most characters a report takes, whatever the queue holds (the sum of the limits above)."""
 MORE = "- … and {count} more; the whole list is kept as output {ident}"
+FOLDED = "messages its window folded into a summary, whole"
 LISTED_CHARS = 200
 """Longest content, reason or result preview of a line in a kept whole list."""
 
@@ -169,8 +175,8 @@ def stop_unfinished(
     """The update that closes every task still pending or in progress when the run stops
     (``cancelled``: a running one is ``skipped`` too, not ``failed``).
 
-    Nothing a stopped subtask saw or wrote is dropped: an answer still waiting for the
-    completion check becomes its partial result, and its window is kept (`keep_window`);
+    Nothing a stopped subtask saw or wrote is dropped: what it read and any answer still waiting for the
+    completion check become its partial result (`stopped_result`), and its window is kept (`keep_window`);
     both are workspace entries of the update.
     """
     updates: list[StateUpdate] = []
@@ -180,7 +186,8 @@ def stop_unfinished(
             window = windows.get(task["id"]) or []
             status = "skipped" if cancelled else "failed"
             change = {"status": status, "error": f"stopped before it finished: {reason}"}
-            fields, result = result_fields(task, answer_text(window[-1])) if ends_with_answer(window) else ({}, {})
+            partial = stopped_result(task, window)
+            fields, result = result_fields(task, partial) if partial else ({}, {})
             note, kept = keep_window(task, window)
             change.update(fields, error=change["error"] + note)
             updates.append({"tasks": {task["id"]: change}, **merge_updates([result, kept])})
@@ -189,6 +196,27 @@ def stop_unfinished(
                 {"tasks": {task["id"]: {"status": "skipped", "error": task.get("error") or f"not run: {reason}"}}}
             )
     return merge_updates(updates)
+
+
+def stopped_result(task: Task, window: Sequence[AnyMessage]) -> str:
+    """The partial result of a subtask the run stopped: its answer still waiting for the completion check, if
+    any, then the outputs its window holds that the answer does not show (`result_with_reads`; one the window
+    dropped is read back), then, when the window was compressed, the messages folded into its summary, whole
+    (`folded_messages`). '' when it read and wrote nothing."""
+    answer = answer_text(window[-1]) if ends_with_answer(window) else ""
+    parts = [result_with_reads(task, window, answer), folded_messages(task, window)]
+    return "\n\n".join(part for part in parts if part)
+
+
+def folded_messages(task: Task, window: Sequence[AnyMessage]) -> str:
+    """The messages a compressed window folded into its summary, as kept (``history-1`` … ``history-N``), each
+    under its output id; '' for a window never compressed."""
+    _, summary, _ = split_window(window)
+    if summary is None:
+        return ""
+    count = int(str(summary.id).removeprefix(SUMMARY_ID_PREFIX) or 1)
+    kept = [(output_id(task["id"], f"history-{n}"), saved_text(task, f"history-{n}")) for n in range(1, count + 1)]
+    return "\n\n".join(f"[{ident}: {FOLDED}]\n{text}" for ident, text in kept if text)
 
 
 def failed_answer(goal: str, tasks: Mapping[str, Task], exc: Exception) -> tuple[str, dict[str, str]]:
