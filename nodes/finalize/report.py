@@ -3,7 +3,9 @@
 Its size has a cap whatever the queue holds (`REPORT_LISTED` subtasks a list, `REPORT_RESULTS_CHARS` of
 results, `FALLBACK_ANSWER_CHARS` of the fallback's answer): a longer list ends in a line naming the output id
 (``report-{plan}/completed``, ``report-{plan}/not-finished``) its whole list is kept under in the results
-workspace, and a result that does not fit is an excerpt naming its own output id (``{id}/result``).
+workspace, and a result that does not fit is an excerpt naming its own output id (``{id}/result``). A report
+that shows some result only in part (a list cut, an excerpt) names output ``results``: every result and partial
+result, whole, in plan order (`replangraph.context.kept.all_results`).
 
 A run that stops unfinished also gets here: `stop_reason` says why (naming any limit that stopped it),
 `stop_unfinished` closes what was left, and `failed_answer` is the report when the final answer could not be
@@ -18,7 +20,7 @@ from langchain_core.messages import AnyMessage
 
 from replangraph.config import FINALIZE_MARGIN, AgentConfig, recursion_limit
 from replangraph.context.compression import SUMMARY_ID_PREFIX, split_window
-from replangraph.context.fitting import GOAL_ID, excerpt, fair_shares, output_id, result_id, unique_key
+from replangraph.context.fitting import GOAL_ID, RESULTS_ID, excerpt, fair_shares, output_id, result_id, unique_key
 from replangraph.context.kept import (
     full_result,
     is_taken,
@@ -58,6 +60,10 @@ CONTENT_CHARS = 300
 REPORT_MAX_CHARS = 300_000
 """About the most characters a report takes, whatever the queue holds (the sum of the limits above)."""
 MORE = "- … and {count} more; the whole list is kept as output {ident}"
+ALL_RESULTS = (
+    "Not every result fits this report whole: every result and partial result, whole, in plan order, is output "
+    "{ident} (`replangraph output --thread {thread} {ident}`, or a run's read_output tool)."
+)
 FOLDED = "messages its window folded into a summary, whole"
 LISTED_CHARS = 200
 """Longest content, reason or result preview of a line in a kept whole list."""
@@ -88,14 +94,19 @@ def report_with_lists(goal: str, tasks: Mapping[str, Task], reason: str) -> tupl
     more = {name: MORE.format(count=len(long_lists[name]) - REPORT_LISTED, ident=idents[name]) for name in keys}
     shown_done, shown_open = done[:REPORT_LISTED], unfinished[:REPORT_LISTED]
     results = [full_result(t) or "" for t in shown_done] + [full_result(t) or "" for t in shown_open if t.get("result")]
-    limits = iter(fair_shares([len(r) for r in results], REPORT_RESULTS_CHARS))
+    shares = fair_shares([len(r) for r in results], REPORT_RESULTS_CHARS)
+    limits = iter(shares)
     lines = [f"The run for this goal stopped before it was finished: {reason}"]
     if answered:
         lines[0] += (
             ". One agent then took the goal over alone (the single-agent fallback): its answer comes first, "
             "then what the plan finished and what it did not."
         )
-    lines += [f"Goal: {excerpt(goal, GOAL_CHARS, GOAL_ID)}", ""]
+    lines.append(f"Goal: {excerpt(goal, GOAL_CHARS, GOAL_ID)}")
+    cut = long_lists or any(len(r) > share for r, share in zip(results, shares, strict=True))
+    if cut or (answered and len(full_result(solo) or "") > FALLBACK_ANSWER_CHARS):
+        lines.append(ALL_RESULTS.format(ident=RESULTS_ID, thread=thread_id() or "THREAD"))
+    lines.append("")
     if answered:
         answer = excerpt(full_result(solo) or "", FALLBACK_ANSWER_CHARS, result_id(solo["id"]))
         lines += ["## Answer of the single-agent fallback", answer, ""]

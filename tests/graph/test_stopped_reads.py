@@ -1,5 +1,6 @@
-"""What a running subtask read reaches the report when the run stops it: ``max_steps``, a budget, a cancel, with its
-window compressed or not (issue 40). Its agent reads one item a turn and would go on to item 100."""
+"""What agents read reaches the report when the run stops (issue 40): a running subtask's reads, whether
+``max_steps``, a budget or a cancel stopped it, its window compressed or not; and every result of a queue longer than
+the report lists, in an output the report names."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import re
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
-from scripting import WAYS, plan_of, run
+from scripting import WAYS, plan_of, run, subtask_of
 
 from replangraph import AgentConfig, build_graph
+from replangraph.durable import kept_output
+from replangraph.nodes.finalize.report import REPORT_LISTED
 from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
 
 ITEM = re.compile(r"ITEM-\d+")
@@ -78,3 +81,28 @@ def test_a_cancel_keeps_what_the_running_subtask_read_in_the_report():
     out = graph.invoke(Command(resume="/cancel"), cfg)
     assert out["tasks"]["1"]["status"] == "skipped" and "the user cancelled" in out["final_answer"]
     assert made and items(out["final_answer"]) == set(made)
+
+
+def test_a_report_of_more_subtasks_than_it_lists_names_an_output_with_every_result_whole():
+    shops = [chr(65 + n % 26) + chr(65 + n // 26) + "x" for n in range(REPORT_LISTED + 6)]  # no numbers: no batching
+    made: list[str] = []
+
+    def read_shop(shop: str) -> str:
+        """Read the two items of a shop."""
+        made.extend([f"ITEM-{shop}-a", f"ITEM-{shop}-b"])
+        return f"ITEM-{shop}-a: value 13\nITEM-{shop}-b: value 17"
+
+    def respond(request: ScriptedRequest):
+        if "Plan" in request.tool_names:
+            return plan_of(*[{"id": str(n), "content": f"visit the shop called {s}"} for n, s in enumerate(shops, 1)])
+        shop = subtask_of(request).rsplit(" ", 1)[-1]
+        return tool_call("read_shop", {"shop": shop}) if not request.called("read_shop") else "done"
+
+    done = len(shops) - 1  # two calls each; the last shop is never visited
+    config = AgentConfig(max_steps=1 + 2 * done, verify_results=False, max_concurrency=1)
+    state, _ = run(build_graph(ScriptedChatModel(respond=respond), [read_shop], config=config))
+    report = state["final_answer"]
+    assert state["stop_reason"] and len(made) >= 2 * done
+    assert set(made) - set(re.findall(r"ITEM-\w+-[ab]", report))  # the report lists 40: some are not in it
+    assert "every result and partial result, whole, in plan order, is output results (" in report
+    assert set(re.findall(r"ITEM-\w+-[ab]", kept_output(state, None, "t", "results"))) == set(made)
