@@ -31,6 +31,7 @@ from langchain_core.messages import (
 from pydantic import AliasChoices, Field, ValidationError, WithJsonSchema
 
 from replangraph.llm.formats import (
+    JSON_START,
     cut_call_error,
     embedded_task_json,
     invalid_call,
@@ -220,6 +221,23 @@ def message_text(message: BaseMessage) -> str:
         elif isinstance(block, Mapping) and block.get("type") == "text":
             parts.append(str(block.get("text", "")))
     return ("\n" if isinstance(message, ToolMessage) else "").join(parts)
+
+
+def is_cut_json(text: str) -> bool:
+    """Whether ``text`` is no answer but structured output cut off: JSON (fenced or not) that opens at its start and
+    ends before its brackets close (`CutOff`). Prose, valid JSON and prose in brackets are not."""
+    if text.lstrip()[:1] not in ("{", "[", "`"):  # prose: the parser's module stays unused (a rare path)
+        return False
+    body = strip_fences(text).lstrip()
+    if not JSON_START.match(body):
+        return False
+    try:
+        load_json(body)
+    except CutOff:
+        return True
+    except UnreadableInput:
+        return False
+    return False
 
 
 def answer_text(message: BaseMessage) -> str:
