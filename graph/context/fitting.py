@@ -287,6 +287,8 @@ T = TypeVar("T")
 
 GOAL_ID = "goal"
 PLAN_ID = "plan"
+RESULTS_ID = "results"
+"""The output id of every result and partial result of the queue, whole, in plan order (read, not kept)."""
 RESULT_KEY = "result"
 
 KEPT = "replangraph_kept"

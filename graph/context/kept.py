@@ -11,7 +11,7 @@ such runs on one store never read each other's entries. Nodes read it through `c
 
 **Output ids** are ``goal``, ``{task_id}/result`` (a subtask's whole result) and ``{task_id}/{key}`` (a tool
 call id for tool outputs, ``history-N`` for folded messages, ``summary-N``/``message-…`` for cut messages,
-``window-at-failure``, ``turn-at-end``), and ``plan`` (the current plan).
+``window-at-failure``, ``turn-at-end``), ``plan`` (the current plan) and ``results`` (every result, whole).
 
 **Writes are effects.** The update builders (`entry_update`; `completed`, `completed_with_window`, `failed`,
 `failed_with_window`, which end a subtask) are pure: an update carries the ``workspace`` entries to write and
@@ -49,6 +49,7 @@ from replangraph.context.fitting import (
     GOAL_ID,
     PLAN_ID,
     RESULT_KEY,
+    RESULTS_ID,
     excerpt,
     kept_id,
     mark_kept,
@@ -59,7 +60,7 @@ from replangraph.context.fitting import (
 )
 from replangraph.llm.reading import message_text
 from replangraph.names import ASK_USER, READ_OUTPUT
-from replangraph.queue.tasks import plan_summary, preview
+from replangraph.queue.tasks import ordered, plan_summary, preview
 from replangraph.state import (
     EVENTS,
     STEP_COMPLETED,
@@ -343,6 +344,18 @@ def full_result(task: Mapping[str, Any]) -> str | None:
         if found is not None:
             return found
     return task.get("result")
+
+
+def all_results(tasks: Mapping[str, Mapping[str, Any]]) -> str:
+    """Every completed result and partial result of ``tasks``, whole, in queue order, each under its subtask's id
+    and instructions: the text of output id ``results``, read from the workspace, never kept twice."""
+    parts = []
+    for task in ordered(tasks):
+        text = full_result(task) if task["status"] == "completed" or task.get("result") else None
+        if text:
+            mark = "" if task["status"] == "completed" else f" (partial result; {task['status']})"
+            parts.append(f"[{task['id']}] {task['content']}{mark}\n{text}")
+    return "\n\n".join(parts)
 
 
 REPORT_PREFIX = "report-"
@@ -631,6 +644,8 @@ def read_saved(ident: str, tasks: Mapping[str, Mapping[str, Any]], goal: str, cu
         return goal
     if ident == PLAN_ID:
         return plan_summary(tasks)
+    if ident == RESULTS_ID:
+        return all_results(tasks)
     for index in reversed([i for i, c in enumerate(ident) if c == "/"]):  # task ids may hold a slash too
         task_id, key = ident[:index], ident[index + 1 :]
         if task_id in tasks:
@@ -658,8 +673,8 @@ def output_keys(workspace: Workspace, task: Mapping[str, Any], limit: int = 20) 
     prefix = step + ":output:"
     if workspace.store is not None:
         items = workspace.store.search(workspace.namespace, filter={"step": step}, limit=10_000)
-        ordered = sorted((i for i in items if i.key.startswith(prefix)), key=lambda i: i.created_at)
-        rests = [i.key[len(step) :] for i in ordered]
+        oldest_first = sorted((i for i in items if i.key.startswith(prefix)), key=lambda i: i.created_at)
+        rests = [i.key[len(step) :] for i in oldest_first]
     else:
         rests = [*workspace.entries.get(step, {})]
     rests += workspace.pending.get(step, {})

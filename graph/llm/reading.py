@@ -31,6 +31,7 @@ from langchain_core.messages import (
 from pydantic import AliasChoices, Field, ValidationError, WithJsonSchema
 
 from replangraph.llm.formats import (
+    JSON_START,
     cut_call_error,
     embedded_task_json,
     invalid_call,
@@ -206,7 +207,9 @@ def without_thinking(answer: Any) -> str:
 def message_text(message: BaseMessage) -> str:
     """The text of a message, whether its content is a string or a list of content blocks.
 
-    Like ``BaseMessage.text``, but it also survives odd list items (tool outputs may hold any).
+    Like ``BaseMessage.text``, but it also survives odd list items (tool outputs may hold any). The items of a
+    tool output's list (a tool that returns ``["alpha", "beta"]``, an MCP tool's text blocks) are values of their
+    own: they are joined as lines, never run together.
     """
     content = message.content
     if isinstance(content, str):
@@ -217,7 +220,24 @@ def message_text(message: BaseMessage) -> str:
             parts.append(block)
         elif isinstance(block, Mapping) and block.get("type") == "text":
             parts.append(str(block.get("text", "")))
-    return "".join(parts)
+    return ("\n" if isinstance(message, ToolMessage) else "").join(parts)
+
+
+def is_cut_json(text: str) -> bool:
+    """Whether ``text`` is no answer but structured output cut off: JSON (fenced or not) that opens at its start and
+    ends before its brackets close (`CutOff`). Prose, valid JSON and prose in brackets are not."""
+    if text.lstrip()[:1] not in ("{", "[", "`"):  # prose: the parser's module stays unused (a rare path)
+        return False
+    body = strip_fences(text).lstrip()
+    if not JSON_START.match(body):
+        return False
+    try:
+        load_json(body)
+    except CutOff:
+        return True
+    except UnreadableInput:
+        return False
+    return False
 
 
 def answer_text(message: BaseMessage) -> str:
@@ -321,7 +341,8 @@ def repair_tool_calls(reply: AIMessage, tool_names: Sequence[str]) -> AIMessage:
     has its last call marked cut: a streamed call's arguments may have been closed by
     a partial parse. A reply without calls whose text writes them (`read_text_calls`:
     the formats of local servers without a tool parser) gets those calls; the rest of
-    its text stays its content. Anything else is left as it was.
+    its text stays its content. Calls that share an id get distinct ones (`distinct_ids`).
+    Anything else is left as it was.
     """
     calls, invalid = [], []
     for call in reply.tool_calls:
@@ -352,7 +373,7 @@ def repair_tool_calls(reply: AIMessage, tool_names: Sequence[str]) -> AIMessage:
         written = read_text_calls(text, tool_names)
         if written.calls or written.cut:
             calls, invalid, content = written.calls, written.cut, with_text(content, written.rest)
-    calls, invalid = with_ids(calls), with_ids(invalid)
+    calls, invalid = distinct_ids(with_ids(calls), with_ids(invalid))
     if calls == reply.tool_calls and invalid == reply.invalid_tool_calls:
         return reply
     return reply.model_copy(update={"tool_calls": calls, "invalid_tool_calls": invalid, "content": content})
@@ -367,6 +388,24 @@ def named_as_known(call: dict, tool_names: Sequence[str]) -> dict:
 def with_ids(calls: list[dict]) -> list[dict]:
     """Tool calls, each with an id (some local servers send none): the reply must name the call it answers."""
     return [call if call.get("id") else {**call, "id": f"call_{uuid.uuid4().hex[:24]}"} for call in calls]
+
+
+def distinct_ids(calls: list[dict], invalid: list[dict]) -> tuple[list[dict], list[dict]]:
+    """``(calls, invalid)`` with an id of their own each: a call whose id an earlier one holds (some
+    OpenAI-compatible servers give every call of a reply one id) is ``{id}_2``, ``{id}_3``…, so each runs once and
+    gets its own reply."""
+    taken: set[str] = set()
+
+    def own(call: dict) -> dict:
+        ident = base = call.get("id") or ""
+        n = 1
+        while ident in taken:
+            n += 1
+            ident = f"{base}_{n}"
+        taken.add(ident)
+        return call if ident == call.get("id") else {**call, "id": ident}
+
+    return [own(c) for c in calls], [own(c) for c in invalid]
 
 
 def ends_with_answer(window: Sequence[AnyMessage] | None) -> bool:

@@ -33,7 +33,7 @@ from replangraph.context.kept import (
 from replangraph.context.summarizing import pack, split_text
 from replangraph.llm.aio import acall_model, arun_steps
 from replangraph.llm.calls import call_model, cut_note, guarded_steps, output_limit, refit_steps, run_steps, was_cut
-from replangraph.llm.reading import answer_text
+from replangraph.llm.reading import answer_text, is_cut_json
 from replangraph.names import FINALIZE
 from replangraph.nodes.finalize.notes import replanned_ids, run_notes
 from replangraph.nodes.finalize.prompts import (
@@ -72,6 +72,7 @@ Ask = Callable[[list[AnyMessage]], Steps]
 Tokens = Callable[[list[AnyMessage]], int]
 
 MIN_PIECE_CHARS = 200
+CUT_JSON = "the model's final answer was JSON that ends before its brackets close (cut off, unreadable)"
 LEFT_OUT_NAMED = 10
 """Items left out of a final answer that the request for a whole one names."""
 
@@ -330,7 +331,8 @@ class Finalizer(Configured):
         model's synthesis when everything completed (the reason then '', no lists), else the report.
 
         A provider that refuses a request as too long gets one more try, fitted to the window its error
-        names, else with half the budget.
+        names, else with half the budget. An answer that is JSON cut off before it closes (`is_cut_json`) is no
+        final answer: the report is.
         """
         if reason or not tasks:
             reason = reason or "no subtasks were planned"
@@ -354,8 +356,8 @@ class Finalizer(Configured):
         text = yield from guarded_steps(written(), failed)
         if failure:
             return text, *failure[0]
-        if not text:
-            reason = "the model returned an empty final answer"
+        if not text or is_cut_json(text):
+            reason = CUT_JSON if text else "the model returned an empty final answer"
             report, lists = report_with_lists(goal, tasks, reason)
             return report, reason, lists
         return text, "", {}

@@ -3,7 +3,9 @@
 Its size has a cap whatever the queue holds (`REPORT_LISTED` subtasks a list, `REPORT_RESULTS_CHARS` of
 results, `FALLBACK_ANSWER_CHARS` of the fallback's answer): a longer list ends in a line naming the output id
 (``report-{plan}/completed``, ``report-{plan}/not-finished``) its whole list is kept under in the results
-workspace, and a result that does not fit is an excerpt naming its own output id (``{id}/result``).
+workspace, and a result that does not fit is an excerpt naming its own output id (``{id}/result``). A report
+that shows some result only in part (a list cut, an excerpt) names output ``results``: every result and partial
+result, whole, in plan order (`replangraph.context.kept.all_results`).
 
 A run that stops unfinished also gets here: `stop_reason` says why (naming any limit that stopped it),
 `stop_unfinished` closes what was left, and `failed_answer` is the report when the final answer could not be
@@ -14,8 +16,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+from langchain_core.messages import AnyMessage
+
 from replangraph.config import FINALIZE_MARGIN, AgentConfig, recursion_limit
-from replangraph.context.fitting import GOAL_ID, excerpt, fair_shares, output_id, result_id, unique_key
+from replangraph.context.compression import SUMMARY_ID_PREFIX, split_window
+from replangraph.context.fitting import GOAL_ID, RESULTS_ID, excerpt, fair_shares, output_id, result_id, unique_key
 from replangraph.context.kept import (
     full_result,
     is_taken,
@@ -23,6 +28,8 @@ from replangraph.context.kept import (
     merge_updates,
     report_task,
     result_fields,
+    result_with_reads,
+    saved_text,
     thread_id,
 )
 from replangraph.llm.errors import says_server_down
@@ -53,6 +60,11 @@ CONTENT_CHARS = 300
 REPORT_MAX_CHARS = 300_000
 """About the most characters a report takes, whatever the queue holds (the sum of the limits above)."""
 MORE = "- … and {count} more; the whole list is kept as output {ident}"
+ALL_RESULTS = (
+    "Not every result fits this report whole: every result and partial result, whole, in plan order, is output "
+    "{ident} (`replangraph output --thread {thread} {ident}`, or a run's read_output tool)."
+)
+FOLDED = "messages its window folded into a summary, whole"
 LISTED_CHARS = 200
 """Longest content, reason or result preview of a line in a kept whole list."""
 
@@ -82,14 +94,19 @@ def report_with_lists(goal: str, tasks: Mapping[str, Task], reason: str) -> tupl
     more = {name: MORE.format(count=len(long_lists[name]) - REPORT_LISTED, ident=idents[name]) for name in keys}
     shown_done, shown_open = done[:REPORT_LISTED], unfinished[:REPORT_LISTED]
     results = [full_result(t) or "" for t in shown_done] + [full_result(t) or "" for t in shown_open if t.get("result")]
-    limits = iter(fair_shares([len(r) for r in results], REPORT_RESULTS_CHARS))
+    shares = fair_shares([len(r) for r in results], REPORT_RESULTS_CHARS)
+    limits = iter(shares)
     lines = [f"The run for this goal stopped before it was finished: {reason}"]
     if answered:
         lines[0] += (
             ". One agent then took the goal over alone (the single-agent fallback): its answer comes first, "
             "then what the plan finished and what it did not."
         )
-    lines += [f"Goal: {excerpt(goal, GOAL_CHARS, GOAL_ID)}", ""]
+    lines.append(f"Goal: {excerpt(goal, GOAL_CHARS, GOAL_ID)}")
+    cut = long_lists or any(len(r) > share for r, share in zip(results, shares, strict=True))
+    if cut or (answered and len(full_result(solo) or "") > FALLBACK_ANSWER_CHARS):
+        lines.append(ALL_RESULTS.format(ident=RESULTS_ID, thread=thread_id() or "THREAD"))
+    lines.append("")
     if answered:
         answer = excerpt(full_result(solo) or "", FALLBACK_ANSWER_CHARS, result_id(solo["id"]))
         lines += ["## Answer of the single-agent fallback", answer, ""]
@@ -169,8 +186,8 @@ def stop_unfinished(
     """The update that closes every task still pending or in progress when the run stops
     (``cancelled``: a running one is ``skipped`` too, not ``failed``).
 
-    Nothing a stopped subtask saw or wrote is dropped: an answer still waiting for the
-    completion check becomes its partial result, and its window is kept (`keep_window`);
+    Nothing a stopped subtask saw or wrote is dropped: what it read and any answer still waiting for the
+    completion check become its partial result (`stopped_result`), and its window is kept (`keep_window`);
     both are workspace entries of the update.
     """
     updates: list[StateUpdate] = []
@@ -180,7 +197,8 @@ def stop_unfinished(
             window = windows.get(task["id"]) or []
             status = "skipped" if cancelled else "failed"
             change = {"status": status, "error": f"stopped before it finished: {reason}"}
-            fields, result = result_fields(task, answer_text(window[-1])) if ends_with_answer(window) else ({}, {})
+            partial = stopped_result(task, window)
+            fields, result = result_fields(task, partial) if partial else ({}, {})
             note, kept = keep_window(task, window)
             change.update(fields, error=change["error"] + note)
             updates.append({"tasks": {task["id"]: change}, **merge_updates([result, kept])})
@@ -189,6 +207,27 @@ def stop_unfinished(
                 {"tasks": {task["id"]: {"status": "skipped", "error": task.get("error") or f"not run: {reason}"}}}
             )
     return merge_updates(updates)
+
+
+def stopped_result(task: Task, window: Sequence[AnyMessage]) -> str:
+    """The partial result of a subtask the run stopped: its answer still waiting for the completion check, if
+    any, then the outputs its window holds that the answer does not show (`result_with_reads`; one the window
+    dropped is read back), then, when the window was compressed, the messages folded into its summary, whole
+    (`folded_messages`). '' when it read and wrote nothing."""
+    answer = answer_text(window[-1]) if ends_with_answer(window) else ""
+    parts = [result_with_reads(task, window, answer), folded_messages(task, window)]
+    return "\n\n".join(part for part in parts if part)
+
+
+def folded_messages(task: Task, window: Sequence[AnyMessage]) -> str:
+    """The messages a compressed window folded into its summary, as kept (``history-1`` … ``history-N``), each
+    under its output id; '' for a window never compressed."""
+    _, summary, _ = split_window(window)
+    if summary is None:
+        return ""
+    count = int(str(summary.id).removeprefix(SUMMARY_ID_PREFIX) or 1)
+    kept = [(output_id(task["id"], f"history-{n}"), saved_text(task, f"history-{n}")) for n in range(1, count + 1)]
+    return "\n\n".join(f"[{ident}: {FOLDED}]\n{text}" for ident, text in kept if text)
 
 
 def failed_answer(goal: str, tasks: Mapping[str, Task], exc: Exception) -> tuple[str, dict[str, str]]:

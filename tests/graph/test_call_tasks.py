@@ -115,3 +115,28 @@ def test_calls_of_parallel_subtasks_each_reach_their_own_subtask():
         result = state["tasks"][who]["result"]
         assert all(f"value of {who}{n}" in result for n in range(3))
         assert not any(f"value of {other}" in result for other in "abc" if other != who)
+
+
+@pytest.mark.parametrize("way", ["invoke", "ainvoke"])
+def test_calls_that_share_an_id_each_run_once_and_the_agent_sees_each_result(way):
+    made: Counter = Counter()
+
+    def look(word: str) -> str:
+        """Look a word up."""
+        made[word] += 1
+        return f"definition of {word}"
+
+    seen: list[list[str]] = []
+
+    def work(request):
+        if not request.tool_results:  # one id for the three calls, as some OpenAI-compatible servers send
+            return [tool_call("look", {"word": w}, call_id="call_0") for w in ("alpha", "beta", "gamma")]
+        seen.append([str(m.content) for m in request.tool_results])
+        return "done: " + " | ".join(str(m.content) for m in request.tool_results)
+
+    config = AgentConfig(verify_results=False)
+    graph = build_graph(make_model(plan_of({"id": "1", "content": "define three words"}), work), [look], config=config)
+    state = invoke(graph, {"messages": [("user", "go")]}, way=way)
+    assert made == Counter({"alpha": 1, "beta": 1, "gamma": 1})
+    assert seen == [[f"definition of {w}" for w in ("alpha", "beta", "gamma")]]
+    assert all(f"definition of {w}" in state["final_answer"] for w in ("alpha", "beta", "gamma"))

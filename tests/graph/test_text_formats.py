@@ -110,3 +110,27 @@ def test_reasoning_never_reaches_a_result_a_verdict_or_the_final_answer():
     texts = [state["final_answer"], *(json.dumps(t, default=str) for t in state["tasks"].values())]
     assert not any(THOUGHT in text or "<think>" in text or "item-9999" in text for text in texts)
     assert world.score(state["final_answer"]) == 19 and not state.get("replans")
+
+
+def test_a_tool_that_returns_a_list_of_strings_is_read_one_item_a_line():
+    def names() -> list[str]:
+        """List the names."""
+        return ["alpha", "beta", "gamma"]
+
+    seen: list[str | None] = []
+
+    def respond(request: ScriptedRequest):
+        if "Plan" in request.tool_names:
+            return {"name": "Plan", "args": {"tasks": [{"id": "1", "content": "list the names"}]}}
+        if request.tool_names:
+            if not request.called("names"):
+                return {"name": "names", "args": {}}
+            seen.append(request.last_result("names"))
+            return "I listed them."
+        return "FINAL:\n" + request.prompt
+
+    state, _ = run(
+        build_graph(ScriptedChatModel(respond=respond), tools=[names], config=AgentConfig(verify_results=False))
+    )
+    assert seen == ["alpha\nbeta\ngamma"]
+    assert "\nalpha\nbeta\ngamma" in state["final_answer"]

@@ -318,3 +318,27 @@ def test_absurdly_nested_arguments_are_refused_without_recursion_errors_even_wit
     state, _ = run(graph)
     assert state["tasks"]["1"]["status"] == "completed"
     assert "nests more than 20 levels deep" in seen[0]
+
+
+def test_a_final_answer_that_is_cut_off_json_is_no_answer_and_the_report_says_so():
+    broken = '{"tasks": [{"id": "1", "content": "find the'
+
+    def respond(request):  # every request, the planner's and the checks' included, gets the same broken JSON
+        return broken
+
+    state, _ = run(build_graph(ScriptedChatModel(respond=respond), config=AgentConfig(**FAST)), goal="Where is Lima?")
+    answer = state["final_answer"]
+    assert answer != broken and answer.startswith("The run for this goal stopped before it was finished: ")
+    assert (
+        state["stop_reason"]
+        == "the model's final answer was JSON that ends before its brackets close (cut off, unreadable)"
+    )
+    assert state["stop_reason"] in answer
+
+
+@pytest.mark.parametrize("answer", ['```json\n{"city": "Lima", "country": "Peru"}\n```', "[1] Lima is in Peru."])
+def test_a_final_answer_in_json_or_in_brackets_stays_the_answer(answer):
+    plan = plan_of(task("a", "where is Lima"))
+    model = make_model(plan, lambda request: "Lima is in Peru.", final=lambda request: answer)
+    state, _ = run(build_graph(model, config=AgentConfig(**FAST, verify_results=False)))
+    assert state["final_answer"] == answer and not state["stop_reason"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, ToolMessage
 
 from replangraph.llm.formats import load_json, strip_fences
 from replangraph.llm.lenient import truthy
@@ -13,6 +14,7 @@ from replangraph.llm.reading import (
     as_text,
     id_list,
     match_name,
+    message_text,
     plan_specs,
     task_specs,
 )
@@ -139,3 +141,10 @@ def test_task_specs_either_reads_or_explains_never_crashes(value):
         assert str(exc)
     else:
         assert specs and all(s["content"].strip() for s in specs)
+
+
+def test_the_items_of_a_tool_output_list_are_lines_and_a_reply_s_blocks_run_on():
+    listed = ToolMessage(["alpha", "beta", {"type": "text", "text": "gamma"}, {"type": "image"}], tool_call_id="c1")
+    assert message_text(listed) == "alpha\nbeta\ngamma"
+    streamed = AIMessage([{"type": "text", "text": "Hel"}, {"type": "text", "text": "lo"}])
+    assert message_text(streamed) == "Hello"

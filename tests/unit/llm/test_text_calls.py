@@ -6,7 +6,7 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from replangraph.llm.formats import CUT_CALL, load_json, read_text_calls
-from replangraph.llm.reading import CutOff, UnreadableInput, repair_tool_calls
+from replangraph.llm.reading import CutOff, UnreadableInput, is_cut_json, repair_tool_calls
 
 NAMES = ["search", "get_weather", "Plan"]
 SEARCH = ("search", {"q": "rain"})
@@ -168,3 +168,34 @@ def test_a_reply_the_output_limit_ended_has_its_last_call_marked_cut():
     assert [c["id"] for c in repaired.tool_calls] == ["c1"]
     [cut] = repaired.invalid_tool_calls
     assert cut["id"] == "c2" and CUT_CALL in cut["error"]
+
+
+def test_calls_that_share_an_id_get_distinct_ones_and_unique_ones_stay():
+    # Some OpenAI-compatible servers give every call of a reply one id.
+    reply = AIMessage(
+        "",
+        tool_calls=[{"name": "search", "args": {"q": q}, "id": "call_0"} for q in ("a", "b", "c")],
+        invalid_tool_calls=[{"name": "search", "args": '{"q": ', "id": "call_0", "error": None}],
+    )
+    repaired = repair_tool_calls(reply, NAMES)
+    assert [c["id"] for c in repaired.tool_calls] == ["call_0", "call_0_2", "call_0_3"]
+    assert [c["args"]["q"] for c in repaired.tool_calls] == ["a", "b", "c"]
+    assert [c["id"] for c in repaired.invalid_tool_calls] == ["call_0_4"]
+    distinct = AIMessage("", tool_calls=[{"name": "search", "args": {"q": "a"}, "id": "c1"}])
+    assert repair_tool_calls(distinct, NAMES) is distinct
+
+
+@pytest.mark.parametrize(
+    ("text", "cut"),
+    [
+        ('{"tasks": [{"id": "1", "content": "find the', True),
+        ('```json\n[{"city": "Lima"\n```', True),
+        ('{"city": "Lima"}', False),
+        ("[1] Lima is in Peru; [2", False),
+        ("[see below] Lima is in Peru {", False),
+        ("Lima is in Peru.", False),
+        ("", False),
+    ],
+)
+def test_only_json_that_opens_the_text_and_never_closes_is_cut_json(text, cut):
+    assert is_cut_json(text) is cut

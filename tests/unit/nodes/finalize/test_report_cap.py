@@ -41,6 +41,10 @@ def test_the_report_of_a_huge_queue_is_capped_and_its_whole_lists_are_kept():
     assert "Result (t0/result): PAGE-0: " in completed and "Why: shop refused page 3000" in unfinished
     assert len(completed) + len(unfinished) < 3_000_000  # one short line a subtask: the results stay where they are
     assert 'read them with read_output(output_id="t0/result"' in report  # a long result points at its whole text
+    assert "every result and partial result, whole, in plan order, is output results (" in report
+    whole = kept_output(state, None, "t", "results")  # read from the results, not kept twice
+    assert whole.count("price, size, colour; " * 300) == DONE and whole.count("half " * 500) == FAILED
+    assert re.findall(r"^\[(t\d+)\] ", whole, re.M) == [f"t{n}" for n in range(DONE + FAILED)]
 
 
 def test_a_small_queue_s_report_shows_every_result_whole_and_keeps_no_list():
@@ -49,5 +53,5 @@ def test_a_small_queue_s_report_shows_every_result_whole_and_keeps_no_list():
     tasks["t1"].update(status="failed", error="refused", result="PAGE-1 half")
     report = report_with_lists("the catalogue", tasks, "stopped")[0]
     assert "Result: " + "PAGE-0 " * 2_000 + "\n" in report
-    assert "Partial result: PAGE-1 half" in report and "whole list" not in report
+    assert "Partial result: PAGE-1 half" in report and "whole list" not in report and "output results" not in report
     assert "- Run the unfinished subtasks (t2)" in report
