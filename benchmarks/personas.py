@@ -216,9 +216,10 @@ def members(instruction: str) -> list[str]:
 
 
 def checked(request: ScriptedRequest) -> tuple[str, str]:
-    """``(the subtask's instructions, its result)`` of a completion-check request."""
+    """``(the subtask's instructions, its result)`` of a completion-check request (a group's with its members'
+    lines)."""
     instruction, _, result = request.prompt.partition("\nResult:")
-    task = re.search(r"^Subtask \([^)]*\): (.*)$", instruction, flags=re.MULTILINE)
+    task = re.search(r"^Subtask \([^)]*\): (.*(?:\n- .*)*)$", instruction, flags=re.MULTILINE)
     return (task.group(1) if task else ""), result
 
 

@@ -11,7 +11,7 @@ tools and the same scripted model, no call limit. Rows:
 
 1. **parallel**: a plan of 32 independent tasks ("Answer question 0." ... "Answer question 31.") and one of 16
    ("Read document 0." ...), each item one call of a tool that takes 200 ms; replangraph at ``max_concurrency``
-   1 and 32 (``AgentConfig`` and the run config alike), the same persona. Wall time: min/median of ``--runs``;
+   1 and 32 (``AgentConfig``; the graph sizes LangGraph's pool to it), the same persona. Wall: min/median of ``--runs``;
    speedup: wall(1) / wall(32), the mins (and the medians), measured in one process.
 2. **pages**: "Extract every product on pages 1-15 of the catalog" (20 products a page, N = 300 and 1,000, the
    goal asking for every page), the persona handing off by product numbers ("Extract products 41-90 of the
@@ -173,13 +173,14 @@ class Target:
 
 
 def replangraph_run(world: World, concurrency: int = 1) -> tuple[Outcome, int]:
-    """replangraph on defaults at ``max_concurrency`` (``AgentConfig`` and the run config), and the tasks it made."""
+    """replangraph on defaults at ``max_concurrency`` (``AgentConfig``: the compiled graph sizes LangGraph's pool,
+    the run config's ``max_concurrency``, to it plus two), and the tasks it made."""
     persona = persona_for(world)
     graph = build_graph(persona.model(), tools=world.tools, config=AgentConfig(max_concurrency=concurrency, **ENGINE))
     made: dict = {}
 
     def invoke(meter: Meter) -> str:
-        out = graph.invoke({"messages": [("user", world.goal)]}, {"callbacks": [meter], "max_concurrency": concurrency})
+        out = graph.invoke({"messages": [("user", world.goal)]}, {"callbacks": [meter]})
         made.update(out.get("tasks") or {})
         return out["final_answer"]
 

@@ -34,7 +34,7 @@ from langchain_core.tools import StructuredTool
 from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
 from replangraph.tools import REVIEW_TOOL, SPLIT_TOOL
 
-from .personas import PLAN, VERDICT, batch_size, checked, runs, subtask, verdict_call
+from .personas import PLAN, VERDICT, batch_size, checked, members, runs, subtask, verdict_call
 from .worlds import CatalogWorld, World, city_name, product_name
 
 DEFAULT_BATCH = 50
@@ -195,7 +195,10 @@ class ParallelWorld(World):
         return {int(m.group(1)): m.group(0) for m in re.finditer(pattern, text)}
 
     def asked(self, instruction: str) -> list[int]:
-        """The items an instruction names ("question 7", "question 0-31", "questions 3, 7-9")."""
+        """The items an instruction names ("question 7", "question 0-31", "questions 3, 7-9"; a group's members'
+        items, every line read)."""
+        if listed := members(instruction):
+            return list(dict.fromkeys(k for line in listed for k in self.asked(line)))
         found = re.search(rf"\b{self.single}s? ((?:\d+(?:\s*(?:-|–|—|,|and|to)\s*)?)+)", instruction)
         return [n for n in numbers_in(found.group(1)) if 0 <= n < self.size] if found else []
 
