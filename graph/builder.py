@@ -250,6 +250,7 @@ def build_graph(
         tool_schemas=tool_schemas,
         feature_wrappers=[w for feature in features for w in feature.model_wrappers],
         middleware=model_middleware,
+        policy=policy,
     )
     builder.add_node(
         EXECUTOR,

@@ -19,7 +19,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
@@ -237,17 +237,36 @@ READS_KEPT = 200
 def read_digests(reads: Sequence[Read]) -> list[str]:
     """Short digests of an agent's reads (the call and what it returned), sorted, each once, at most
     `READS_KEPT`: what tells a follow-up that learned something new from one that repeats its parent."""
-    return sorted({hashlib.sha1(f"{r.call}\n{r.text}".encode()).hexdigest()[:10] for r in reads})[:READS_KEPT]
+    return sorted(digests_of(reads))[:READS_KEPT]
 
 
-def made_progress(new: str, reads: Sequence[Read], parent: Mapping | None, parent_result: str | None) -> bool:
-    """Whether a follow-up went beyond its parent: its result (``new``) holds data the parent's does not
-    (`adds_data`), or one of its calls returned what none of the parent's did (a crafting agent's inventory
-    count that grew, though its words read alike round after round). A redo that reads the same pages again
-    does neither."""
-    if adds_data(new, parent_result):
-        return True
-    return bool(set(read_digests(reads)) - set((parent or {}).get("read_digests") or ()))
+def digests_of(reads: Sequence[Read]) -> set[str]:
+    """The digest of every read (the call and what it returned), each once."""
+    return {hashlib.sha1(f"{r.call}\n{r.text}".encode()).hexdigest()[:10] for r in reads}
+
+
+def made_progress(
+    new: str,
+    reads: Sequence[Read],
+    parent: Mapping | None,
+    parent_result: str | None,
+    known: Collection[str] = (),
+) -> bool:
+    """Whether a follow-up went beyond the work done before it. With reads of its own: one of its calls returned
+    what none of its parent's did, nor (``known``: `known_reads`) any other subtask's of the run (a crafting
+    agent's inventory count that grew, though its words read alike round after round). Without: its result
+    (``new``) holds data the parent's does not (`adds_data`). A redo that reads pages read before, whatever its
+    words ask, does neither: this is the progress rule that bounds the cost of work queued twice."""
+    own = digests_of(reads)
+    if own:
+        return bool(own - set((parent or {}).get("read_digests") or ()) - set(known))
+    return adds_data(new, parent_result)
+
+
+def known_reads(tasks: Mapping[str, Mapping], leave_out: str) -> set[str]:
+    """The read digests of every subtask of the run but ``leave_out`` (their `read_digests`, each at most
+    `READS_KEPT`: a digest past that cap counts as new, so the rule errs towards more work, never less)."""
+    return {d for task_id, task in tasks.items() if task_id != leave_out for d in task.get("read_digests") or ()}
 
 
 def made_calls(window: Sequence[AnyMessage]) -> bool:

@@ -10,6 +10,8 @@ work, group it for cost, or annotate it:
 - `added_work`: the parts of a handing-off subtask's numbered range its follow-ups skip, queued too.
 - `notes`: notes on follow-ups whose numbered range meets work queued, running or done (shown to the agent and
   in the ``dynamic_tasks_added`` event); the follow-ups are queued as written.
+- `announces`: whether an answer only announces a call ("I'll now call read_ranking ..."): the agent is asked
+  once to make it, in the same conversation.
 
 Pure: no LangGraph. The range reader is `replangraph.policy.scopes`.
 """
@@ -20,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from replangraph.llm.reading import announces_call
 from replangraph.policy.scopes import claimed_work, gaps, grouped_plan, overlap_notes
 
 ITEM_RUN = 10
@@ -50,6 +53,11 @@ class TextPolicy:
     def added_work(self, within: str, contents: Sequence[str]) -> list[str]:
         """Instructions for the parts of ``within``'s numbered range that its hand-off's follow-ups skip (`gaps`)."""
         return gaps(within, contents) if self.enabled else []
+
+    def announces(self, text: str, tool_names: Sequence[str] = ()) -> bool:
+        """Whether an answer only says what the agent will do next ("I'll now call read_ranking ..."):
+        `announces_call`. Off: never (an agent that made no call yet is still nudged: the engine's rule)."""
+        return self.enabled and announces_call(text, tool_names)
 
     def notes(
         self,

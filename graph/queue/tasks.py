@@ -263,6 +263,17 @@ def spent_model_calls(state: Mapping[str, Any]) -> int:
     return total_model_calls(state.get("tasks") or {}) + sum(r.get("model_calls", 0) for r in replans) + others
 
 
+def is_follow_up(task: Mapping | None) -> bool:
+    """Whether ``task`` is work queued after the plan, on what earlier work left: a hand-off's, a check's or a
+    limit's follow-up (it has a parent), or missing work the goal check queued. The progress rule applies to it."""
+    return bool(task) and (bool(task.get("parent_id")) or task.get("origin") == "check")
+
+
+def queued_by_check(task: Mapping | None) -> bool:
+    """Whether a completion check or the goal check queued ``task``."""
+    return bool(task) and ((task.get("follow_up") or {}).get("by") == "check" or task.get("origin") == "check")
+
+
 def is_continuation(task: Mapping | None) -> bool:
     """Whether ``task`` goes on with its parent's own work (a `FollowUp` of kind ``continuation``)."""
     return bool(task) and (task.get("follow_up") or {}).get("kind") == "continuation"

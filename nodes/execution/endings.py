@@ -13,7 +13,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
-from replangraph.context.carried import call_label, made_progress, with_reads
+from replangraph.context.carried import call_label, known_reads, made_progress, with_reads
 from replangraph.context.kept import (
     announced,
     completed,
@@ -30,7 +30,7 @@ from replangraph.llm.calls import cut_note
 from replangraph.llm.reading import answer_text, message_text, with_text
 from replangraph.names import ASK_USER, BUILT_IN_TOOLS
 from replangraph.queue.plans import LimitReached, limit_hit, split_task
-from replangraph.queue.tasks import Continued, QueueError, is_continuation, preview
+from replangraph.queue.tasks import Continued, QueueError, is_continuation, is_follow_up, preview
 from replangraph.state import ANSWER_CUT, DYNAMIC_TASKS_ADDED, StateUpdate, emit, event
 from replangraph.tools.replan_toolkit.toolkit import STILL_YOURS, sent_summary
 
@@ -162,7 +162,8 @@ def stopped_at_limit(
     reads = window_reads(task, window)
     parent = tasks.get(task.get("parent_id") or "")
     before = full_result(parent) if parent is not None and is_continuation(task) else None
-    if not reads or not made_progress("\n".join(r.text for r in reads), reads, parent, before):
+    known = known_reads(tasks, task["id"]) if is_follow_up(task) else ()
+    if not reads or not made_progress("\n".join(r.text for r in reads), reads, parent, before, known):
         return failed_with_window(task, window, why, calls)
     message = next((m for m in reversed(window) if isinstance(m, AIMessage)), None)
     result = with_reads(answer_text(message) if message is not None else "", reads)
@@ -191,15 +192,23 @@ NUDGE = (
     "as a tool call. If the subtask is finished, reply with its result instead."
 )
 """What an agent that announced a tool call instead of making it is told, once (`nudged`)."""
+NO_CALL_NUDGE = (
+    "Your reply makes no tool call, and this subtask has made none yet, so nothing was read. If the subtask needs "
+    "your tools, make the call now, as a tool call. If it is finished, reply with its result again."
+)
+"""What an agent with tools of its own that answers before any call is told, once: whatever its words (a plan of
+what it will do, "enough data"), a ReAct loop would end there with nothing read."""
 
 
-def nudged(task: Mapping[str, Any], window: Sequence[AnyMessage], reply: AIMessage, calls: int) -> StateUpdate:
-    """The update that answers an announcement (a reply that says it will call a tool and calls none) with one
-    nudge in the same conversation, instead of taking it as the subtask's result."""
+def nudged(
+    task: Mapping[str, Any], window: Sequence[AnyMessage], reply: AIMessage, calls: int, nudge: str = NUDGE
+) -> StateUpdate:
+    """The update that answers a reply that calls no tool (an announcement, or an answer before any call) with
+    one ``nudge`` in the same conversation, instead of taking it as the subtask's result."""
     change = {"status": "in_progress", "model_calls": calls, "started_at": task.get("started_at") or time.time()}
-    return {"tasks": {task["id"]: change}, "windows": {task["id"]: [*window, reply, HumanMessage(NUDGE)]}}
+    return {"tasks": {task["id"]: change}, "windows": {task["id"]: [*window, reply, HumanMessage(nudge)]}}
 
 
 def was_nudged(window: Sequence[AnyMessage]) -> bool:
-    """Whether the window's last message is the nudge: the reply after it is taken as it is."""
-    return bool(window) and isinstance(window[-1], HumanMessage) and message_text(window[-1]) == NUDGE
+    """Whether the window's last message is a nudge: the reply after it is taken as it is."""
+    return bool(window) and isinstance(window[-1], HumanMessage) and message_text(window[-1]) in (NUDGE, NO_CALL_NUDGE)

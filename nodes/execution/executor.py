@@ -23,7 +23,7 @@ from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
 from replangraph.config import AgentConfig, AgentProfile
-from replangraph.context.carried import made_calls, made_progress
+from replangraph.context.carried import known_reads, made_calls, made_progress
 from replangraph.context.fitting import (
     ContextMonitor,
     approximate_tokens,
@@ -61,7 +61,6 @@ from replangraph.llm.calls import (
 from replangraph.llm.errors import StepTimeout, is_server_down, server_url
 from replangraph.llm.reading import (
     all_tool_calls,
-    announces_call,
     answer_text,
     ends_with_answer,
     message_text,
@@ -78,7 +77,9 @@ from replangraph.nodes.execution.calls import (
     start_calls,
 )
 from replangraph.nodes.execution.endings import (  # rare ends of a turn; a turn that goes well runs none of them
+    NO_CALL_NUDGE,
     NOT_ASKED,
+    NUDGE,
     TURN_KEPT,
     no_reply,
     not_run,
@@ -122,7 +123,7 @@ from replangraph.nodes.execution.middleware import (
 )
 from replangraph.nodes.execution.prompts import system_prompt
 from replangraph.policy import DEFAULT_POLICY, TextPolicy
-from replangraph.queue.tasks import Task
+from replangraph.queue.tasks import Task, is_follow_up
 from replangraph.state import STEP_STARTED, Configured, StateUpdate, emit, held_events
 from replangraph.tools.read_output import read_output_tool, subtask_reader
 from replangraph.tools.replan_toolkit.toolkit import (
@@ -227,10 +228,13 @@ class Executor(Configured):
         tool_schemas: Mapping[str, list[BaseTool]] | None = None,
         feature_wrappers: Sequence[ModelWrapper] = (),
         middleware: Sequence[ModelWrapper] = (),
+        policy: TextPolicy = DEFAULT_POLICY,
     ):
         """``tool_schemas``: each agent type's fullest tool list, what the window is fitted to;
         ``feature_wrappers``: the features' wrappers (they offer tools such as ask_user);
-        ``middleware``: the user's ``wrap_model_call`` hooks (see `chain`)."""
+        ``middleware``: the user's ``wrap_model_call`` hooks (see `chain`); ``policy``: the text heuristics
+        (it tells an announced call from an answer)."""
+        self.policy = policy
         self.profiles = profiles
         self.base_config = config
         self.monitor = monitor or ContextMonitor(config, model)
@@ -360,8 +364,12 @@ class Executor(Configured):
                 result=partial or None,
                 replan_request={"trigger": "marker", "reason": reason},
             )
-        if announces_call(text, [t.name for t in request.tools]) and not was_nudged(window):  # said, not done
-            return nudged({**task, "started_at": started}, window, reply, calls)
+        if not was_nudged(window):  # said, not done: asked once to act in the same conversation
+            if self.policy.announces(text, [t.name for t in request.tools]):
+                return nudged({**task, "started_at": started}, window, reply, calls, NUDGE)
+            profile = self.profiles.get(task["agent_type"])
+            if profile is not None and profile.tools and not made_calls(window):  # nothing done yet
+                return nudged({**task, "started_at": started}, window, reply, calls, NO_CALL_NUDGE)
         # The answer waits in the window: the verifier node checks and completes the subtask, or with the check
         # off the tools node completes it; both see the whole run, so what the agent read reaches its result.
         change = {"status": "in_progress", "model_calls": calls, "started_at": started, **cleared}
@@ -562,7 +570,10 @@ class ToolRunner(Configured):
         ) -> bool:  # a hand-off's data and calls, with what its agent read, against its parent's
             reads = window_reads(task, [*window, *replies])
             text = "\n".join([summary, *(r.text for r in reads)])
-            return parent is None or made_progress(text, reads, parent, full_result(parent))
+            if not is_follow_up(task):
+                return True
+            before = full_result(parent) if parent is not None else None
+            return made_progress(text, reads, parent, before, known_reads(tasks, task_id))
 
         session = ReplanSession(
             task_id,

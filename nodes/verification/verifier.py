@@ -25,7 +25,7 @@ from langgraph.types import Command
 from pydantic import BaseModel, Field
 
 from replangraph.config import AgentConfig, AgentProfile
-from replangraph.context.carried import made_calls, made_progress
+from replangraph.context.carried import known_reads, made_calls, made_progress
 from replangraph.context.fitting import ContextMonitor, Fitted, fit_request, result_id, schema_tools
 from replangraph.context.kept import (
     announced,
@@ -51,6 +51,8 @@ from replangraph.queue.tasks import (
     QueueError,
     Task,
     apply_writes,
+    is_follow_up,
+    queued_by_check,
     spent_model_calls,
 )
 from replangraph.safety_net import describe
@@ -316,11 +318,13 @@ class Verifier(Configured):
         parent = tasks.get(task.get("parent_id") or "")
         window = list(window or [])
         before = full_result(parent) if parent is not None else None
-        progress = made_progress(result, window_reads(task, window), parent, before)
+        known = known_reads(tasks, task_id) if is_follow_up(task) else ()
+        progress = made_progress(result, window_reads(task, window), parent, before, known)
         if not judged["complete"]:
             extra = {"why": "it named no remaining tasks"}
-            if (task.get("follow_up") or {}).get("by") == "check" and not progress:
-                extra = {"stood_down": f"its follow-up {task_id} found nothing {parent['id']} had not"}
+            if queued_by_check(task) and not progress:
+                before_it = f"{parent['id']} had not" if parent is not None else "the run had not"
+                extra = {"stood_down": f"its follow-up {task_id} found nothing {before_it}"}
             elif judged["remaining_tasks"]:
                 # Going over its own instructions again helps only an agent that reads with tools of its own.
                 again = progress and made_calls(window)

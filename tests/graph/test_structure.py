@@ -10,6 +10,7 @@ import threading
 import time
 
 import pytest
+from langchain_core.messages import HumanMessage
 from scripting import plan_of, run, subtask_of
 
 from replangraph import AgentConfig, TextPolicy, build_graph
@@ -196,3 +197,100 @@ def test_a_follow_up_that_is_the_goal_itself_is_the_one_left_out():
     assert handed_off(state) == ["Extract products 6-19."]
     [added] = [e for e in events if e["event"] == "dynamic_tasks_added" and e["parent_id"] == "1"]
     assert any("the goal itself" in n for n in added["notes"])
+
+
+# --------------------------------------------------------------------------- cost bounded without dropping
+
+
+def read_items(start: int) -> str:
+    """Read 10 items from item `start` (1-based)."""
+    return "\n".join(f"item-{n}: code C{n * 7919}" for n in range(start, start + 10))
+
+
+def catalog_worker(request):
+    """Reads its range 10 items a call, 5 calls a turn, then hands off the rest as one range (or answers)."""
+    first, last = map(int, re.search(r"items (\d+)-(\d+)", subtask_of(request)).groups())
+    read = sorted({int(n) for m in request.tool_results for n in re.findall(r"item-(\d+):", m.text)})
+    if not read:
+        return [tool_call("read_items", {"start": s}) for s in range(first, min(first + 50, last + 1), 10)]
+    found = "\n".join(f"item-{n}: code C{n * 7919}" for n in read)
+    if read[-1] >= last:
+        return found
+    rest = json.dumps([{"content": f"List items {read[-1] + 1}-{last}"}])
+    return tool_call(SPLIT_TOOL, {"summary": found, "tasks": rest})
+
+
+def every_item(request) -> str:
+    return "\n".join(
+        sorted(set(re.findall(r"item-\d+: code C\d+", request.prompt)), key=lambda s: int(s[5:].split(":")[0]))
+    )
+
+
+def whole_job_again(request):
+    """An over-critical judge: every result is incomplete, and it asks for the whole job in its own words."""
+    return tool_call("Verdict", {"complete": False, "remaining_tasks": ["List items 1-300"], "reason": "not all"})
+
+
+@pytest.mark.parametrize("way", ["invoke", "ainvoke"])
+def test_an_over_critical_check_asking_for_the_whole_job_in_its_own_words_costs_a_bounded_redo(way):
+    def calls(verdict):
+        model = scripted(catalog_worker, plan_of({"id": "1", "content": "List items 1-300"}), every_item, verdict)
+        graph = build_graph(model, tools=[read_items], config=AgentConfig(**FAST))
+        state, _ = run(graph, goal="List all 300 items with their codes.", way=way)
+        assert len(re.findall(r"item-\d+:", state["final_answer"])) == 300
+        assert not state.get("stop_reason")  # never the budget: the redos end by the progress rule
+        return sum(t["model_calls"] for t in state["tasks"].values()) + sum((state.get("node_calls") or {}).values())
+
+    fair = calls(None)
+    # each check's redo reads what other subtasks read, so its chain stops after one turn and its hand-off
+    assert calls(whole_job_again) <= 2 * fair
+
+
+# --------------------------------------------------------------------------- a reply that calls nothing
+
+
+def announces_each_call(wording: str):
+    """Says what it will read next before every read, in words no reader knows, and reads once told to."""
+
+    def work(request):
+        first, last = map(int, re.search(r"items (\d+)-(\d+)", subtask_of(request)).groups())
+        read = sorted({int(n) for m in request.tool_results for n in re.findall(r"item-(\d+):", m.text)})
+        start = read[-1] + 1 if read else first
+        if start > last:
+            return "\n".join(f"item-{n}: code C{n * 7919}" for n in read)
+        told = isinstance(request.messages[-1], HumanMessage) and len(request.messages) > 2
+        return tool_call("read_items", {"start": start}) if told else wording.format(start=start)
+
+    return work
+
+
+def fair_check(request):
+    """A check that names the items of the subtask's range its result lacks."""
+    instruction, _, result = request.prompt.partition("\nResult:")
+    first, last = map(int, re.search(r"items (\d+)-(\d+)", instruction).groups())
+    have = {int(n) for n in re.findall(r"item-(\d+):", result)}
+    missing = [n for n in range(first, last + 1) if n not in have]
+    rest = [f"List items {missing[0]}-{last}"] if missing else []
+    return tool_call("Verdict", {"complete": not missing, "remaining_tasks": rest, "reason": f"{len(missing)} missing"})
+
+
+@pytest.mark.parametrize("policy", [TextPolicy(), TextPolicy(enabled=False)])
+def test_an_agent_that_answers_before_any_call_is_told_once_to_act_whatever_its_words(policy):
+    work = announces_each_call("Next up: items {start} onwards.")  # no reader takes this for an announcement
+    model = scripted(work, plan_of({"id": "1", "content": "List items 1-30"}), every_item, fair_check)
+    graph = build_graph(model, tools=[read_items], config=AgentConfig(**FAST), policy=policy)
+    state, _ = run(graph, goal="List all 30 items with their codes.")
+    assert len(re.findall(r"item-\d+:", state["final_answer"])) == 30  # it went on, chain after chain
+
+
+def test_an_agent_that_needs_no_tool_is_told_once_and_its_answer_then_stands():
+    seen = []
+
+    def work(request):
+        seen.append(len(request.messages))
+        return "The report: all is well."
+
+    model = scripted(work, plan_of({"id": "1", "content": "Write the report."}), lambda r: "The report: all is well.")
+    config = AgentConfig(verify_results=False, **FAST)
+    state, _ = run(build_graph(model, tools=[read_items], config=config), goal="Write the report.")
+    assert state["tasks"]["1"]["status"] == "completed" and state["tasks"]["1"]["model_calls"] == 2

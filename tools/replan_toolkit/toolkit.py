@@ -39,6 +39,7 @@ from replangraph.queue.tasks import (
     is_continuation,
     ordered,
     preview,
+    queued_by_check,
     task_line,
 )
 from replangraph.state import DYNAMIC_TASKS_ADDED, event
@@ -145,8 +146,9 @@ class ReplanSession:
         specs, covered = self.covered([*self.handed_off, *(spec for spec in specs if spec["content"] not in earlier)])
         kind = "continuation" if self.progress else "split"
         stopped = None
-        if kind == "continuation" and is_continuation(task) and not self.new_data(summary):
-            stopped = f"it found nothing its parent {task['parent_id']} had not: its chain of continuations stops here"
+        if kind == "continuation" and (is_continuation(task) or queued_by_check(task)) and not self.new_data(summary):
+            before = f"its parent {task['parent_id']}" if task.get("parent_id") else "the run"
+            stopped = f"it found nothing {before} had not: its chain of continuations stops here"
             specs = []
         try:
             created = self.queued(specs, kind)

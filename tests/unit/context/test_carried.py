@@ -12,6 +12,7 @@ from replangraph.context.carried import (
     data_words,
     elides,
     item_lines,
+    known_reads,
     left_out,
     made_calls,
     made_progress,
@@ -119,3 +120,17 @@ def test_a_follow_up_whose_calls_return_something_new_made_progress_though_its_w
     assert made_progress(crafted, grew, parent, crafted)  # the same words, an inventory that grew
     assert not made_progress(crafted, before, parent, crafted)  # the same calls, the same returns: a redo
     assert made_progress(PAGE, [], None, None)  # a first subtask that found data
+
+
+def test_a_follow_up_that_reads_only_what_another_subtask_read_made_no_progress_whatever_its_words():
+    pages = [Read(f'read {{"page": {n}}}', f"page {n}: item-{n}") for n in range(1, 4)]
+    tasks = {"a": {"read_digests": read_digests(pages[:2])}, "b": {"read_digests": read_digests(pages[2:])}, "c": {}}
+    parent = {"read_digests": read_digests(pages[2:])}  # b
+    redo = pages[:2]  # what a read, asked again by an over-critical check of b: new to b, not to the run
+    result = "page 1: item-1\npage 2: item-2"
+    assert made_progress(result, redo, parent, "page 3: item-3")  # beside its parent alone it looks new
+    assert not made_progress(result, redo, parent, "page 3: item-3", known_reads(tasks, "c"))
+    assert made_progress(
+        result, [*redo, Read('read {"page": 4}', "page 4: item-4")], parent, "", known_reads(tasks, "c")
+    )
+    assert known_reads(tasks, "a") == set(read_digests(pages[2:]))  # its own reads are not "known before"
