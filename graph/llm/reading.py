@@ -120,10 +120,11 @@ def id_list(value: Any) -> list[str]:
     return [as_text(value).strip()]
 
 
-def task_specs(value: Any, what: str = "tasks") -> list[dict[str, Any]]:
-    """``[{content, agent_type}]`` from a follow-up task list in any usual shape."""
+def task_specs(value: Any, what: str = "tasks", lines: bool = True) -> list[dict[str, Any]]:
+    """``[{content, agent_type}]`` from a follow-up task list in any usual shape (plain text, one task a line,
+    only with ``lines``: a reading of prose, the text policy's)."""
     specs = []
-    for i, item in enumerate(list_from(value, what)):
+    for i, item in enumerate(list_from(value, what, lines)):
         if isinstance(item, str):
             item = {"content": item}
         if not isinstance(item, Mapping):

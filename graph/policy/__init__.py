@@ -12,6 +12,8 @@ work, group it for cost, or annotate it:
   in the ``dynamic_tasks_added`` event); the follow-ups are queued as written.
 - `announces`: whether an answer only announces a call ("I'll now call read_ranking ..."): the agent is asked
   once to make it, in the same conversation.
+- prose task lists: a hand-off's ``tasks`` given as plain text is read one task a line (off: refused with an error
+  that shows the JSON list expected, and the agent sends it again; nothing is queued from a guess).
 
 Pure: no LangGraph. The range reader is `replangraph.policy.scopes`.
 """
@@ -56,7 +58,7 @@ class TextPolicy:
 
     def announces(self, text: str, tool_names: Sequence[str] = ()) -> bool:
         """Whether an answer only says what the agent will do next ("I'll now call read_ranking ..."):
-        `announces_call`. Off: never (an agent that made no call yet is still nudged: the engine's rule)."""
+        `announces_call`. Off: never (the reply is an answer, and the completion check judges it)."""
         return self.enabled and announces_call(text, tool_names)
 
     def notes(

@@ -192,23 +192,15 @@ NUDGE = (
     "as a tool call. If the subtask is finished, reply with its result instead."
 )
 """What an agent that announced a tool call instead of making it is told, once (`nudged`)."""
-NO_CALL_NUDGE = (
-    "Your reply makes no tool call, and this subtask has made none yet, so nothing was read. If the subtask needs "
-    "your tools, make the call now, as a tool call. If it is finished, reply with its result again."
-)
-"""What an agent with tools of its own that answers before any call is told, once: whatever its words (a plan of
-what it will do, "enough data"), a ReAct loop would end there with nothing read."""
 
 
-def nudged(
-    task: Mapping[str, Any], window: Sequence[AnyMessage], reply: AIMessage, calls: int, nudge: str = NUDGE
-) -> StateUpdate:
-    """The update that answers a reply that calls no tool (an announcement, or an answer before any call) with
-    one ``nudge`` in the same conversation, instead of taking it as the subtask's result."""
+def nudged(task: Mapping[str, Any], window: Sequence[AnyMessage], reply: AIMessage, calls: int) -> StateUpdate:
+    """The update that answers an announcement (a reply that says it will call a tool and calls none) with one
+    nudge in the same conversation, instead of taking it as the subtask's result."""
     change = {"status": "in_progress", "model_calls": calls, "started_at": task.get("started_at") or time.time()}
-    return {"tasks": {task["id"]: change}, "windows": {task["id"]: [*window, reply, HumanMessage(nudge)]}}
+    return {"tasks": {task["id"]: change}, "windows": {task["id"]: [*window, reply, HumanMessage(NUDGE)]}}
 
 
 def was_nudged(window: Sequence[AnyMessage]) -> bool:
-    """Whether the window's last message is a nudge: the reply after it is taken as it is."""
-    return bool(window) and isinstance(window[-1], HumanMessage) and message_text(window[-1]) in (NUDGE, NO_CALL_NUDGE)
+    """Whether the window's last message is the nudge: the reply after it is taken as it is."""
+    return bool(window) and isinstance(window[-1], HumanMessage) and message_text(window[-1]) == NUDGE

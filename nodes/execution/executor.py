@@ -77,9 +77,7 @@ from replangraph.nodes.execution.calls import (
     start_calls,
 )
 from replangraph.nodes.execution.endings import (  # rare ends of a turn; a turn that goes well runs none of them
-    NO_CALL_NUDGE,
     NOT_ASKED,
-    NUDGE,
     TURN_KEPT,
     no_reply,
     not_run,
@@ -364,12 +362,10 @@ class Executor(Configured):
                 result=partial or None,
                 replan_request={"trigger": "marker", "reason": reason},
             )
-        if not was_nudged(window):  # said, not done: asked once to act in the same conversation
-            if self.policy.announces(text, [t.name for t in request.tools]):
-                return nudged({**task, "started_at": started}, window, reply, calls, NUDGE)
-            profile = self.profiles.get(task["agent_type"])
-            if profile is not None and profile.tools and not made_calls(window):  # nothing done yet
-                return nudged({**task, "started_at": started}, window, reply, calls, NO_CALL_NUDGE)
+        # said, not done: asked once to act in the same conversation (a reply the reader does not take for an
+        # announcement is an answer, and the completion check judges it)
+        if not was_nudged(window) and self.policy.announces(text, [t.name for t in request.tools]):
+            return nudged({**task, "started_at": started}, window, reply, calls)
         # The answer waits in the window: the verifier node checks and completes the subtask, or with the check
         # off the tools node completes it; both see the whole run, so what the agent read reaches its result.
         change = {"status": "in_progress", "model_calls": calls, "started_at": started, **cleared}

@@ -274,23 +274,31 @@ def fair_check(request):
     return tool_call("Verdict", {"complete": not missing, "remaining_tasks": rest, "reason": f"{len(missing)} missing"})
 
 
-@pytest.mark.parametrize("policy", [TextPolicy(), TextPolicy(enabled=False)])
-def test_an_agent_that_answers_before_any_call_is_told_once_to_act_whatever_its_words(policy):
-    work = announces_each_call("Next up: items {start} onwards.")  # no reader takes this for an announcement
+def test_an_agent_that_announces_each_call_finishes_while_it_makes_progress():
+    work = announces_each_call("I'll now call read_items to fetch items {start} onwards.")
     model = scripted(work, plan_of({"id": "1", "content": "List items 1-30"}), every_item, fair_check)
-    graph = build_graph(model, tools=[read_items], config=AgentConfig(**FAST), policy=policy)
-    state, _ = run(graph, goal="List all 30 items with their codes.")
-    assert len(re.findall(r"item-\d+:", state["final_answer"])) == 30  # it went on, chain after chain
+    state, _ = run(build_graph(model, tools=[read_items], config=AgentConfig(**FAST)), goal="List all 30 items.")
+    assert len(re.findall(r"item-\d+:", state["final_answer"])) == 30  # one nudge a call, in the same conversation
 
 
-def test_an_agent_that_needs_no_tool_is_told_once_and_its_answer_then_stands():
-    seen = []
+def test_with_the_policy_off_a_prose_task_list_is_refused_with_the_shape_to_send_and_nothing_is_lost():
+    refusals = []
 
     def work(request):
-        seen.append(len(request.messages))
-        return "The report: all is well."
+        if "Your subtask (1):" not in request.prompt:
+            return f"answer {subtask_of(request).replace(' ', '_')}"
+        if not request.tool_results:
+            return tool_call("peek", {})
+        refused = [m.text for m in request.tool_results if request.tool_name(m) == SPLIT_TOOL]
+        refusals.extend(refused)
+        tasks = json.dumps(["List shelf A.", "List shelf B."]) if refused else "List shelf A.\nList shelf B."
+        return tool_call(SPLIT_TOOL, {"summary": "answer seed", "tasks": tasks}, call_id=f"split{len(refused)}")
 
-    model = scripted(work, plan_of({"id": "1", "content": "Write the report."}), lambda r: "The report: all is well.")
-    config = AgentConfig(verify_results=False, **FAST)
-    state, _ = run(build_graph(model, tools=[read_items], config=config), goal="Write the report.")
-    assert state["tasks"]["1"]["status"] == "completed" and state["tasks"]["1"]["model_calls"] == 2
+    model = scripted(work, plan_of({"id": "1", "content": "List every shelf."}))
+    off = build_graph(model, tools=[peek], config=AgentConfig(**FAST), policy=TextPolicy(enabled=False))
+    state, _ = run(off, goal="List every shelf.")
+    assert handed_off(state) == ["List shelf A.", "List shelf B."] and "answer seed" in state["tasks"]["1"]["result"]
+    assert refusals and "JSON list" in refusals[0]  # the error shows the shape; the second try went through
+    refusals.clear()
+    on, _ = run(build_graph(model, tools=[peek], config=AgentConfig(**FAST)), goal="List every shelf.")
+    assert handed_off(on) == ["List shelf A.", "List shelf B."] and not refusals  # one task a line, at once

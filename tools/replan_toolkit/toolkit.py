@@ -131,7 +131,7 @@ class ReplanSession:
             raise ToolException("`summary` is empty: put the partial result you have so far in it")
         unchanged = STILL_YOURS
         try:
-            specs = task_specs(tasks)
+            specs = task_specs(tasks, lines=self.policy.enabled)
         except UnreadableInput as exc:
             logger.debug(
                 "split of %s refused: its tasks could not be read (%s)", task_label(self.tasks[self.task_id]), exc
