@@ -364,7 +364,7 @@ class Executor(Configured):
             )
         # said, not done: asked once to act in the same conversation (a reply the reader does not take for an
         # announcement is an answer, and the completion check judges it)
-        if not was_nudged(window) and self.policy.announces(text, [t.name for t in request.tools]):
+        if self.policy.announces(text, [t.name for t in request.tools]) and not was_nudged(window):
             return nudged({**task, "started_at": started}, window, reply, calls)
         # The answer waits in the window: the verifier node checks and completes the subtask, or with the check
         # off the tools node completes it; both see the whole run, so what the agent read reaches its result.
