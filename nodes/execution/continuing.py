@@ -3,9 +3,9 @@
 What it read is its result, and the rest of its work is a continuation: a new subtask (its record, its progress
 rule, its fresh step budget) that starts at once in the stopped subtask's window, after a note that says so
 (`stopped_at_limit`). Its model sees its own calls and what they returned, as a ReAct agent's model would; the
-router sends the window to the compressor first when it does not fit. The continuation's instructions list every
-tool call of the chain, grouped (`listed_calls`), so that a window compressed, a completion check or a replan sees
-them all.
+router sends the window to the compressor first when it does not fit. The note and the continuation's instructions
+list every tool call of the chain, grouped (`listed_calls`), so that a model whose window no longer shows them (old
+outputs dropped, a window compressed), a completion check or a replan sees them all.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ CONTINUATION = (
 """A continuation's instructions."""
 GOES_ON = (
     "(Stopped here: {why}. Your work goes on in this conversation as subtask {id}: continue from where you "
-    "stopped, without repeating the calls above; what they returned is kept.)"
+    "stopped. The tool calls so far, whose outputs are kept: {calls}. Do not repeat them.)"
 )
 """The note after which a carried window is the continuation's own (`replangraph.context.carried.own_start`)."""
 LISTED_CHARS = 3_000
@@ -138,23 +138,21 @@ def chain_calls(task: Mapping[str, Any], tasks: Mapping[str, Mapping[str, Any]])
     return calls
 
 
-def continuation_spec(
-    task: Mapping[str, Any], tasks: Mapping[str, Mapping[str, Any]], own: Sequence[str], why: str
-) -> tuple[dict[str, Any], str | None]:
-    """``(spec, whole listing or None)``: the follow-up that goes on with ``task``'s work after a limit stopped it,
-    its instructions the chain's, listing every call the chain made (``own``: ``task``'s own), and the whole
-    listing when the instructions show only part of it."""
+def continuation_spec(task: Mapping[str, Any], listing: str, own: Sequence[str], why: str) -> dict[str, Any]:
+    """The follow-up that goes on with ``task``'s work after a limit stopped it: its instructions the chain's, with
+    ``listing`` (every call the chain made, `listed_calls`), and ``own`` (``task``'s own calls) kept for the
+    chain's next link."""
     before = task.get("continued") or {}
     instructions = before.get("instructions") or task["content"]
-    listing, whole = listed_calls([*chain_calls(task, tasks), *own])
     content = CONTINUATION.format(instructions=instructions, parent=task["id"], why=why, calls=listing)
-    spec = {"content": content, "continued": Continued(instructions=instructions, calls=list(own))}
-    return spec, whole
+    return {"content": content, "continued": Continued(instructions=instructions, calls=list(own))}
 
 
-def carried_window(window: Sequence[AnyMessage], why: str, task_id: str) -> list[AnyMessage]:
-    """The stopped subtask's window, then the note that opens ``task_id``'s own part of it."""
-    return [*window, HumanMessage(GOES_ON.format(why=why, id=task_id), id=continued_id(task_id))]
+def carried_window(window: Sequence[AnyMessage], why: str, task_id: str, listing: str) -> list[AnyMessage]:
+    """The stopped subtask's window, then the note that opens ``task_id``'s own part of it (``listing``: every call
+    of the chain, `listed_calls`)."""
+    note = GOES_ON.format(why=why, id=task_id, calls=listing)
+    return [*window, HumanMessage(note, id=continued_id(task_id))]
 
 
 def stopped_at_limit(
@@ -179,12 +177,15 @@ def stopped_at_limit(
     message = next((m for m in reversed(own_part(task["id"], window)) if isinstance(m, AIMessage)), None)
     result = with_reads(answer_text(message) if message is not None else "", reads)
     own = [*task.get("folded_calls", []), *call_labels(own_part(task["id"], window))]
-    spec, whole = continuation_spec(task, tasks, own, why)
+    listing, whole = listed_calls([*chain_calls(task, tasks), *own])
+    if whole is not None:  # the listing shows part: the whole is kept, and it says where
+        key = unique_key(CALLS_KEY, is_taken(task))
+        listing += f" (every call is listed in output {output_id(task['id'], key)})"
     try:
         created = split_task(
             tasks,
             task["id"],
-            [spec],
+            [continuation_spec(task, listing, own, why)],
             agent_types=agent_types,
             max_tasks=config.max_tasks,
             max_split_depth=config.max_split_depth,
@@ -195,15 +196,11 @@ def stopped_at_limit(
         hit = limit_hit(task, exc if isinstance(exc, LimitReached) else None)
         return failed_with_window(task, window, f"{why}; the rest could not be queued: {exc}", calls, **hit)
     (child_id, child), *_ = created.items()
-    kept: dict[str, Any] = {}
-    if whole is not None:  # the instructions show part of the listing: the whole is kept, and they say where
-        key = unique_key(CALLS_KEY, is_taken(task))
-        kept = keep_outputs(task, {key: whole})
-        child["content"] += f" (Every call is listed in output {output_id(task['id'], key)}.)"
+    kept = keep_outputs(task, {key: whole}) if whole is not None else {}
     child.update(status="in_progress", started_at=time.time())
     added = event(DYNAMIC_TASKS_ADDED, parent_id=task["id"], task_ids=[child_id], source="limit", notes=[why])
     started = event(STEP_STARTED, task_id=child_id, content=child["content"], agent_type=child["agent_type"])
     update = announced([added, started], completed(task, result, calls, handed_off=[child_id]))
     update["tasks"].update(created)
-    update["windows"][child_id] = carried_window(window, why, child_id)
+    update["windows"][child_id] = carried_window(window, why, child_id, listing)
     return with_read_digests(merge_updates([kept, update]), task, window)

@@ -136,3 +136,59 @@ def test_a_carried_window_that_does_not_fit_is_compressed_first():
     compressed = [e for e in events if e["event"] == "context_compressed"]
     assert continued and {e["task_id"] for e in compressed} & set(continued)  # the window it took over
     assert meter.largest({"executor"}) <= 2_000 * 0.9
+
+
+# --------------------------------------------------------------------------- named work: the note lists every call
+
+CATEGORIES = [f"cat{n}" for n in range(12)]
+PAGES = 5
+
+
+def fetch(category: str, page: int) -> str:
+    """Read one page (10 items) of a category."""
+    return "\n".join(f"{category}-p{page}-i{i}: code X{i}" for i in range(10))
+
+
+def pages_listed(text: str) -> set[tuple[str, int]]:
+    """The pages the "tool calls so far" of a note or instructions name, grouped (``fetch {"category": "cat3"} ×5
+    with page 1-5``) or as written (``fetch {"category": "cat3", "page": 2}``)."""
+    done = set()
+    for listing in re.findall(r"tool calls so far[^:]*: (.*)", text):
+        for category, pages in re.findall(r'fetch \{"category": "(cat\d+)"\} ×\d+ with page ([\d, -]+)', listing):
+            for part in pages.split(", "):
+                first, _, last = part.partition("-")
+                done |= {(category, p) for p in range(int(first), int(last or first) + 1)}
+        done |= {(c, int(p)) for c, p in re.findall(r'fetch \{"category": "(cat\d+)", "page": (\d+)\}', listing)}
+    return done
+
+
+def named_reader() -> ScriptedChatModel:
+    """Reads the categories page by page, one call a turn: the first page neither its tool results nor the calls
+    its conversation lists show; then answers with every item its tool results show."""
+
+    def respond(request: ScriptedRequest):
+        if "Verdict" in request.tool_names:
+            return tool_call("Verdict", {"complete": True, "remaining_tasks": [], "reason": "trusted"})
+        if "Plan" in request.tool_names:
+            return plan_of() if "replanner" in request.system else plan_of({"id": "1", "content": "Read every page"})
+        found = re.findall(r"(cat\d+)-p(\d+)-i\d+: code X\d+", request.prompt if not request.tool_names else "")
+        if not request.tool_names:  # the final answer
+            return "\n".join(sorted({f"{c}-p{p}" for c, p in found}))
+        shown = "\n".join(message_text(m) for m in request.tool_results)
+        done = {(c, int(p)) for c, p in re.findall(r"(cat\d+)-p(\d+)-i0", shown)} | pages_listed(request.prompt)
+        todo = [(c, p) for c in CATEGORIES for p in range(1, PAGES + 1) if (c, p) not in done]
+        if not todo:
+            return shown
+        return tool_call("fetch", {"category": todo[0][0], "page": todo[0][1]})
+
+    return ScriptedChatModel(respond=respond)
+
+
+def test_named_work_is_listed_whole_so_pages_out_of_sight_are_not_read_again():
+    """60 pages; the window keeps the last 20 outputs. The pages out of sight are known from the listing."""
+    meter = Meter()
+    config = AgentConfig(retry_backoff_s=0.0, max_observations=20)
+    graph = build_graph(named_reader(), tools=[fetch], config=config)
+    state, _ = run(graph, "Read every page of every category.", callbacks=[meter], recursion_limit=10_000)
+    assert len(set(re.findall(r"cat\d+-p\d+", state["final_answer"]))) == len(CATEGORIES) * PAGES
+    assert meter.calls <= len(CATEGORIES) * PAGES + 8  # a page a call, the answer, the plan, checks, the final

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from scripting import kept
 
 from replangraph import AgentConfig
 from replangraph.context.carried import call_label, continued_id, own_part
@@ -126,7 +127,8 @@ def test_a_stopped_subtask_goes_on_at_once_in_its_window():
     assert update["tasks"]["1"]["status"] == "completed" and child["status"] == "in_progress"
     assert "read_items ×2 with start 1, 6" in child["content"]
     assert update["windows"]["1"] is None and update["windows"]["1_dyn_0"][:-1] == window
-    assert update["windows"]["1_dyn_0"][-1].id == continued_id("1_dyn_0")
+    note = update["windows"]["1_dyn_0"][-1]
+    assert note.id == continued_id("1_dyn_0") and "read_items ×2 with start 1, 6" in note.content
     assert [e["event"] for e in update["events"]][:2] == ["dynamic_tasks_added", "step_started"]
     assert json.loads(json.dumps(child["continued"])) == {
         "instructions": "list items 1-15",
@@ -135,3 +137,15 @@ def test_a_stopped_subtask_goes_on_at_once_in_its_window():
             label("read_items", start=6),
         ],
     }
+
+
+def test_a_listing_too_long_for_the_instructions_is_kept_and_named():
+    task = {**new_task("1", "search everything", position=[0]), "status": "in_progress", "model_calls": 3}
+    window = [SystemMessage("s"), HumanMessage("Your subtask (1): search everything")]
+    for n in range(300):
+        window += turn(f"q{n}", "search", f"hit number {n} for query {n}", query=f"query number {n}")
+    update = stopped_at_limit(task, {"1": task}, window, "no final answer", 3, AgentConfig(), ["default"])
+    child = update["tasks"]["1_dyn_0"]
+    assert "every call is listed in output 1/calls-so-far" in child["content"]
+    assert len(child["content"]) < 2 * LISTED_CHARS
+    assert kept(update, "1")["calls-so-far"].count("search {") == 300
