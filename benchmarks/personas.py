@@ -38,8 +38,11 @@ through the tool like compliant.
   each hand-off goes one level deeper. Seen: agents that spawn "a single sub-agent that does the entire
   job" (https://github.com/kirodotdev/KiroCrew/pull/156).
 - single-call: one tool call per turn (one page), never reviews, never hands off; reads page after page to
-  the end of its range, then answers with every item it read. A continuation (instructions listing the
-  "tool calls so far") starts after the highest item those calls covered. Seen: vLLM's docs say Llama
+  the end of its range, then answers with every item it read. It reads its own conversation, as a real model
+  does: the page after the highest item its tool results, or a compression's summary of them, show; in a
+  window that shows none, after the highest item the "tool calls so far" its instructions list covered (as
+  written: ``read_ranking {"start": 16, "count": 5}``, or grouped: ``read_ranking ×3 with count 5, start 1-11
+  step 5``). Seen: vLLM's docs say Llama
   models do not support parallel tool calls, "the model is not designed for this"
   (https://github.com/vllm-project/vllm/issues/11592); llama-4-scout "doesn't currently support parallel
   tool calling" (https://inference-docs.cerebras.ai/capabilities/tool-use).
@@ -106,6 +109,7 @@ import httpx
 from langchain_core.messages import AIMessage
 from langchain_openai.chat_models.base import OpenAIConnectionError, OpenAIRateLimitError, OpenAITimeoutError
 
+from replangraph.context.compression import SUMMARY_HEADER
 from replangraph.llm.errors import is_transient
 from replangraph.testing import ScriptedChatModel, ScriptedRequest, as_message, tool_call
 from replangraph.tools import REVIEW_TOOL, SPLIT_TOOL
@@ -187,7 +191,8 @@ def overlapping_batches(after: int, last: int, size: int) -> list[tuple[int, int
 
 def calls_so_far(text: str, tool: str) -> list[dict]:
     """The arguments of the ``tool`` calls listed after "tool calls so far" in ``text`` (a continuation's
-    instructions), read leniently: ``read_ranking {"start": 1, "count": 5}; ...``; none without that phrase."""
+    instructions), read leniently: as written (``read_ranking {"start": 1, "count": 5}; ...``), or grouped
+    (``read_ranking ×3 with count 5, start 1-11 step 5``: the group's last call); none without that phrase."""
     mark = CONTINUED.search(text)
     if not mark:
         return []
@@ -200,6 +205,14 @@ def calls_so_far(text: str, tool: str) -> list[dict]:
             continue
         if isinstance(args, dict):
             found.append(args)
+    for group in re.finditer(rf"\b{re.escape(tool)} ×\d+ with (.*?)(?=;|\)|\. |$)", text[mark.end() :]):
+        args = {}
+        for part in re.split(r",\s*(?=[A-Za-z_])", group.group(1)):  # "count 5", "start 1-11 step 5"
+            key, _, values = part.partition(" ")
+            numbers = re.findall(r"\d+", re.sub(r"step \d+", "", values))
+            if numbers:
+                args[key] = max(int(n) for n in numbers)  # the group's last call
+        found.append(args)
     return found
 
 
@@ -433,7 +446,7 @@ class Persona:
         if self.name == "parallel":
             return self.read_and_hand_off(task_id, first, last, read, size)
         if self.name == "single-call":
-            return self.page_after_page(first, last, read)
+            return self.page_after_page(first, last, {**self.summarized_items(request), **read})
         if self.name == "announcer" and not any(isinstance(m, AIMessage) for m in request.messages):
             return self.announcement(first, min(first + size - 1, last))  # a later turn (after a nudge) reads
         if not read:
@@ -481,6 +494,11 @@ class Persona:
             if start <= last:
                 return batches(start, last, size)
         return batches(after + 1, last, size)
+
+    def summarized_items(self, request: ScriptedRequest) -> dict[int, str]:
+        """The items a compression's summary in the request shows (what it read before the summary)."""
+        summaries = [str(m.content) for m in request.messages if str(m.content).startswith(SUMMARY_HEADER)]
+        return self.world.items_in("\n".join(summaries))
 
     def page_after_page(self, first: int, last: int, read: dict[int, str]):
         """single-call: the next page (one call, no review), or every item read once the range is read."""

@@ -10,6 +10,10 @@ output's telling data words (names, numbers of three characters or more), one of
 The same measure tells whether a result adds anything to an earlier one (`adds_data`); with what an agent's
 calls returned (`read_digests`), it tells whether a follow-up that continues its parent's work has stopped
 making progress (`made_progress`).
+
+A continuation a limit queued goes on in its parent's window, after a note whose id names it (`continued_id`):
+what its agent read and called itself is what follows that note (`own_part`); what came before is its parent's,
+already in its parent's result.
 """
 
 from __future__ import annotations
@@ -267,6 +271,39 @@ def known_reads(tasks: Mapping[str, Mapping], leave_out: str) -> set[str]:
     """The read digests of every subtask of the run but ``leave_out`` (their `read_digests`, each at most
     `READS_KEPT`: a digest past that cap counts as new, so the rule errs towards more work, never less)."""
     return {d for task_id, task in tasks.items() if task_id != leave_out for d in task.get("read_digests") or ()}
+
+
+CONTINUED_ID_PREFIX = "replangraph-continued-"
+"""How the id of the note that opens a continuation's part of a carried window begins (the continuation's id
+follows)."""
+
+
+def continued_id(task_id: str) -> str:
+    """The id of the note after which a window carried over from a stopped subtask is ``task_id``'s own."""
+    return f"{CONTINUED_ID_PREFIX}{task_id}"
+
+
+def own_start(task_id: str, window: Sequence[AnyMessage]) -> int:
+    """Where ``task_id``'s own messages begin in ``window``: after the note that opened its part of a carried
+    window, else at the start (a window of its own, or one whose note a compression folded with all before it)."""
+    mark = continued_id(task_id)
+    return next((i + 1 for i in range(len(window) - 1, -1, -1) if window[i].id == mark), 0)
+
+
+def own_part(task_id: str, window: Sequence[AnyMessage]) -> list[AnyMessage]:
+    """The messages of ``window`` that are ``task_id``'s own (`own_start`)."""
+    return list(window[own_start(task_id, window) :])
+
+
+def call_labels(messages: Sequence[AnyMessage]) -> list[str]:
+    """`call_label` of each call to an agent's own tools (not a built-in one) in ``messages``, in order."""
+    return [
+        call_label(c)
+        for m in messages
+        if isinstance(m, AIMessage)
+        for c in m.tool_calls
+        if c.get("name") not in BUILT_IN_TOOLS
+    ]
 
 
 def made_calls(window: Sequence[AnyMessage]) -> bool:

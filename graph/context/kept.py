@@ -42,11 +42,12 @@ from langgraph.config import get_config, get_store
 from langgraph.store.base import PutOp
 from langgraph.types import Command
 
-from replangraph.context.carried import Read, read_digests, reads_in, uncarried, with_reads
+from replangraph.context.carried import Read, own_part, read_digests, reads_in, uncarried, with_reads
 from replangraph.context.compression import transcript
 from replangraph.context.excerpts import PAGE_RE
 from replangraph.context.fitting import (
     GOAL_ID,
+    KEPT,
     PLAN_ID,
     RESULT_KEY,
     RESULTS_ID,
@@ -423,11 +424,25 @@ def drop_old_observations(
 
 def window_outputs(window: Sequence[AnyMessage], taken: Callable[[str], bool] = lambda key: False) -> dict[str, str]:
     """Text of every tool output in a window that is not kept already, by a key not ``taken``."""
+    return marked_outputs("", window, taken)[1]
+
+
+def marked_outputs(
+    task_id: str, window: Sequence[AnyMessage], taken: Callable[[str], bool] = lambda key: False
+) -> tuple[list[AnyMessage], dict[str, str]]:
+    """``(window, texts by key)``: every tool output of ``window`` not kept already, by a key not ``taken``, and
+    the window with each of them marked as kept under its output id (its text unchanged), so that a window carried
+    on never keeps them again."""
     outputs: dict[str, str] = {}
+    marked = []
     for m in window:
         if isinstance(m, ToolMessage) and not kept_id(m) and (text := message_text(m)):
-            outputs[unique_key(message_key(m), lambda k: taken(k) or k in outputs)] = text
-    return outputs
+            key = unique_key(message_key(m), lambda k: taken(k) or k in outputs)
+            outputs[key] = text
+            metadata = {**(m.response_metadata or {}), KEPT: output_id(task_id, key)}
+            m = m.model_copy(update={"response_metadata": metadata})
+        marked.append(m)
+    return marked, outputs
 
 
 def is_taken(task: Mapping[str, Any]) -> Callable[[str], bool]:
@@ -523,15 +538,16 @@ def keep_window(task: Mapping[str, Any], window: Any) -> tuple[str, dict[str, An
 
 
 def window_reads(task: Mapping[str, Any], window: Any) -> list[Read]:
-    """The outputs of its own tools a subtask's window holds (`replangraph.context.carried.window_reads`), an
-    output the window dropped read back from the workspace."""
+    """The outputs of its own tools a subtask's window holds (`replangraph.context.carried.reads_in`), an
+    output the window dropped read back from the workspace; of a window carried over from a stopped subtask, only
+    the part that is the subtask's own (`own_part`: the rest is in the stopped subtask's result)."""
     prefix = f"{task['id']}/"
     workspace = current_workspace()
 
     def kept_text(ident: str) -> str | None:
         return workspace.get(output_slot(task, ident.removeprefix(prefix))) if ident.startswith(prefix) else None
 
-    return reads_in(list(window or []), kept_text)
+    return reads_in(own_part(task["id"], list(window or [])), kept_text)
 
 
 def result_with_reads(task: Mapping[str, Any], window: Any, text: str) -> str:

@@ -67,14 +67,13 @@ class FollowUp(TypedDict):
 
 
 class Continued(TypedDict):
-    """What a continuation queued by a limit is told of the work before it (its instructions repeat the chain's)."""
+    """What a continuation queued by a limit keeps of the work before it (its instructions repeat the chain's)."""
 
     instructions: str
     """The instructions of the first subtask of the chain."""
     calls: list[str]
-    """The latest tool calls the chain made (``name {args}``), oldest first."""
-    earlier: int
-    """How many earlier calls are not listed."""
+    """The tool calls its parent made itself (``name {args}``), oldest first: the chain's are those of each
+    continuation of the chain in turn (`replangraph.nodes.execution.continuing.chain_calls`)."""
 
 
 class ReplanRequest(TypedDict):
@@ -141,6 +140,9 @@ class Task(TypedDict):
     new made progress even when its words read like its parent's."""
     chain_stopped: NotRequired[str]
     """Why its hand-off queued nothing: a continuation that found nothing its parent had not stops its chain."""
+    folded_calls: NotRequired[list[str]]
+    """The tool calls of its own (``name {args}``) that a compression folded out of its window, oldest first: a
+    continuation a limit queues lists them with the rest."""
 
 
 class QueueError(ValueError):

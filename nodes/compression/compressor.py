@@ -16,6 +16,7 @@ from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
 from replangraph.config import AgentConfig, AgentProfile
+from replangraph.context.carried import call_labels, own_start
 from replangraph.context.compression import (
     Compression,
     compression_steps,
@@ -73,6 +74,15 @@ def failed_summary(previous: str | None, folded: int, exc: Exception) -> str:
         "were folded without a summary; read them in full as said below.)"
     )
     return f"{previous}\n{note}" if previous else note
+
+
+def folded_calls(task_id: str, window: Sequence[AnyMessage], folded: int) -> list[str]:
+    """The labels of the calls of ``task_id``'s own (`own_start`: not those of a window carried over to it) among
+    the first ``folded`` messages of ``window``'s body, which a compression folded into its summary."""
+    head, summary, body = split_window(window)
+    start = len(head) + (summary is not None)
+    own = own_start(task_id, window)
+    return call_labels([m for at, m in enumerate(body[:folded], start) if at >= own])
 
 
 class Compressor(Configured):
@@ -236,6 +246,9 @@ class Compressor(Configured):
         change: dict[str, Any] = {}
         if overflow:
             change["context_overflow"] = {**overflow, "compressed": True}
+        folded = folded_calls(task["id"], window, result.folded)
+        if folded:
+            change["folded_calls"] = [*task.get("folded_calls", []), *folded]
         update: dict[str, Any] = {"windows": {task["id"]: result.window}, **keep_outputs(task, result.saved)}
         if change:
             update["tasks"] = {task["id"]: change}

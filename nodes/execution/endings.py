@@ -13,25 +13,18 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
-from replangraph.context.carried import call_label, known_reads, made_progress, with_reads
 from replangraph.context.kept import (
-    announced,
     completed,
     ending_result,
     failed,
-    failed_with_window,
-    full_result,
     merge_updates,
     result_fields,
-    window_reads,
-    with_read_digests,
 )
 from replangraph.llm.calls import cut_note
 from replangraph.llm.reading import answer_text, message_text, with_text
-from replangraph.names import ASK_USER, BUILT_IN_TOOLS
-from replangraph.queue.plans import LimitReached, limit_hit, split_task
-from replangraph.queue.tasks import Continued, QueueError, is_continuation, is_follow_up, preview
-from replangraph.state import ANSWER_CUT, DYNAMIC_TASKS_ADDED, StateUpdate, emit, event
+from replangraph.names import ASK_USER
+from replangraph.queue.tasks import preview
+from replangraph.state import ANSWER_CUT, StateUpdate, emit
 from replangraph.tools.replan_toolkit.toolkit import STILL_YOURS, sent_summary
 
 
@@ -111,80 +104,6 @@ def with_more_result(update: StateUpdate, task: Mapping[str, Any], more: str) ->
     head = ending_result(update, task)
     fields, entries = result_fields(task, f"{head}\n\n{more}" if head else more)
     return merge_updates([update, {"tasks": {task["id"]: fields}}, entries])  # the same slots: these win
-
-
-# --------------------------------------------------------------------------- a limit stopped the subtask
-
-CALLS_LISTED = 20
-"""Most tool calls a continuation's instructions list (the latest ones; the rest are counted)."""
-CONTINUATION = (
-    "{instructions}\n\n(This continues subtask {parent}, which stopped before it finished: {why}. Its tool calls so "
-    "far, whose outputs are kept in its result: {calls}. Do the rest of the work, without repeating them.)"
-)
-
-
-def continuation_spec(task: Mapping[str, Any], window: Sequence[AnyMessage], why: str) -> dict[str, Any]:
-    """The follow-up that goes on with ``task``'s work after a limit stopped it: the chain's instructions, and the
-    tool calls the chain made so far (the latest `CALLS_LISTED`), so that its agent does not repeat them."""
-    before = task.get("continued") or {}
-    instructions = before.get("instructions") or task["content"]
-    made = [
-        call_label(c)
-        for m in window
-        if isinstance(m, AIMessage)
-        for c in m.tool_calls
-        if c.get("name") not in BUILT_IN_TOOLS
-    ]
-    calls = [*before.get("calls", []), *made]
-    earlier = before.get("earlier", 0) + max(len(calls) - CALLS_LISTED, 0)
-    calls = calls[-CALLS_LISTED:]
-    listed = "; ".join(calls) or "none"
-    if earlier:
-        listed = f"(… and {earlier} earlier calls) {listed}"
-    content = CONTINUATION.format(instructions=instructions, parent=task["id"], why=why, calls=listed)
-    return {"content": content, "continued": Continued(instructions=instructions, calls=calls, earlier=earlier)}
-
-
-def stopped_at_limit(
-    task: Mapping[str, Any],
-    tasks: Mapping[str, Mapping[str, Any]],
-    window: Sequence[AnyMessage],
-    why: str,
-    calls: int,
-    config: Any,
-    agent_types: Sequence[str],
-) -> StateUpdate:
-    """The end of a subtask a limit stopped (``max_step_iterations``, ``step_timeout_s``; ``why`` says which),
-    as if its agent had handed off: when it made progress (its own tools read something new), what it read is
-    its result and the rest is queued as a continuation. One that made no progress fails; so does one whose
-    continuation cannot be queued (a limit, or the single-agent fallback), keeping what it read as its partial
-    result."""
-    reads = window_reads(task, window)
-    parent = tasks.get(task.get("parent_id") or "")
-    before = full_result(parent) if parent is not None and is_continuation(task) else None
-    known = known_reads(tasks, task["id"]) if is_follow_up(task) else ()
-    if not reads or not made_progress("\n".join(r.text for r in reads), reads, parent, before, known):
-        return failed_with_window(task, window, why, calls)
-    message = next((m for m in reversed(window) if isinstance(m, AIMessage)), None)
-    result = with_reads(answer_text(message) if message is not None else "", reads)
-    try:
-        created = split_task(
-            tasks,
-            task["id"],
-            [continuation_spec(task, window, why)],
-            agent_types=agent_types,
-            max_tasks=config.max_tasks,
-            max_split_depth=config.max_split_depth,
-            kind="continuation",
-            by="limit",
-        )
-    except QueueError as exc:
-        hit = limit_hit(task, exc if isinstance(exc, LimitReached) else None)
-        return failed_with_window(task, window, f"{why}; the rest could not be queued: {exc}", calls, **hit)
-    added = event(DYNAMIC_TASKS_ADDED, parent_id=task["id"], task_ids=list(created), source="limit", notes=[why])
-    update = announced([added], completed(task, result, calls, handed_off=list(created)))
-    update["tasks"].update(created)
-    return with_read_digests(update, task, window)
 
 
 NUDGE = (

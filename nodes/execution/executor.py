@@ -23,7 +23,7 @@ from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
 from replangraph.config import AgentConfig, AgentProfile
-from replangraph.context.carried import known_reads, made_calls, made_progress
+from replangraph.context.carried import known_reads, made_calls, made_progress, own_part
 from replangraph.context.fitting import (
     ContextMonitor,
     approximate_tokens,
@@ -42,6 +42,7 @@ from replangraph.context.kept import (
     full_result,
     is_taken,
     keep_outputs,
+    marked_outputs,
     merge_updates,
     window_outputs,
     window_reads,
@@ -76,6 +77,7 @@ from replangraph.nodes.execution.calls import (
     in_flight_bound,
     start_calls,
 )
+from replangraph.nodes.execution.continuing import stopped_at_limit
 from replangraph.nodes.execution.endings import (  # rare ends of a turn; a turn that goes well runs none of them
     NOT_ASKED,
     TURN_KEPT,
@@ -83,7 +85,6 @@ from replangraph.nodes.execution.endings import (  # rare ends of a turn; a turn
     not_run,
     nudged,
     repeated_refusal,
-    stopped_at_limit,
     too_small,
     turn_record,
     unfinished,
@@ -577,7 +578,7 @@ class ToolRunner(Configured):
             self.agent_types,
             self.config,
             goal=goal,
-            progress=made_calls(window),
+            progress=made_calls(own_part(task_id, window)),
             new_data=new_data,
             policy=self.policy,
         )
@@ -648,9 +649,9 @@ class ToolRunner(Configured):
             return merge_updates([*changes, {"windows": {task_id: new_window}}])
         # The window goes: keep every output it had read, and the turn's replies whole (no drop notes).
         replies.extend(not_run(call, NOT_ASKED) for call in waiting)  # nobody waits: the questions go in the result
-        if not endings:  # a limit: what it read is its result, and the rest is queued as a continuation
-            read = [*window, *replies]
-            changes.append(keep_outputs(task, window_outputs(read, taken)))
+        if not endings:  # a limit: what it read is its result, and the rest goes on in this window as a continuation
+            read, outputs = marked_outputs(task_id, [*window, *replies], taken)
+            changes.append(keep_outputs(task, outputs))
             return merge_updates(
                 [*changes, stopped_at_limit(task, tasks, read, limit, calls, self.config, self.agent_types)]
             )

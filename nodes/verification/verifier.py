@@ -25,7 +25,7 @@ from langgraph.types import Command
 from pydantic import BaseModel, Field
 
 from replangraph.config import AgentConfig, AgentProfile
-from replangraph.context.carried import known_reads, made_calls, made_progress
+from replangraph.context.carried import known_reads, made_calls, made_progress, own_part
 from replangraph.context.fitting import ContextMonitor, Fitted, fit_request, result_id, schema_tools
 from replangraph.context.kept import (
     announced,
@@ -327,7 +327,7 @@ class Verifier(Configured):
                 extra = {"stood_down": f"its follow-up {task_id} found nothing {before_it}"}
             elif judged["remaining_tasks"]:
                 # Going over its own instructions again helps only an agent that reads with tools of its own.
-                again = progress and made_calls(window)
+                again = progress and made_calls(own_part(task_id, window))
                 created, extra = self.queue_follow_ups(tasks, task, judged["remaining_tasks"], goal, again)
             why = extra.pop("why", None)
             notes = extra.pop("notes", [])

@@ -213,6 +213,11 @@ def test_a_timeout_after_the_agent_read_something_hands_the_rest_off_as_a_contin
     assert child["content"].startswith("extract 19 products\n\n(This continues subtask 1")
     assert 'fetch {"start": 1}' in child["content"] and "step_timeout_s=0.2" in child["content"]
     assert kept(update, "1")["f"] == fetch(1)
+    # it goes on at once in its parent's conversation: the calls and what they returned, then a note
+    assert child["status"] == "in_progress" and update["windows"]["1"] is None
+    *conversation, note = update["windows"][child["id"]]
+    assert [m.type for m in conversation] == ["system", "human", "ai", "tool", "tool"]
+    assert conversation[3].content == fetch(1) and note.type == "human" and child["id"] in note.content
 
 
 def test_a_timeout_before_the_agent_read_anything_fails_the_step(stuck):

@@ -30,6 +30,7 @@ from benchmarks.personas import (
 )
 from benchmarks.worlds import CatalogWorld, ReportWorld
 from replangraph import AgentConfig, build_graph
+from replangraph.context.compression import SUMMARY_HEADER
 from replangraph.testing import ScriptedRequest, as_message, tool_call
 from replangraph.tools import REVIEW_TOOL, SPLIT_TOOL
 
@@ -142,6 +143,24 @@ def test_single_call_continues_after_the_calls_a_continuation_lists():
     # the check of that continuation asks only for what comes after the listed calls
     check = check_request(world, content, "\n".join(world.page(i) for i in range(26, 51)))
     assert verdict_args(scripted.respond(check))["complete"] is True
+
+
+def test_single_call_reads_a_grouped_listing_and_its_own_conversation():
+    world = CatalogWorld(100)
+    scripted = persona("single-call", world)
+    content = f"{world.range_task(1, 50)}\n(The tool calls so far: read_ranking ×5 with count 5, start 1-21 step 5.)"
+    reply = as_message(scripted.respond(worker_request(world, content)))
+    assert [c["args"] for c in reply.tool_calls] == [{"start": 26, "count": 5}]
+    # in a window carried over and compressed, what its summary shows
+    summary = HumanMessage(f"{SUMMARY_HEADER}\n\n" + "\n".join(world.page(i) for i in range(1, 31)))
+    call = tool_call("read_ranking", {"start": 31, "count": 5})
+    seen = [
+        summary,
+        AIMessage("", tool_calls=[call]),
+        ToolMessage(world.tools[0].invoke(call["args"]), tool_call_id=call["id"]),
+    ]
+    reply = as_message(scripted.respond(worker_request(world, world.range_task(1, 50), more=seen)))
+    assert [c["args"] for c in reply.tool_calls] == [{"start": 36, "count": 5}]
 
 
 def test_a_continuation_reads_leniently():

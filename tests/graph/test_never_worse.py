@@ -136,12 +136,10 @@ def test_a_hand_off_without_work_of_its_own_splits_one_level_deeper():
 
 
 def one_call_per_turn(request: ScriptedRequest):
-    """One tool call per turn, never a hand-off; a continuation starts after the calls its instructions list."""
+    """One tool call per turn, never a hand-off: the page after the highest item its conversation shows."""
     first, last = span(subtask_of(request))
-    made = [json.loads(a) for a in re.findall(r'read_items (\{"count": \d+, "start": \d+\})', request.prompt)]
-    done = max((a["start"] + a["count"] - 1 for a in made), default=first - 1)
     read = read_so_far(request)
-    nxt = max([done, *read]) + 1
+    nxt = max(read, default=first - 1) + 1
     if nxt > last:
         return "\n".join(item(n) for n in sorted(read))
     return tool_call("read_items", {"start": nxt, "count": 5})
@@ -154,7 +152,8 @@ def test_the_turn_limit_hands_the_rest_off_and_what_was_read_is_the_result(way):
     after = state["tasks"]["1_dyn_0"]
     assert after["follow_up"] == {"kind": "continuation", "by": "limit"} and after["depth"] == 0
     assert after["content"].startswith("List items 1-30\n\n(This continues subtask 1")
-    assert 'read_items {"count": 5, "start": 11}' in after["content"]
+    assert "read_items ×3 with count 5, start 1-11 step 5" in after["content"]  # every call of the chain
+    assert items_in(after["result"]) == set(range(16, 31))  # it went on in its conversation: its own reads
     assert any(e["event"] == "dynamic_tasks_added" and e["source"] == "limit" for e in events)
     assert found(state) == set(range(1, GOAL_ITEMS + 1))
 

@@ -19,6 +19,7 @@ RARE_PATH_MODULES = (
     "replangraph.llm.aio",
     "replangraph.llm.formats",
     "replangraph.nodes.execution.adapting",
+    "replangraph.nodes.execution.continuing",
     "replangraph.nodes.execution.endings",
     "replangraph.nodes.finalize.report",
 )
