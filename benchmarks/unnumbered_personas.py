@@ -35,8 +35,9 @@ Where a line says "Seen", it names where real models were seen doing it; where i
   `max_keyword_difficulty` input field" (https://github.com/Significant-Gravitas/AutoGPT/issues/11010); an
   invalid cursor a client "truncated" (https://github.com/rmosolgo/graphql-ruby/issues/3735).
 - single-call: one tool call a turn, never reviews or hands off, reads its whole subtask to the end, then answers
-  with every item; a continuation (instructions listing the "tool calls so far") goes on after the listed calls
-  (the cursor world: it calls the last listed cursor again, to learn the next one). Seen: Llama models served by
+  with every item; a continuation (instructions listing the "tool calls so far", the latest 20 of them) goes on
+  after the last segment the listed calls read (the cursor world: it calls the last listed cursor again, to learn
+  the next one). Seen: Llama models served by
   vLLM do not make parallel tool calls (https://github.com/vllm-project/vllm/issues/11592).
 - restarts: single-call that, in a continuation, ignores the listed calls and starts its subtask again from its
   beginning. Sized so that its subtask outlasts the engine's ``max_step_iterations`` (15 turns): it reads the
@@ -288,8 +289,9 @@ class SegmentPersona(Persona):
         else:
             wanted = world.keys_in(instruction) or world.segments()
         read = self.read(request)
-        done_before = set() if self.name == "restarts" else set(self.listed(request.prompt))
-        todo = [k for k in wanted if k not in done_before]
+        listed = [] if self.name == "restarts" else self.listed(request.prompt)
+        after = max((wanted.index(k) for k in listed if k in wanted), default=-1)
+        todo = wanted[after + 1 :]  # a continuation goes on after the last segment its listed calls read
         tried = self.attempted(read)
         if self.name in ONE_A_TURN:
             left = [k for k in todo if k not in tried]
@@ -336,8 +338,9 @@ class SegmentPersona(Persona):
         wanted = self.world.keys_in(instruction)
         if wanted is None:
             return verdict_call("nothing to count")
-        kept = set(self.listed(request.prompt.partition("\nResult:")[0]))
-        missing = self.missing(result, wanted, kept)
+        listed = self.listed(request.prompt.partition("\nResult:")[0])
+        after = max((wanted.index(k) for k in listed if k in wanted), default=-1)
+        missing = self.missing(result, wanted[after + 1 :])  # the calls a continuation lists are kept
         if not missing:
             return verdict_call(f"every one of its {self.world.units} is there")
         size = self.per_batch(request)
@@ -586,7 +589,7 @@ class BandPersona(Persona, PricesPersona):
         searched = self.searches(request)
         if self.name in ONE_A_TURN:
             done = set() if self.name == "restarts" else self.listed_pages(request.prompt, band)
-            seen = {page for _, page, _ in searched} | done
+            seen = {page for _, page, _ in searched} | set(range(1, max(done, default=0) + 1))
             pages = searched[0][2] if searched else None
             nxt = next((p for p in range(1, (pages or 1) + 1) if p not in seen), None)
             if nxt is None and pages is None:

@@ -208,6 +208,10 @@ def test_one_call_a_turn_never_reviews_and_a_continuation_goes_on_or_restarts(na
     content = f"{world.goal}\n\n(This continues subtask 1, which stopped: ... Its tool calls so far ...: {listed}.)"
     calls = as_message(scripted.respond(worker(world, content))).tool_calls
     assert calls[0]["args"] == {"letter": "A" if name == "restarts" else "P"}
+    latest = "(… and 10 earlier calls) " + "; ".join(f'list_members {{"letter": "{k}"}}' for k in "KLMNO")
+    content = f"{world.goal}\n\n(This continues subtask 1, which stopped: ... Its tool calls so far ...: {latest}.)"
+    calls = as_message(scripted.respond(worker(world, content))).tool_calls
+    assert calls[0]["args"] == {"letter": "A" if name == "restarts" else "P"}  # after the last listed letter
 
 
 def test_restarts_reads_one_order_a_call_and_outlasts_the_turn_limit_at_n_19():
