@@ -374,7 +374,8 @@ def test_matrix_targets_judge_recall_and_both_call_ratios():
 def test_matrix_prints_a_table_per_world_and_writes_every_figure(tmp_path):
     out = io.StringIO()
     path = tmp_path / "matrix.json"
-    assert matrix.main(["--personas", "compliant", "cut-final", "--sizes", "19", "--json", str(path)], out=out) == 0
+    args = ["--worlds", "catalog", "--personas", "compliant", "cut-final", "--sizes", "19", "--json", str(path)]
+    assert matrix.main(args, out=out) == 0
     text = out.getvalue()
     assert text.startswith("Machine: ") and "**catalog world**" in text and matrix.LEGEND in text
     rows = [line for line in text.splitlines() if line.startswith("| 19 |")]
