@@ -47,3 +47,8 @@ GOAL_INSTRUCTIONS_NOTE = """\
 The results are too long for this request, so each subtask is listed with its status and \
 instructions instead ([X] completed, [!] failed, [-] skipped). A completed subtask did what its \
 instructions ask."""
+
+SENT_BACK = """\
+A check of your answer found this subtask incomplete ({reason}; missing: {missing}), and you have \
+made no tool call in it yet. If the subtask needs your tools, make the calls now, as tool calls. If your \
+answer is right as it is, reply with it again."""

@@ -17,6 +17,9 @@ class TaskVerdict(TypedDict):
     follow_up_ids: list[str]
     error: str | None
     """Why the check could not judge (the result then stands), or why follow-ups were not queued."""
+    sent_back: NotRequired[bool]
+    """The verdict went back into the subtask's own conversation (`SENT_BACK`) instead of queueing follow-ups:
+    its agent had made no tool call yet."""
     stood_down: NotRequired[str]
     """Why the check let an incomplete verdict stand without follow-ups: what it asked for repeats work queued,
     running or done, or its earlier follow-up added nothing."""

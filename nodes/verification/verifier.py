@@ -42,7 +42,7 @@ from replangraph.llm.lenient import truthy
 from replangraph.llm.reading import UnreadableInput, answer_text, answers_waiting, as_text, task_specs
 from replangraph.llm.structured import structured_steps
 from replangraph.nodes.verification.names import CHECK_STOOD_DOWN, STEP_VERIFIED, VERIFIER
-from replangraph.nodes.verification.prompts import VERIFIER_PROMPT, VERIFY_EXCERPT_NOTE, VERIFY_TEMPLATE
+from replangraph.nodes.verification.prompts import SENT_BACK, VERIFIER_PROMPT, VERIFY_EXCERPT_NOTE, VERIFY_TEMPLATE
 from replangraph.nodes.verification.state import TaskVerdict, verdict_record
 from replangraph.policy import DEFAULT_POLICY, TextPolicy
 from replangraph.queue.coverage import follow_ups
@@ -312,11 +312,13 @@ class Verifier(Configured):
         ``check_stood_down`` event) when the subtask is a follow-up the check queued that found nothing its parent
         had not (`made_progress`), or when all it found missing repeats work queued, running or done."""
         task_id = task["id"]
+        window = list(window or [])
+        if not judged["complete"] and self.sends_back(task, window):
+            return sent_back(task, window, judged, task.get("model_calls", 0) + calls)
         created: dict[str, Task] = {}
         extra: dict[str, Any] = {}
         notes: list[str] = []
         parent = tasks.get(task.get("parent_id") or "")
-        window = list(window or [])
         before = full_result(parent) if parent is not None else None
         known = known_reads(tasks, task_id) if is_follow_up(task) else ()
         progress = made_progress(result, window_reads(task, window), parent, before, known)
@@ -390,6 +392,19 @@ class Verifier(Configured):
         retries = VERIFY_RETRIES if left >= 2 * len(waiting) else 0
         return state.get("goal", ""), waiting, results, retries
 
+    def sends_back(self, task: Task, window: list) -> bool:
+        """Whether an incomplete verdict goes back into the subtask's own conversation, once, instead of queueing
+        follow-ups: its agent has tools of its own and made no call in it yet (whatever its words said: "Next up:
+        items 11 onwards" is an answer no reader takes for an announcement), and no verdict went back before."""
+        profile = self.profiles.get(task["agent_type"])
+        mark = sent_back_id(task["id"])
+        return bool(
+            profile is not None
+            and profile.tools
+            and not made_calls(own_part(task["id"], window))
+            and not any(m.id == mark for m in window)
+        )
+
     def settled(
         self, state: Mapping[str, Any], waiting: list[str], results: dict[str, str], judged: list
     ) -> StateUpdate:
@@ -408,6 +423,23 @@ class Verifier(Configured):
             view = apply_writes(view, [update["tasks"]])
             updates.append(update)
         return merge_updates(updates)
+
+
+def sent_back_id(task_id: str) -> str:
+    """The id of the message that takes a verdict back into ``task_id``'s conversation."""
+    return f"replangraph-sent-back-{task_id}"
+
+
+def sent_back(task: Task, window: list, judged: TaskVerdict, spent: int) -> StateUpdate:
+    """The update that puts an incomplete verdict into the subtask's conversation (`SENT_BACK`): the subtask goes
+    on with its agent's next turn, its answer kept in the window."""
+    missing = "; ".join(judged["remaining_tasks"]) or "not named"
+    text = SENT_BACK.format(reason=judged["reason"] or "no reason given", missing=missing)
+    verdict = {**judged, "sent_back": True}
+    change = {"status": "in_progress", "model_calls": spent, "verdict": verdict}
+    back = HumanMessage(text, id=sent_back_id(task["id"]))
+    update = {"tasks": {task["id"]: change}, "windows": {task["id"]: [*window, back]}}
+    return announced([event(STEP_VERIFIED, task_id=task["id"], **verdict)], update)
 
 
 def let_results_stand(goto: str) -> Callable[..., Command]:

@@ -281,6 +281,18 @@ def test_an_agent_that_announces_each_call_finishes_while_it_makes_progress():
     assert len(re.findall(r"item-\d+:", state["final_answer"])) == 30  # one nudge a call, in the same conversation
 
 
+@pytest.mark.parametrize("policy", [TextPolicy(), TextPolicy(enabled=False)])
+def test_an_agent_that_answers_before_any_call_in_words_no_reader_knows_finishes(policy):
+    """ "Next up: items 11 onwards." is no announcement to any reader: it is an answer. The check finds it
+    incomplete and, since its agent made no call yet, puts the verdict back into the same conversation once."""
+    work = announces_each_call("Next up: items {start} onwards.")
+    model = scripted(work, plan_of({"id": "1", "content": "List items 1-30"}), every_item, fair_check)
+    graph = build_graph(model, tools=[read_items], config=AgentConfig(**FAST), policy=policy)
+    state, events = run(graph, goal="List all 30 items with their codes.")
+    assert len(re.findall(r"item-\d+:", state["final_answer"])) == 30
+    assert any(e["event"] == "step_verified" and e.get("sent_back") for e in events)
+
+
 def test_with_the_policy_off_a_prose_task_list_is_refused_with_the_shape_to_send_and_nothing_is_lost():
     refusals = []
 
