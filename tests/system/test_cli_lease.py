@@ -70,7 +70,8 @@ def test_a_resume_of_a_thread_another_process_runs_ends_with_exit_6_and_runs_not
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     held = HeldServer()
     with OpenAILoopback(held.respond, models=["local"]) as server:
-        flags = ["--base-url", server.base_url, "--model", "local", "--db", durable_db]
+        # one subtask at a time: the steps come in the order the test takes the lease between
+        flags = ["--base-url", server.base_url, "--model", "local", "--db", durable_db, "--concurrency", "1"]
         out, ended = io.StringIO(), {}
         run = threading.Thread(target=lambda: ended.update(code=cli.main(["run", GOAL, *flags, "--thread", "t1"], out)))
         run.start()
@@ -112,7 +113,8 @@ def test_a_run_whose_lease_another_process_took_stops_after_its_step_with_exit_6
     monkeypatch.delenv("REPLANGRAPH_LEASE_TTL_S", raising=False)  # the default, 30 s: renewed every 10 s
     held = HeldServer()
     with OpenAILoopback(held.respond, models=["local"]) as server:
-        flags = ["--base-url", server.base_url, "--model", "local", "--db", durable_db]
+        # one subtask at a time: the steps come in the order the test takes the lease between
+        flags = ["--base-url", server.base_url, "--model", "local", "--db", durable_db, "--concurrency", "1"]
         out, ended = io.StringIO(), {}
         run = threading.Thread(target=lambda: ended.update(code=cli.main(["run", GOAL, *flags, "--thread", "t1"], out)))
         run.start()

@@ -65,7 +65,8 @@ def test_a_full_disk_stops_the_run_and_resume_looks_up_nothing_twice(fake_openai
 
     monkeypatch.setattr(replangraph.durable, "open_saver", filling)
     db, tools = str(tmp_path / "runs.sqlite"), ("--tools", f"{__name__}:lookup")
-    code, text = main("run", "Look up four laptops", "--db", db, "--thread", "full", *tools)
+    # one subtask at a time: the disk fills between two lookups, not after all four started at once
+    code, text = main("run", "Look up four laptops", "--db", db, "--thread", "full", "--concurrency", "1", *tools)
     assert code == EXIT_CRASHED, text
     assert "database or disk is full" in text and "resume with: replangraph resume --thread full" in text
     assert sum(looked_up.values()) < len(LAPTOPS)  # it stopped at the failed write, not at the end

@@ -86,7 +86,7 @@ def test_a_server_killed_mid_run_pauses_it_and_resume_finishes_it_once_the_serve
     db = str(tmp_path / "runs.sqlite")
     out = io.StringIO()
     ended: dict[str, int] = {}
-    flags = ["--base-url", url, "--model", "local", "--db", db]
+    flags = ["--base-url", url, "--model", "local", "--db", db, "--concurrency", "1"]  # one subtask at a time
     run = threading.Thread(target=lambda: ended.update(code=cli.main(["run", GOAL, *flags, "--thread", "t1"], out)))
     run.start()
     first.wait_for("HOLDING")  # subtask 2's request waits in the server: now it dies
