@@ -286,7 +286,9 @@ def double_resume_on(db: str, folder: Path) -> tuple[dict, list[int]]:
         server.server.handle_error = lambda *args: None  # the killed run's request, answered to no one
         env = cli_env(folder, OPENAI_BASE_URL=server.base_url, REPLANGRAPH_LEASE_TTL_S=str(LEASE_TTL_S))
         thread = f"twice-{uuid.uuid4().hex[:8]}"
-        first = command(["run", "Find the colours of three flags", "--db", db, "--thread", thread, "--no-verify"], env)
+        one_at_a_time = ["--concurrency", "1"]  # subtask 1 answered and saved before subtask 2 is asked
+        goal = "Find the colours of three flags"
+        first = command(["run", goal, "--db", db, "--thread", thread, "--no-verify", *one_at_a_time], env)
         try:
             wait_until(lambda: side.holding.is_set() or first.poll() is not None, "request of subtask 2")
             os.kill(first.pid, signal.SIGKILL)

@@ -206,12 +206,12 @@ def first_turn(notes: Sequence[OpeningNote] = ()) -> Callable[[Route, Task, Disp
 
 def dispatch_rule(task_rules: Sequence[TaskRule]) -> Rule:
     """The dispatch step: each running subtask takes its next step and ready subtasks start, up to
-    ``max_concurrency`` and no more than the model calls ``max_steps`` has left after the running ones' (a
-    subtask's first turn is a call); each subtask goes to the first task rule that claims it. Nothing to do:
-    finalize."""
+    ``max_concurrency``, and no more model turns than ``max_steps`` has calls left for (parallel subtasks never
+    overshoot it); each subtask goes to the first task rule that claims it. Nothing to do: finalize."""
 
     def dispatch(route: Route) -> Decision:
         done = Dispatch(queue_size=len(route.tasks))
+        calls_left = route.settings.max_steps - spent_model_calls(route.state)
         for task in route.active:
             for rule in task_rules:
                 decision = rule.running(route, task) if rule.running else None
@@ -220,10 +220,13 @@ def dispatch_rule(task_rules: Sequence[TaskRule]) -> Rule:
                 done.running += rule.holds_slot
                 if decision == HOLD:
                     break
+                if isinstance(decision, Send) and decision.node == EXECUTOR:  # a model turn: one call of max_steps
+                    if calls_left <= 0:
+                        break  # it waits; with no call left the run ends, its reads in the report
+                    calls_left -= 1
                 if isinstance(decision, Send) or decision not in done.sends:
                     done.sends.append(decision)
                 break
-        calls_left = route.settings.max_steps - spent_model_calls(route.state) - len(done.sends)
         room = max(min(route.settings.max_concurrency - done.running, calls_left), 0)
         for task in ready_tasks(route.tasks, room):
             started = next((s for r in task_rules if r.ready and (s := r.ready(route, task, done)) is not None), None)

@@ -384,11 +384,12 @@ class Verifier(Configured):
         """``(goal, ids of the answers waiting, their texts, retries per check)``."""
         tasks: Mapping[str, Task] = state.get("tasks") or {}
         windows = state.get("windows") or {}
-        waiting = answers_waiting(tasks, windows)
+        # No more checks than max_steps has calls left for: the others wait (a stop's report keeps their answers).
+        left = self.config.max_steps - spent_model_calls(state)
+        waiting = answers_waiting(tasks, windows)[: max(left, 1)]
         # What each agent read and its answer does not show is part of its result, checked with it.
         results = {tid: result_with_reads(tasks[tid], windows[tid], answer_text(windows[tid][-1])) for tid in waiting}
         # A retry of an unreadable verdict only while max_steps leaves room for one per waiting answer.
-        left = self.config.max_steps - spent_model_calls(state)
         retries = VERIFY_RETRIES if left >= 2 * len(waiting) else 0
         return state.get("goal", ""), waiting, results, retries
 
