@@ -111,6 +111,13 @@ class ReplanRecord(TypedDict):
     """Repairs made to the new plan (unknown agent types, dependency spellings)."""
 
 
+ANSWER_ITEMS = "items"
+ANSWER_SHORT = "short"
+ANSWER_FORMS = (ANSWER_ITEMS, ANSWER_SHORT)
+"""What a plan may say the final answer should be (state key ``answer_form``): the items found, or a short
+answer (an aggregate, a yes or no, a comparison, a single fact) that names the output holding the data."""
+
+
 class InputState(TypedDict):
     """What a run takes: MessagesState-compatible, with an optional explicit goal.
 
@@ -157,6 +164,9 @@ class ReplanState(TypedDict):
     """Model calls of nodes that work on no one subtask (a feature's, such as the goal check), by node: they count
     against ``max_steps`` like the planner's and the replanner's."""
     final_answer: NotRequired[str]
+    answer_form: NotRequired[str]
+    """What the plan says the final answer should be: ``items`` (the items found), ``short`` (an aggregate, a yes
+    or no, a comparison, a single fact), or '' (not said: the items)."""
     stop_reason: NotRequired[str]
     """Why the final answer is the fallback report; '' when the model wrote it."""
     remaining_steps: NotRequired[RemainingSteps]
@@ -181,6 +191,7 @@ class StateUpdate(TypedDict, total=False):
     planner_calls: int
     node_calls: dict[str, int] | None
     final_answer: str
+    answer_form: str
     stop_reason: str
     events: list[dict[str, Any]]
 

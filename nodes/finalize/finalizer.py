@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemM
 
 from replangraph.config import AgentConfig
 from replangraph.context.carried import elides, left_out, reported
-from replangraph.context.fitting import GOAL_ID, ContextMonitor, fit_parts
+from replangraph.context.fitting import GOAL_ID, RESULTS_ID, ContextMonitor, fit_parts
 from replangraph.context.kept import (
     announced,
     collect_writes,
@@ -29,6 +29,7 @@ from replangraph.context.kept import (
     merge_updates,
     reading_pending,
     report_task,
+    thread_id,
 )
 from replangraph.context.summarizing import pack, split_text
 from replangraph.llm.aio import acall_model, arun_steps
@@ -38,6 +39,7 @@ from replangraph.names import FINALIZE
 from replangraph.nodes.finalize.notes import replanned_ids, run_notes
 from replangraph.nodes.finalize.prompts import (
     ADDED_ITEMS,
+    DATA_OUTPUT,
     FINAL_MERGE_TEMPLATE,
     FINAL_PART_TEMPLATE,
     FINAL_TEMPLATE,
@@ -59,7 +61,16 @@ from replangraph.queue.tasks import (
     spent_model_calls,
     status_counts,
 )
-from replangraph.state import ANSWER_COMPLETED, ANSWER_CUT, PLAN_COMPLETED, Configured, StateUpdate, emit, event
+from replangraph.state import (
+    ANSWER_COMPLETED,
+    ANSWER_CUT,
+    ANSWER_SHORT,
+    PLAN_COMPLETED,
+    Configured,
+    StateUpdate,
+    emit,
+    event,
+)
 from replangraph.tracing import traced
 
 logger = logging.getLogger(__name__)
@@ -162,12 +173,14 @@ def shown_goal(goal: str, tokens: Tokens, budget: int) -> str:
     return fitted.request
 
 
-def synthesize(goal: str, entries: Sequence[Entry], *, ask: Ask, tokens: Tokens, budget: int, room: int) -> Steps:
+def synthesize(
+    goal: str, entries: Sequence[Entry], *, ask: Ask, tokens: Tokens, budget: int, room: int | None
+) -> Steps:
     """The final answer from every entry (steps ending in a `Synthesis`), no request over ``budget`` tokens.
 
     One request when everything fits the request and the model's output room
-    (``room`` tokens); else one partial answer per group of results that does,
-    merged by one more call when the parts fit a request and their size
+    (``room`` tokens; None: the answer is short by design, any room will do); else one partial answer per group
+    of results that does, merged by one more call when the parts fit a request and their size
     is within ``room`` (the model's output tokens), else joined in order. An empty
     partial answer gives an empty text (the caller falls back to its report).
     """
@@ -177,7 +190,7 @@ def synthesize(goal: str, entries: Sequence[Entry], *, ask: Ask, tokens: Tokens,
 
     def answerable(texts: Sequence[str]) -> bool:
         # An answer that keeps every item is about as long as its results: they must fit the output room too.
-        return tokens([HumanMessage("\n\n".join(texts))]) <= room
+        return room is None or tokens([HumanMessage("\n\n".join(texts))]) <= room
 
     everything = joined(entries)
     whole = final_request(goal, everything)
@@ -204,7 +217,7 @@ def synthesize(goal: str, entries: Sequence[Entry], *, ask: Ask, tokens: Tokens,
         partials.append(text)
     calls = len(partials)
     merge = merge_request(goal_text, partials)
-    if len(partials) > 1 and fits(merge) and tokens([HumanMessage("\n\n".join(partials))]) <= room:
+    if len(partials) > 1 and fits(merge) and answerable(partials):
         merged = yield from ask(merge)
         if merged:
             return Synthesis(merged, calls + 1, len(partials), merged=True)
@@ -269,7 +282,8 @@ class Finalizer(Configured):
         closed = {tid: {**t, **closing.get("tasks", {}).get(tid, {})} for tid, t in tasks.items()}
         with reading_pending(closing):  # the partial results it keeps are read whole
             again = calls < self.config.max_steps  # one more ask for a whole answer fits the budget
-            answer, reported, lists = yield from self.answer(goal, closed, reason, awaited, again)
+            short = state.get("answer_form") == ANSWER_SHORT  # the plan says: not the items, a short answer
+            answer, reported, lists = yield from self.answer(goal, closed, reason, awaited, again, short)
             kept = keep_outputs(report_task(closed), lists)
         answer += cut_results_note(closed)
         done = event(
@@ -310,10 +324,12 @@ class Finalizer(Configured):
             text = f"{text}\n\n{cut_note(limit)}"
         return text
 
-    def synthesize(self, goal: str, tasks: Mapping[str, Task], share: float = 1.0, awaited: bool = False) -> Steps:
+    def synthesize(
+        self, goal: str, tasks: Mapping[str, Task], share: float = 1.0, awaited: bool = False, short: bool = False
+    ) -> Steps:
         """The model's answer over every result (steps ending in a `Synthesis`), each request within ``share``
         of the budget and of the output room: the answer's bound as sent (`output_limit`), else the whole
-        window."""
+        window. A ``short`` answer (the plan's ``answer_form``) needs no room for the items."""
         room = output_limit(self.config, self.monitor) or self.monitor.effective_window
         return synthesize(
             goal,
@@ -321,11 +337,17 @@ class Finalizer(Configured):
             ask=lambda request: self.ask(request, awaited),
             tokens=self.monitor.tokens,
             budget=max(int(self.monitor.budget * share), 1),
-            room=max(int(room * share), 1),
+            room=None if short else max(int(room * share), 1),
         )
 
     def answer(
-        self, goal: str, tasks: Mapping[str, Task], reason: str, awaited: bool = False, again: bool = True
+        self,
+        goal: str,
+        tasks: Mapping[str, Task],
+        reason: str,
+        awaited: bool = False,
+        again: bool = True,
+        short: bool = False,
     ) -> Steps:
         """``(final answer, why it is the fallback report, the report's whole lists to keep)`` (steps): the
         model's synthesis when everything completed (the reason then '', no lists), else the report.
@@ -347,11 +369,11 @@ class Finalizer(Configured):
 
         def written() -> Steps:
             syntheses = yield from refit_steps(
-                lambda share: self.synthesize(goal, tasks, share, awaited),
+                lambda share: self.synthesize(goal, tasks, share, awaited, short),
                 learn=self.monitor.learn_overflow,
                 label="finalize call",
             )
-            return (yield from self.whole(goal, tasks, syntheses[-1].text, awaited, again))
+            return (yield from self.whole(goal, tasks, syntheses[-1].text, awaited, again, short))
 
         text = yield from guarded_steps(written(), failed)
         if failure:
@@ -363,7 +385,13 @@ class Finalizer(Configured):
         return text, "", {}
 
     def whole(
-        self, goal: str, tasks: Mapping[str, Task], text: str, awaited: bool = False, again: bool = True
+        self,
+        goal: str,
+        tasks: Mapping[str, Task],
+        text: str,
+        awaited: bool = False,
+        again: bool = True,
+        short: bool = False,
     ) -> Steps:
         """``text`` (the model's final answer), with nothing the subtasks reported dropped (steps).
 
@@ -372,11 +400,17 @@ class Finalizer(Configured):
         When the answer it keeps still shortens a list, or stopped at the output limit, the items it leaves out
         follow it, word for word. Items left out of two answers that say nothing of it are the model's choice
         (a goal may ask for some of the items found): they stay in the results. Without ``again`` (``max_steps``
-        is spent) the model is not asked once more."""
+        is spent) the model is not asked once more.
+
+        A ``short`` answer (the plan says the goal asks for no items) is kept as it is, unless it says it shortened
+        a list or stopped at the output limit: when it leaves out items, a line naming output ``results`` (every
+        result, whole) follows it."""
         if not text:
             return text
         results = reported([entry.body for entry in result_entries(tasks)])
         missing = left_out(text, results)
+        if short and not shortened(text):
+            return f"{text}\n\n{data_note()}" if missing else text
         if not missing and not shortened(text):
             return text
         first = final_request(goal, joined(result_entries(tasks)))
@@ -390,6 +424,11 @@ class Finalizer(Configured):
             emit(ANSWER_COMPLETED, items=len(missing))
             text = f"{text}\n\n{ADDED_ITEMS}\n" + "\n".join(missing)
         return text
+
+
+def data_note() -> str:
+    """The line that names output ``results`` (every result, whole) after a short answer."""
+    return DATA_OUTPUT.format(ident=RESULTS_ID, thread=thread_id() or "THREAD")
 
 
 def shortened(answer: str) -> bool:

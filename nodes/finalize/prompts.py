@@ -39,3 +39,9 @@ a list with "... and N more"."""
 
 ADDED_ITEMS = "Items of the results that the answer above leaves out:"
 """Heads what replangraph adds after a final answer that drops items of the results, word for word."""
+
+DATA_OUTPUT = (
+    "The data behind this answer, every result whole, is output {ident} "
+    "(`replangraph output --thread {thread} {ident}`)."
+)
+"""Follows a short answer (the plan's ``answer_form`` is ``short``) that leaves out items of the results."""

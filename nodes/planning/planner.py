@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -39,7 +39,7 @@ from replangraph.queue.plans import (
     validate_plan,
 )
 from replangraph.queue.tasks import DEFAULT_AGENT, RESET, QueueError, Task, next_plan_id, preview
-from replangraph.state import PLAN_CREATED, Configured, StateUpdate, emit
+from replangraph.state import ANSWER_FORMS, PLAN_CREATED, Configured, StateUpdate, emit
 from replangraph.tracing import traced
 
 """Room kept for the error text of a plan retry."""
@@ -102,17 +102,25 @@ class UsablePlan(QueueError):
         self.problems, self.specs, self.notes = list(problems), specs, list(notes)
 
 
+ANSWER_FORM_DESCRIPTION = (
+    "What the goal asks the final answer to be: 'items' when it asks for the items found (a list, a table, "
+    "every record); 'short' when it asks only for an aggregate (a total, an average, a count), a yes or no, a "
+    "comparison or a single fact. Leave it out when unsure."
+)
+
 REQUIRED_TOOLS_DESCRIPTION = (
     "Names of the tools this subtask needs, from the agent types' tool lists; its agent type must have them. "
     "Empty when it needs none."
 )
 
 
-def plan_schema(agent_types: Sequence[str], tool_names: Sequence[str] = ()) -> type[BaseModel]:
+def plan_schema(
+    agent_types: Sequence[str], tool_names: Sequence[str] = (), answer_form: bool = False
+) -> type[BaseModel]:
     """The `Plan` tool schema. ``agent_type`` is an enum of the known types, left out when only
     ``default`` exists; ``required_tools`` (items an enum of ``tool_names``) is there when there
-    are several agent types and tools to choose them by. Validation is loose on purpose: the
-    answer is read by `read_plan`."""
+    are several agent types and tools to choose them by; with ``answer_form``, the optional field of that
+    name (`ANSWER_FORMS`). Validation is loose on purpose: the answer is read by `read_plan`."""
     fields: dict[str, Any] = {
         "id": (str, Field(description="Short unique id, e.g. '1', '2'.")),
         "content": (str, Field(description="Self-contained instruction for the agent.")),
@@ -135,16 +143,18 @@ def plan_schema(agent_types: Sequence[str], tool_names: Sequence[str] = ()) -> t
         Field(default_factory=list, description="Ids of the subtasks whose results this one needs."),
     )
     task = create_model("PlannedTask", __doc__="One subtask of a plan.", **fields)
-    return create_model(
-        PLAN_TOOL,
-        __doc__="A plan: the subtasks that together reach the goal.",
-        tasks=(list[task], Field(description="The subtasks, in the order they should run.")),
-    )
+    plan: dict[str, Any] = {"tasks": (list[task], Field(description="The subtasks, in the order they should run."))}
+    if answer_form:
+        extra = {"enum": list(ANSWER_FORMS)}
+        plan["answer_form"] = (str | None, Field(None, description=ANSWER_FORM_DESCRIPTION, json_schema_extra=extra))
+    return create_model(PLAN_TOOL, __doc__="A plan: the subtasks that together reach the goal.", **plan)
 
 
-def structured_planner(model: BaseChatModel, agent_types: Sequence[str], tool_names: Sequence[str] = ()) -> Any:
-    """``model`` answering with a `Plan` through tool calling, raw reply included."""
-    return bind_schema(model, plan_schema(agent_types, tool_names))
+def structured_planner(
+    model: BaseChatModel, agent_types: Sequence[str], tool_names: Sequence[str] = (), answer_form: bool = False
+) -> Any:
+    """``model`` answering with a `Plan` (`plan_schema`) through tool calling, raw reply included."""
+    return bind_schema(model, plan_schema(agent_types, tool_names, answer_form))
 
 
 def read_plan(answer: Any) -> list[dict]:
@@ -155,6 +165,17 @@ def read_plan(answer: Any) -> list[dict]:
         if "the answer is empty" in str(exc):
             raise UnreadableInput("the answer holds no plan: call the Plan tool with a list of tasks") from None
         raise
+
+
+def read_answer_form(answer: Any) -> str | None:
+    """The plan's ``answer_form`` when it is one of `ANSWER_FORMS`, else None (not said, or unreadable)."""
+    try:
+        args = read_arguments(answer, PLAN_TOOL)
+    except UnreadableInput:
+        return None
+    form = args.get("answer_form") if isinstance(args, Mapping) else None
+    form = form.strip().lower() if isinstance(form, str) else None
+    return form if form in ANSWER_FORMS else None
 
 
 def plan_reader(check: Check) -> Callable[[Any], tuple[list[dict], list[str]]]:
@@ -187,6 +208,8 @@ class PlanAnswer:
     """Whether the provider refused the request as longer than its context window."""
     unanswered: bool = False
     """Whether the model did not answer: a transient error (down, timing out, rate limited) outlived the retries."""
+    answer_form: str | None = None
+    """What the accepted plan says the final answer should be (`read_answer_form`); None when it does not say."""
 
 
 def request_plan_steps(
@@ -231,7 +254,7 @@ def request_plan_steps(
     if asked.value is None:
         return PlanAnswer(None, asked.calls, asked.error, overflow=asked.overflow, unanswered=asked.unanswered)
     specs, notes = asked.value
-    return PlanAnswer(specs, asked.calls, "", notes)
+    return PlanAnswer(specs, asked.calls, "", notes, answer_form=read_answer_form(asked.answer))
 
 
 def kept_plan(usable: UsablePlan) -> tuple[list[dict], list[str]]:
@@ -299,6 +322,20 @@ def rule_plan_or_whole_goal(goal: str, agent_types: list[str], max_tasks: int) -
     return [{"id": "1", "content": preview(goal, GOAL_PREVIEW_CHARS), "agent_type": DEFAULT_AGENT, "depends_on": []}]
 
 
+class Planned(NamedTuple):
+    """What the planner made of the goal."""
+
+    tasks: dict[str, Task]
+    calls: int
+    """Model calls spent."""
+    fallback_reason: str
+    """Why the fallback plan was used, or ''."""
+    notes: list[str]
+    """Repairs made to the plan."""
+    answer_form: str | None
+    """What the plan says the final answer should be (`ANSWER_FORMS`), None when it does not say."""
+
+
 class Planner(Configured):
     """Plans the goal. After ``planner_retries`` unusable answers it falls back to a rule-based
     plan from the goal's verbs, and failing that to one subtask for the whole goal.
@@ -330,8 +367,8 @@ class Planner(Configured):
         """What features write with a new plan (`replangraph.features.Feature.on_new_plan`)."""
         self.tools_by_agent = tool_names(profiles)
         self.tool_names = offered_tool_names(self.tools_by_agent)
-        self.structured = structured_planner(model, list(profiles), self.tool_names)
-        self.tools = schema_tools(plan_schema(list(profiles), self.tool_names))
+        self.structured = structured_planner(model, list(profiles), self.tool_names, answer_form=True)
+        self.tools = schema_tools(plan_schema(list(profiles), self.tool_names, answer_form=True))
         self.profiles = profiles
         self.base_config = config
 
@@ -353,12 +390,10 @@ class Planner(Configured):
 
     def plan(self, goal: str, plan_id: str = "1") -> tuple[dict[str, Task], int, str, list[str]]:
         """``(tasks, model calls, why the fallback was used or "", notes on repairs)``."""
-        return run_steps(self.plan_steps(goal, plan_id))
+        return tuple(run_steps(self.plan_steps(goal, plan_id)))[:4]
 
-    def plan_steps(
-        self, goal: str, plan_id: str = "1", awaited: bool = False
-    ) -> Generator[Any, Any, tuple[dict[str, Task], int, str, list[str]]]:
-        """`plan` as steps (`replangraph.llm.calls.run_steps`); the model awaited when ``awaited``."""
+    def plan_steps(self, goal: str, plan_id: str = "1", awaited: bool = False) -> Generator[Any, Any, Planned]:
+        """The `Planned` outcome as steps (`replangraph.llm.calls.run_steps`); the model awaited when ``awaited``."""
         system = SystemMessage(tools_prompt(PLANNER_PROMPT, self.profiles, self.tools_by_agent))
         # A provider that refuses the request as too long: once more, smaller.
         answers = yield from refit_steps(
@@ -368,11 +403,12 @@ class Planner(Configured):
         )
         answer, calls = answers[-1], sum(a.calls for a in answers)
         specs = answer.specs or rule_plan_or_whole_goal(goal, list(self.profiles), self.config.max_tasks)
-        return (
+        return Planned(
             tasks_from_plan(specs, plan_id=plan_id),
             calls,
             answer.error if answer.specs is None else "",
             answer.notes,
+            answer.answer_form if answer.specs is not None else None,
         )
 
     def ask_steps(
@@ -426,7 +462,7 @@ class Planner(Configured):
     def steps(self, state: Mapping, awaited: bool = False) -> Generator[Any, Any, StateUpdate]:
         """The node's update, its model calls made (or awaited) as steps."""
         goal, from_goal_key = resolve_goal(state)
-        tasks, calls, fallback_reason, notes = yield from self.plan_steps(
+        tasks, calls, fallback_reason, notes, answer_form = yield from self.plan_steps(
             goal, next_plan_id(state.get("tasks") or {}), awaited
         )
         emit(
@@ -444,6 +480,7 @@ class Planner(Configured):
             "planner_calls": calls,
             "node_calls": None,  # a new plan's count starts from nothing
             "final_answer": "",
+            "answer_form": answer_form or "",
         }
         for fresh in self.on_new_plan:
             update.update(fresh(self.config))

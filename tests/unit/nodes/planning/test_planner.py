@@ -67,6 +67,30 @@ def test_schema_lists_agent_types_as_an_enum_and_hides_the_field_when_only_defau
     assert task_properties(["default", "browser"])["agent_type"]["enum"] == ["default", "browser"]
 
 
+def test_the_planners_schema_asks_what_the_answer_should_be_and_the_replanners_does_not():
+    def plan_properties(**given):
+        return convert_to_openai_tool(plan_schema(["default"], **given))["function"]["parameters"]["properties"]
+
+    assert plan_properties(answer_form=True)["answer_form"]["enum"] == ["items", "short"]
+    assert "answer_form" not in plan_properties()  # the replanner's
+    (shown,) = planner_for(lambda r: plan_call(task("1"))).tools
+    assert "answer_form" in shown["function"]["parameters"]["properties"]  # the schema the planner's budget counts
+
+
+@pytest.mark.parametrize(
+    ("said", "kept"), [("short", "short"), (" Items ", "items"), ("brief", ""), (None, ""), (7, "")]
+)
+def test_the_plan_says_what_the_final_answer_should_be_and_anything_else_is_not_said(said, kept):
+    answer = {"tasks": [task("1")], **({} if said is None else {"answer_form": said})}
+    update = planner_for(lambda r: tool_call("Plan", answer))({"messages": [("user", GOAL)]})
+    assert update["answer_form"] == kept
+
+
+def test_a_fallback_plan_says_nothing_of_the_answer():
+    update = planner_for(lambda r: "no plan here", planner_retries=0)({"messages": [("user", GOAL)]})
+    assert update["answer_form"] == ""
+
+
 def test_garbage_is_retried_twice_with_the_error_then_falls_back():
     prompts = []
 
