@@ -45,6 +45,7 @@ from replangraph.nodes.finalize.prompts import (
     FINAL_TEMPLATE,
     FINALIZER_PROMPT,
     LEFT_OUT,
+    UNSEEN_RESULTS,
 )
 from replangraph.nodes.finalize.report import (
     ResultsTooBig,
@@ -110,6 +111,8 @@ class Synthesis:
     """Partial answers written (0: one request held every result)."""
     merged: bool = False
     """Whether the partial answers were merged by the model (else joined in order)."""
+    unseen: tuple[str, ...] = ()
+    """Results no request showed: the calls they needed were more than ``max_steps`` had left."""
 
 
 def result_entries(tasks: Mapping[str, Task]) -> list[Entry]:
@@ -174,7 +177,14 @@ def shown_goal(goal: str, tokens: Tokens, budget: int) -> str:
 
 
 def synthesize(
-    goal: str, entries: Sequence[Entry], *, ask: Ask, tokens: Tokens, budget: int, room: int | None
+    goal: str,
+    entries: Sequence[Entry],
+    *,
+    ask: Ask,
+    tokens: Tokens,
+    budget: int,
+    room: int | None,
+    most: int | None = None,
 ) -> Steps:
     """The final answer from every entry (steps ending in a `Synthesis`), no request over ``budget`` tokens.
 
@@ -182,7 +192,8 @@ def synthesize(
     (``room`` tokens; None: the answer is short by design, any room will do); else one partial answer per group
     of results that does, merged by one more call when the parts fit a request and their size
     is within ``room`` (the model's output tokens), else joined in order. An empty
-    partial answer gives an empty text (the caller falls back to its report).
+    partial answer gives an empty text (the caller falls back to its report). At most ``most`` calls (None: no
+    bound): the groups past them are sent to no one, and the `Synthesis` keeps them as ``unseen``.
     """
 
     def fits(request: list[AnyMessage]) -> bool:
@@ -209,20 +220,22 @@ def synthesize(
     if not all(fits(r) for r in requests):
         largest = max(tokens(r) for r in requests)
         raise ResultsTooBig(f"a piece of the results needs {largest} tokens, the budget is {budget}")
+    allowed = len(requests) if most is None else max(most, 1)
+    unseen = tuple(text for group in groups[allowed:] for text in group)
     partials: list[str] = []
-    for request in requests:
+    for request in requests[:allowed]:
         text = yield from ask(request)
         if not text:
             return Synthesis("", len(partials) + 1, len(partials) + 1)
         partials.append(text)
     calls = len(partials)
     merge = merge_request(goal_text, partials)
-    if len(partials) > 1 and fits(merge) and answerable(partials):
+    if len(partials) > 1 and (most is None or calls < most) and fits(merge) and answerable(partials):
         merged = yield from ask(merge)
         if merged:
-            return Synthesis(merged, calls + 1, len(partials), merged=True)
+            return Synthesis(merged, calls + 1, len(partials), merged=True, unseen=unseen)
         calls += 1  # an empty merge loses nothing: the parts are joined instead
-    return Synthesis("\n\n".join(partials), calls, len(partials))
+    return Synthesis("\n\n".join(partials), calls, len(partials), unseen=unseen)
 
 
 def latest_plan(tasks: Mapping[str, Task]) -> str:
@@ -281,9 +294,9 @@ class Finalizer(Configured):
         closing = stop_unfinished(tasks, reason, state.get("windows"), skip) if reason else {}
         closed = {tid: {**t, **closing.get("tasks", {}).get(tid, {})} for tid, t in tasks.items()}
         with reading_pending(closing):  # the partial results it keeps are read whole
-            again = calls < self.config.max_steps  # one more ask for a whole answer fits the budget
+            left = max(self.config.max_steps - calls, 0)  # calls past the first one come out of max_steps
             short = state.get("answer_form") == ANSWER_SHORT  # the plan says: not the items, a short answer
-            answer, reported, lists = yield from self.answer(goal, closed, reason, awaited, again, short)
+            answer, reported, lists = yield from self.answer(goal, closed, reason, awaited, left, short)
             kept = keep_outputs(report_task(closed), lists)
         answer += cut_results_note(closed)
         done = event(
@@ -325,11 +338,18 @@ class Finalizer(Configured):
         return text
 
     def synthesize(
-        self, goal: str, tasks: Mapping[str, Task], share: float = 1.0, awaited: bool = False, short: bool = False
+        self,
+        goal: str,
+        tasks: Mapping[str, Task],
+        share: float = 1.0,
+        awaited: bool = False,
+        short: bool = False,
+        most: int | None = None,
     ) -> Steps:
         """The model's answer over every result (steps ending in a `Synthesis`), each request within ``share``
         of the budget and of the output room: the answer's bound as sent (`output_limit`), else the whole
-        window. A ``short`` answer (the plan's ``answer_form``) needs no room for the items."""
+        window; at most ``most`` calls (None: no bound). A ``short`` answer (the plan's ``answer_form``) needs
+        no room for the items."""
         room = output_limit(self.config, self.monitor) or self.monitor.effective_window
         return synthesize(
             goal,
@@ -338,6 +358,7 @@ class Finalizer(Configured):
             tokens=self.monitor.tokens,
             budget=max(int(self.monitor.budget * share), 1),
             room=None if short else max(int(room * share), 1),
+            most=most,
         )
 
     def answer(
@@ -346,11 +367,15 @@ class Finalizer(Configured):
         tasks: Mapping[str, Task],
         reason: str,
         awaited: bool = False,
-        again: bool = True,
+        left: int | None = None,
         short: bool = False,
     ) -> Steps:
         """``(final answer, why it is the fallback report, the report's whole lists to keep)`` (steps): the
         model's synthesis when everything completed (the reason then '', no lists), else the report.
+
+        The first call is the answer's own; any more (parts, their merge, asking again for left-out items) come
+        out of the ``left`` calls ``max_steps`` allows (None: no bound). Results no call could show follow the
+        answer word for word (`UNSEEN_RESULTS`).
 
         A provider that refuses a request as too long gets one more try, fitted to the window its error
         names, else with half the budget. An answer that is JSON cut off before it closes (`is_cut_json`) is no
@@ -368,12 +393,16 @@ class Finalizer(Configured):
             return text
 
         def written() -> Steps:
+            most = None if left is None else 1 + left
             syntheses = yield from refit_steps(
-                lambda share: self.synthesize(goal, tasks, share, awaited, short),
+                lambda share: self.synthesize(goal, tasks, share, awaited, short, most),
                 learn=self.monitor.learn_overflow,
                 label="finalize call",
             )
-            return (yield from self.whole(goal, tasks, syntheses[-1].text, awaited, again, short))
+            synthesis = syntheses[-1]
+            again = left is None or synthesis.calls <= left  # one more ask still fits max_steps
+            text = with_unseen(synthesis)
+            return (yield from self.whole(goal, tasks, text, awaited, again, short))
 
         text = yield from guarded_steps(written(), failed)
         if failure:
@@ -429,6 +458,15 @@ class Finalizer(Configured):
 def data_note() -> str:
     """The line that names output ``results`` (every result, whole) after a short answer."""
     return DATA_OUTPUT.format(ident=RESULTS_ID, thread=thread_id() or "THREAD")
+
+
+def with_unseen(synthesis: Synthesis) -> str:
+    """The synthesis' text, followed word for word by the results no request showed (`UNSEEN_RESULTS`)."""
+    if not synthesis.text or not synthesis.unseen:
+        return synthesis.text
+    count = len(synthesis.unseen)
+    logger.warning("final answer: %d result piece(s) follow it unwritten (max_steps left no calls)", count)
+    return "\n\n".join([synthesis.text, UNSEEN_RESULTS, *synthesis.unseen])
 
 
 def shortened(answer: str) -> bool:

@@ -38,6 +38,11 @@ and says so. Write the whole final answer again with every item of the results; 
 a list with "... and N more"."""
 
 ADDED_ITEMS = "Items of the results that the answer above leaves out:"
+
+UNSEEN_RESULTS = (
+    "More results, as the subtasks reported them (max_steps left no model calls to write them into the answer):"
+)
+"""Heads the results that no finalize request showed, which follow the answer word for word."""
 """Heads what replangraph adds after a final answer that drops items of the results, word for word."""
 
 DATA_OUTPUT = (

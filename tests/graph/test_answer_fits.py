@@ -15,7 +15,8 @@ from scripting import WAYS, run, subtask_of
 
 from replangraph import AgentConfig, build_graph
 from replangraph.durable import kept_output
-from replangraph.nodes.finalize.prompts import ADDED_ITEMS
+from replangraph.nodes.finalize.prompts import ADDED_ITEMS, UNSEEN_RESULTS
+from replangraph.queue.tasks import spent_model_calls
 from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
 
 
@@ -152,3 +153,24 @@ def test_a_short_answer_that_shortens_a_list_is_completed_all_the_same():
     state, finals = answered(100, "List products 1-{n} with their prices.", cut_listing, "short", comply=True)
     assert len(finals) == 2  # the answer said it left items out: asked once more
     assert prices_in(state["final_answer"]) == every_product(100)
+
+
+def test_a_final_answer_in_parts_takes_no_more_calls_than_max_steps_left():
+    """The finalizer's first call is its own; parts past it come out of ``max_steps``: with none left, one call,
+    and the results no request showed follow the answer word for word."""
+    goal = "List products 1-{n} with their prices."
+
+    def final_run(max_steps: int):
+        finals: list[ScriptedRequest] = []
+        model = world(1000, listing, None, finals=finals)
+        config = AgentConfig(retry_backoff_s=0.0, max_steps=max_steps, max_output_tokens=2_000)
+        state, _ = run(build_graph(model, tools=[read_products], config=config), goal=goal.format(n=1000))
+        return state, finals
+
+    unbounded, parts = final_run(500)
+    assert len(parts) > 1 and UNSEEN_RESULTS not in unbounded["final_answer"]  # the results fit no one request
+    spent = spent_model_calls(unbounded)
+    state, finals = final_run(spent)  # the same run with no call left for the final answer's parts
+    assert spent_model_calls(state) == spent and not state.get("stop_reason")
+    assert len(finals) == 1 and UNSEEN_RESULTS in state["final_answer"]
+    assert prices_in(state["final_answer"]) == every_product(1000)  # nothing read is lost
