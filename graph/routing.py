@@ -33,8 +33,8 @@ from replangraph.queue.tasks import (
     active_tasks,
     dependency_results,
     plan_markdown,
-    ready_tasks,
     spent_model_calls,
+    startable_tasks,
 )
 from replangraph.state import DependencyResult, SubtaskInput, run_settings, settings_resolved_once
 
@@ -228,7 +228,7 @@ def dispatch_rule(task_rules: Sequence[TaskRule]) -> Rule:
                     done.sends.append(decision)
                 break
         room = max(min(route.settings.max_concurrency - done.running, calls_left), 0)
-        for task in ready_tasks(route.tasks, room):
+        for task in startable_tasks(route.tasks, room):
             started = next((s for r in task_rules if r.ready and (s := r.ready(route, task, done)) is not None), None)
             if started is not None:
                 done.sends.append(started)

@@ -222,7 +222,11 @@ def claimed_work(tasks: Mapping[str, Mapping[str, Any]], leave_out: Sequence[str
 def gaps(within: str, follow_ups: Sequence[str]) -> list[str]:
     """The parts of ``within``'s range, from where its follow-ups on the same list start to its last item, that no
     such follow-up covers, as ``within``'s instructions for them. [] when ``within`` has no scope or no follow-up
-    is on its list. (The items before the first follow-up are the handing-off agent's own work.)"""
+    is on its list. (The items before the first follow-up are the handing-off agent's own work.)
+
+    Follow-ups whose ranges touch ("from 100 to 200 dollars", "from 200 to 300 dollars") show a scale whose
+    numbers are bounds, not items (prices, dates): a gap then reaches from the bound before it to the bound after
+    it, so that what lies between two whole numbers is not lost ("from 300 to 400", not "from 301 to 399")."""
     own = scope_of(within)
     if own is None:
         return []
@@ -230,7 +234,16 @@ def gaps(within: str, follow_ups: Sequence[str]) -> list[str]:
     start = max(own.first, min((first for first, _ in spans), default=own.last + 1))
     if start > own.last:
         return []
-    return [own.text(first, last) for first, last in subtract([(start, own.last)], spans)]
+    holes = subtract([(start, own.last)], spans)
+    if touching(spans):
+        holes = [(max(first - 1, start), min(last + 1, own.last)) for first, last in holes]
+    return [own.text(first, last) for first, last in holes]
+
+
+def touching(spans: Sequence[Range]) -> bool:
+    """Whether two of ``spans`` share a bound: one ends where the next begins."""
+    ordered = sorted(spans)
+    return any(a[1] == b[0] and a != b for a, b in zip(ordered, ordered[1:], strict=False))
 
 
 GROUP_OPENING = "Do each of these {count} tasks, as written, and give the result of every one:"

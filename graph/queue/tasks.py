@@ -221,6 +221,37 @@ def ready_tasks(tasks: Mapping[str, Task], limit: int | None = None) -> list[Tas
     return [tasks[task_id] for _, task_id in (keys if limit is None else keys[:limit])]
 
 
+def startable_tasks(tasks: Mapping[str, Task], limit: int) -> list[Task]:
+    """The first ``limit`` ready tasks in queue order, where a follow-up (`is_follow_up`) whose instructions, for
+    the same agent type, are word for word those of a running follow-up, or of one before it here, waits.
+    Identical instructions ("the next 5 products") differ only by what was done before them, so they run one
+    after another, each seeing the results of the one before. A plan's tasks run as planned, and so do a
+    team's members (several runs of one subtask, side by side on purpose)."""
+    index = index_of(tasks)
+    busy = {same_work(tasks[t]) for t in index.active if in_turn(tasks[t])}
+    found: list[Task] = []
+    for _, task_id in index.ready:
+        if len(found) >= limit:
+            break
+        task = tasks[task_id]
+        if in_turn(task):
+            if same_work(task) in busy:
+                continue
+            busy.add(same_work(task))
+        found.append(task)
+    return found
+
+
+def in_turn(task: Mapping[str, Any]) -> bool:
+    """Whether ``task`` waits its turn behind identical work (`startable_tasks`): a follow-up, not a candidate."""
+    return is_follow_up(task) and not is_candidate(task)
+
+
+def same_work(task: Mapping[str, Any]) -> tuple[str, str]:
+    """What makes two follow-ups the same words for the same agent: its agent type and its instructions."""
+    return task.get("agent_type") or DEFAULT_AGENT, task["content"]
+
+
 def active_tasks(tasks: Mapping[str, Task]) -> list[Task]:
     """Tasks in progress, in queue order."""
     return [tasks[task_id] for task_id in sorted(index_of(tasks).active, key=lambda t: sort_key(tasks[t]))]

@@ -3,23 +3,26 @@
 Each subtask's check judges it against its own instructions; nothing there sees what the plan left out (a
 planner that covered half the goal) or what fell between two hand-offs (a range off by one). So when every
 subtask has settled and at least one completed, one structured `Verdict` call judges all results against the
-goal, and the work it finds missing is queued as new subtasks (origin ``check``). It runs once per queue: the
-subtasks it queues are followed by the final answer, not by another goal check. Missing work that repeats the
-goal, or work the queue accounts for, is not queued (`fresh_follow_ups`). A check that fails, answers garbage or
-cannot see the results lets them stand, as the subtask check does.
+goal, and the work it finds missing is queued as new subtasks (origin ``check``). Once the work it queued has
+settled, it runs again only when that work read something no subtask had read when it last judged (the run-wide
+progress rule): a hand-off that copied a cursor wrong is caught by the next round, and a check that asks for work
+already done ends with the first. Missing work that repeats the goal itself is not queued (`follow_ups`). A check
+that fails, answers garbage or cannot see the results lets them stand, as the subtask check does.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.errors import NodeError
 from langgraph.types import Command
-from typing_extensions import TypedDict
+from typing_extensions import NotRequired, TypedDict
 
+from replangraph.context.carried import known_reads
 from replangraph.context.fitting import Fitted
 from replangraph.context.kept import collect_writes, full_result
 from replangraph.llm.aio import arun_steps, off_loop
@@ -55,6 +58,9 @@ class GoalCheckRecord(TypedDict):
     error: str | None
     """Why it could not judge (the results then stand)."""
     model_calls: int
+    reads: NotRequired[int]
+    """How many distinct reads (`known_reads`) the queue held when it judged: after the work it queued, the check
+    runs again only if there are more."""
 
 
 def log_goal_check(record: GoalCheckRecord) -> None:
@@ -83,11 +89,16 @@ def goal_unchecked(route: Route) -> Decision | None:
     if counts["pending"] or counts["in_progress"] or not counts["completed"]:
         return None
     record = route.state.get("goal_check")
-    if record and record.get("plan_id") == queue_key(route.tasks):
+    if record and record.get("plan_id") == queue_key(route.tasks) and not read_more_since(record, route.tasks):
         return None
     if spent_model_calls(route.state) >= route.settings.max_steps:
         return None
     return GOAL_CHECK
+
+
+def read_more_since(record: Mapping[str, Any], tasks: Mapping[str, Task]) -> bool:
+    """Whether the work a goal check queued has read something no subtask had read when it judged."""
+    return bool(record.get("task_ids")) and len(known_reads(tasks, "")) > record.get("reads", math.inf)
 
 
 def results_text(tasks: Mapping[str, Task]) -> str:
@@ -162,6 +173,7 @@ class GoalCheck(Configured):
             notes=notes,
             error=judged["error"],
             model_calls=calls,
+            reads=len(known_reads(tasks, "")),
         )
         log_goal_check(record)
         events = [event(GOAL_CHECKED, **record)]

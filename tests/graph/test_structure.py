@@ -314,3 +314,83 @@ def test_with_the_policy_off_a_prose_task_list_is_refused_with_the_shape_to_send
     refusals.clear()
     on, _ = run(build_graph(model, tools=[peek], config=AgentConfig(**FAST)), goal="List every shelf.")
     assert handed_off(on) == ["List shelf A.", "List shelf B."] and not refusals  # one task a line, at once
+
+
+def test_identical_follow_ups_run_one_after_another_so_each_sees_the_one_before():
+    """A model that hands off "the next 5" three times at once, and whose children each go on after the last
+    product the completed results show: run side by side they would all read products 6-10; one after another,
+    each sees the one before it, and every product is read. They never run at once."""
+    products = [f"product-{n}" for n in range(1, 21)]
+    overlap = Overlap()
+
+    def read_products(start: int) -> str:
+        """Read five products of the ranking from ``start``."""
+        with overlap:
+            time.sleep(0.05)
+            return " ".join(products[start - 1 : start + 4])
+
+    def work(request):
+        if "Extract the top 20" in subtask_of(request):
+            if not request.tool_results:
+                return tool_call("read_products", {"start": 1})
+            summary = request.tool_results[-1].text
+            return tool_call(
+                SPLIT_TOOL, {"summary": summary, "tasks": json.dumps(["Extract the next 5 products."] * 3)}
+            )
+        if request.last_result(REVIEW_TOOL) is None:
+            return tool_call(REVIEW_TOOL, {})
+        if not request.called("read_products"):
+            done = re.findall(r"product-(\d+)", request.last_result(REVIEW_TOOL).split("\nPending (")[0])
+            return tool_call("read_products", {"start": max(map(int, done), default=0) + 1})
+        return request.tool_results[-1].text
+
+    final = lambda r: " ".join(sorted(set(re.findall(r"product-\d+", r.prompt))))  # noqa: E731
+    model = scripted(work, plan_of({"id": "1", "content": "Extract the top 20 products."}), final=final)
+    state, _ = run(build_graph(model, tools=[read_products], config=AgentConfig(**FAST)), goal="The top 20.")
+    assert set(re.findall(r"product-\d+", state["final_answer"])) == set(products)
+    assert overlap.peak == 1
+
+
+def test_the_goal_check_runs_again_while_the_work_it_queued_reads_something_new():
+    """Every hand-off copies its cursor wrong (the tool refuses it, the agent answers with nothing); only the goal
+    check copies it right. Once per queue it recovered one page; now it goes on while its work reads new pages,
+    and stops when a round reads nothing new."""
+    pages = {f"c{n}x": n for n in range(3)}  # cursor -> page: orders 10n+1 .. 10n+10
+
+    def list_orders(cursor: str) -> str:
+        """Ten orders of the log from ``cursor``, and the next cursor."""
+        if cursor not in pages:
+            return f"Error: unknown cursor {cursor!r}."
+        n = pages[cursor]
+        more = f"next cursor: c{n + 1}x" if n + 1 < len(pages) else "next cursor: none"
+        return " ".join(f"order-{10 * n + k}" for k in range(1, 11)) + f"\n{more}"
+
+    def work(request):
+        cursor = re.search(r"from cursor (\S+) on", subtask_of(request))
+        if not request.tool_results:
+            return tool_call("list_orders", {"cursor": cursor.group(1) if cursor else "c0x"})
+        out = request.tool_results[-1].text
+        following = re.search(r"next cursor: (c\d+x)", out)
+        if out.startswith("Error") or not following:
+            return out
+        garbled = following.group(1).replace("x", "y")
+        return tool_call(
+            SPLIT_TOOL, {"summary": out, "tasks": json.dumps([f"List the orders from cursor {garbled} on."])}
+        )
+
+    def verdict(request):
+        if re.search(r"^Subtask \(", request.prompt, flags=re.M):
+            return tool_call("Verdict", {"complete": True, "reason": "it did what it could"})
+        have = set(re.findall(r"order-\d+", request.prompt))
+        if len(have) >= 30:
+            return tool_call("Verdict", {"complete": True, "reason": "every order"})
+        last = re.findall(r"next cursor: (c\d+x)", request.prompt)[-1]
+        missing = [f"List the orders from cursor {last} on."]
+        return tool_call("Verdict", {"complete": False, "remaining_tasks": missing, "reason": "orders missing"})
+
+    final = lambda r: " ".join(sorted(set(re.findall(r"order-\d+", r.prompt))))  # noqa: E731
+    model = scripted(work, plan_of({"id": "1", "content": "List every order of the log."}), final, verdict)
+    state, events = run(build_graph(model, tools=[list_orders], config=AgentConfig(**FAST)), goal="Every order.")
+    assert len(set(re.findall(r"order-\d+", state["final_answer"]))) == 30
+    checks = [e for e in events if e["event"] == "goal_checked"]
+    assert [c["complete"] for c in checks] == [False, False, True]

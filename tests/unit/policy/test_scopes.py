@@ -18,6 +18,7 @@ from replangraph.policy.scopes import (
     same_list,
     scope_of,
     subtract,
+    touching,
     union,
 )
 
@@ -313,8 +314,25 @@ def test_gaps_and_follow_ups_cover_the_rest_of_the_range(first, size, drawn):
     rest = items([(max(first, min(a for a, _ in own)), first + size)])
     got = items(map(span, found))
     assert all(same_list(scope_of(g), scope_of(within)) for g in found)
-    assert got <= rest and not got & items(own)
+    bounds = {a for a, _ in own} | {b for _, b in own} if touching(own) else set()
+    assert got <= rest and not (got & items(own)) - bounds  # touching follow-ups: a gap reaches their bounds
     assert got | items(own) >= rest
+
+
+PRICES = "List every product priced from {} to {} dollars"
+
+
+def test_a_gap_between_touching_bands_reaches_from_bound_to_bound():
+    """Bands that share bounds are a scale, not items: the band a hand-off skipped is queued whole, so the products
+    priced between two whole dollars at its edges ($200.50, $299.99) are not lost."""
+    within = PRICES.format(0, "1,000")
+    handed = [PRICES.format(0, 100), PRICES.format(100, 200), PRICES.format(300, 400), PRICES.format(400, "1,000")]
+    assert gaps(within, handed) == [PRICES.format(200, 300)]
+    assert gaps(within, [PRICES.format(0, 100), PRICES.format(100, 900)]) == [PRICES.format(900, "1,000")]
+    # items numbered one by one never touch: the gap holds only what no follow-up covers
+    assert gaps(CATALOG.format("1-100"), [CATALOG.format("1-40"), CATALOG.format("61-100")]) == [
+        CATALOG.format("41-60")
+    ]
 
 
 # --- grouped_plan ----------------------------------------------------------------------------------------------

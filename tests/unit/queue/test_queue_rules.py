@@ -19,6 +19,7 @@ from replangraph.queue.tasks import (
     plan_summary,
     ready_tasks,
     skip_dependents,
+    startable_tasks,
 )
 from replangraph.state import replace_by_key
 
@@ -242,3 +243,28 @@ def test_the_plan_message_lists_a_long_queue_running_and_coming_tasks_first_and_
     assert lines[-1] == f"- *… and {n - PLAN_MESSAGE_TASKS} more ({n - PLAN_MESSAGE_TASKS} completed)*"
     short = plan_markdown(queue(("a", [], "failed"), ("b", ["a"], "skipped")))
     assert short == "**Plan**: 0 of 2 done\n\n- [ ] a: do a — *failed*\n- [ ] b: do b — *skipped*"
+
+
+def test_identical_follow_ups_start_one_after_another_and_a_plan_s_identical_tasks_at_once():
+    """ "The next 5 products" three times: each waits for the one before, so it sees that one's result; a plan's
+    identical tasks are the planner's and all start; different follow-ups all start."""
+    tasks = {**queue(("1", [], "completed"), ("2", [], "pending"), ("3", [], "pending"))}
+    tasks["3"]["content"] = tasks["2"]["content"]  # a plan's identical tasks
+    tasks = {
+        **tasks,
+        **split_task(
+            tasks,
+            "1",
+            [{"content": "the next 5"}] * 3 + [{"content": "other"}],
+            agent_types=AGENTS,
+            max_tasks=100,
+            max_split_depth=3,
+        ),
+    }
+    ids = [t["id"] for t in startable_tasks(tasks, 10)]
+    assert ids == ["1_dyn_0", "1_dyn_3", "2", "3"]  # queue order; the second and third "next 5" wait
+    assert [t["id"] for t in startable_tasks(tasks, 1)] == ["1_dyn_0"]
+    running = apply_writes(tasks, [{"1_dyn_0": {"status": "in_progress"}}])
+    assert [t["id"] for t in startable_tasks(running, 10)] == ["1_dyn_3", "2", "3"]  # still one at a time
+    done = apply_writes(running, [{"1_dyn_0": {"status": "failed"}}])
+    assert [t["id"] for t in startable_tasks(done, 10)][0] == "1_dyn_1"  # a failure holds back nothing
