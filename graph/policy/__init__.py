@@ -13,7 +13,10 @@ work, group it for cost, or annotate it:
 - `announces`: whether an answer only announces a call ("I'll now call read_ranking ..."): the agent is asked
   once to make it, in the same conversation.
 - prose task lists: a hand-off's ``tasks`` given as plain text is read one task a line (off: refused with an error
-  that shows the JSON list expected, and the agent sends it again; nothing is queued from a guess).
+  that shows the JSON list expected, and the agent sends it again; nothing is queued from a guess); so are a
+  completion check's ``remaining_tasks`` (off: the result stands, noted).
+- the goal's verbs: a planner that never answers with a usable plan falls back to a plan read from the goal's
+  verbs (`replangraph.nodes.planning.rule_plan`; off: the whole goal is the one subtask).
 
 Pure: no LangGraph. The range reader is `replangraph.policy.scopes`.
 """

@@ -309,9 +309,10 @@ def tools_prompt(prompt: str, profiles: Mapping[str, Any], tools_by_agent: Mappi
 GOAL_PREVIEW_CHARS = 300
 
 
-def rule_plan_or_whole_goal(goal: str, agent_types: list[str], max_tasks: int) -> list[dict]:
-    """The rule-based plan from the goal's verbs if it is valid, else one task for the whole goal."""
-    specs = rule_based_plan(goal, max_tasks=max_tasks)
+def rule_plan_or_whole_goal(goal: str, agent_types: list[str], max_tasks: int, verbs: bool = True) -> list[dict]:
+    """The rule-based plan from the goal's verbs if it is valid (only with ``verbs``: a reading of English, the
+    text policy's), else one task for the whole goal."""
+    specs = rule_based_plan(goal, max_tasks=max_tasks) if verbs else None
     if specs:
         try:
             validate_plan(specs, agent_types=agent_types, max_tasks=max_tasks)
@@ -402,7 +403,9 @@ class Planner(Configured):
             label="planner call",
         )
         answer, calls = answers[-1], sum(a.calls for a in answers)
-        specs = answer.specs or rule_plan_or_whole_goal(goal, list(self.profiles), self.config.max_tasks)
+        specs = answer.specs or rule_plan_or_whole_goal(
+            goal, list(self.profiles), self.config.max_tasks, verbs=self.policy.enabled
+        )
         return Planned(
             tasks_from_plan(specs, plan_id=plan_id),
             calls,

@@ -116,8 +116,9 @@ def verdict_fields(answer: Any) -> Mapping[str, Any]:
     return value
 
 
-def read_verdict(answer: Any) -> tuple[bool, str, list[str], str | None]:
-    """``(complete, reason, remaining task instructions, note)`` from a structured answer, read leniently.
+def read_verdict(answer: Any, lines: bool = True) -> tuple[bool, str, list[str], str | None]:
+    """``(complete, reason, remaining task instructions, note)`` from a structured answer, read leniently;
+    remaining tasks given as prose are read one a line only with ``lines`` (the text policy's reading).
 
     An explicit "incomplete" stands even when its remaining tasks cannot be read (the note says so).
     """
@@ -128,7 +129,7 @@ def read_verdict(answer: Any) -> tuple[bool, str, list[str], str | None]:
     contents, note = [], None
     if remaining is not None and as_text(remaining).strip().lower() not in NOTHING:
         try:
-            contents = [s["content"] for s in task_specs(remaining, "remaining_tasks")]
+            contents = [s["content"] for s in task_specs(remaining, "remaining_tasks", lines=lines)]
         except UnreadableInput as exc:
             if complete is not False:
                 raise
@@ -241,7 +242,7 @@ class Verifier(Configured):
         asked = yield from structured_steps(
             self.structured,
             fitted.request,
-            read_verdict,
+            lambda answer: read_verdict(answer, lines=self.policy.enabled),
             retries=retries,
             config=self.config,
             monitor=self.monitor,

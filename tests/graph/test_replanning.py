@@ -9,7 +9,7 @@ from clocks import GUARD_S
 from scenarios import handoff_then_failure_work
 from scripting import is_replan, make_model, plan_of, run, subtask_of
 
-from replangraph import AgentConfig, build_graph
+from replangraph import AgentConfig, TextPolicy, build_graph
 from replangraph.builder import recursion_limit
 from replangraph.queue.tasks import ordered
 from replangraph.testing import ScriptedChatModel, tool_call
@@ -282,6 +282,9 @@ def test_planner_failure_falls_back_to_rule_based_plan():
     assert [t["id"] for t in ordered(state["tasks"])] == ["1", "2", "3"]
     assert state["tasks"]["3"]["depends_on"] == ["2"]
     assert events_named(events, "plan_created")[0]["fallback_reason"]
+    # reading the goal's verbs is the text policy's: with it off, the whole goal is the one subtask
+    state, _ = run(build_graph(ScriptedChatModel(respond=respond), policy=TextPolicy(enabled=False)), goal)
+    assert [t["content"] for t in ordered(state["tasks"])] == [goal]
 
 
 @pytest.mark.parametrize("how", ["raises", "marker"])

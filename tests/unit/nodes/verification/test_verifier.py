@@ -327,3 +327,20 @@ def test_a_reasoning_verifier_judges_the_answer_without_its_think_block():
     state, _ = run(build_graph(model(verdict=check, worker=worker), config=AgentConfig(**FAST)))
     assert "item-99" not in seen[0] and "think" not in state["tasks"]["1"]["result"]
     assert state["tasks"]["1"]["verdict"]["reason"] == "every item"
+
+
+def test_prose_remaining_tasks_are_read_one_a_line_only_with_the_text_policy():
+    from replangraph.nodes.verification.verifier import read_verdict
+
+    answer = {"raw": AIMessage("", tool_calls=[tool_call("Verdict", {"complete": False, "remaining_tasks": PROSE})])}
+    assert read_verdict(answer)[2] == ["Extract items 5-12", "Extract items 13-20"]
+    complete, _, rest, note = read_verdict(answer, lines=False)  # the policy off: no reading of prose
+    assert complete is False and rest == [] and "could not be read" in note
+    listed = {"complete": False, "remaining_tasks": ["Extract items 5-12", "Extract items 13-20"]}
+    assert read_verdict({"raw": AIMessage("", tool_calls=[tool_call("Verdict", listed)])}, lines=False)[2] == [
+        "Extract items 5-12",
+        "Extract items 13-20",
+    ]
+
+
+PROSE = "- Extract items 5-12\n- Extract items 13-20"
