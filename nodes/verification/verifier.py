@@ -14,7 +14,6 @@ import asyncio
 import logging
 import re
 from collections.abc import Callable, Generator, Mapping
-from concurrent.futures import Future
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -42,7 +41,12 @@ from replangraph.llm.lenient import truthy
 from replangraph.llm.reading import UnreadableInput, answer_text, answers_waiting, as_text, task_specs
 from replangraph.llm.structured import structured_steps
 from replangraph.nodes.verification.names import CHECK_STOOD_DOWN, STEP_VERIFIED, VERIFIER
-from replangraph.nodes.verification.prompts import SENT_BACK, VERIFIER_PROMPT, VERIFY_EXCERPT_NOTE, VERIFY_TEMPLATE
+from replangraph.nodes.verification.prompts import (
+    SENT_BACK,
+    VERIFIER_PROMPT,
+    VERIFY_EXCERPT_NOTE,
+    VERIFY_TEMPLATE,
+)
 from replangraph.nodes.verification.state import TaskVerdict, verdict_record
 from replangraph.policy import DEFAULT_POLICY, TextPolicy
 from replangraph.queue.coverage import follow_ups
@@ -364,22 +368,50 @@ class Verifier(Configured):
     @collect_writes
     def __call__(self, state: Mapping[str, Any]) -> StateUpdate:
         goal, waiting, results, retries = self.checks(state)
-        if len(waiting) <= 1:
-            judged = [self.judge(goal, (state.get("tasks") or {})[t], results[t], retries) for t in waiting]
+        tasks = state.get("tasks") or {}
+        foregone = self.foregone(state, waiting, results)
+        asked = [t for t in waiting if t not in foregone]
+        if len(asked) <= 1:
+            judged = {t: self.judge(goal, tasks[t], results[t], retries) for t in asked}
         else:
-            tasks = state.get("tasks") or {}
             pool = call_pool("checks", self.config.max_concurrency)  # shared: no threads started per node
-            futures: list[Future] = [pool.submit(self.judge, goal, tasks[t], results[t], retries) for t in waiting]
-            judged = [f.result() for f in futures]
-        return self.settled(state, waiting, results, judged)
+            futures = {t: pool.submit(self.judge, goal, tasks[t], results[t], retries) for t in asked}
+            judged = {t: f.result() for t, f in futures.items()}
+        return self.settled(state, waiting, results, [judged.get(t) or foregone[t] for t in waiting])
 
     @collect_writes
     async def acall(self, state: Mapping[str, Any]) -> StateUpdate:
         """`__call__` on the async path: the checks awaited together."""
         goal, waiting, results, retries = await off_loop(lambda: self.checks(state))  # results read the store
         tasks = state.get("tasks") or {}
-        judged = await asyncio.gather(*(self.ajudge(goal, tasks[t], results[t], retries) for t in waiting))
-        return await off_loop(lambda: self.settled(state, waiting, results, list(judged)))  # keeping reads the store
+        foregone = await off_loop(lambda: self.foregone(state, waiting, results))
+        asked = [t for t in waiting if t not in foregone]
+        verdicts = await asyncio.gather(*(self.ajudge(goal, tasks[t], results[t], retries) for t in asked))
+        judged = dict(zip(asked, verdicts, strict=True))
+        verdicts = [judged.get(t) or foregone[t] for t in waiting]
+        return await off_loop(lambda: self.settled(state, waiting, results, verdicts))  # keeping reads the store
+
+    def foregone(
+        self, state: Mapping[str, Any], waiting: list[str], results: Mapping[str, str]
+    ) -> dict[str, tuple[TaskVerdict, int]]:
+        """The waiting answers no model need judge, each with its verdict (no call made): follow-ups a check
+        queued that made calls and read nothing any subtask had not (`made_progress`). Whatever a check said of
+        one, its result would stand and nothing would be queued (`settle`), so the check stands down unasked."""
+        tasks: Mapping[str, Task] = state.get("tasks") or {}
+        windows = state.get("windows") or {}
+        found = {}
+        for task_id in waiting:
+            task, window = tasks[task_id], windows.get(task_id) or []
+            if not queued_by_check(task) or not made_calls(own_part(task_id, window)):
+                continue
+            parent = tasks.get(task.get("parent_id") or "")
+            before = full_result(parent) if parent is not None else None
+            known = known_reads(tasks, task_id)
+            if made_progress(results[task_id], window_reads(task, window), parent, before, known):
+                continue
+            why = f"{task_id}, queued by a check, read nothing no other subtask had: not asked again"
+            found[task_id] = ({**verdict_record(True, reason=why), "stood_down": why}, 0)
+        return found
 
     def checks(self, state: Mapping[str, Any]) -> tuple[str, list[str], dict[str, str], int]:
         """``(goal, ids of the answers waiting, their texts, retries per check)``."""
@@ -399,12 +431,11 @@ class Verifier(Configured):
         follow-ups: its agent has tools of its own and made no call in it yet (whatever its words said: "Next up:
         items 11 onwards" is an answer no reader takes for an announcement), and no verdict went back before."""
         profile = self.profiles.get(task["agent_type"])
-        mark = sent_back_id(task["id"])
         return bool(
             profile is not None
             and profile.tools
             and not made_calls(own_part(task["id"], window))
-            and not any(m.id == mark for m in window)
+            and not was_sent_back(task["id"], window)
         )
 
     def settled(
@@ -430,6 +461,12 @@ class Verifier(Configured):
 def sent_back_id(task_id: str) -> str:
     """The id of the message that takes a verdict back into ``task_id``'s conversation."""
     return f"replangraph-sent-back-{task_id}"
+
+
+def was_sent_back(task_id: str, window: list) -> bool:
+    """Whether a verdict went back into ``task_id``'s conversation before (it goes back once)."""
+    mark = sent_back_id(task_id)
+    return any(m.id == mark for m in window)
 
 
 def sent_back(task: Task, window: list, judged: TaskVerdict, spent: int) -> StateUpdate:

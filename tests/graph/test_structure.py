@@ -246,6 +246,27 @@ def test_an_over_critical_check_asking_for_the_whole_job_in_its_own_words_costs_
     assert calls(whole_job_again) <= 2 * fair
 
 
+def test_a_check_s_follow_up_that_read_nothing_new_is_not_judged():
+    """The check asks for the job again in other words: its follow-up reads what was read, so whatever a second
+    check said, nothing would be queued: it is not asked, and the result stands."""
+    judged: list[str] = []
+
+    def reworded(request):
+        subtask = re.search(r"^Subtask \((\S+)\)", request.prompt, flags=re.M)
+        judged.append(subtask.group(1) if subtask else "goal")
+        if subtask and subtask.group(1) == "1":
+            return tool_call("Verdict", {"complete": False, "remaining_tasks": ["List items 1-20 once more"]})
+        return tool_call("Verdict", {"complete": True, "reason": "ok"})
+
+    model = scripted(catalog_worker, plan_of({"id": "1", "content": "List items 1-20"}), every_item, reworded)
+    state, events = run(build_graph(model, tools=[read_items], config=AgentConfig(**FAST)), goal="The 20 items.")
+    assert [t["content"] for t in ordered(state["tasks"])] == ["List items 1-20", "List items 1-20 once more"]
+    assert judged == ["1", "goal"]  # never the follow-up
+    stood = [e for e in events if e["event"] == "check_stood_down"]
+    assert [e["task_id"] for e in stood] == ["1_dyn_0"]
+    assert len(re.findall(r"item-\d+:", state["final_answer"])) == 20
+
+
 # --------------------------------------------------------------------------- a reply that calls nothing
 
 
