@@ -155,7 +155,8 @@ def test_a_short_answer_that_shortens_a_list_is_completed_all_the_same():
     assert prices_in(state["final_answer"]) == every_product(100)
 
 
-def test_a_final_answer_in_parts_takes_no_more_calls_than_max_steps_left():
+@pytest.mark.parametrize("way", WAYS)
+def test_a_final_answer_in_parts_takes_no_more_calls_than_max_steps_left(way):
     """The finalizer's first call is its own; parts past it come out of ``max_steps``: with none left, one call,
     and the results no request showed follow the answer word for word."""
     goal = "List products 1-{n} with their prices."
@@ -164,7 +165,7 @@ def test_a_final_answer_in_parts_takes_no_more_calls_than_max_steps_left():
         finals: list[ScriptedRequest] = []
         model = world(1000, listing, None, finals=finals)
         config = AgentConfig(retry_backoff_s=0.0, max_steps=max_steps, max_output_tokens=2_000)
-        state, _ = run(build_graph(model, tools=[read_products], config=config), goal=goal.format(n=1000))
+        state, _ = run(build_graph(model, tools=[read_products], config=config), goal=goal.format(n=1000), way=way)
         return state, finals
 
     unbounded, parts = final_run(500)

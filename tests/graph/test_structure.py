@@ -246,7 +246,8 @@ def test_an_over_critical_check_asking_for_the_whole_job_in_its_own_words_costs_
     assert calls(whole_job_again) <= 2 * fair
 
 
-def test_a_check_s_follow_up_that_read_nothing_new_is_not_judged():
+@pytest.mark.parametrize("way", ["invoke", "ainvoke"])
+def test_a_check_s_follow_up_that_read_nothing_new_is_not_judged(way):
     """The check asks for the job again in other words: its follow-up reads what was read, so whatever a second
     check said, nothing would be queued: it is not asked, and the result stands."""
     judged: list[str] = []
@@ -259,7 +260,8 @@ def test_a_check_s_follow_up_that_read_nothing_new_is_not_judged():
         return tool_call("Verdict", {"complete": True, "reason": "ok"})
 
     model = scripted(catalog_worker, plan_of({"id": "1", "content": "List items 1-20"}), every_item, reworded)
-    state, events = run(build_graph(model, tools=[read_items], config=AgentConfig(**FAST)), goal="The 20 items.")
+    graph = build_graph(model, tools=[read_items], config=AgentConfig(**FAST))
+    state, events = run(graph, goal="The 20 items.", way=way)
     assert [t["content"] for t in ordered(state["tasks"])] == ["List items 1-20", "List items 1-20 once more"]
     assert judged == ["1", "goal"]  # never the follow-up
     stood = [e for e in events if e["event"] == "check_stood_down"]
@@ -337,7 +339,8 @@ def test_with_the_policy_off_a_prose_task_list_is_refused_with_the_shape_to_send
     assert handed_off(on) == ["List shelf A.", "List shelf B."] and not refusals  # one task a line, at once
 
 
-def test_identical_follow_ups_run_one_after_another_so_each_sees_the_one_before():
+@pytest.mark.parametrize("way", ["invoke", "ainvoke"])
+def test_identical_follow_ups_run_one_after_another_so_each_sees_the_one_before(way):
     """A model that hands off "the next 5" three times at once, and whose children each go on after the last
     product the completed results show: run side by side they would all read products 6-10; one after another,
     each sees the one before it, and every product is read. They never run at once."""
@@ -367,12 +370,13 @@ def test_identical_follow_ups_run_one_after_another_so_each_sees_the_one_before(
 
     final = lambda r: " ".join(sorted(set(re.findall(r"product-\d+", r.prompt))))  # noqa: E731
     model = scripted(work, plan_of({"id": "1", "content": "Extract the top 20 products."}), final=final)
-    state, _ = run(build_graph(model, tools=[read_products], config=AgentConfig(**FAST)), goal="The top 20.")
+    state, _ = run(build_graph(model, tools=[read_products], config=AgentConfig(**FAST)), goal="The top 20.", way=way)
     assert set(re.findall(r"product-\d+", state["final_answer"])) == set(products)
     assert overlap.peak == 1
 
 
-def test_the_goal_check_runs_again_while_the_work_it_queued_reads_something_new():
+@pytest.mark.parametrize("way", ["invoke", "ainvoke"])
+def test_the_goal_check_runs_again_while_the_work_it_queued_reads_something_new(way):
     """Every hand-off copies its cursor wrong (the tool refuses it, the agent answers with nothing); only the goal
     check copies it right. Once per queue it recovered one page; now it goes on while its work reads new pages,
     and stops when a round reads nothing new."""
@@ -411,7 +415,9 @@ def test_the_goal_check_runs_again_while_the_work_it_queued_reads_something_new(
 
     final = lambda r: " ".join(sorted(set(re.findall(r"order-\d+", r.prompt))))  # noqa: E731
     model = scripted(work, plan_of({"id": "1", "content": "List every order of the log."}), final, verdict)
-    state, events = run(build_graph(model, tools=[list_orders], config=AgentConfig(**FAST)), goal="Every order.")
+    state, events = run(
+        build_graph(model, tools=[list_orders], config=AgentConfig(**FAST)), goal="Every order.", way=way
+    )
     assert len(set(re.findall(r"order-\d+", state["final_answer"]))) == 30
     checks = [e for e in events if e["event"] == "goal_checked"]
     assert [c["complete"] for c in checks] == [False, False, True]
