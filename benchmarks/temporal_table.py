@@ -238,10 +238,34 @@ class Activity:
     """An executor activity whose reply had no tool call: the subtask's answer."""
 
 
-def read_history(events: Sequence[Any]) -> list[Activity]:
-    """The run's activities from its history events: what each was for, when it was scheduled and completed."""
+async def payloads_of(client: Any, events: Sequence[Any]) -> dict[int, Any]:
+    """Each activity's input (by its scheduled event's id) and result (by its completed event's id), decoded by
+    ``client``'s data converter: a payload in the history may be a reference to the payload store."""
+    found: dict[int, Any] = {}
+    for event in events:
+        kind = event.WhichOneof("attributes")
+        if kind == "activity_task_scheduled_event_attributes":
+            payload = event.activity_task_scheduled_event_attributes.input.payloads[0]
+        elif kind == "activity_task_completed_event_attributes":
+            payload = event.activity_task_completed_event_attributes.result.payloads[0]
+        else:
+            continue
+        found[event.event_id] = (await client.data_converter.decode([payload]))[0]
+    return found
+
+
+def plain_json(value: Any) -> Any:
+    """``value`` as JSON's own types (LangChain messages as ``dumpd`` writes them)."""
     import json
 
+    from replangraph.temporal.converter import LangChainEncoder
+
+    return json.loads(json.dumps(value, cls=LangChainEncoder))
+
+
+def read_history(events: Sequence[Any], payloads: dict[int, Any]) -> list[Activity]:
+    """The run's activities from its history events and their decoded ``payloads`` (`payloads_of`): what each was
+    for, when it was scheduled and completed."""
     activities: dict[int, Activity] = {}
     for event in events:
         at = event.event_time.ToDatetime().timestamp()
@@ -249,7 +273,7 @@ def read_history(events: Sequence[Any]) -> list[Activity]:
         if kind == "activity_task_scheduled_event_attributes":
             attributes = event.activity_task_scheduled_event_attributes
             name = attributes.activity_type.name.rsplit(".", 1)[-1]
-            given = json.loads(attributes.input.payloads[0].data)["args"][0]
+            given = plain_json(payloads[event.event_id])["args"][0]
             subtask, item = None, None
             if name == CALL_ACTIVITY:
                 spec = given["__replangraph_call_spec__"]
@@ -266,7 +290,7 @@ def read_history(events: Sequence[Any]) -> list[Activity]:
             activity.completed, activity.completed_id = at, event.event_id
             activity.pid = int(attributes.identity.split("@", 1)[0])
             if activity.name == EXECUTOR_ACTIVITY:
-                activity.answer = answered(json.loads(attributes.result.payloads[0].data), activity.subtask)
+                activity.answer = answered(plain_json(payloads[event.event_id]), activity.subtask)
     return list(activities.values())
 
 
@@ -474,7 +498,7 @@ async def temporal_run(
             raise RuntimeError("the run ended before the kill")
         await killing  # the restarted worker polls (it may still be starting when a run ends early)
     events = [event async for event in handle.fetch_history_events()]
-    activities = read_history(events)
+    activities = read_history(events, await payloads_of(client, events))
     lines = log_lines(log, offset)
     run = Run(
         wall,

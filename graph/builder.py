@@ -345,4 +345,9 @@ def branch_pool_size(config: AgentConfig) -> int:
     Runnables called inside the nodes (a tool's ``.batch()``) inherit it too, so it never
     drops below that default. A run config's own value still wins.
     """
-    return max(config.max_concurrency + 2, min(32, (os.cpu_count() or 1) + 4))
+    return pool_size(config.max_concurrency)
+
+
+def pool_size(max_concurrency: int) -> int:
+    """`branch_pool_size` for a run of ``max_concurrency``."""
+    return max(max_concurrency + 2, min(32, (os.cpu_count() or 1) + 4))

@@ -30,7 +30,7 @@ from replangraph.app.console import (
     run_finished,
     say,
 )
-from replangraph.app.loading import UsageError, load_agents, load_tools
+from replangraph.app.loading import UsageError, load_agents, load_spec, load_tools
 from replangraph.app.parser import ArgumentsRefused, make_parser
 from replangraph.app.server import NoModel, ServerDown, check_server
 from replangraph.app.session import (
@@ -232,20 +232,35 @@ def serve_worker(args: argparse.Namespace, out: TextIO) -> int:
 
     engine = temporal()
     settings = chosen_settings(args, {})
-    tools = load_tools(list(settings["tools"]))
-    check_model(settings, "worker")
-    graph = build(settings, None, None, tools=tools)
+    if args.demo:
+        from replangraph.app.demo import demo_model, read_ranking
+
+        refuse_flags(args, ("model", "base_url", "tools", "agents"), "the demo has its own model and tool")
+        graph = build(settings, None, None, model=demo_model(), tools=[read_ranking])
+    else:
+        tools = load_tools(list(settings["tools"]))
+        check_model(settings, "worker")
+        graph = build(settings, None, None, tools=tools)
 
     def ready() -> None:
         say(out, f"worker: serving task queue {args.task_queue} on {args.temporal} (Ctrl-C stops it)")
 
     try:
-        asyncio.run(engine.serve(args.temporal, graph, task_queue=args.task_queue, ready=ready))
+        serving = engine.serve(args.temporal, graph, task_queue=args.task_queue, ready=ready, **stored(args))
+        asyncio.run(serving)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except RuntimeError as exc:
         raise temporal_down(args.temporal, exc) from None
     return EXIT_DONE
+
+
+def stored(args: argparse.Namespace) -> dict[str, Any]:
+    """Where a run on Temporal keeps large payloads and how it encodes them (``--payloads``, ``--codec``)."""
+    codec = load_spec(args.codec, "--codec") if args.codec else None
+    if isinstance(codec, type):
+        codec = codec()
+    return {"payloads": args.payloads, "codec": codec}
 
 
 def temporal_down(address: str, exc: RuntimeError) -> Exception:
@@ -295,7 +310,8 @@ def run_goal_on_temporal(goal: str, args: argparse.Namespace, output: Output) ->
     command = goal.strip() if slash_text(goal) or is_cancel_word(goal) else None  # e.g. `--thread ID /status`
     settings = {**chosen_settings(args, {}), "max_steps": args.max_steps}  # the workers' budget unless given
     context = given_agent_config(args)
-    with temporal_run(engine, args.temporal, thread, task_queue=args.task_queue, context=context) as run:
+    options = {"task_queue": args.task_queue, "context": context, **stored(args)}
+    with temporal_run(engine, args.temporal, thread, **options) as run:
         session = Session(run, thread, settings, None, output, temporal=args.temporal)
         try:
             run.start({"messages": [("user", goal)]})
@@ -319,7 +335,7 @@ def resume_on_temporal(args: argparse.Namespace, output: Output) -> int:
     )
     engine = temporal()
     settings = {**chosen_settings(args, {}), "max_steps": None}  # the run's budget is not known here
-    with temporal_run(engine, args.temporal, args.thread) as run:
+    with temporal_run(engine, args.temporal, args.thread, **stored(args)) as run:
         session = Session(run, args.thread, settings, None, output, temporal=args.temporal)
         session.answers = list(args.answer or [])
         try:

@@ -221,6 +221,22 @@ def add_temporal_flags(
     parser: argparse.ArgumentParser, required: bool, address_help: str = TEMPORAL_HELP, task_queue: bool = True
 ) -> None:
     parser.add_argument("--temporal", required=required, default=None, metavar="HOST:PORT", help=address_help)
+    parser.add_argument(
+        "--payloads",
+        default=None,
+        metavar="FOLDER|URL",
+        help="with --temporal: where payloads over 4 KiB are kept, by reference (a folder every worker and client "
+        "reads, or a postgresql:// URL); the same for every worker and client of a run (default: "
+        "$REPLANGRAPH_PAYLOADS, else ~/.cache/replangraph/temporal-payloads)",
+    )
+    parser.add_argument(
+        "--codec",
+        default=None,
+        metavar="MODULE:ATTR",
+        help="with --temporal: a Temporal payload codec (temporalio.converter.PayloadCodec, or its class) that "
+        "encodes every payload the server and the payload store keep, e.g. to encrypt them; the same for every "
+        "worker and client of a run",
+    )
     if task_queue:
         parser.add_argument(
             "--task-queue",
@@ -312,6 +328,12 @@ def make_parser() -> Parser:
         'another. Needs the temporal extra (pip install "replangraph[temporal]"). Runs until Ctrl-C.',
     )
     add_temporal_flags(worker, required=True)
+    worker.add_argument(
+        "--demo",
+        action="store_true",
+        help="serve the demo's graph: its scripted chat model (no LLM is called) and its catalogue tool, "
+        'read_ranking; try it with: replangraph run --temporal HOST:PORT "Rank the top 19 products of the catalog"',
+    )
     add_run_flags(worker, resume=False)
     graph = sub.add_parser(
         "graph",

@@ -8,26 +8,44 @@ the run waits for), `answer` (resume it), `send` (a slash command or a message),
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.common import RawValue
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
+from temporalio.converter import PayloadCodec
 from temporalio.plugin import SimplePlugin
 from temporalio.service import RPCError, RPCStatusCode
 
-from replangraph.temporal.converter import data_converter
+from replangraph.temporal.converter import converter, data_converter
 from replangraph.temporal.events import TOPIC, StreamReader
 from replangraph.temporal.pauses import Refused
 from replangraph.temporal.registry import GRAPH
+from replangraph.temporal.storage import payload_storage
 from replangraph.temporal.workflow import TASK_QUEUE, ReplanWorkflow, RunRequest
 
 
-async def connect(address: str, plugin: SimplePlugin | None = None, **options: Any) -> Client:
+async def connect(
+    address: str,
+    plugin: SimplePlugin | None = None,
+    *,
+    payloads: str | os.PathLike[str] | None | bool = None,
+    codec: PayloadCodec | None = None,
+    **options: Any,
+) -> Client:
     """A client of the server at ``address`` (``host:port``) with replangraph's data converter, which the
-    client and every worker need; a worker's client also carries its ``plugin`` (`plugin_for`)."""
-    return await Client.connect(address, plugins=[plugin] if plugin else [], data_converter=data_converter, **options)
+    client and every worker need; a worker's client also carries its ``plugin`` (`plugin_for`).
+
+    ``payloads``: where payloads of `PAYLOAD_THRESHOLD` bytes or more are kept, by reference (a folder, or a
+    ``postgresql://`` URL; None: `DEFAULT_FOLDER`; False: nowhere, every payload in the history). ``codec``: a
+    payload codec (``temporalio.converter.PayloadCodec``: encryption, compression). The client and every worker
+    of a run must give the same two."""
+    storage = None if payloads is False else payload_storage(None if payloads is True else payloads)
+    return await Client.connect(
+        address, plugins=[plugin] if plugin else [], data_converter=converter(storage, codec), **options
+    )
 
 
 async def start(
@@ -39,12 +57,16 @@ async def start(
     config: dict[str, Any] | None = None,
     context: Any = None,
     graph: str = GRAPH,
+    history_limit: int | None = None,
     **options: Any,
 ) -> WorkflowHandle[ReplanWorkflow, dict[str, Any]]:
     """Start one run of the graph registered as ``graph`` on ``task_queue``; ``id`` is the workflow id and the
     run's thread id. ``config``: the run's, over what the workers' graph was compiled with (`run_defaults`).
-    ``options`` go to ``Client.start_workflow`` (``execution_timeout``...)."""
-    request = RunRequest(input=input, config=dict(config or {}), context=context, graph=graph)
+    ``history_limit``: the history's length, in events, past which the run continues as new (None: once Temporal
+    suggests it). ``options`` go to ``Client.start_workflow`` (``execution_timeout``...)."""
+    request = RunRequest(
+        input=input, config=dict(config or {}), context=context, graph=graph, history_limit=history_limit
+    )
     return await client.start_workflow(ReplanWorkflow.run, request, id=id, task_queue=task_queue, **options)
 
 
@@ -98,9 +120,15 @@ async def values(handle: WorkflowHandle) -> dict[str, Any]:
     return await handle.query(ReplanWorkflow.values)
 
 
+def stream_client(handle: WorkflowHandle) -> WorkflowStreamClient:
+    """The run's stream client, following the run into its continuations (a run continues as new when its history
+    is long). It needs the handle's client, which the handle keeps but does not show (as the SDK itself reads it)."""
+    return WorkflowStreamClient(handle, client=handle._client)
+
+
 async def log_offset(handle: WorkflowHandle) -> int:
     """The offset the run's stream log will give its next item: `stream` from there shows only what comes next."""
-    return await WorkflowStreamClient(handle).get_offset()
+    return await stream_client(handle).get_offset()
 
 
 async def stream(handle: WorkflowHandle, from_offset: int = 0) -> AsyncIterator[tuple[str, Any]]:
@@ -124,7 +152,7 @@ async def read_stream(
     """`stream`, each pair with its offset in the run's log, read by ``reader`` (which drops repeats it has seen:
     one reader across several reads of a run drops them across all)."""
     converter = data_converter.payload_converter
-    subscriber = WorkflowStreamClient(handle)
+    subscriber = stream_client(handle)
     async for item in subscriber.subscribe(TOPIC, from_offset, result_type=RawValue):
         pair = reader.read(converter.from_payload(item.data.payload))
         if pair is not None:

@@ -26,7 +26,9 @@ from temporalio.converter import (
     CompositePayloadConverter,
     DataConverter,
     DefaultPayloadConverter,
+    ExternalStorage,
     JSONPlainPayloadConverter,
+    PayloadCodec,
     value_to_type,
 )
 
@@ -150,4 +152,11 @@ class LangChainPayloadConverter(CompositePayloadConverter):
 
 
 data_converter = dataclasses.replace(DataConverter.default, payload_converter_class=LangChainPayloadConverter)
-"""Give it to ``Client.connect(data_converter=...)`` on the client and on every worker."""
+"""replangraph's objects as themselves, every payload in the history (`converter` adds a payload store and a codec)."""
+
+
+def converter(storage: ExternalStorage | None = None, codec: PayloadCodec | None = None) -> DataConverter:
+    """`data_converter` with Temporal's external ``storage`` (`replangraph.temporal.storage.payload_storage`: large
+    payloads by reference) and a payload ``codec`` (encryption, compression: it runs before the storage, so the
+    store keeps what the codec wrote). The client and every worker of a run need the same."""
+    return dataclasses.replace(data_converter, external_storage=storage, payload_codec=codec)

@@ -42,11 +42,14 @@ def answers(port: int) -> bool:
 
 
 class DevServer:
-    """``temporal server start-dev --headless`` on 127.0.0.1 and free ports, its state in a temporary SQLite file
-    (``db``: a file of your own, kept across restarts). ``with DevServer() as server: server.address``."""
+    """``temporal server start-dev --headless`` on 127.0.0.1 and free ports (``port``: the frontend's own, to start
+    one again where it was), its state in a temporary SQLite file (``db``: a file of your own, kept across
+    restarts). ``with DevServer() as server: server.address``."""
 
-    def __init__(self, db: str | os.PathLike | None = None, log: str | os.PathLike | None = None) -> None:
-        self.port = free_port()
+    def __init__(
+        self, db: str | os.PathLike | None = None, log: str | os.PathLike | None = None, port: int | None = None
+    ) -> None:
+        self.port = port or free_port()
         self.address = f"127.0.0.1:{self.port}"
         self._folder = tempfile.TemporaryDirectory(prefix="replangraph-temporal-")
         self.db = Path(db) if db else Path(self._folder.name) / "temporal.db"

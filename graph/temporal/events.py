@@ -5,7 +5,8 @@ What reaches the topic, in the order the workflow logs it (one global log, offse
 - ``{"mode": "custom", "key": KEY, "chunk": event}``: an event a node wrote with ``get_stream_writer()``
   (`replangraph.state.emit`). A node that runs as an activity publishes through the plugin's stream client, at
   least once per activity attempt: a retried activity publishes its events again. ``KEY`` is
-  ``"<activity id>/<n>"`` (the n-th event of that activity; the id stays the same across its attempts), so a
+  ``"<workflow run id>/<activity id>/<n>"`` (the n-th event of that activity; the ids stay the same across its
+  attempts, and the run id tells a continuation's activities from the first run's), so a
   reader keeps the first of each key (`StreamReader`). A node in the workflow publishes exactly once: no key.
 - ``{"mode": "updates", "chunk": {node: update}}``: what each node wrote, as ``stream_mode="updates"`` gives it
   in-process, ``{"__interrupt__": (...)}`` when the run pauses; the workflow publishes these itself.

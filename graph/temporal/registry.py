@@ -20,8 +20,10 @@ What the plugin needs, and how this module gives it without changing `build_grap
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any
@@ -89,19 +91,41 @@ async def run_node(state: Any, config: RunnableConfig) -> Any:
     metadata = config.get("metadata") or {}
     name = metadata["langgraph_node"]
     node, handler = _nodes[metadata.get(GRAPH_KEY, GRAPH)][name]
-    prefix = activity.info().activity_id if activity.in_activity() else None
+    prefix = activity_key() if activity.in_activity() else None
     loop = asyncio.get_running_loop()
     try:
         with keyed_events(prefix, loop):
             try:
                 async with heartbeating():
-                    return await node.ainvoke(state)
+                    return await off_the_loop(node, state)
             except Exception as error:  # noqa: BLE001 - what LangGraph's error handler would get
                 if handler is None or isinstance(error, GraphBubbleUp):  # a pause is not an error
                     raise
                 return handler(state, NodeError(node=name, error=error))
     finally:
         await handed_over(loop)  # the events written from threads are published before the activity ends
+
+
+NODE_THREADS = ThreadPoolExecutor(max_workers=100, thread_name_prefix="replangraph-node")
+"""Where activity nodes run: as many threads as a worker runs activities at once (Temporal's default, 100), so
+that model turns in flight are not capped by asyncio's default pool (cores + 4)."""
+
+
+async def off_the_loop(node: Any, state: Any) -> Any:
+    """``node`` on ``state`` by its sync path, on a thread of `NODE_THREADS` (with this context: the run's config):
+    the activity's event loop stays free to send heartbeats, however long the node computes. A node without a
+    sync path is awaited here."""
+    if getattr(node, "func", None) is None:
+        return await node.ainvoke(state)
+    context = contextvars.copy_context()
+    return await asyncio.get_running_loop().run_in_executor(NODE_THREADS, context.run, node.invoke, state)
+
+
+def activity_key() -> str:
+    """This activity's name across its attempts and the run's continuations: ``<workflow run id>/<activity id>``
+    (activity ids start again from 1 in each run of a workflow that continued as new)."""
+    info = activity.info()
+    return f"{info.workflow_run_id}/{info.activity_id}"
 
 
 async def handed_over(loop: asyncio.AbstractEventLoop) -> None:
@@ -142,7 +166,7 @@ def in_workflow_node(runnable: RunnableCallable) -> RunnableCallable:
 async def heartbeating(every_s: float = HEARTBEAT_S) -> AsyncIterator[None]:
     """Heartbeat every ``every_s`` while the block runs, when it runs in an activity: a worker that dies stops
     beating, and Temporal starts the activity again elsewhere after `HEARTBEAT_TIMEOUT` instead of its whole
-    ``start_to_close_timeout``. A sync node runs on a thread (``ainvoke``), so the loop stays free to beat."""
+    ``start_to_close_timeout``. Nodes run on threads (`off_the_loop`), so the loop stays free to beat."""
     if not activity.in_activity():
         yield
         return

@@ -93,13 +93,24 @@ class TemporalRun:
     """The run whose workflow id is ``thread`` on the Temporal server at ``address``, seen as a compiled graph.
 
     `start` starts it (``context``: the run's `AgentConfig`, over the workers' own settings); `attach` takes up one
-    that exists. Then ``stream`` and ``get_state`` as on a graph. Close it (``with``) to close its event loop."""
+    that exists. ``payloads`` and ``codec``: the run's payload store and codec, as its workers have them
+    (`replangraph.temporal.connect`).
+    Then ``stream`` and ``get_state`` as on a graph. Close it (``with``) to close its event loop."""
 
-    def __init__(self, address: str, thread: str, *, task_queue: str = TASK_QUEUE, context: Any = None):
+    def __init__(
+        self,
+        address: str,
+        thread: str,
+        *,
+        task_queue: str = TASK_QUEUE,
+        context: Any = None,
+        payloads: Any = None,
+        codec: Any = None,
+    ):
         self.thread, self.task_queue, self.context = thread, task_queue, context
         self.runner = asyncio.Runner()
         try:
-            self.client = self.runner.run(connect(address))
+            self.client = self.runner.run(connect(address, payloads=payloads, codec=codec))
         except BaseException:
             self.runner.close()
             raise

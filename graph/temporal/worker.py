@@ -12,16 +12,18 @@ from collections.abc import Callable
 from typing import Any
 
 from temporalio.client import Client
+from temporalio.converter import PayloadCodec
 from temporalio.langgraph import LangGraphPlugin
 from temporalio.worker import Replayer, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from replangraph.names import TOOLS
 from replangraph.temporal.client import connect
-from replangraph.temporal.converter import data_converter
+from replangraph.temporal.converter import converter
 from replangraph.temporal.events import TOPIC
 from replangraph.temporal.ids import install as install_ids
 from replangraph.temporal.registry import GRAPH, calls_as_activities, temporal_builder
+from replangraph.temporal.storage import payload_storage
 from replangraph.temporal.workflow import TASK_QUEUE, ReplanWorkflow
 
 
@@ -39,14 +41,19 @@ def plugin_for(compiled: Any, *, name: str = GRAPH, call_activities: bool = Fals
     return LangGraphPlugin(graphs={name: builder}, tasks=tasks, activity_options=options, streaming_topic=TOPIC)
 
 
-def replayer(compiled: Any, *, name: str = GRAPH) -> Replayer:
+def replayer(compiled: Any, *, name: str = GRAPH, payloads: Any = None, codec: PayloadCodec | None = None) -> Replayer:
     """A replayer of runs of ``compiled`` (registered as ``name``, as `serve` does): ``await
     replayer(graph).replay_workflow(await handle.fetch_history())`` replays a run as a worker does after a
-    restart, and raises if the run would take another path (a nondeterminism error). It builds the plugin, so the
-    graph cannot run in-process in this process afterwards."""
+    restart, and raises if the run would take another path (a nondeterminism error). ``payloads`` and ``codec``
+    as the run's workers had them (`replangraph.temporal.connect`). It builds the plugin, so the graph cannot run
+    in-process in this process afterwards."""
     plugin = plugin_for(compiled, name=name, call_activities=True)
+    storage = None if payloads is False else payload_storage(None if payloads is True else payloads)
     return Replayer(
-        workflows=[ReplanWorkflow], plugins=[plugin], data_converter=data_converter, workflow_runner=sandbox_runner()
+        workflows=[ReplanWorkflow],
+        plugins=[plugin],
+        data_converter=converter(storage, codec),
+        workflow_runner=sandbox_runner(),
     )
 
 
@@ -70,12 +77,16 @@ async def serve(
     task_queue: str = TASK_QUEUE,
     name: str = GRAPH,
     ready: Callable[[], None] | None = None,
+    payloads: Any = None,
+    codec: PayloadCodec | None = None,
     **options: Any,
 ) -> None:
     """Serve ``task_queue`` on the server at ``address`` with ``graph`` (what `build_graph` returns, built with
     this worker's models and tools) until cancelled: its workflow runs and its nodes' and tool calls' activities.
     Start any number, on any machines, each with the same graph. ``ready`` is called once the worker polls.
-    ``options`` go to ``temporalio.worker.Worker``. This process must not also run graphs in-process.
+    ``payloads`` and ``codec``: where large payloads are kept and how payloads are encoded, the same for every
+    worker and client of a run (`replangraph.temporal.connect`). ``options`` go to ``temporalio.worker.Worker``.
+    This process must not also run graphs in-process.
 
     A graph built with a ``store`` is refused (ValueError): no store reaches a node in an activity. A checkpointer
     it was built with is not used: the workflow's history keeps the run."""
@@ -84,7 +95,8 @@ async def serve(
             "a graph built with a store cannot run on Temporal: the plugin gives nodes in activities no store "
             "(build it without store=; outputs a run keeps stay in its state)"
         )
-    client = await connect(address, plugin_for(graph, name=name, call_activities=True))
+    plugin = plugin_for(graph, name=name, call_activities=True)
+    client = await connect(address, plugin, payloads=payloads, codec=codec)
     async with worker(client, task_queue, **options):
         if ready is not None:
             ready()

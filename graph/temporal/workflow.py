@@ -9,16 +9,22 @@ graph's ``/resume``, as ``replangraph resume`` does. Each step's ``updates``, ev
 view each time the graph stops go to the workflow's stream (`replangraph.temporal.events`); the query
 `ReplanWorkflow.values` shows the state's view now.
 
+A long run **continues as new** (a new Temporal run of the same workflow id, with a history of its own) once its
+history is long: Temporal suggests it, or it passed the request's ``history_limit`` events. The graph is stopped
+between steps as for new input, and the new run starts from the state it reached (`Continuation`) and goes on with
+``/resume``, as ``replangraph resume`` takes up a stopped thread; the stream's log goes along, its oldest items cut.
+
 Deterministic: no clock, no random ids, no threads here; handlers only queue what the run loop takes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 from temporalio import workflow
-from temporalio.contrib.workflow_streams import WorkflowStream
+from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
 
 with workflow.unsafe.imports_passed_through():
     from langchain_core.messages import HumanMessage
@@ -26,29 +32,60 @@ with workflow.unsafe.imports_passed_through():
     from langgraph.runtime import RunControl
     from langgraph.types import Command
 
+    from replangraph.builder import pool_size
+    from replangraph.config import AgentConfig
     from replangraph.llm.calls import step_time
+    from replangraph.names import FINALIZE
     from replangraph.nodes.human import RESUME
     from replangraph.state import KEPT_ELSEWHERE_KEY
     from replangraph.temporal.events import TOPIC, custom_item, state_view, updates_item, values_item
     from replangraph.temporal.pauses import Refused, as_input, resume_for, stopped_between_steps, waiting_of, with_ids
     from replangraph.temporal.registry import GRAPH, defaults_for
 
+CONTINUED_FROM = FINALIZE
+"""The node a continuation's state is written as (its only edge goes to the end: nothing is scheduled by it)."""
 WORKFLOW = "replangraph"
 """The workflow type's name."""
 TASK_QUEUE = "replangraph"
 """The task queue workers serve and runs start on, unless told another."""
+STREAM_KEPT = 2_000
+"""Stream items a continuation carries (the latest): a reader further behind goes on from the oldest kept."""
+MANAGED = frozenset({"remaining_steps"})
+"""State keys LangGraph manages itself: not carried into a continuation."""
+
+
+@dataclass
+class Continuation:
+    """What a run carries into its next Temporal run when it continues as new: the graph's state (``values``), the
+    stream's log and where it stood (``stream``), and how many runs came before (``runs``)."""
+
+    values: dict[str, Any]
+    stream: WorkflowStreamState | None = None
+    runs: int = 1
 
 
 @dataclass
 class RunRequest:
     """What a run starts from: the graph's ``input`` (its messages cross as LangChain messages), the run
     ``config`` (over the defaults `build_graph` compiled in, which the worker's registry holds), the run's
-    ``context`` (an `AgentConfig`, or a mapping of its fields) and the graph's registered name."""
+    ``context`` (an `AgentConfig`, or a mapping of its fields) and the graph's registered name.
+    ``history_limit``: the history's length, in events, past which the run continues as new (None: once Temporal
+    suggests it). ``continuation``: set by the run itself when it continues as new."""
 
     input: Any
     config: dict[str, Any] = field(default_factory=dict)
     context: Any = None
     graph: str = GRAPH
+    history_limit: int | None = None
+    continuation: Continuation | None = None
+
+
+def pool_for(context: Any) -> int:
+    """LangGraph's pool for a run whose context asks for ``max_concurrency`` (`branch_pool_size`), else 0."""
+    asked = context.get("max_concurrency") if isinstance(context, dict) else getattr(context, "max_concurrency", None)
+    if isinstance(context, AgentConfig) and "max_concurrency" not in context.model_fields_set:
+        asked = None
+    return pool_size(asked) if isinstance(asked, int) else 0
 
 
 def run_config(config: dict[str, Any], thread_id: str) -> dict[str, Any]:
@@ -68,7 +105,8 @@ class ReplanWorkflow:
 
     @workflow.init
     def __init__(self, request: RunRequest) -> None:
-        self.stream = WorkflowStream()  # the plugin's stream topic needs it (`replangraph.temporal.events`)
+        carried = request.continuation.stream if request.continuation else None
+        self.stream = WorkflowStream(carried)  # the plugin's stream topic needs it (`replangraph.temporal.events`)
         self.waiting: list[dict[str, Any]] = []
         """The interrupts the run waits on (`waiting_of`); empty while it works."""
         self.answers: dict[str, Any] | None = None
@@ -81,6 +119,9 @@ class ReplanWorkflow:
         """The graph has ended: input is refused from then on (nothing would run it)."""
         self.values: dict[str, Any] = {}
         """The state after the graph's last step (`values` shows its view)."""
+        self.history_limit = request.history_limit
+        self.rolling = False
+        """The graph was stopped to continue as new (its history is long)."""
 
     @workflow.run
     async def run(self, request: RunRequest) -> dict[str, Any]:
@@ -92,11 +133,20 @@ class ReplanWorkflow:
         app = graph(request.graph).compile(checkpointer=InMemorySaver(), name=request.graph)
         # what `build_graph` compiled in (the builder the plugin runs has lost it), then the caller's
         config = run_config({**defaults_for(request.graph), **request.config}, workflow.info().workflow_id)
+        config.setdefault("max_concurrency", 0)
+        if "max_concurrency" not in request.config:  # the run's own concurrency, not the workers' compiled one
+            config["max_concurrency"] = max(config["max_concurrency"], pool_for(request.context))
         given: Any = request.input
         values: dict[str, Any] = {}
+        if request.continuation is not None:  # the state the last run reached, then on as `replangraph resume` goes
+            await app.aupdate_state(config, request.continuation.values, as_node=CONTINUED_FROM)
+            given = {"messages": [HumanMessage(RESUME, id=str(workflow.uuid4()))]}
         owed_resume = False  # new input stopped work between steps; the run goes on once the input is answered
         while True:
             values, drained = await self.steps(app, given, config, request.context, values)
+            if self.rolling and not self.inputs and self.answers is None:
+                await self.continue_as_new(app, config, request)
+            self.rolling = False
             snapshot = await app.aget_state(config)
             self.waiting = waiting_of(snapshot.interrupts)
             self.stream.topic(TOPIC).publish(values_item(values))  # a reader now sees what waits in `pending`
@@ -135,6 +185,9 @@ class ReplanWorkflow:
                     values = self.values = chunk
                 elif mode == "updates":
                     topic.publish(updates_item(chunk))
+                    if not self.rolling and self.history_is_long():
+                        self.rolling = True
+                        self.control.request_drain("the run's history is long: it continues as new")
                 else:
                     topic.publish(custom_item(chunk))
         except GraphDrained:
@@ -142,6 +195,27 @@ class ReplanWorkflow:
         finally:
             self.control = None
         return values, False
+
+    def history_is_long(self) -> bool:
+        """Whether the run should continue as new: Temporal suggests it, or the history passed ``history_limit``."""
+        info = workflow.info()
+        if self.history_limit is not None and info.get_current_history_length() >= self.history_limit:
+            return True
+        return info.is_continue_as_new_suggested()
+
+    async def continue_as_new(self, app: Any, config: dict[str, Any], request: RunRequest) -> None:
+        """Carry the state the graph reached, and the stream, into a new run of this workflow (does not return)."""
+        snapshot = await app.aget_state(config)
+        values = {key: value for key, value in snapshot.values.items() if key not in MANAGED}
+        self.stream.detach_pollers()  # a reader's poll returns; it follows the next run
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        stream = self.stream.get_state()
+        if len(stream.log) > STREAM_KEPT:
+            self.stream.truncate(stream.base_offset + len(stream.log) - STREAM_KEPT)
+            stream = self.stream.get_state()
+        runs = request.continuation.runs + 1 if request.continuation else 1
+        carried = Continuation(values=values, stream=stream, runs=runs)
+        workflow.continue_as_new(dataclasses.replace(request, input=None, continuation=carried))
 
     @workflow.query
     def pending(self) -> list[dict[str, Any]]:

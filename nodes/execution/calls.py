@@ -76,8 +76,9 @@ class CallJob:
     agent_type: str = ""
 
     def spec(self) -> CallSpec:
-        """What crosses to another process instead of this job (nothing in-process does)."""
-        return CallSpec(self.task_id, self.agent_type, self.call, self.state, self.clock.deadline())
+        """What crosses to another process instead of this job (nothing in-process does): its view's queue holds
+        the subtask and those it depends on, so that what crosses grows with the subtask, not with the run."""
+        return CallSpec(self.task_id, self.agent_type, self.call, crossing_view(self.state), self.clock.deadline())
 
     def no_time_left(self) -> bool:
         left = self.clock.left()
@@ -92,6 +93,14 @@ class CallJob:
         return ToolCallRequest(
             self.call, self.tool, self.state, tool_runtime(self.state, self.call.get("id"), self.tools)
         )
+
+
+def crossing_view(view: dict) -> dict:
+    """A subtask's view (`subtask_view`) with its queue cut to the subtask and the subtasks it depends on."""
+    tasks = view.get("tasks") or {}
+    own = tasks.get(view.get("task_id")) or view.get("task") or {}
+    wanted = [view.get("task_id"), *(own.get("depends_on") or ())]
+    return {**view, "tasks": {k: tasks[k] for k in wanted if k in tasks}}
 
 
 JobBuilder = Callable[[CallSpec, bool], CallJob]

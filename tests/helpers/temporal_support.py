@@ -152,3 +152,17 @@ def replay(address: str, workflow_id: str, factory: str, *args: str) -> str:
     if done.returncode != 0:
         raise AssertionError(f"the replay failed (exit {done.returncode}): {done.stderr[-4000:]}")
     return done.stdout.strip()
+
+
+async def chain_events(handle) -> list[list]:
+    """The history events of each Temporal run of the run ``handle`` started (from `start`), first run first: a run
+    that continued as new ends with that event, which names the next run."""
+    runs, run_id = [], handle.first_execution_run_id or handle.result_run_id
+    while run_id:
+        run = handle._client.get_workflow_handle(handle.id, run_id=run_id)
+        events = [event async for event in run.fetch_history_events()]
+        runs.append(events)
+        last = events[-1]
+        continued = last.HasField("workflow_execution_continued_as_new_event_attributes")
+        run_id = last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id if continued else None
+    return runs
