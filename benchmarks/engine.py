@@ -336,9 +336,10 @@ class SlowProvider(ScriptedChatModel):
         return result
 
 
-def parallel_graph(tasks: int, concurrency: int, work: Callable[[int], str], model_s: float = 0.0) -> Any:
+def parallel_graph(tasks: int, concurrency: int | None, work: Callable[[int], str], model_s: float = 0.0) -> Any:
     """The graph of table 3: ``tasks`` independent subtasks, each calling the ``work`` tool once; the model
-    takes ``model_s`` over each subtask's answer (`SlowProvider`)."""
+    takes ``model_s`` over each subtask's answer (`SlowProvider`). ``concurrency`` None: the default
+    max_concurrency (a run brings its own, as its context)."""
 
     def call_then_answer(request: ScriptedRequest, index: int):
         if not request.called("work"):
@@ -347,7 +348,8 @@ def parallel_graph(tasks: int, concurrency: int, work: Callable[[int], str], mod
 
     model = scripted(independent_plan(tasks, "Work on"), call_then_answer)
     model = SlowProvider(respond=model.respond, latency_s=model_s) if model_s else model
-    return build_graph(model, tools=[work], config=config_for(tasks, max_concurrency=concurrency))
+    limits = {} if concurrency is None else {"max_concurrency": concurrency}
+    return build_graph(model, tools=[work], config=config_for(tasks, **limits))
 
 
 def parallel_run(

@@ -36,6 +36,7 @@ from replangraph.app.server import NoModel, ServerDown, check_server
 from replangraph.app.session import (
     NO_INPUT,
     RunLost,
+    ServerLost,
     Session,
     db_label,
     is_cancel_word,
@@ -209,8 +210,11 @@ def temporal() -> Any:
     """``replangraph.temporal``; a UsageError saying what to install without the extra."""
     try:
         import replangraph.temporal as module
+        from replangraph.temporal.client import core_logs_to_python
     except ImportError as exc:
         raise UsageError(sentence(str(exc))) from None
+    if not _used_temporal:
+        core_logs_to_python()  # stdout holds what the command prints (--json: JSON lines only)
     _used_temporal.append(True)
     return module
 
@@ -313,6 +317,7 @@ def run_goal_on_temporal(goal: str, args: argparse.Namespace, output: Output) ->
     options = {"task_queue": args.task_queue, "context": context, **stored(args)}
     with temporal_run(engine, args.temporal, thread, **options) as run:
         session = Session(run, thread, settings, None, output, temporal=args.temporal)
+        run.note = session.say
         try:
             run.start({"messages": [("user", goal)]})
         except engine.Refused as refused:
@@ -337,6 +342,7 @@ def resume_on_temporal(args: argparse.Namespace, output: Output) -> int:
     settings = {**chosen_settings(args, {}), "max_steps": None}  # the run's budget is not known here
     with temporal_run(engine, args.temporal, args.thread, **stored(args)) as run:
         session = Session(run, args.thread, settings, None, output, temporal=args.temporal)
+        run.note = session.say
         session.answers = list(args.answer or [])
         try:
             snapshot = run.attach()
@@ -352,6 +358,10 @@ def resume_on_temporal(args: argparse.Namespace, output: Output) -> int:
         waits = f", {len(snapshot.interrupts)} answer(s) waited for" if snapshot.interrupts else ""
         session.say(f"thread: {args.thread} (following the run on Temporal{waits})")
         session.output.result({"event": "run_started", "thread": args.thread, "resume": session.resume_command()})
+        command = slash_text(session.answers[0]) if session.answers and not snapshot.interrupts else None
+        if command is not None:  # nothing waits: a slash command goes to the working run, as input
+            session.answers.pop(0)
+            return session.guarded(command, command)
         return session.guarded(NO_INPUT if snapshot.interrupts else None)
 
 
@@ -406,26 +416,42 @@ def show_ended(session: Session, values: dict[str, Any], answers: list[str] | No
 
 
 def print_output(args: argparse.Namespace, out: TextIO) -> int:
-    """``replangraph output --thread ID [OUTPUT_ID]``: the whole text the run kept under the id, or the ids."""
-    from replangraph.durable import kept_output, kept_output_ids  # loaded when the command runs: the CLI starts fast
-    from replangraph.testing import ScriptedChatModel
+    """``replangraph output --thread ID [OUTPUT_ID]``: the whole text the run kept under the id, or the ids; with
+    ``--temporal``, of the run on that Temporal server."""
+    from replangraph.testing import ScriptedChatModel  # loaded when the command runs: the CLI starts fast
 
+    if args.temporal:
+        refuse_flags(args, ("db",), "Temporal keeps the run, not a database")
+        engine = temporal()
+        with temporal_run(engine, args.temporal, args.thread, **stored(args)) as run:
+            try:
+                values = run.kept_values()
+            except engine.RunNotFound:
+                raise UsageError(f"There is no run with thread id {args.thread!r} on {args.temporal}.") from None
+        return print_kept(args, out, values, None)
     db = chosen_db(args.db)
     with ExitStack() as stack:
         checkpointer, store = open_db(stack, db, must_exist=True)
         settings = saved_settings(args, checkpointer, db)
         reader = build(settings, checkpointer, store, model=ScriptedChatModel(respond=lambda request: ""), tools=[])
         values = reader.get_state({"configurable": {"thread_id": args.thread}}).values
-        ids = kept_output_ids(values, store, args.thread)
-        if args.output_id is None:
-            say(out, "\n".join(ids) if ids else f"The run on thread {args.thread} kept no outputs yet.")
-            return 0
-        text = kept_output(values, store, args.thread, args.output_id)
-        if text is None:
-            known = ", ".join(ids) if ids else "none yet"
-            raise UsageError(f"The run on thread {args.thread} kept no output {args.output_id!r}; it kept: {known}.")
-        say(out, text)
+        return print_kept(args, out, values, store)
+
+
+def print_kept(args: argparse.Namespace, out: TextIO, values: dict[str, Any], store: Any) -> int:
+    """The output ``args.output_id`` the run (its state ``values``, the graph's ``store``) kept, or its ids."""
+    from replangraph.durable import kept_output, kept_output_ids  # loaded when the command runs: the CLI starts fast
+
+    ids = kept_output_ids(values, store, args.thread)
+    if args.output_id is None:
+        say(out, "\n".join(ids) if ids else f"The run on thread {args.thread} kept no outputs yet.")
         return 0
+    text = kept_output(values, store, args.thread, args.output_id)
+    if text is None:
+        known = ", ".join(ids) if ids else "none yet"
+        raise UsageError(f"The run on thread {args.thread} kept no output {args.output_id!r}; it kept: {known}.")
+    say(out, text)
+    return 0
 
 
 def print_graph(args: argparse.Namespace, out: TextIO) -> int:
@@ -538,8 +564,10 @@ def run_command(argv: list[str], out: TextIO) -> int:
         if args.temporal:
             return run_goal_on_temporal(args.goal, args, output)
         return run_goal(args.goal, args, output)
-    except (UsageError, ServerDown, ThreadBusy) as error:
-        code = {ServerDown: EXIT_CONNECTION, ThreadBusy: EXIT_BUSY}.get(type(error), EXIT_USAGE)
+    except (UsageError, ServerDown, ServerLost, ThreadBusy) as error:
+        code = {ServerDown: EXIT_CONNECTION, ServerLost: EXIT_CONNECTION, ThreadBusy: EXIT_BUSY}.get(
+            type(error), EXIT_USAGE
+        )
         print(error, file=sys.stderr, flush=True)
         output.result({"event": "error", "exit_code": code, "message": str(error)})
         return code

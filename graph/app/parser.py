@@ -353,6 +353,13 @@ def make_parser() -> Parser:
     )
     add_db_flags(output, "thread id of the run (printed when it started)", thread_required=True)
     output.add_argument("output_id", nargs="?", default=None, metavar="OUTPUT_ID", help="the id of the output")
+    add_temporal_flags(
+        output,
+        required=False,
+        task_queue=False,
+        address_help="the run is on the Temporal server at HOST:PORT (started with run --temporal): read what it "
+        "kept there, while it works or once it ended",
+    )
     bench = sub.add_parser(
         "bench",
         formatter_class=ParagraphFormatter,

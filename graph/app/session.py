@@ -41,6 +41,11 @@ NO_INPUT = object()
 """`Session.drive`: nothing to stream first; the run is paused on questions."""
 
 
+class ServerLost(ConnectionError):
+    """The server that keeps the run (a Temporal server) stopped answering while the command followed the run:
+    the run is kept there and goes on once it is back. The message names the server."""
+
+
 class RunLost(RuntimeError):
     """The run ended where it ran without a final state (a Temporal workflow that failed, was terminated or timed
     out): nothing is left to resume. The message says how it ended."""
@@ -237,6 +242,9 @@ class Session:
             return self.stopped(EXIT_INTERRUPTED, "interrupted", text)
         except RunLost as lost:
             return self.stopped(EXIT_REPORT, "run lost", str(lost))
+        except ServerLost as lost:  # nothing lost: the server keeps the run
+            text = f"{lost} It keeps the run: once it answers again, follow it with: {self.resume_command()}"
+            return self.stopped(EXIT_CONNECTION, "server lost", text)
         except LeaseLost as lost:  # another process runs the thread now: the sentence offers no resume command
             return self.stopped(EXIT_BUSY, "lease lost", str(lost))
         except ModelServerDown as down:  # paused, not failed: nothing was lost, and no limit was too small
@@ -244,6 +252,11 @@ class Session:
                 f"{paused_message(self.settings, down)} The checkpoint keeps the run: once the server answers "
                 f"again, resume with: {self.resume_command()}"
             )
+            if self.temporal:  # the workers' model server, which this command does not know
+                text = (
+                    f"A worker's model call got no answer: {down}. Temporal keeps the run, nothing failed: once "
+                    f"the server answers again, resume with: {self.resume_command()}"
+                )
             return self.stopped(EXIT_CONNECTION, "model server stopped answering", text)
         except Exception as exc:  # the steps checkpointed before the crash are kept; the traceback goes to a file
             saved = self.save_traceback(exc)
@@ -281,6 +294,9 @@ class Session:
                     return self.waiting(sorted_interrupts(snapshot.interrupts))
                 inputs, command = step
                 continue
+            answered = command is not None and any(e["event"] == COMMAND_ANSWERED for e in events)
+            if self.temporal and answered and work_left(snapshot):  # answered while the run goes on there
+                return self.answered(snapshot.values)
             if work_left(snapshot):  # a stream that ended without finishing and without a question: not expected
                 text = f"The run stopped before its end; resume with: {self.resume_command()}"
                 return self.stopped(EXIT_REPORT, "stopped before its end", text)
@@ -293,7 +309,9 @@ class Session:
         from replangraph.nodes.human import unfinished  # loaded when used: the CLI starts fast
 
         ended = not unfinished(values)
-        if not ended:
+        if not ended and self.temporal:
+            self.say(f"The run on thread {self.thread} goes on on Temporal; follow it with: {self.resume_command()}")
+        elif not ended:
             self.say(f"The run on thread {self.thread} has not ended; continue it with: {self.resume_command()}")
         resume = self.resume_command()
         self.output.result({"event": "command_done", "exit_code": EXIT_DONE, "run_ended": ended, "resume": resume})

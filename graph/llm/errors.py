@@ -211,12 +211,14 @@ class ModelServerDown(GraphBubbleUp, ConnectionError):
     A LangGraph bubble-up, so that no node's ``error_handler`` turns it into a failed subtask and the step
     that raised it runs again on resume."""
 
-    def __init__(self, cause: BaseException):
+    def __init__(self, cause: BaseException, message: str | None = None):
+        """``message``: the words of one raised elsewhere (another process), kept as they are."""
         self.url = server_url(cause)
         where = f" at {self.url}" if self.url else ""
         super().__init__(
-            f"the model server{where} stopped answering ({type(cause).__name__}: {cause}); the run is paused: start "
-            "the server again and resume the thread"
+            message
+            or f"the model server{where} stopped answering ({type(cause).__name__}: {cause}); the run is paused: "
+            "start the server again and resume the thread"
         )
 
 

@@ -8,6 +8,7 @@ the run waits for), `answer` (resume it), `send` (a slash command or a message),
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import AsyncIterator
 from typing import Any
@@ -25,6 +26,19 @@ from replangraph.temporal.pauses import Refused
 from replangraph.temporal.registry import GRAPH
 from replangraph.temporal.storage import payload_storage
 from replangraph.temporal.workflow import TASK_QUEUE, ReplanWorkflow, RunRequest
+
+
+def core_logs_to_python(level: str = "ERROR") -> None:
+    """Temporal's core (its Rust client and worker) logs through Python's ``logging`` (logger ``temporalio.core``),
+    from ``level`` up, instead of writing to the console: a command's stdout then holds only what it prints. Call
+    it before the first client of the process."""
+    from temporalio.runtime import LogForwardingConfig, LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
+
+    forwarded = LoggingConfig(
+        filter=TelemetryFilter(core_level=level, other_level=level),
+        forwarding=LogForwardingConfig(logger=logging.getLogger("temporalio.core")),
+    )
+    Runtime.set_default(Runtime(telemetry=TelemetryConfig(logging=forwarded)), error_if_already_set=False)
 
 
 async def connect(

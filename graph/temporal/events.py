@@ -14,6 +14,9 @@ What reaches the topic, in the order the workflow logs it (one global log, offse
   it pauses (after its interrupts, once the run's ``pending`` shows them), it was stopped for new input, or it
   ended. Published by the workflow, once per stop.
 
+- ``{"mode": "paused", "chunk": reason}``: the run paused for a model server that stopped answering; it waits for
+  ``/resume`` (`replangraph.temporal.workflow`). `replangraph.temporal.remote.TemporalRun` raises `ModelServerDown`.
+
 Everything published is plain JSON first (`plain`): what the data converter cannot write crosses as its ``str``
 (as ``--json`` writes it), so an odd value in an event never fails the activity or the workflow that publishes it.
 """
@@ -97,6 +100,15 @@ def values_item(values: Any) -> dict[str, Any]:
     return {"mode": "values", "chunk": state_view(values)}
 
 
+PAUSED = "paused"
+"""The stream item mode of a run that paused for a model server that stopped answering (the reason its chunk)."""
+
+
+def paused_item(reason: str) -> dict[str, Any]:
+    """What the workflow publishes when the run pauses for a model server that stopped answering."""
+    return {"mode": PAUSED, "chunk": reason}
+
+
 def custom_item(chunk: Any) -> dict[str, Any]:
     """What the workflow publishes for a custom chunk that reached its own stream (a workflow-side node that
     wrote to the writer in the config it was given, not the plugin's): exactly once, no key."""
@@ -114,10 +126,10 @@ class StreamReader:
 
     def read(self, item: Any) -> tuple[str, Any] | None:
         """The pair for one item, or None for a repeat."""
-        if not isinstance(item, dict) or item.get("mode") not in ("custom", "updates", "values"):
+        if not isinstance(item, dict) or item.get("mode") not in ("custom", "updates", "values", PAUSED):
             return ("custom", item)  # written to the topic by something else: passed on as it is
         mode, chunk = item["mode"], item.get("chunk")
-        if mode == "values":
+        if mode in ("values", PAUSED):
             return mode, chunk
         if mode == "custom":
             key = item.get("key")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import inspect
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
@@ -36,6 +37,7 @@ from langgraph.graph import StateGraph
 from temporalio import activity
 from temporalio.common import RetryPolicy
 
+from replangraph.llm.errors import ModelServerDown
 from replangraph.names import TOOLS
 from replangraph.nodes.execution.calls import CALL_TASK, CallJob, CallSpec, arun_call, build_jobs_with, run_call
 from replangraph.nodes.human.names import ASK, PLAN_REVIEW
@@ -193,6 +195,47 @@ def handler_from_config(handler: Any) -> Any:
     return RunnableCallable(handle, name=getattr(handler, "__name__", "error_handler"), trace=False)
 
 
+def pausing(builder: StateGraph) -> None:
+    """Make each activity node of ``builder`` (once the plugin made it one) raise `ModelServerDown` in the workflow
+    when its activity failed with it: as in-process, the run pauses on the node itself (a LangGraph bubble-up, which
+    no error handler takes), and ``None`` as input later runs again only the nodes that had not finished."""
+    for spec in builder.nodes.values():
+        afunc = getattr(spec.runnable, "afunc", None)
+        if afunc is None or (spec.metadata or {}).get(GRAPH_KEY) is None:
+            continue
+        spec.runnable.afunc = paused_on_down(afunc)
+
+
+def paused_on_down(afunc: Any) -> Any:
+    @functools.wraps(afunc)
+    async def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await afunc(*args, **kwargs)
+        except Exception as error:
+            down = failure_of(error, ModelServerDown.__name__)
+            if down is None:
+                raise
+            words = getattr(down, "message", None) or str(down)
+            raise ModelServerDown(ConnectionError(words), words) from None
+
+    return run
+
+
+def failure_of(error: Any, type_name: str) -> BaseException | None:
+    """The failure named ``type_name`` (an ``ApplicationError``'s type, as an activity's exception crosses) in
+    ``error``'s chain of causes (a node's error wraps the activity's, which wraps the node's own), or None."""
+    if not isinstance(error, BaseException):  # LangGraph's NodeError holds the node's exception
+        error = getattr(error, "error", None)
+    seen: set[int] = set()
+    while isinstance(error, BaseException) and id(error) not in seen:
+        seen.add(id(error))
+        if getattr(error, "type", None) == type_name or type(error).__name__ == type_name:
+            return error
+        causes = (getattr(error, "error", None), getattr(error, "cause", None), error.__cause__)
+        error = next((c for c in causes if isinstance(c, BaseException)), None)
+    return None
+
+
 def async_router(path: Any) -> Any:
     """A conditional edge's router whose async path calls the sync one on the workflow's loop (LangGraph's own
     async path for a sync router is ``run_in_executor``, which the workflow's event loop refuses)."""
@@ -237,7 +280,8 @@ def temporal_builder(compiled: Any, name: str = GRAPH, in_workflow: tuple[str, .
         handler = handlers.get(spec.error_handler_node)
         registry[node_name] = (spec.runnable, None if handler is None else handler.func)
         spec.runnable = RunnableCallable(None, run_node, name=node_name, trace=False)
-        spec.metadata = {**(spec.metadata or {}), **NODE_ACTIVITY, GRAPH_KEY: name}
+        summary = {"summary_fn": node_summary(node_name)}
+        spec.metadata = {**(spec.metadata or {}), **NODE_ACTIVITY, **summary, GRAPH_KEY: name}
     for branches in builder.branches.values():
         for key, branch in branches.items():
             branches[key] = branch._replace(path=async_router(branch.path))
@@ -278,7 +322,38 @@ def calls_as_activities() -> tuple[list[Any], dict[str, dict[str, Any]]]:
     ``tool_call`` task the tools node starts, `replangraph.nodes.execution.calls`) an activity of its own.
     It needs the tools node in the workflow (a task started inside an activity finds no ``__pregel_call``).
     Beware: the plugin replaces the tasks' ``func`` in this process, for in-process runs too."""
-    return [run_call, arun_call], {CALL_TASK: dict(NODE_ACTIVITY)}  # the plugin keys options by task name
+    options = {**NODE_ACTIVITY, "summary_fn": call_summary}
+    return [run_call, arun_call], {CALL_TASK: options}  # the plugin keys options by task name
+
+
+SUMMARY_CHARS = 200
+"""The longest summary an activity carries (what Temporal's Web UI shows for it)."""
+
+
+def node_summary(node: str) -> Any:
+    """The summary of ``node``'s activities: the node, and for one that works on one subtask (its input is the
+    subtask's, not the graph's state), the subtask's id and instructions."""
+
+    def summary(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+        given = args[0] if args else None
+        task = given.get("task") if isinstance(given, dict) and "task_id" in given else None
+        if not isinstance(task, dict):
+            return node
+        return clipped(f"{node} · subtask {given['task_id']}: {task.get('content', '')}")
+
+    return summary
+
+
+def call_summary(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    """The summary of a tool call's activity: the tool and its subtask."""
+    job = args[0] if args else None
+    call = getattr(job, "call", None) or {}
+    return clipped(f"tool {call.get('name', '?')} · subtask {getattr(job, 'task_id', '?')}")
+
+
+def clipped(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
 
 
 def run_defaults(compiled: Any) -> dict[str, Any]:

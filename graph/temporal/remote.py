@@ -11,25 +11,38 @@ synchronous: the async client runs on this object's own event loop. It needs no 
 from __future__ import annotations
 
 import asyncio
+import sys
+import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import convert_to_messages
 from langgraph.types import Command, Interrupt
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from replangraph.app.session import RunLost
+from replangraph.app.session import RunLost, ServerLost, slash_text
+from replangraph.llm.errors import ModelServerDown
+from replangraph.nodes.human import RESUME
+from replangraph.nodes.human.names import COMMAND_ANSWERED
 from replangraph.queue.tasks import apply_writes
 from replangraph.state import add_node_calls
 from replangraph.temporal.client import answer, connect, log_offset, pending, read_stream, send, start, values
-from replangraph.temporal.events import INTERRUPT, LEFT_OUT_OF_VIEW, StreamReader
+from replangraph.temporal.events import INTERRUPT, LEFT_OUT_OF_VIEW, PAUSED, StreamReader
 from replangraph.temporal.pauses import Refused
-from replangraph.temporal.workflow import TASK_QUEUE
+from replangraph.temporal.workflow import TASK_QUEUE, ReplanWorkflow
 
+QUIET_S = 10.0
+"""How long a run's stream may stay silent before `TemporalRun` checks that a worker polls its task queue."""
+POLLED_S = 70.0
+"""A worker that polled a task queue this recently serves it (a poll lasts up to a minute)."""
 WORKING = ("working",)
 """`RunSnapshot.next` of a run that works: nothing waits, and it has not ended."""
 
@@ -107,7 +120,7 @@ class TemporalRun:
         payloads: Any = None,
         codec: Any = None,
     ):
-        self.thread, self.task_queue, self.context = thread, task_queue, context
+        self.thread, self.task_queue, self.context, self.address = thread, task_queue, context, address
         self.runner = asyncio.Runner()
         try:
             self.client = self.runner.run(connect(address, payloads=payloads, codec=codec))
@@ -120,6 +133,10 @@ class TemporalRun:
         """Where the next `stream` reads the run's log from."""
         self.view: dict[str, Any] = {}
         """The run's state as far as this object has read it (`folded`)."""
+        self.paused: str | None = None
+        """Why the run taken up (`attach`) was paused (a model server stopped answering): `stream` resumes it."""
+        self.note: Any = lambda text: print(text, file=sys.stderr, flush=True)
+        """Where a line for people goes (the CLI gives its own)."""
 
     def __enter__(self) -> TemporalRun:
         return self
@@ -130,11 +147,20 @@ class TemporalRun:
     def close(self) -> None:
         self.runner.close()
 
+    def call(self, step: Any) -> Any:
+        """``step`` (a coroutine) run on this object's loop; the server gone is `ServerLost`, naming it."""
+        try:
+            return self.runner.run(step)
+        except RPCError as error:
+            if error.status != RPCStatusCode.UNAVAILABLE:
+                raise
+            raise ServerLost(f"The Temporal server at {self.address} stopped answering ({error.message}).") from None
+
     def start(self, inputs: Any) -> None:
         """Start the run on ``inputs`` (the graph's input). When a run with this id works already, the input goes
         to it instead, as a goal given to a thread in-process does (`send`): `Refused` once that run has ended (a
         new goal is a new run; a thread id is not used twice)."""
-        self.runner.run(self._start(as_graph_input(inputs)))
+        self.call(self._start(as_graph_input(inputs)))
 
     async def _start(self, inputs: Any) -> None:
         try:
@@ -157,7 +183,7 @@ class TemporalRun:
         """Take up the run as it is now: its snapshot; `stream` then follows it from here on (what it did before is
         in the snapshot's values). `RunNotFound` when the server has no run with this id; `RunLost` when it ended
         without completing."""
-        return self.runner.run(self._attach())
+        return self.call(self._attach())
 
     async def _attach(self) -> RunSnapshot:
         try:
@@ -170,6 +196,7 @@ class TemporalRun:
             # the offset first: a pause after it is read by `stream`, one before it is in the snapshot
             self.offset = await log_offset(self.handle)
             self.view = await values(self.handle)
+            self.paused = await self.handle.query(ReplanWorkflow.paused_for)
         return await self._snapshot()
 
     def stream(self, inputs: Any, config: Any = None, *, stream_mode: Any = ("updates", "custom"), **_: Any):
@@ -179,21 +206,38 @@ class TemporalRun:
         stop. They end when the run ends, or once it waits for the user (its interrupts are in `get_state`).
         ``config`` is the caller's run config: the run has its own, so it is not used."""
         if isinstance(inputs, Command):
-            self.runner.run(answer(self.handle, inputs.resume))
+            self.call(answer(self.handle, inputs.resume))
         elif inputs is not None:
-            self.runner.run(send(self.handle, as_graph_input(inputs)))
+            self.call(send(self.handle, as_graph_input(inputs)))
+        elif self.paused:  # taken up paused (`attach`): it goes on from where it paused
+            self.call(send(self.handle, RESUME))
+            self.paused = None
         modes = {stream_mode} if isinstance(stream_mode, str) else set(stream_mode)
-        return self._follow(modes)
+        return self._follow(modes, until_answered=is_command(inputs))
 
-    def _follow(self, modes: set[str]) -> Iterator[tuple[str, Any]]:
+    def _follow(self, modes: set[str], until_answered: bool = False) -> Iterator[tuple[str, Any]]:
+        """The run's pairs, as `stream` says; with ``until_answered`` (a slash command was sent), they end once it is
+        answered, while the run goes on. While nothing comes, whether a worker polls the run's task queue is
+        checked every `QUIET_S`, and the first time none does, `note` says so."""
         items = read_stream(self.handle, self.offset, self.reader)
         asked: set[str] = set()  # ids of interrupts read since the graph last stopped
+        coming = None  # the next item, awaited on this object's loop across quiet spells
+        warned = False
         try:
             while True:
+                if coming is None:
+                    coming = self.call(started(next_item(items)))
+                if not self.call(finished(coming, QUIET_S)):
+                    if not warned and not self.call(self._workers_polling()):
+                        warned = True
+                        self.note(self._no_worker_text())
+                    continue
                 try:
-                    offset, (mode, chunk) = self.runner.run(next_item(items))
+                    offset, (mode, chunk) = self.call(result_of(coming))
                 except StopAsyncIteration:  # the run has ended
                     return
+                finally:
+                    coming = None
                 self.offset = offset + 1
                 if mode == "updates":
                     asked.update(i.id for i in chunk.get(INTERRUPT, ()) if isinstance(i, Interrupt))
@@ -202,24 +246,68 @@ class TemporalRun:
                         yield mode, chunk
                     if "values" in modes:
                         yield "values", self.view
+                elif mode == PAUSED:  # as in-process: the run pauses, and the command says how to resume
+                    raise ModelServerDown(ConnectionError(chunk), str(chunk))
                 elif mode == "values":
                     self.view = dict(chunk) if isinstance(chunk, Mapping) else self.view
                     if "values" in modes:
                         yield mode, self.view
                     if asked:  # the graph stopped on a pause: does the run still wait on it?
-                        waiting = {w["id"] for w in self.runner.run(pending(self.handle))}
+                        waiting = {w["id"] for w in self.call(pending(self.handle))}
                         if asked & waiting:
                             return
                         asked.clear()  # a pause answered since (this stream read it late)
                 elif mode in modes:
                     yield mode, chunk
+                answered = mode == "custom" and isinstance(chunk, Mapping) and chunk.get("event") == COMMAND_ANSWERED
+                if until_answered and answered:
+                    return
         finally:
-            self.runner.run(items.aclose())
+            if coming is not None:
+                coming.cancel()
+            with suppress(Exception):  # a server lost already: nothing to close there
+                self.runner.run(items.aclose())
+
+    async def _workers_polling(self) -> bool:
+        """Whether a worker polled the run's task queue in the last `POLLED_S` seconds."""
+        queue = (await self.handle.describe()).task_queue or self.task_queue
+        self.task_queue = queue
+        request = DescribeTaskQueueRequest(
+            namespace=self.client.namespace,
+            task_queue=TaskQueue(name=queue),
+            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+        )
+        found = await self.client.workflow_service.describe_task_queue(request)
+        now = time.time()
+        return any(now - poller.last_access_time.ToSeconds() < POLLED_S for poller in found.pollers)
+
+    def _no_worker_text(self) -> str:
+        return (
+            f"No worker polls the task queue {self.task_queue!r} of the Temporal server at {self.address}: the run "
+            f"waits until one does (start one with: replangraph worker --temporal {self.address} --task-queue "
+            f"{self.task_queue} and the flags that build its graph)."
+        )
+
+    def kept_values(self) -> dict[str, Any]:
+        """The run's whole state, its kept outputs included: now while it runs, its final state once it completed.
+        `RunNotFound` without such a run; `RunLost` when it ended without completing."""
+        return self.call(self._kept_values())
+
+    async def _kept_values(self) -> dict[str, Any]:
+        try:
+            description = await self.handle.describe()
+        except RPCError as error:
+            if error.status == RPCStatusCode.NOT_FOUND:
+                raise RunNotFound(f"there is no run with thread id {self.thread!r} on this Temporal server") from None
+            raise
+        if description.status == WorkflowExecutionStatus.RUNNING:
+            return await self.handle.query(ReplanWorkflow.state)
+        return (await self._snapshot()).values
 
     def get_state(self, config: Any = None) -> RunSnapshot:
         """The run's snapshot now: what it waits on while it runs; its final state once it completed. `RunLost`
         when it ended without completing (failed, terminated, cancelled, timed out)."""
-        return self.runner.run(self._snapshot())
+        return self.call(self._snapshot())
 
     async def _snapshot(self) -> RunSnapshot:
         description = await self.handle.describe()
@@ -240,3 +328,29 @@ class TemporalRun:
 async def next_item(items: AsyncIterator[Any]) -> Any:
     """The next item of ``items`` (`asyncio.Runner.run` takes a coroutine)."""
     return await anext(items)
+
+
+async def started(step: Any) -> asyncio.Task:
+    """``step`` as a task of the running loop (it goes on between the calls that run this object's loop)."""
+    return asyncio.ensure_future(step)
+
+
+async def finished(task: asyncio.Task, seconds: float) -> bool:
+    """Whether ``task`` is done, waiting at most ``seconds`` for it."""
+    await asyncio.wait({task}, timeout=seconds)
+    return task.done()
+
+
+async def result_of(task: asyncio.Task) -> Any:
+    return await task
+
+
+def is_command(inputs: Any) -> bool:
+    """Whether ``inputs`` is a slash command (``/status``) given as text or as the graph's input."""
+    if isinstance(inputs, Mapping):
+        messages = inputs.get("messages") or []
+        inputs = messages[-1] if messages else None
+        if isinstance(inputs, tuple | list) and len(inputs) == 2:
+            inputs = inputs[1]
+        inputs = getattr(inputs, "content", inputs)
+    return isinstance(inputs, str) and slash_text(inputs) is not None

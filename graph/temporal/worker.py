@@ -22,7 +22,7 @@ from replangraph.temporal.client import connect
 from replangraph.temporal.converter import converter
 from replangraph.temporal.events import TOPIC
 from replangraph.temporal.ids import install as install_ids
-from replangraph.temporal.registry import GRAPH, calls_as_activities, temporal_builder
+from replangraph.temporal.registry import GRAPH, calls_as_activities, pausing, temporal_builder
 from replangraph.temporal.storage import payload_storage
 from replangraph.temporal.workflow import TASK_QUEUE, ReplanWorkflow
 
@@ -35,10 +35,14 @@ def plugin_for(compiled: Any, *, name: str = GRAPH, call_activities: bool = Fals
     (`replangraph.temporal.ids`)."""
     install_ids()
     if not call_activities:
-        return LangGraphPlugin(graphs={name: temporal_builder(compiled, name)}, streaming_topic=TOPIC)
-    tasks, options = calls_as_activities()
-    builder = temporal_builder(compiled, name, in_workflow=(TOOLS,))
-    return LangGraphPlugin(graphs={name: builder}, tasks=tasks, activity_options=options, streaming_topic=TOPIC)
+        builder = temporal_builder(compiled, name)
+        plugin = LangGraphPlugin(graphs={name: builder}, streaming_topic=TOPIC)
+    else:
+        tasks, options = calls_as_activities()
+        builder = temporal_builder(compiled, name, in_workflow=(TOOLS,))
+        plugin = LangGraphPlugin(graphs={name: builder}, tasks=tasks, activity_options=options, streaming_topic=TOPIC)
+    pausing(builder)  # on the nodes as the plugin left them
+    return plugin
 
 
 def replayer(compiled: Any, *, name: str = GRAPH, payloads: Any = None, codec: PayloadCodec | None = None) -> Replayer:

@@ -35,10 +35,18 @@ with workflow.unsafe.imports_passed_through():
     from replangraph.builder import pool_size
     from replangraph.config import AgentConfig
     from replangraph.llm.calls import step_time
+    from replangraph.llm.errors import ModelServerDown
     from replangraph.names import FINALIZE
     from replangraph.nodes.human import RESUME
     from replangraph.state import KEPT_ELSEWHERE_KEY
-    from replangraph.temporal.events import TOPIC, custom_item, state_view, updates_item, values_item
+    from replangraph.temporal.events import (
+        TOPIC,
+        custom_item,
+        paused_item,
+        state_view,
+        updates_item,
+        values_item,
+    )
     from replangraph.temporal.pauses import Refused, as_input, resume_for, stopped_between_steps, waiting_of, with_ids
     from replangraph.temporal.registry import GRAPH, defaults_for
 
@@ -80,6 +88,12 @@ class RunRequest:
     continuation: Continuation | None = None
 
 
+def is_resume(given: Any) -> bool:
+    """Whether ``given`` (input taken by `ReplanWorkflow.send`) is the ``/resume`` command alone."""
+    messages = given.get("messages") if isinstance(given, dict) else None
+    return bool(messages) and len(messages) == 1 and getattr(messages[0], "content", None) == RESUME
+
+
 def pool_for(context: Any) -> int:
     """LangGraph's pool for a run whose context asks for ``max_concurrency`` (`branch_pool_size`), else 0."""
     asked = context.get("max_concurrency") if isinstance(context, dict) else getattr(context, "max_concurrency", None)
@@ -119,6 +133,8 @@ class ReplanWorkflow:
         """The graph has ended: input is refused from then on (nothing would run it)."""
         self.values: dict[str, Any] = {}
         """The state after the graph's last step (`values` shows its view)."""
+        self.paused: str | None = None
+        """Why the graph stopped and waits to be told to go on (a model server stopped answering); None if not."""
         self.history_limit = request.history_limit
         self.rolling = False
         """The graph was stopped to continue as new (its history is long)."""
@@ -155,7 +171,7 @@ class ReplanWorkflow:
                 owed_resume = False
                 if stopped_between_steps(snapshot):
                     self.inputs.append({"messages": [HumanMessage(RESUME, id=str(workflow.uuid4()))]})
-            if not self.inputs and not self.waiting:
+            if not self.inputs and not self.waiting and not self.paused:
                 self.ended = True
                 break
             await workflow.wait_condition(lambda: self.answers is not None or bool(self.inputs))
@@ -163,7 +179,9 @@ class ReplanWorkflow:
                 given, self.answers = Command(resume=self.answers), None
             else:
                 given = self.inputs.pop(0)
-            self.waiting = []
+                if self.paused and is_resume(given):  # the nodes that had not finished run again, the rest stands
+                    given = None
+            self.waiting, self.paused = [], None
         self.stream.detach_pollers()  # a subscriber's poll in flight returns; it reads the rest once the run ends
         await workflow.wait_condition(workflow.all_handlers_finished)
         return values
@@ -192,6 +210,10 @@ class ReplanWorkflow:
                     topic.publish(custom_item(chunk))
         except GraphDrained:
             return values, True
+        except ModelServerDown as down:  # the run pauses until it is told to go on (`RESUME`), as in-process
+            self.paused = str(down)
+            topic.publish(paused_item(self.paused))
+            return values, False
         finally:
             self.control = None
         return values, False
@@ -218,6 +240,11 @@ class ReplanWorkflow:
         workflow.continue_as_new(dataclasses.replace(request, input=None, continuation=carried))
 
     @workflow.query
+    def paused_for(self) -> str | None:
+        """Why the run is paused, waiting to be told to go on (`send` ``/resume``); None when it is not."""
+        return self.paused
+
+    @workflow.query
     def pending(self) -> list[dict[str, Any]]:
         """The interrupts the run waits on: ``[{"id", "value"}]``, the value as the node asked (``kind``
         ``question`` or ``plan``, with LangChain's HITL request); [] while it works or after it ended."""
@@ -228,6 +255,12 @@ class ReplanWorkflow:
         """The run's state after its last step, as a client shows it (`state_view`: without messages, windows
         and workspace); {} before the first step."""
         return state_view(self.values)
+
+    @workflow.query
+    def state(self) -> dict[str, Any]:
+        """The run's whole state after its last step, its kept outputs included (what ``replangraph output``
+        reads); {} before the first step. Large: it crosses by reference to the payload store."""
+        return dict(self.values)
 
     @workflow.update
     async def answer(self, resume: Any) -> None:

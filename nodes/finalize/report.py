@@ -42,7 +42,8 @@ from replangraph.state import StateUpdate
 CUT_MARK = " (its answer stopped at the model's output limit, max_output_tokens)"
 KEPT_HINT = (
     "- What a failed subtask had seen and written is kept under the output id its Why names: read it with "
-    "`replangraph output --thread {thread} OUTPUT_ID` (or a run's read_output tool)."
+    "`replangraph output --thread {thread} OUTPUT_ID` (on Temporal, with --temporal HOST:PORT; or a run's "
+    "read_output tool)."
 )
 FALLBACK_LABEL = "one agent's attempt to finish the goal alone (the single-agent fallback)"
 """How the report names the fallback task (its content is the whole brief the agent got)."""
@@ -62,7 +63,8 @@ REPORT_MAX_CHARS = 300_000
 MORE = "- … and {count} more; the whole list is kept as output {ident}"
 ALL_RESULTS = (
     "Not every result fits this report whole: every result and partial result, whole, in plan order, is output "
-    "{ident} (`replangraph output --thread {thread} {ident}`, or a run's read_output tool)."
+    "{ident} (`replangraph output --thread {thread} {ident}`, on Temporal with --temporal HOST:PORT; or a run's "
+    "read_output tool)."
 )
 FOLDED = "messages its window folded into a summary, whole"
 LISTED_CHARS = 200

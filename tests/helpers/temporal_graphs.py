@@ -47,6 +47,25 @@ def failing_on_b(how: str = "bug"):
     return build_graph(ScriptedChatModel(respond=respond), config=config)
 
 
+def server_down_on_b(folder: str):
+    """Three subtasks; while ``folder/down`` exists the model server does not answer for ``b`` (ConnectionError
+    through every retry), and the graph pauses for that (``pause_when_model_down``, as the CLI builds it)."""
+    down = Path(folder) / "down"
+
+    def respond(request):
+        if "Plan" in request.tool_names:
+            return tool_call("Plan", {"tasks": [{"id": t, "content": t} for t in ("a", "b", "c")]})
+        subtask = subtask_of(request)
+        if subtask == "b" and down.exists():
+            raise ConnectionError("connection refused")
+        if subtask in ("a", "b", "c"):
+            return f"result of {subtask}"
+        return "final: " + ", ".join(sorted(set(re.findall(r"result of (\w)", request.prompt))))
+
+    config = AgentConfig(verify_results=False, retry_backoff_s=0, model_retries=1, pause_when_model_down=True)
+    return build_graph(ScriptedChatModel(respond=respond), config=config)
+
+
 SALES_PLAN = plan_of(
     {"id": "1", "content": "Sum up the sales of the year the user names."},
     {"id": "2", "content": "Report the sales.", "depends_on": ["1"]},
@@ -220,3 +239,17 @@ def budgeted(token_budget: str = "2500"):
     config = AgentConfig(verify_results=False, token_budget=int(token_budget))
     model = make_model(plan_of(*LOOKUP_STEPS), look_then_answer)
     return build_graph(model, [look_item], config=config, checkpointer=InMemorySaver())
+
+
+def big_answer(megabytes: str):
+    """One subtask; the final answer is ``megabytes`` MB of text (a line naming the subtask's result, repeated)."""
+
+    def respond(request):
+        if "Plan" in request.tool_names:
+            return tool_call("Plan", {"tasks": [{"id": "1", "content": "Write the long report."}]})
+        if subtask_of(request):
+            return "the report's line"
+        line = "the report's line, once more\n"
+        return line * (int(float(megabytes) * 1_000_000) // len(line))
+
+    return build_graph(ScriptedChatModel(respond=respond), config=AgentConfig(verify_results=False))
