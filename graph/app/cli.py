@@ -210,11 +210,10 @@ def temporal() -> Any:
     """``replangraph.temporal``; a UsageError saying what to install without the extra."""
     try:
         import replangraph.temporal as module
-        from replangraph.temporal.client import core_logs_to_python
     except ImportError as exc:
         raise UsageError(sentence(str(exc))) from None
     if not _used_temporal:
-        core_logs_to_python()  # stdout holds what the command prints (--json: JSON lines only)
+        module.core_logs_to_python()  # stdout holds what the command prints (--json: JSON lines only)
     _used_temporal.append(True)
     return module
 
