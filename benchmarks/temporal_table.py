@@ -780,10 +780,11 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
 
     args = parse(argv)
     try:
-        import replangraph.temporal  # noqa: F401 - the extra
+        import replangraph.temporal
     except ImportError as error:  # the extra is missing
         print(f"python -m benchmarks temporal: {error}", file=sys.stderr)
         return 2
+    replangraph.temporal.core_logs_to_python()  # the client's retries while a server is down: not on stdout
     if args.size or args.child is not None:
         return size_main(args, out)
     code = calls_main(args, out)

@@ -149,9 +149,9 @@ class ReplanWorkflow:
         app = graph(request.graph).compile(checkpointer=InMemorySaver(), name=request.graph)
         # what `build_graph` compiled in (the builder the plugin runs has lost it), then the caller's
         config = run_config({**defaults_for(request.graph), **request.config}, workflow.info().workflow_id)
-        config.setdefault("max_concurrency", 0)
-        if "max_concurrency" not in request.config:  # the run's own concurrency, not the workers' compiled one
-            config["max_concurrency"] = max(config["max_concurrency"], pool_for(request.context))
+        pool = pool_for(request.context)
+        if pool and "max_concurrency" not in request.config:  # the run's own concurrency, not the workers' compiled
+            config["max_concurrency"] = max(config.get("max_concurrency") or 0, pool)
         given: Any = request.input
         values: dict[str, Any] = {}
         if request.continuation is not None:  # the state the last run reached, then on as `replangraph resume` goes

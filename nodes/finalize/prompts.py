@@ -47,6 +47,6 @@ UNSEEN_RESULTS = (
 
 DATA_OUTPUT = (
     "The data behind this answer, every result whole, is output {ident} "
-    "(`replangraph output --thread {thread} {ident}`; on Temporal, with --temporal HOST:PORT)."
+    "(`replangraph output --thread {thread} {ident}`)."
 )
 """Follows a short answer (the plan's ``answer_form`` is ``short``) that leaves out items of the results."""

@@ -98,3 +98,22 @@ def test_the_runs_concurrency_reaches_workers_built_with_less(temporal_address, 
         peak = max(peak, running)
     assert peak == 8
     assert len({pid for kind, pid, _ in lines if kind == "START"}) == 2
+
+
+def test_the_payload_store_on_postgresql_serves_a_run(temporal_address, postgres_db, monkeypatch):
+    """Workers and client on one PostgreSQL payload store (``--payloads postgresql://...``): the run completes, and
+    its large payloads are rows of ``replangraph_payloads``."""
+    import psycopg
+
+    from benchmarks.worlds import CatalogWorld
+
+    world = CatalogWorld(50)
+    monkeypatch.setenv("REPLANGRAPH_PAYLOADS", postgres_db)  # the worker process and this client
+    queue = new_queue()
+    with worker_process(temporal_address, queue, "temporal_graphs:catalog_run", "50"):
+        out, runs, _ = asyncio.run(run_on(temporal_address, queue, world.goal))
+    assert world.score(out["final_answer"]) == 50
+    assert largest_event(runs) < EVENT_BYTES
+    with psycopg.connect(postgres_db) as connection:
+        rows, size = connection.execute("SELECT count(*), sum(length(data)) FROM replangraph_payloads").fetchone()
+    assert rows > 10 and size > 50_000
