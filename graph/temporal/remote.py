@@ -185,13 +185,17 @@ class TemporalRun:
         without completing."""
         return self.call(self._attach())
 
-    async def _attach(self) -> RunSnapshot:
+    async def _described(self) -> Any:
+        """The run's description; `RunNotFound` when the server has no run with this id."""
         try:
-            description = await self.handle.describe()
+            return await self.handle.describe()
         except RPCError as error:
             if error.status == RPCStatusCode.NOT_FOUND:
                 raise RunNotFound(f"there is no run with thread id {self.thread!r} on this Temporal server") from None
             raise
+
+    async def _attach(self) -> RunSnapshot:
+        description = await self._described()
         if description.status == WorkflowExecutionStatus.RUNNING:
             # the offset first: a pause after it is read by `stream`, one before it is in the snapshot
             self.offset = await log_offset(self.handle)
@@ -294,12 +298,7 @@ class TemporalRun:
         return self.call(self._kept_values())
 
     async def _kept_values(self) -> dict[str, Any]:
-        try:
-            description = await self.handle.describe()
-        except RPCError as error:
-            if error.status == RPCStatusCode.NOT_FOUND:
-                raise RunNotFound(f"there is no run with thread id {self.thread!r} on this Temporal server") from None
-            raise
+        description = await self._described()
         if description.status == WorkflowExecutionStatus.RUNNING:
             return await self.handle.query(ReplanWorkflow.state)
         return (await self._snapshot()).values

@@ -13,6 +13,7 @@ A long run **continues as new** (a new Temporal run of the same workflow id, wit
 history is long: Temporal suggests it, or it passed the request's ``history_limit`` events. The graph is stopped
 between steps as for new input, and the new run starts from the state it reached (`Continuation`) and goes on with
 ``/resume``, as ``replangraph resume`` takes up a stopped thread; the stream's log goes along, its oldest items cut.
+A run stopped with no subtask open (only the check and the final answer left) goes on in the same Temporal run.
 
 Deterministic: no clock, no random ids, no threads here; handlers only queue what the run loop takes.
 """
@@ -37,7 +38,7 @@ with workflow.unsafe.imports_passed_through():
     from replangraph.llm.calls import step_time
     from replangraph.llm.errors import ModelServerDown
     from replangraph.names import FINALIZE
-    from replangraph.nodes.human import RESUME
+    from replangraph.nodes.human import RESUME, unfinished
     from replangraph.state import KEPT_ELSEWHERE_KEY
     from replangraph.temporal.events import (
         TOPIC,
@@ -138,6 +139,8 @@ class ReplanWorkflow:
         self.history_limit = request.history_limit
         self.rolling = False
         """The graph was stopped to continue as new (its history is long)."""
+        self.finishing = False
+        """The run's history is long but no subtask is open: it ends in this Temporal run."""
 
     @workflow.run
     async def run(self, request: RunRequest) -> dict[str, Any]:
@@ -160,8 +163,13 @@ class ReplanWorkflow:
         owed_resume = False  # new input stopped work between steps; the run goes on once the input is answered
         while True:
             values, drained = await self.steps(app, given, config, request.context, values)
-            if self.rolling and not self.inputs and self.answers is None:
-                await self.continue_as_new(app, config, request)
+            if self.rolling and drained and not self.inputs and self.answers is None:
+                self.rolling = False
+                if unfinished((await app.aget_state(config)).values):
+                    await self.continue_as_new(app, config, request)
+                self.finishing = True  # no subtask is open: the last steps (check, final answer) run in this run
+                given = None  # on from where the drain stopped it
+                continue
             self.rolling = False
             snapshot = await app.aget_state(config)
             self.waiting = waiting_of(snapshot.interrupts)
@@ -203,7 +211,7 @@ class ReplanWorkflow:
                     values = self.values = chunk
                 elif mode == "updates":
                     topic.publish(updates_item(chunk))
-                    if not self.rolling and self.history_is_long():
+                    if not self.rolling and not self.finishing and self.history_is_long():
                         self.rolling = True
                         self.control.request_drain("the run's history is long: it continues as new")
                 else:

@@ -162,41 +162,18 @@ def logged_calls(subtasks: str, log: str, call_s: str, concurrency: str = ""):
 
 def catalog_run(items: str):
     """The splits benchmark's lazy-catalog world at ``items`` items (``items`` / 5 subtasks): the lazy persona reads
-    5 products and stops, and the completion check queues the rest."""
-    from benchmarks.personas import persona
-    from benchmarks.splits import limits_for
-    from benchmarks.worlds import CatalogWorld
+    5 products and stops, and the completion check queues the rest (`benchmarks.temporal_size.catalog_graph`)."""
+    from benchmarks.temporal_size import catalog_graph
 
-    world = CatalogWorld(int(items))
-    config = AgentConfig(verify_results=True, retry_backoff_s=0.01, **limits_for(int(items)))
-    return build_graph(persona("lazy", world).model(), tools=world.tools, config=config)
+    return catalog_graph(items)
 
 
 def huge_output(megabytes: str, log: str):
-    """One subtask whose one call, ``dump()``, returns ``megabytes`` MB of text and writes a ``CALL pid`` line to
-    ``log``; the subtask's answer says how many characters of it its model saw."""
-    import os
+    """One subtask whose one call returns ``megabytes`` MB of text and writes a ``CALL pid`` line to ``log``; the
+    subtask's answer says how many characters of it its model saw (`benchmarks.temporal_size.huge_graph`)."""
+    from benchmarks.temporal_size import huge_graph
 
-    from langchain_core.tools import tool
-
-    @tool
-    def dump() -> str:
-        """Dump the whole archive."""
-        with open(log, "a") as out:
-            out.write(f"CALL {os.getpid()}\n")
-        line = "archive record 0123456789 abcdefghij\n"
-        return line * (int(float(megabytes) * 1_000_000) // len(line))
-
-    def respond(request):
-        if "Plan" in request.tool_names:
-            return tool_call("Plan", {"tasks": [{"id": "1", "content": "Dump the archive."}]})
-        if subtask_of(request):
-            seen = [len(str(m.content)) for m in request.tool_results]
-            return f"saw {seen[0]} characters of the archive" if seen else tool_call("dump", {})
-        return "\n".join(sorted(set(re.findall(r"saw \d+ characters of the archive", request.prompt))))
-
-    config = AgentConfig(verify_results=False)
-    return build_graph(ScriptedChatModel(respond=respond), tools=[dump], config=config)
+    return huge_graph(megabytes, log)
 
 
 PANEL = ("careful", "fast", "thorough")
