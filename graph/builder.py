@@ -8,8 +8,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langgraph._internal._constants import CONFIG_KEY_DURABILITY
-from langgraph._internal._runnable import RunnableCallable
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -17,6 +15,8 @@ from langgraph.graph.state import CompiledStateGraph
 from replangraph.config import AgentConfig, AgentProfile, ToolLike, recursion_limit, resolve_profiles
 from replangraph.context.fitting import ContextMonitor, TokenCounter
 from replangraph.features import Build, Feature, Metering, feature_factories, merged_schema, nodes_where, planning_types
+from replangraph.hosting import with_node
+from replangraph.langgraph_private import CONFIG_KEY_DURABILITY, RunnableCallable
 from replangraph.llm.aio import in_pool
 from replangraph.llm.calls import stacked_retries
 from replangraph.names import (
@@ -99,9 +99,7 @@ def both_paths(
         update = await asynchronous(state)
         return update if new_plan is None else with_plan_message(lambda _: update, new_plan)(state)
 
-    runnable = RunnableCallable(sync, arun, name=name, trace=False)
-    runnable.replangraph_node = node  # what the node runs, for an engine that rebuilds its parts (Temporal's)
-    return runnable
+    return with_node(RunnableCallable(sync, arun, name=name, trace=False), node)
 
 
 def _check_model(model: Any, role: str) -> None:

@@ -31,6 +31,8 @@ from typing_extensions import NotRequired, TypedDict
 
 import replangraph.nodes as nodes
 from replangraph.config import AgentConfig
+from replangraph.hosting import RUN_CAN_PAUSE
+from replangraph.langgraph_private import CONFIG_KEY_CHECKPOINTER
 from replangraph.llm.reading import as_text, waiting_questions
 from replangraph.queue.tasks import RESET, Task, apply_writes, plan_markdown
 
@@ -315,18 +317,10 @@ def _overlaid(base: AgentConfig, overrides: tuple[tuple[str, Any], ...]) -> Agen
         raise ValueError(f"invalid run settings (context or configurable): {problems}") from None
 
 
-CHECKPOINTER_KEY = "__pregel_checkpointer"
-"""Where LangGraph keeps the run's checkpointer in its config (None without one; a subgraph gets its parent's)."""
-KEPT_ELSEWHERE_KEY = "replangraph_run_kept_elsewhere"
-"""A run config ``metadata`` key, True when whatever runs the graph keeps a paused run itself although the node
-has no checkpointer in its config: on Temporal the workflow holds the run's checkpointer, and a node that runs as an
-activity gets only the run's metadata (`replangraph.temporal`)."""
-
-
 def has_checkpointer() -> bool:
     """Whether the run in progress can pause: it has a checkpointer (its own, its parent graph's, or the
-    one ``langgraph dev`` gives it at run time), or its metadata says the run is kept elsewhere
-    (`KEPT_ELSEWHERE_KEY`: a node of a Temporal workflow that runs as an activity).
+    one ``langgraph dev`` gives it at run time), or the host that runs the node says it keeps paused runs
+    itself (`replangraph.hosting.RUN_CAN_PAUSE` in the run's metadata).
 
     LangGraph 1.2 has no public way to ask: ``Runtime`` holds no checkpointer (``execution_info.thread_id``
     is only the config's), and ``interrupt()`` without one raises nothing; the run just ends with
@@ -338,9 +332,9 @@ def has_checkpointer() -> bool:
         config = get_config()
     except RuntimeError:
         return True
-    if (config.get("metadata") or {}).get(KEPT_ELSEWHERE_KEY):
+    if (config.get("metadata") or {}).get(RUN_CAN_PAUSE):
         return True
-    return (config.get("configurable") or {}).get(CHECKPOINTER_KEY) is not None
+    return (config.get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER) is not None
 
 
 class Configured:

@@ -47,6 +47,7 @@ from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langgraph.errors import GraphBubbleUp
 from pydantic import BaseModel
 
+from replangraph.hosting import step_clock
 from replangraph.llm.errors import (
     ModelServerDown,
     StepTimeout,
@@ -523,12 +524,6 @@ def monotonic() -> float:
     return time.monotonic()  # the module's ``time`` at each call: tests set a fake one
 
 
-step_time: contextvars.ContextVar[Callable[[], float] | None] = contextvars.ContextVar("step_time", default=None)
-"""The clock `StepClock` reads: ``time.monotonic`` (None), unless an engine that replays its code sets a deterministic
-one for the code it runs (`replangraph.temporal`'s workflow: the workflow's time), so that a step's time decides
-the same way when the code runs again."""
-
-
 class StepClock:
     """A subtask's time against ``step_timeout_s``: what its earlier turns spent in their own model and
     tool calls (``Task.elapsed_s``) plus this turn so far. Time between turns, such as downtime
@@ -537,7 +532,7 @@ class StepClock:
     def __init__(self, spent_s: float, limit_s: float | None):
         self.spent_s = spent_s
         self.limit_s = limit_s
-        self.now = step_time.get() or monotonic
+        self.now = step_clock.get() or monotonic  # a host's clock where it sets one (`replangraph.hosting`)
         self.turn_started = self.now()
 
     @classmethod

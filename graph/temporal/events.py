@@ -32,9 +32,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from langchain_core.runnables.config import var_child_runnable_config
-from langgraph._internal._constants import CONFIG_KEY_RUNTIME
 from langgraph.types import Interrupt
 
+from replangraph.langgraph_private import CONFIG_KEY_RUNTIME
 from replangraph.temporal.converter import plain
 
 TOPIC = "replangraph"

@@ -30,13 +30,13 @@ from datetime import timedelta
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph._internal._constants import CONFIG_KEY_NODE_ERROR
-from langgraph._internal._runnable import RunnableCallable
 from langgraph.errors import GraphBubbleUp, NodeError
 from langgraph.graph import StateGraph
 from temporalio import activity
 from temporalio.common import RetryPolicy
 
+from replangraph.hosting import node_behind
+from replangraph.langgraph_private import CONFIG_KEY_NODE_ERROR, RunnableCallable
 from replangraph.llm.errors import ModelServerDown
 from replangraph.names import TOOLS
 from replangraph.nodes.execution.calls import CALL_TASK, CallJob, CallSpec, arun_call, build_jobs_with, run_call
@@ -142,7 +142,7 @@ def in_workflow_node(runnable: RunnableCallable) -> RunnableCallable:
     else its sync path called on the workflow's loop (a node that only computes: `build_graph` would run it in
     a thread pool under ``ainvoke``). Its events go out through `keyed_events`, without a key (a workflow-side
     node publishes each once)."""
-    node = getattr(runnable, "replangraph_node", None)
+    node = node_behind(runnable)
     if runnable.func is not None and node is not None and getattr(node, "acall", None) is None:
         sync = runnable.func
         accepts = RunnableCallable(sync).func_accepts
@@ -264,7 +264,7 @@ def temporal_builder(compiled: Any, name: str = GRAPH, in_workflow: tuple[str, .
         if spec.error_handler_node
     }
     registry: dict[str, tuple[Any, Any]] = {}
-    runner = getattr(builder.nodes[TOOLS].runnable, "replangraph_node", None) if TOOLS in builder.nodes else None
+    runner = node_behind(builder.nodes[TOOLS].runnable) if TOOLS in builder.nodes else None
     if runner is not None:  # before the tools node is replaced below
         _tool_runners[name] = runner
         build_jobs_with(job_from_spec)

@@ -35,11 +35,10 @@ with workflow.unsafe.imports_passed_through():
 
     from replangraph.builder import pool_size
     from replangraph.config import AgentConfig
-    from replangraph.llm.calls import step_time
+    from replangraph.hosting import RUN_CAN_PAUSE, step_clock
     from replangraph.llm.errors import ModelServerDown
     from replangraph.names import FINALIZE
     from replangraph.nodes.human import RESUME, unfinished
-    from replangraph.state import KEPT_ELSEWHERE_KEY
     from replangraph.temporal.events import (
         TOPIC,
         custom_item,
@@ -105,11 +104,11 @@ def pool_for(context: Any) -> int:
 
 def run_config(config: dict[str, Any], thread_id: str) -> dict[str, Any]:
     """The run config: the caller's, the workflow id as the thread id, and the metadata that tells nodes in
-    activities (which get no checkpointer) that the run can pause (`KEPT_ELSEWHERE_KEY`)."""
+    activities (which get no checkpointer) that the run can pause (`RUN_CAN_PAUSE`)."""
     return {
         **config,
         "configurable": {**(config.get("configurable") or {}), "thread_id": thread_id},
-        "metadata": {**(config.get("metadata") or {}), KEPT_ELSEWHERE_KEY: True},
+        "metadata": {**(config.get("metadata") or {}), RUN_CAN_PAUSE: True},
     }
 
 
@@ -148,7 +147,7 @@ class ReplanWorkflow:
             from langgraph.checkpoint.memory import InMemorySaver
             from temporalio.langgraph import graph
 
-        step_time.set(workflow.time)  # steps timed in the workflow (the tools node) decide the same on replay
+        step_clock.set(workflow.time)  # steps timed in the workflow (the tools node) decide the same on replay
         app = graph(request.graph).compile(checkpointer=InMemorySaver(), name=request.graph)
         # what `build_graph` compiled in (the builder the plugin runs has lost it), then the caller's
         config = run_config({**defaults_for(request.graph), **request.config}, workflow.info().workflow_id)

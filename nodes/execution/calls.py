@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.tools import BaseTool
-from langgraph._internal._constants import CONFIG_KEY_CALL
 from langgraph.config import get_config
 from langgraph.func import task
 from langgraph.prebuilt.tool_node import ToolCallRequest
 
+from replangraph.langgraph_private import CONFIG_KEY_CALL
 from replangraph.llm.calls import StepClock
 from replangraph.llm.errors import StepTimeout
 from replangraph.nodes.execution.injection import tool_runtime

@@ -12,8 +12,8 @@ from langgraph.types import Command
 from scripting import make_model, plan_of, subtask_of
 
 from replangraph import AgentConfig, build_graph
+from replangraph.hosting import RUN_CAN_PAUSE
 from replangraph.nodes.human.interrupts import CheckpointerRequired
-from replangraph.state import KEPT_ELSEWHERE_KEY
 from replangraph.testing import tool_call
 from replangraph.tools import SPLIT_TOOL
 
@@ -218,7 +218,7 @@ def test_without_a_checkpointer_ask_user_is_not_offered_and_a_call_to_it_is_refu
 
 def test_a_run_kept_elsewhere_pauses_without_a_checkpointer_of_its_own():
     """On Temporal a node runs as an activity, whose config has no checkpointer, while the workflow keeps the run:
-    the run's metadata says so (KEPT_ELSEWHERE_KEY), and ask_user is offered and pauses the run."""
+    the run's metadata says so (RUN_CAN_PAUSE), and ask_user is offered and pauses the run."""
     offered = []
 
     def work(request):
@@ -226,7 +226,7 @@ def test_a_run_kept_elsewhere_pauses_without_a_checkpointer_of_its_own():
         return tool_call("ask_user", {"question": "Go?"})
 
     graph = build_graph(make_model(ONE_TASK, work), config=AgentConfig(verify_results=False))
-    out = graph.invoke({"messages": [("user", "paint")]}, {"metadata": {KEPT_ELSEWHERE_KEY: True}})
+    out = graph.invoke({"messages": [("user", "paint")]}, {"metadata": {RUN_CAN_PAUSE: True}})
     assert offered == [True]
     assert questions(out) == ["Please confirm: Go?"]  # LangGraph ends a run without a checkpointer there
 

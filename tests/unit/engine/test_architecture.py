@@ -7,6 +7,10 @@ Import contract (read from the source, not from a run):
 - ``replangraph.app`` uses only the public API and its own modules: the package itself, ``testing``, ``durable``,
   ``config``, ``state``, and what a package exports (``replangraph.queue``, ``replangraph.tools``, a feature's
   ``replangraph.nodes.<feature>``), never a module inside one;
+- the engine knows nothing of Temporal: only the adapter (``replangraph.temporal``) and the app that offers it
+  (``replangraph.app``) import ``temporalio`` or ``replangraph.temporal``;
+- LangGraph's private parts come through one module: only ``replangraph.langgraph_private`` imports
+  ``langgraph._internal`` or spells a ``__pregel_`` config key;
 - no import cycle among the package's modules, imports inside functions counted (a package's ``__init__``
   importing its own children is no cycle).
 """
@@ -33,6 +37,10 @@ PUBLIC = (
     "replangraph.temporal",  # the temporal extra's public API: serve, connect, start (the worker and run commands)
 )
 """What ``replangraph.app`` may import besides its own modules."""
+TEMPORAL_SIDE = ("replangraph.temporal", "replangraph.app")
+"""The only modules that may import ``temporalio`` or ``replangraph.temporal``."""
+PRIVATE = "replangraph.langgraph_private"
+"""The one module that imports LangGraph's private parts."""
 
 
 def module_name(path: Path) -> str:
@@ -81,7 +89,24 @@ def violations() -> list[str]:
             exported = imported in PUBLIC or feature_of(imported) == imported
             if within(module, "replangraph.app") and outside_app and not exported:
                 found.append(f"{module} (app) imports {imported}, which is not public API")
+            temporal = within(imported, "temporalio") or within(imported, "replangraph.temporal")
+            if temporal and not any(within(module, p) for p in TEMPORAL_SIDE):
+                found.append(f"{module} (the engine) imports {imported}")
+            if within(imported, "langgraph._internal") and module != PRIVATE:
+                found.append(f"{module} imports {imported} (LangGraph's private parts go through {PRIVATE})")
+        if module != PRIVATE and (keys := private_keys(path)):
+            found.append(f"{module} spells LangGraph's private config keys {sorted(keys)} (use {PRIVATE})")
     return sorted(found)
+
+
+def private_keys(path: Path) -> set[str]:
+    """The ``__pregel_`` config keys a source file spells as string constants."""
+    tree = ast.parse(path.read_text())
+    return {
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("__pregel_")
+    }
 
 
 PENDING: list[str] = []
@@ -98,6 +123,18 @@ def test_the_contract_sees_a_violation():
     assert feature_of("replangraph.queue.tasks") is None
     assert within("replangraph.queue.index", "replangraph.queue")
     assert not within("replangraph.queueing", "replangraph.queue")
+
+
+def test_the_contract_sees_the_engine_reaching_for_temporal_or_private_parts(tmp_path):
+    """The checker itself: an engine module importing Temporal or ``langgraph._internal``, or spelling a
+    ``__pregel_`` key, is reported."""
+    engine = tmp_path / "router.py"
+    engine.write_text('import temporalio.workflow\nfrom langgraph._internal._constants import X\nK = "__pregel_send"\n')
+    assert imports(engine) == {"temporalio.workflow", "langgraph._internal._constants"}
+    assert private_keys(engine) == {"__pregel_send"}
+    assert within("temporalio.workflow", "temporalio") and not any(
+        within("replangraph.routing", p) for p in TEMPORAL_SIDE
+    )
 
 
 # --------------------------------------------------------------------------- no import cycles

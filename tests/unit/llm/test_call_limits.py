@@ -303,18 +303,19 @@ def test_call_model_asks_a_copy_whose_client_waits_at_most_step_timeout_s(monkey
     assert [m.root_client.timeout for m in asked] == [3, None]
 
 
-def test_a_step_clock_reads_the_clock_its_engine_sets():
+def test_a_step_clock_reads_the_clock_its_host_sets():
     import contextvars
 
-    from replangraph.llm.calls import StepClock, step_time
+    from replangraph.hosting import step_clock
+    from replangraph.llm.calls import StepClock
 
     now = [100.0]
 
     def timed() -> tuple[float, float | None]:
-        step_time.set(lambda: now[0])  # what a replaying engine sets (Temporal: the workflow's time)
+        step_clock.set(lambda: now[0])  # what a host that replays code sets (Temporal: the workflow's time)
         clock = StepClock(spent_s=2.0, limit_s=10.0)
         now[0] += 3.0
         return clock.elapsed(), clock.left()
 
     assert contextvars.copy_context().run(timed) == (5.0, 5.0)
-    assert step_time.get() is None  # set in that context only: other code keeps time.monotonic
+    assert step_clock.get() is None  # set in that context only: other code keeps time.monotonic

@@ -16,11 +16,11 @@ pytest.importorskip("temporalio.langgraph", reason='needs the temporal extra: pi
 
 from langchain_core.messages import AIMessage  # noqa: E402
 from langchain_core.runnables.config import var_child_runnable_config  # noqa: E402
-from langgraph._internal._constants import CONFIG_KEY_RUNTIME  # noqa: E402
 from langgraph.config import get_stream_writer  # noqa: E402
 from langgraph.runtime import Runtime  # noqa: E402
 from langgraph.types import Interrupt  # noqa: E402
 
+from replangraph.langgraph_private import CONFIG_KEY_RUNTIME  # noqa: E402
 from replangraph.state import emit  # noqa: E402
 from replangraph.temporal import data_converter  # noqa: E402
 from replangraph.temporal.converter import plain  # noqa: E402

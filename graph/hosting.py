@@ -1,0 +1,43 @@
+"""What a host that runs the graph's nodes itself tells the engine: the only things the engine reads from one.
+
+LangGraph runs a compiled graph's nodes in its own loop, in the process that called ``invoke``. A host may run
+them otherwise: `replangraph.temporal` runs the Pregel loop in a Temporal workflow (whose code is replayed) and
+most nodes as activities on other processes. Three things the engine reads then differ, and the host sets them
+here; the engine names no host, and in-process nothing here is set.
+
+- `step_clock`: the clock a subtask's time is read from (`replangraph.llm.calls.StepClock`). Unset, the process's
+  monotonic clock. A host that replays code must give code it replays a clock that reads the same on replay
+  (Temporal's workflow sets the workflow's time), or a step limit decides differently the second time.
+- `RUN_CAN_PAUSE`: a run config ``metadata`` key, True when the run can pause although the node has no checkpointer
+  in its config (`replangraph.state.has_checkpointer`): the host keeps the paused run itself (Temporal's workflow
+  holds the checkpointer; an activity's node gets only the run's metadata).
+- `node_behind`: the object a graph node runs (the planner, the executor, the tools node's runner), as
+  `replangraph.builder` made it, for a host that rebuilds a node's work in another process from its own build.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable
+from typing import Any
+
+step_clock: contextvars.ContextVar[Callable[[], float] | None] = contextvars.ContextVar(
+    "replangraph_step_clock", default=None
+)
+"""Seconds, monotonic: what `StepClock` reads in this context, or None for ``time.monotonic``."""
+
+RUN_CAN_PAUSE = "replangraph_run_can_pause"
+"""The run config ``metadata`` key by which a host says the run can pause although nodes have no checkpointer."""
+
+_NODE_ATTRIBUTE = "replangraph_node"
+
+
+def with_node(runnable: Any, node: Any) -> Any:
+    """``runnable`` (what LangGraph runs for a graph node), recording that it runs ``node``."""
+    setattr(runnable, _NODE_ATTRIBUTE, node)
+    return runnable
+
+
+def node_behind(runnable: Any) -> Any | None:
+    """The object ``runnable`` runs (see `with_node`), or None for a node `replangraph.builder` did not make."""
+    return getattr(runnable, _NODE_ATTRIBUTE, None)
