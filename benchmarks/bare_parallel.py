@@ -3,7 +3,8 @@
 A graph of five nodes with replangraph's supersteps for each subtask: a model turn per ``Send`` branch
 (``executor``), a node where the branches join and every pending tool call runs as a task of its own
 (``tools``, the calls through ``langgraph.func.task``), a structured
-completion check of every answer waiting for it (``verify``), and one routing function after the join; at the
+completion check of every answer waiting for it (``verify``, each check a task of its own, as replangraph's), and
+one routing function after the join; at the
 end, one structured check of every answer against the goal (``check_goal``), as replangraph's goal check. The
 same scripted model and tool as table 3, under ``invoke``; no queue, windows kept whole, no limits, no
 context fitting, no error handling. Its speedup is the ceiling this shape reaches on the machine: the engine
@@ -15,7 +16,6 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
@@ -64,11 +64,9 @@ def waiting_answer(window: list[AnyMessage]) -> bool:
     return isinstance(window[-1], AIMessage) and not window[-1].tool_calls
 
 
-def bare_parallel_graph(
-    tasks: int, concurrency: int, work: Callable[[int], str], pool: ThreadPoolExecutor, model_s: float = 0.0
-) -> Any:
+def bare_parallel_graph(tasks: int, concurrency: int, work: Callable[[int], str], model_s: float = 0.0) -> Any:
     """``tasks`` independent subtasks, at most ``concurrency`` at once, each calling ``work`` once; the model
-    takes ``model_s`` over each answer (`SlowProvider`); the tool calls and checks run in ``pool``."""
+    takes ``model_s`` over each answer (`SlowProvider`); the tool calls and checks run as LangGraph tasks."""
     model = SlowProvider(respond=respond, latency_s=model_s) if model_s else ScriptedChatModel(respond=respond)
     work_tool = tool(work)
 
@@ -77,6 +75,10 @@ def bare_parallel_graph(
         return work_tool.invoke(call)
 
     agent, judge = model.bind_tools([work_tool]), model.with_structured_output(Verdict)
+
+    @task(name="node_call")
+    def check(messages: list) -> Any:
+        return judge.invoke(messages)
 
     def start(state: BareState) -> dict:
         return {"status": {str(i): "pending" for i in range(1, tasks + 1)}}
@@ -96,7 +98,7 @@ def bare_parallel_graph(
         windows, status = state["windows"], state["status"]
         waiting = [i for i, w in windows.items() if status[i] == "running" and waiting_answer(w)]
         checks = [[HumanMessage(f"Check item {i}: {windows[i][-1].content}")] for i in waiting]
-        list(pool.map(judge.invoke, checks))
+        [future.result() for future in [check(messages) for messages in checks]]  # started together, as replangraph's
         return {"status": dict.fromkeys(waiting, "done")}
 
     def check_goal(state: BareState) -> dict:
@@ -133,11 +135,10 @@ def bare_parallel_graph(
 def bare_parallel_run(tasks: int, concurrency: int, work: Callable[[int], str], model_s: float = 0.0) -> float:
     """The run's wall time under ``invoke`` (the graph built beforehand); RuntimeError unless every subtask
     was checked."""
-    with ThreadPoolExecutor(concurrency) as pool:
-        graph = bare_parallel_graph(tasks, concurrency, work, pool, model_s)
-        started = time.perf_counter()
-        state = graph.invoke({})
-        wall = time.perf_counter() - started
+    graph = bare_parallel_graph(tasks, concurrency, work, model_s)
+    started = time.perf_counter()
+    state = graph.invoke({})
+    wall = time.perf_counter() - started
     done = sum(status == "done" for status in state["status"].values())
     if done != tasks:
         raise RuntimeError(f"only {done}/{tasks} subtasks were checked at concurrency {concurrency}")

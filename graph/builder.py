@@ -99,7 +99,7 @@ def both_paths(
         update = await asynchronous(state)
         return update if new_plan is None else with_plan_message(lambda _: update, new_plan)(state)
 
-    return with_node(RunnableCallable(sync, arun, name=name, trace=False), node)
+    return with_node(RunnableCallable(sync, arun, name=name, trace=False), node, metering)
 
 
 def _check_model(model: Any, role: str) -> None:

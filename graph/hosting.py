@@ -12,7 +12,10 @@ here; the engine names no host, and in-process nothing here is set.
   in its config (`replangraph.state.has_checkpointer`): the host keeps the paused run itself (Temporal's workflow
   holds the checkpointer; an activity's node gets only the run's metadata).
 - `node_behind`: the object a graph node runs (the planner, the executor, the tools node's runner), as
-  `replangraph.builder` made it, for a host that rebuilds a node's work in another process from its own build.
+  `replangraph.builder` made it (and `metering_behind`, what meters its replies), for a host that rebuilds a
+  node's work in another process from its own build;
+  `effects_in_tasks`: whether that node makes every call with effects outside the state as a LangGraph task of its
+  own, so that a host may run the node where the state is and only its tasks elsewhere.
 """
 
 from __future__ import annotations
@@ -30,14 +33,30 @@ RUN_CAN_PAUSE = "replangraph_run_can_pause"
 """The run config ``metadata`` key by which a host says the run can pause although nodes have no checkpointer."""
 
 _NODE_ATTRIBUTE = "replangraph_node"
+_METERING_ATTRIBUTE = "replangraph_metering"
 
 
-def with_node(runnable: Any, node: Any) -> Any:
-    """``runnable`` (what LangGraph runs for a graph node), recording that it runs ``node``."""
+def with_node(runnable: Any, node: Any, metering: Any = None) -> Any:
+    """``runnable`` (what LangGraph runs for a graph node), recording that it runs ``node``, its replies metered
+    by ``metering`` (`replangraph.features.Metering`, None when nothing meters them)."""
     setattr(runnable, _NODE_ATTRIBUTE, node)
+    setattr(runnable, _METERING_ATTRIBUTE, metering)
     return runnable
 
 
 def node_behind(runnable: Any) -> Any | None:
     """The object ``runnable`` runs (see `with_node`), or None for a node `replangraph.builder` did not make."""
     return getattr(runnable, _NODE_ATTRIBUTE, None)
+
+
+def metering_behind(runnable: Any) -> Any | None:
+    """What meters the replies of the node ``runnable`` runs (see `with_node`), or None: a host that makes the
+    node's calls elsewhere meters them with it."""
+    return getattr(runnable, _METERING_ATTRIBUTE, None)
+
+
+def effects_in_tasks(runnable: Any) -> bool:
+    """Whether the node behind ``runnable`` makes each call with effects outside the state (a model's, a tool's) a
+    task of its own (`replangraph.node_calls`, the tools node's tool calls), its own code only computing over the
+    state: its ``effects_in_tasks`` attribute."""
+    return bool(getattr(node_behind(runnable), "effects_in_tasks", False))

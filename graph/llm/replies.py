@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 ReplyHook = Callable[[Sequence[Any], Any], Mapping[str, Any] | None]
 """``(request messages, reply) -> state writes or None``."""
@@ -33,6 +33,15 @@ class ReplyMeter:
     lock: threading.Lock = field(default_factory=threading.Lock)  # a node's parallel calls share it
 
 
+class Metered(Protocol):
+    """What meters a node's replies: its features' reply hooks and how their writes combine
+    (`replangraph.features.Metering`)."""
+
+    hooks: Sequence[ReplyHook]
+
+    def combine(self, current: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]: ...
+
+
 _meter: contextvars.ContextVar[ReplyMeter | None] = contextvars.ContextVar("replangraph_reply_meter", default=None)
 
 
@@ -47,13 +56,25 @@ def metered(hooks: Sequence[ReplyHook], combine: Combine) -> Iterator[ReplyMeter
         _meter.reset(token)
 
 
+def meter_open() -> bool:
+    """Whether a meter is open here (the caller is inside a metered node call)."""
+    return _meter.get() is not None
+
+
 def note_reply(request: Sequence[Any], reply: Any) -> None:
     """Hand one answered call to the open meter's hooks; nothing without a meter or hooks."""
     meter = _meter.get()
     if meter is None or not meter.hooks:
         return
     for hook in meter.hooks:
-        written = hook(request, reply)
-        if written:
-            with meter.lock:
-                meter.writes = meter.combine(meter.writes, written)
+        note_writes(hook(request, reply))
+
+
+def note_writes(written: Mapping[str, Any] | None) -> None:
+    """Add ``written`` (what reply hooks wrote for replies metered elsewhere, such as a node call's task in
+    another process) to the open meter's writes; nothing without a meter."""
+    meter = _meter.get()
+    if meter is None or not written:
+        return
+    with meter.lock:
+        meter.writes = meter.combine(meter.writes, written)

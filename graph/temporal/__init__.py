@@ -42,6 +42,7 @@ from replangraph.temporal.pauses import Refused
 from replangraph.temporal.registry import (
     GRAPH,
     calls_as_activities,
+    effect_nodes,
     run_defaults,
     run_node,
     temporal_builder,
@@ -68,6 +69,7 @@ __all__ = [
     "connect",
     "converter",
     "core_logs_to_python",
+    "effect_nodes",
     "data_converter",
     "log_offset",
     "payload_storage",

@@ -33,12 +33,15 @@ from temporalio.converter import (
 )
 
 from replangraph.config import AgentConfig
+from replangraph.node_calls import NodeCall
 from replangraph.nodes.execution.calls import CallJob, CallSpec
 
 AGENT_CONFIG = "__replangraph_agent_config__"
 """The key an `AgentConfig` crosses under: ``{AGENT_CONFIG: {the fields it sets}}``."""
 CALL_SPEC = "__replangraph_call_spec__"
 """The key a `CallJob` crosses under, as its `CallSpec` (the worker rebuilds the job from its own graph)."""
+NODE_CALL = "__replangraph_node_call__"
+"""The key a `NodeCall` crosses under, without the object it calls (the worker finds that in its own graph)."""
 
 
 class LangChainEncoder(AdvancedJSONEncoder):
@@ -53,6 +56,8 @@ class LangChainEncoder(AdvancedJSONEncoder):
         if isinstance(o, CallJob | CallSpec):
             spec = o.spec() if isinstance(o, CallJob) else o  # shallow: the view's messages come back here
             return {CALL_SPEC: {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}}
+        if isinstance(o, NodeCall):
+            return {NODE_CALL: {"node": o.node, "method": o.method, "args": list(o.args)}}
         if dataclasses.is_dataclass(o) and not isinstance(o, type):  # shallow: each field comes back here
             return {f.name: getattr(o, f.name) for f in dataclasses.fields(o)}
         if hasattr(o, "model_dump") and not isinstance(o, type):
@@ -106,7 +111,7 @@ def revive(obj: Any) -> Any:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LangChainBetaWarning)  # load() is "in beta"
             obj = load(obj, allowed_objects="messages")
-    if _has_key(obj, AGENT_CONFIG) or _has_key(obj, CALL_SPEC):
+    if _has_key(obj, AGENT_CONFIG) or _has_key(obj, CALL_SPEC) or _has_key(obj, NODE_CALL):
         obj = _revive_ours(obj)
     return obj
 
@@ -117,6 +122,9 @@ def _revive_ours(obj: Any) -> Any:
             return AgentConfig(**obj[AGENT_CONFIG])
         if set(obj) == {CALL_SPEC}:
             return CallSpec(**obj[CALL_SPEC])  # its view's messages were revived by load() above
+        if set(obj) == {NODE_CALL}:
+            found = obj[NODE_CALL]
+            return NodeCall(found["node"], found["method"], tuple(_revive_ours(found["args"])))
         return {k: _revive_ours(v) for k, v in obj.items()}
     if isinstance(obj, list):
         return [_revive_ours(v) for v in obj]

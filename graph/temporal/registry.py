@@ -30,15 +30,17 @@ from datetime import timedelta
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_config
 from langgraph.errors import GraphBubbleUp, NodeError
 from langgraph.graph import StateGraph
 from temporalio import activity
 from temporalio.common import RetryPolicy
 
-from replangraph.hosting import node_behind
+from replangraph.hosting import effects_in_tasks, metering_behind, node_behind
 from replangraph.langgraph_private import CONFIG_KEY_NODE_ERROR, RunnableCallable
 from replangraph.llm.errors import ModelServerDown
 from replangraph.names import TOOLS
+from replangraph.node_calls import NODE_CALL_TASK, NodeCall, arun_node_call, resolve_node_calls_with, run_node_call
 from replangraph.nodes.execution.calls import CALL_TASK, CallJob, CallSpec, arun_call, build_jobs_with, run_call
 from replangraph.nodes.human.names import ASK, PLAN_REVIEW
 from replangraph.temporal.events import keyed_events
@@ -78,6 +80,9 @@ that pauses twice in one run (the plan review after an invalid edit) would start
 
 _tool_runners: dict[str, Any] = {}
 """graph name -> its tools node's `ToolRunner`: what a tool call's activity rebuilds its job from."""
+_node_objects: dict[str, dict[str, tuple[Any, Any]]] = {}
+"""graph name -> node name -> (the object behind the node, what meters its replies): what a node call's activity
+calls (`replangraph.node_calls`)."""
 _defaults: dict[str, dict[str, Any]] = {}
 """graph name -> the run config `build_graph` compiled in (`run_defaults`): the workflow starts from it."""
 _nodes: dict[str, dict[str, tuple[Any, Any]]] = {}
@@ -264,6 +269,12 @@ def temporal_builder(compiled: Any, name: str = GRAPH, in_workflow: tuple[str, .
         if spec.error_handler_node
     }
     registry: dict[str, tuple[Any, Any]] = {}
+    _node_objects[name] = {  # before the nodes are replaced below
+        node_name: (node_behind(spec.runnable), metering_behind(spec.runnable))
+        for node_name, spec in builder.nodes.items()
+        if node_behind(spec.runnable) is not None
+    }
+    resolve_node_calls_with(node_object)
     runner = node_behind(builder.nodes[TOOLS].runnable) if TOOLS in builder.nodes else None
     if runner is not None:  # before the tools node is replaced below
         _tool_runners[name] = runner
@@ -275,7 +286,7 @@ def temporal_builder(compiled: Any, name: str = GRAPH, in_workflow: tuple[str, .
             continue
         if node_name in in_workflow or node_name in PAUSING:
             spec.runnable = in_workflow_node(spec.runnable)
-            spec.metadata = {**(spec.metadata or {}), **IN_WORKFLOW}
+            spec.metadata = {**(spec.metadata or {}), **IN_WORKFLOW, GRAPH_KEY: name}  # its tasks find their graph
             continue
         handler = handlers.get(spec.error_handler_node)
         registry[node_name] = (spec.runnable, None if handler is None else handler.func)
@@ -288,6 +299,23 @@ def temporal_builder(compiled: Any, name: str = GRAPH, in_workflow: tuple[str, .
     _nodes[name] = registry
     _defaults[name] = run_defaults(compiled)
     return builder
+
+
+def effect_nodes(compiled: Any) -> tuple[str, ...]:
+    """The nodes of ``compiled`` whose calls with effects are tasks of their own (`effects_in_tasks`: the tools
+    node, the completion check): they run in the workflow, each of their tasks an activity (`calls_as_activities`),
+    so that what crosses to a worker is one call's input, not the state."""
+    return tuple(name for name, spec in compiled.builder.nodes.items() if effects_in_tasks(spec.runnable))
+
+
+def node_object(call: NodeCall) -> tuple[Any, Any]:
+    """The object a node call's activity calls, and what meters its replies, from this worker's build of the graph
+    the call's run belongs to (the calling node's metadata names it)."""
+    metadata = get_config().get("metadata") or {}
+    found = _node_objects.get(metadata.get(GRAPH_KEY, GRAPH), {}).get(call.node)
+    if found is None:
+        raise KeyError(f"this worker's graph {metadata.get(GRAPH_KEY, GRAPH)!r} has no node {call.node!r}")
+    return found
 
 
 def defaults_for(name: str) -> dict[str, Any]:
@@ -323,7 +351,9 @@ def calls_as_activities() -> tuple[list[Any], dict[str, dict[str, Any]]]:
     It needs the tools node in the workflow (a task started inside an activity finds no ``__pregel_call``).
     Beware: the plugin replaces the tasks' ``func`` in this process, for in-process runs too."""
     options = {**NODE_ACTIVITY, "summary_fn": call_summary}
-    return [run_call, arun_call], {CALL_TASK: options}  # the plugin keys options by task name
+    checks = {**NODE_ACTIVITY, "summary_fn": node_call_summary}
+    tasks = [run_call, arun_call, run_node_call, arun_node_call]
+    return tasks, {CALL_TASK: options, NODE_CALL_TASK: checks}  # the plugin keys options by task name
 
 
 SUMMARY_CHARS = 200
@@ -349,6 +379,14 @@ def call_summary(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
     job = args[0] if args else None
     call = getattr(job, "call", None) or {}
     return clipped(f"tool {call.get('name', '?')} · subtask {getattr(job, 'task_id', '?')}")
+
+
+def node_call_summary(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    """The summary of a node call's activity: the node, and the subtask it is about when its arguments hold one."""
+    call = args[0] if args else None
+    subtask = next((a for a in getattr(call, "args", ()) if isinstance(a, dict) and "id" in a), None)
+    about = f" · subtask {subtask['id']}: {subtask.get('content', '')}" if subtask else ""
+    return clipped(f"{getattr(call, 'node', '?')} {getattr(call, 'method', '')}{about}")
 
 
 def clipped(text: str) -> str:

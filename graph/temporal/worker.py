@@ -17,12 +17,11 @@ from temporalio.langgraph import LangGraphPlugin
 from temporalio.worker import Replayer, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from replangraph.names import TOOLS
 from replangraph.temporal.client import connect
 from replangraph.temporal.converter import converter
 from replangraph.temporal.events import TOPIC
 from replangraph.temporal.ids import install as install_ids
-from replangraph.temporal.registry import GRAPH, calls_as_activities, pausing, temporal_builder
+from replangraph.temporal.registry import GRAPH, calls_as_activities, effect_nodes, pausing, temporal_builder
 from replangraph.temporal.storage import payload_storage
 from replangraph.temporal.workflow import TASK_QUEUE, ReplanWorkflow
 
@@ -39,7 +38,7 @@ def plugin_for(compiled: Any, *, name: str = GRAPH, call_activities: bool = Fals
         plugin = LangGraphPlugin(graphs={name: builder}, streaming_topic=TOPIC)
     else:
         tasks, options = calls_as_activities()
-        builder = temporal_builder(compiled, name, in_workflow=(TOOLS,))
+        builder = temporal_builder(compiled, name, in_workflow=effect_nodes(compiled))
         plugin = LangGraphPlugin(graphs={name: builder}, tasks=tasks, activity_options=options, streaming_topic=TOPIC)
     pausing(builder)  # on the nodes as the plugin left them
     return plugin

@@ -48,7 +48,7 @@ with workflow.unsafe.imports_passed_through():
         values_item,
     )
     from replangraph.temporal.pauses import Refused, as_input, resume_for, stopped_between_steps, waiting_of, with_ids
-    from replangraph.temporal.registry import GRAPH, defaults_for
+    from replangraph.temporal.registry import GRAPH, GRAPH_KEY, defaults_for
 
 CONTINUED_FROM = FINALIZE
 """The node a continuation's state is written as (its only edge goes to the end: nothing is scheduled by it)."""
@@ -102,13 +102,24 @@ def pool_for(context: Any) -> int:
     return pool_size(asked) if isinstance(asked, int) else 0
 
 
-def run_config(config: dict[str, Any], thread_id: str) -> dict[str, Any]:
+class KeepsNothing(dict):
+    """A task cache for the plugin's ``graph(name, cache=...)`` that keeps no result, so no task is skipped."""
+
+    def __bool__(self) -> bool:  # the plugin replaces an empty (false) cache with a dict of its own
+        return True
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        pass
+
+
+def run_config(config: dict[str, Any], thread_id: str, graph_name: str = GRAPH) -> dict[str, Any]:
     """The run config: the caller's, the workflow id as the thread id, and the metadata that tells nodes in
-    activities (which get no checkpointer) that the run can pause (`RUN_CAN_PAUSE`)."""
+    activities (which get no checkpointer) that the run can pause (`RUN_CAN_PAUSE`) and the tasks a node starts
+    which graph the worker finds their node in (`GRAPH_KEY`)."""
     return {
         **config,
         "configurable": {**(config.get("configurable") or {}), "thread_id": thread_id},
-        "metadata": {**(config.get("metadata") or {}), RUN_CAN_PAUSE: True},
+        "metadata": {**(config.get("metadata") or {}), RUN_CAN_PAUSE: True, GRAPH_KEY: graph_name},
     }
 
 
@@ -148,9 +159,13 @@ class ReplanWorkflow:
             from temporalio.langgraph import graph
 
         step_clock.set(workflow.time)  # steps timed in the workflow (the tools node) decide the same on replay
-        app = graph(request.graph).compile(checkpointer=InMemorySaver(), name=request.graph)
+        # The plugin's task cache would key every activity by its whole input as JSON and keep every result in
+        # the workflow's memory, to skip a task called again with the same input; a run continues as new with
+        # its state instead, and every activity runs as it would in-process.
+        app = graph(request.graph, cache=KeepsNothing()).compile(checkpointer=InMemorySaver(), name=request.graph)
         # what `build_graph` compiled in (the builder the plugin runs has lost it), then the caller's
-        config = run_config({**defaults_for(request.graph), **request.config}, workflow.info().workflow_id)
+        defaults = defaults_for(request.graph)
+        config = run_config({**defaults, **request.config}, workflow.info().workflow_id, request.graph)
         pool = pool_for(request.context)
         if pool and "max_concurrency" not in request.config:  # the run's own concurrency, not the workers' compiled
             config["max_concurrency"] = max(config.get("max_concurrency") or 0, pool)

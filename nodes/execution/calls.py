@@ -34,9 +34,9 @@ from langgraph.config import get_config
 from langgraph.func import task
 from langgraph.prebuilt.tool_node import ToolCallRequest
 
-from replangraph.langgraph_private import CONFIG_KEY_CALL
 from replangraph.llm.calls import StepClock
 from replangraph.llm.errors import StepTimeout
+from replangraph.node_calls import in_run
 from replangraph.nodes.execution.injection import tool_runtime
 from replangraph.state import caught_events, emit
 
@@ -79,6 +79,11 @@ class CallJob:
         """What crosses to another process instead of this job (nothing in-process does): its view's queue holds
         the subtask and those it depends on, so that what crosses grows with the subtask, not with the run."""
         return CallSpec(self.task_id, self.agent_type, self.call, crossing_view(self.state), self.clock.deadline())
+
+    def __str__(self) -> str:
+        """Short: what a host's code that writes a task's argument as text (Temporal's plugin keys each task by
+        its arguments' JSON, ``str`` for objects) gets, rather than the reprs of every tool the job holds."""
+        return f"CallJob({self.task_id!r}, {self.call.get('id')!r}, {self.call.get('name')!r}, {id(self)})"
 
     def no_time_left(self) -> bool:
         left = self.clock.left()
@@ -147,14 +152,6 @@ async def arun_call(job: CallJob | CallSpec) -> dict[str, Any]:
             return {"result": await job.chain(job.request()), "events": events}
         except StepTimeout:
             return {"timeout": STOPPED, "events": events}
-
-
-def in_run() -> bool:
-    """Whether the caller runs inside a LangGraph task that can start tasks (a tools node called alone cannot)."""
-    try:
-        return CONFIG_KEY_CALL in get_config().get("configurable", {})
-    except RuntimeError:
-        return False
 
 
 def in_flight_bound(max_concurrency: int) -> int:

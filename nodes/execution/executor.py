@@ -403,6 +403,10 @@ def is_repeated_refusal(window: Sequence[AnyMessage], reply: ToolMessage) -> boo
 class ToolRunner(Configured):
     """Executes tool calls with the subtask's tools plus its own replan toolkit."""
 
+    effects_in_tasks = True
+    """Each call to an agent's own tool is a task of its own (`replangraph.nodes.execution.calls`); what runs in
+    the node itself (the replan toolkit, ``read_output``, the wrappers) only reads and writes the state."""
+
     def __init__(
         self,
         profiles: Mapping[str, AgentProfile],

@@ -10,7 +10,6 @@ result stands.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from collections.abc import Callable, Generator, Mapping
@@ -36,10 +35,11 @@ from replangraph.context.kept import (
     window_reads,
 )
 from replangraph.llm.aio import arun_steps, off_loop
-from replangraph.llm.calls import bind_schema, call_pool, read_arguments, refit_steps, run_steps
+from replangraph.llm.calls import bind_schema, read_arguments, refit_steps, run_steps
 from replangraph.llm.lenient import truthy
 from replangraph.llm.reading import UnreadableInput, answer_text, answers_waiting, as_text, task_specs
 from replangraph.llm.structured import structured_steps
+from replangraph.node_calls import NodeCall, acall_results, call_results
 from replangraph.nodes.verification.names import CHECK_STOOD_DOWN, STEP_VERIFIED, VERIFIER
 from replangraph.nodes.verification.prompts import (
     SENT_BACK,
@@ -365,18 +365,24 @@ class Verifier(Configured):
         update["tasks"].update(created)
         return update
 
+    effects_in_tasks = True
+    """Its model calls are tasks of their own (`replangraph.node_calls`): each takes one subtask and its answer,
+    and the node's own code only computes over the state (`replangraph.hosting.effects_in_tasks`)."""
+
+    def judge_calls(
+        self, goal: str, tasks: Mapping[str, Task], results: Mapping[str, str], asked: list[str], retries: int
+    ) -> list[NodeCall]:
+        """One `judge` call per answer ``asked`` about, each holding that subtask and its answer only."""
+        return [NodeCall(VERIFIER, "judge", (goal, tasks[t], results[t], retries), target=self) for t in asked]
+
     @collect_writes
     def __call__(self, state: Mapping[str, Any]) -> StateUpdate:
         goal, waiting, results, retries = self.checks(state)
         tasks = state.get("tasks") or {}
         foregone = self.foregone(state, waiting, results)
         asked = [t for t in waiting if t not in foregone]
-        if len(asked) <= 1:
-            judged = {t: self.judge(goal, tasks[t], results[t], retries) for t in asked}
-        else:
-            pool = call_pool("checks", self.config.max_concurrency)  # shared: no threads started per node
-            futures = {t: pool.submit(self.judge, goal, tasks[t], results[t], retries) for t in asked}
-            judged = {t: f.result() for t, f in futures.items()}
+        verdicts = call_results(self.judge_calls(goal, tasks, results, asked, retries))
+        judged = dict(zip(asked, verdicts, strict=True))
         return self.settled(state, waiting, results, [judged.get(t) or foregone[t] for t in waiting])
 
     @collect_writes
@@ -386,7 +392,7 @@ class Verifier(Configured):
         tasks = state.get("tasks") or {}
         foregone = await off_loop(lambda: self.foregone(state, waiting, results))
         asked = [t for t in waiting if t not in foregone]
-        verdicts = await asyncio.gather(*(self.ajudge(goal, tasks[t], results[t], retries) for t in asked))
+        verdicts = await acall_results(self.judge_calls(goal, tasks, results, asked, retries))
         judged = dict(zip(asked, verdicts, strict=True))
         verdicts = [judged.get(t) or foregone[t] for t in waiting]
         return await off_loop(lambda: self.settled(state, waiting, results, verdicts))  # keeping reads the store

@@ -53,6 +53,7 @@ from replangraph import state as events
 from replangraph.app.demo import DEMO_GOAL, expected_products
 from replangraph.config import AgentConfig
 from replangraph.names import ASK_USER, EXECUTOR, FINALIZE, PLANNER, TOOLS
+from replangraph.node_calls import NODE_CALL_TASK
 from replangraph.nodes.human import QUESTION_ANSWERED
 from replangraph.nodes.verification import GOAL_CHECKED, STEP_VERIFIED
 from replangraph.nodes.verification.names import GOAL_CHECK, VERIFIER
@@ -167,7 +168,7 @@ def test_streamed_run_sends_replangraph_events_and_node_updates(client, loopback
     nodes = updated_nodes(parts)
     assert nodes[0] == PLANNER and nodes[-1] == FINALIZE
     assert nodes.count(EXECUTOR) == 2
-    assert set(nodes) <= {PLANNER, EXECUTOR, TOOLS, VERIFIER, GOAL_CHECK, FINALIZE}
+    assert set(nodes) <= {PLANNER, EXECUTOR, TOOLS, VERIFIER, NODE_CALL_TASK, GOAL_CHECK, FINALIZE}  # a check's call
     final = next(data for event, data in parts if event == "updates" and FINALIZE in data)[FINALIZE]
     assert final["final_answer"] == completed["final_answer"]
 

@@ -66,6 +66,47 @@ def test_a_long_run_continues_as_new_with_every_item_and_references_in_its_histo
     assert completed == set(out["tasks"])
 
 
+async def activity_inputs(address: str, runs: list[list]) -> dict[str, list[int]]:
+    """Each activity's input size as JSON (what its payload holds, read through the payload store), by activity."""
+    import json
+
+    from benchmarks.temporal_table import payloads_of
+    from replangraph.temporal import connect
+    from replangraph.temporal.converter import LangChainEncoder
+
+    client = await connect(address)
+    sizes: dict[str, list[int]] = {}
+    for events in runs:
+        payloads = await payloads_of(client, events)
+        for event in events:
+            if event.WhichOneof("attributes") == "activity_task_scheduled_event_attributes":
+                name = event.activity_task_scheduled_event_attributes.activity_type.name.rsplit(".", 1)[-1]
+                text = json.dumps(payloads[event.event_id], cls=LangChainEncoder)
+                sizes.setdefault(name, []).append(len(text))
+    return sizes
+
+
+def test_the_completion_checks_model_calls_cross_with_their_subtask_not_the_state(temporal_address):
+    """The completion check reads the whole queue to place what it queues, so it runs in the workflow with the
+    state; each of its model calls is an activity of its own whose input is one subtask and its answer. Before,
+    the check was an activity whose input was the whole state (about 2 KB more per subtask in the run)."""
+    from benchmarks.worlds import CatalogWorld
+
+    world = CatalogWorld(100)  # 20 subtasks, each reading 5 products, each answer checked
+    queue = new_queue()
+    with worker_process(temporal_address, queue, "temporal_graphs:catalog_run", "100"):
+        out, runs, _ = asyncio.run(run_on(temporal_address, queue, world.goal))
+        sizes = asyncio.run(activity_inputs(temporal_address, runs))
+    assert world.score(out["final_answer"]) == 100
+    assert "verifier" not in sizes  # the check itself is no activity
+    checks = sizes["arun_node_call"]
+    assert len(checks) >= 20  # one per answer checked
+    whole_state = max(sizes["finalize"])  # the final answer's node reads the whole state
+    assert max(checks) < 6_000 < whole_state, (max(checks), whole_state)
+    per_subtask = [max(sizes[name]) for name in ("executor", "arun_call", "arun_node_call")]
+    assert max(per_subtask) < whole_state / 4, sizes
+
+
 def test_a_10_mb_tool_output_is_cut_for_the_model_kept_whole_and_run_once(temporal_address, tmp_path):
     log = tmp_path / "calls.log"
     queue = new_queue()
