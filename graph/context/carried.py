@@ -380,17 +380,25 @@ def left_out(answer: str, results: Sequence[str]) -> list[str]:
     missing = []
     for item, own in zip(items, words, strict=True):
         telling = {w: weight[w] for w in own if w in weight and weight[w] > 0}
-        candidates = {n for word in telling for n in by_word.get(word, ())}
-        if telling and not any(weighs_enough(lines[n], telling) for n in candidates):
+        if telling and not shown_by_a_line(telling, by_word):
             missing.append(item)
     return missing
 
 
-def weighs_enough(line: set[str], own: Mapping[str, float]) -> bool:
-    """Whether a line's words hold `CARRIED_SHARE` of an item's word weight (``own``), and one of its names."""
-    held = sum(w for word, w in own.items() if word in line)
-    named = [word for word in own if not any(c.isdigit() for c in word)]
-    return held >= CARRIED_SHARE * sum(own.values()) and (not named or any(word in line for word in named))
+def shown_by_a_line(own: Mapping[str, float], by_word: Mapping[str, Sequence[int]]) -> bool:
+    """Whether one line holds `CARRIED_SHARE` of an item's word weight (``own``) and one of its names; ``by_word``:
+    the lines each word is on. Each line's share is summed over the item's words' lines, so the cost is the
+    number of times those words occur, not the number of lines times the item's words."""
+    named = {word for word in own if not any(c.isdigit() for c in word)}
+    needed = CARRIED_SHARE * sum(own.values())
+    held: dict[int, float] = {}
+    with_name: set[int] = set()
+    for word, weight in own.items():  # in the item's word order, as one line's sum would add them
+        for line in by_word.get(word, ()):
+            held[line] = held.get(line, 0.0) + weight
+            if word in named:
+                with_name.add(line)
+    return any(share >= needed and (not named or line in with_name) for line, share in held.items())
 
 
 def reported(results: Sequence[str]) -> list[str]:
