@@ -99,44 +99,44 @@ class LangChainJSONConverter(JSONPlainPayloadConverter):
         return Payload(metadata={"encoding": self.encoding.encode()}, data=data)
 
     def from_payload(self, payload: Any, type_hint: Any = None) -> Any:
-        obj = revive(json.loads(payload.data))
+        obj = revive(json.loads(payload.data), payload.data)
         if type_hint:
             obj = value_to_type(type_hint, obj, [])
         return obj
 
 
-def revive(obj: Any) -> Any:
-    """What `LangChainEncoder` wrote, as the objects it was written from (JSON's own types stay as they are)."""
-    if _has_lc(obj):
+LC_KEY = b'"lc"'
+OURS = b'"__replangraph_'
+"""What every JSON text holding a LangChain object, or one of ours, contains: a payload without them is not walked."""
+
+
+def revive(obj: Any, text: bytes) -> Any:
+    """What `LangChainEncoder` wrote, as the objects it was written from (JSON's own types stay as they are).
+    ``text``: the JSON ``obj`` was read from; one that names neither a LangChain object nor one of ours comes back
+    as it is, unwalked."""
+    if LC_KEY in text and _has_lc(obj):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LangChainBetaWarning)  # load() is "in beta"
             obj = load(obj, allowed_objects="messages")
-    if _has_key(obj, AGENT_CONFIG) or _has_key(obj, CALL_SPEC) or _has_key(obj, NODE_CALL):
+    if OURS in text:
         obj = _revive_ours(obj)
     return obj
 
 
 def _revive_ours(obj: Any) -> Any:
     if isinstance(obj, dict):
-        if set(obj) == {AGENT_CONFIG}:
-            return AgentConfig(**obj[AGENT_CONFIG])
-        if set(obj) == {CALL_SPEC}:
-            return CallSpec(**obj[CALL_SPEC])  # its view's messages were revived by load() above
-        if set(obj) == {NODE_CALL}:
-            found = obj[NODE_CALL]
-            return NodeCall(found["node"], found["method"], tuple(_revive_ours(found["args"])))
+        if len(obj) == 1:
+            if AGENT_CONFIG in obj:
+                return AgentConfig(**obj[AGENT_CONFIG])
+            if CALL_SPEC in obj:
+                return CallSpec(**obj[CALL_SPEC])  # its view's messages were revived by load() above
+            if NODE_CALL in obj:
+                found = obj[NODE_CALL]
+                return NodeCall(found["node"], found["method"], tuple(_revive_ours(found["args"])))
         return {k: _revive_ours(v) for k, v in obj.items()}
     if isinstance(obj, list):
         return [_revive_ours(v) for v in obj]
     return obj
-
-
-def _has_key(obj: Any, key: str) -> bool:
-    if isinstance(obj, dict):
-        return key in obj or any(_has_key(v, key) for v in obj.values())
-    if isinstance(obj, list):
-        return any(_has_key(v, key) for v in obj)
-    return False
 
 
 def _has_lc(obj: Any) -> bool:

@@ -4,6 +4,8 @@ the fields it sets), where Temporal's default converter gives plain dicts. Skipp
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
 pytest.importorskip("temporalio.langgraph", reason='needs the temporal extra: pip install "replangraph[temporal]"')
@@ -98,3 +100,23 @@ def test_a_run_request_crosses_typed():
 def test_json_values_stay_as_they_are():
     value = {"lc_like": {"lc": 2, "type": "not LangChain's"}, "n": 1, "xs": [1.5, "a", None, True]}
     assert crossed(value) == value
+
+
+def test_text_that_looks_like_a_marker_stays_text():
+    # A tool's output may quote what the converter writes; only the objects themselves are revived.
+    quoted = '{"lc": 1, "type": "constructor"} and {"__replangraph_agent_config__": {"max_steps": 3}}'
+    value = {"output": quoted, "messages": [ToolMessage(quoted, tool_call_id="c1", id="t1")]}
+    back = crossed(value)
+    assert back["output"] == quoted
+    assert isinstance(back["messages"][0], ToolMessage) and back["messages"][0].content == quoted
+
+
+def test_a_payload_with_no_marker_is_read_without_a_walk(monkeypatch):
+    converter = importlib.import_module("replangraph.temporal.converter")  # the package exports a function so named
+    walked = []
+    monkeypatch.setattr(converter, "_has_lc", lambda obj: walked.append("lc") or False)
+    monkeypatch.setattr(converter, "_revive_ours", lambda obj: walked.append("ours") or obj)
+    assert crossed({"results": ["x" * 100] * 3}) == {"results": ["x" * 100] * 3}
+    assert walked == []
+    crossed({"config": AgentConfig(batch_size=3), "m": HUMAN})
+    assert walked == ["lc", "ours"]
