@@ -38,6 +38,7 @@ from replangraph.llm.calls import StepClock
 from replangraph.llm.errors import StepTimeout
 from replangraph.node_calls import in_run
 from replangraph.nodes.execution.injection import tool_runtime
+from replangraph.queue.tasks import Task
 from replangraph.state import caught_events, emit
 
 CALL_TASK = "tool_call"
@@ -101,11 +102,25 @@ class CallJob:
 
 
 def crossing_view(view: dict) -> dict:
-    """A subtask's view (`subtask_view`) with its queue cut to the subtask and the subtasks it depends on."""
+    """A subtask's view (`subtask_view`) with its queue cut to the subtask, whole, and the subtasks it depends on,
+    each as the queue's own fields (`Task`'s): what features add to a subtask stays home. A parent's completion
+    verdict lists every follow-up it queued, and each of them depends on it; carried into each of their calls, the
+    calls' inputs would grow with the run."""
     tasks = view.get("tasks") or {}
-    own = tasks.get(view.get("task_id")) or view.get("task") or {}
-    wanted = [view.get("task_id"), *(own.get("depends_on") or ())]
-    return {**view, "tasks": {k: tasks[k] for k in wanted if k in tasks}}
+    task_id = view.get("task_id")
+    own = tasks.get(task_id) or view.get("task") or {}
+    cut = {task_id: tasks[task_id]} if task_id in tasks else {}
+    cut.update({k: queue_fields(tasks[k]) for k in own.get("depends_on") or () if k in tasks and k not in cut})
+    return {**view, "tasks": cut}
+
+
+QUEUE_FIELDS = Task.__required_keys__ | Task.__optional_keys__
+"""The fields the queue itself defines on a subtask (features add others)."""
+
+
+def queue_fields(task: Mapping[str, Any]) -> dict[str, Any]:
+    """``task`` with the queue's own fields only."""
+    return {k: v for k, v in task.items() if k in QUEUE_FIELDS}
 
 
 JobBuilder = Callable[[CallSpec, bool], CallJob]

@@ -34,9 +34,9 @@ def subtask_view(task_id: str, messages: Sequence[Any], tasks: Mapping[str, Any]
     middleware gets as ``request.state``: ``messages`` (the subtask's window: for a call to the agent's own tools,
     which runs as a task beside the turn's other calls, the window as the model saw it; for ``read_output``, this
     turn's earlier replies included), ``task_id``, ``task`` (its queue entry), ``tasks`` (the whole queue; for a
-    call run in another process, as on Temporal, the subtask and those it depends on) and ``goal`` (the run's
-    goal). It is read-only by contract: the graph's state is changed by what a tool returns, never by writing
-    here."""
+    call run in another process, as on Temporal, the subtask and those it depends on, as `crossing_view` cuts it)
+    and ``goal`` (the run's goal). It is read-only by contract: the graph's state is changed by what a tool
+    returns, never by writing here."""
     return {"messages": list(messages), "task_id": task_id, "task": tasks[task_id], "tasks": tasks, "goal": goal}
 
 

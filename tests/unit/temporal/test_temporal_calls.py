@@ -86,3 +86,22 @@ def test_a_spec_without_a_graph_to_rebuild_it_fails_clearly(agent_type):
             run_call.func(spec)
     finally:
         calls.build_jobs_with(registry.job_from_spec)
+
+
+def test_a_calls_view_crosses_with_its_subtask_and_what_it_depends_on(agent_type):
+    """What a call carries grows with its subtask, not with the run: a parent's completion verdict names every
+    follow-up it queued, and each follow-up depends on it."""
+    follow_ups = [f"1_dyn_{i}" for i in range(200)]
+    parent = {**new_task("1", "Products 1-1000", position=[0], agent_type=agent_type), "result": "#1 ... #5"}
+    parent["verdict"] = {"complete": False, "follow_up_ids": follow_ups, "remaining_tasks": ["more"] * 200}
+    tasks = {"1": parent}
+    for i, key in enumerate(follow_ups):
+        tasks[key] = {**new_task(key, f"Products {5 * i + 6}-{5 * i + 10}", position=[1, i]), "depends_on": ["1"]}
+    window = [HumanMessage("Products 6-10", id="h1"), AIMessage("", id="a1", tool_calls=[CALL])]
+    view = subtask_view("1_dyn_0", window, tasks, "the goal")
+    chain = lambda request: None  # noqa: E731 - stays in this process
+    spec = crossed(CallJob("1_dyn_0", CALL, rainfall, view, [rainfall], chain, StepClock(0.0, 30.0), agent_type))
+    assert set(spec.view["tasks"]) == {"1_dyn_0", "1"}
+    assert spec.view["tasks"]["1_dyn_0"] == tasks["1_dyn_0"]
+    assert spec.view["tasks"]["1"] == {k: v for k, v in parent.items() if k != "verdict"}
+    assert spec.view["task"] == tasks["1_dyn_0"] and spec.view["goal"] == "the goal"
