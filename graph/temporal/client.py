@@ -13,6 +13,8 @@ import os
 from collections.abc import AsyncIterator
 from typing import Any
 
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.common import RawValue
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
@@ -132,6 +134,27 @@ async def values(handle: WorkflowHandle) -> dict[str, Any]:
     """The running run's state after its last step, as a client shows it: without its messages, windows and
     workspace (`replangraph.temporal.events.state_view`). A query: a worker must be up."""
     return await handle.query(ReplanWorkflow.values)
+
+
+FAILING_ATTEMPTS = 3
+"""Failed attempts in a row after which a run's workflow task is failing (Temporal retries it without end)."""
+
+
+async def failing_task(handle: WorkflowHandle) -> str | None:
+    """Why the run's workflow task fails, when it has failed `FAILING_ATTEMPTS` times in a row (the worker's code
+    raised, or passed Temporal's 2 s limit on a workflow task): the run makes no progress, and Temporal retries it
+    without end. None while it does not."""
+    described = await handle.describe()
+    if described.raw_description.pending_workflow_task.attempt < FAILING_ATTEMPTS:
+        return None
+    request = GetWorkflowExecutionHistoryReverseRequest(
+        namespace=handle._client.namespace,
+        execution=WorkflowExecution(workflow_id=handle.id, run_id=described.run_id),
+        maximum_page_size=20,
+    )
+    found = await handle._client.workflow_service.get_workflow_execution_history_reverse(request)
+    failed = [e for e in found.history.events if e.HasField("workflow_task_failed_event_attributes")]
+    return failed[0].workflow_task_failed_event_attributes.failure.message if failed else "no failure recorded"
 
 
 def stream_client(handle: WorkflowHandle) -> WorkflowStreamClient:

@@ -113,38 +113,36 @@ OURS = b'"__replangraph_'
 def revive(obj: Any, text: bytes) -> Any:
     """What `LangChainEncoder` wrote, as the objects it was written from (JSON's own types stay as they are).
     ``text``: the JSON ``obj`` was read from; one that names neither a LangChain object nor one of ours comes back
-    as it is, unwalked."""
-    if LC_KEY in text and _has_lc(obj):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", LangChainBetaWarning)  # load() is "in beta"
-            obj = load(obj, allowed_objects="messages")
-    if OURS in text:
-        obj = _revive_ours(obj)
-    return obj
+    as it is, unwalked. ``obj`` is changed in place: each object is revived where it stands, by one walk that
+    copies nothing else (a continuation's state is megabytes, read in one workflow task)."""
+    lc, ours = LC_KEY in text, OURS in text
+    if not (lc or ours):
+        return obj
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LangChainBetaWarning)  # load() is "in beta"
+        return _revived(obj, lc, ours)
 
 
-def _revive_ours(obj: Any) -> Any:
+def _revived(obj: Any, lc: bool, ours: bool) -> Any:
     if isinstance(obj, dict):
-        if len(obj) == 1:
+        if lc and obj.get("lc") == 1 and "type" in obj:
+            return load(obj, allowed_objects="messages")  # a LangChain object, whatever it holds
+        if ours and len(obj) == 1:
             if AGENT_CONFIG in obj:
                 return AgentConfig(**obj[AGENT_CONFIG])
             if CALL_SPEC in obj:
-                return CallSpec(**obj[CALL_SPEC])  # its view's messages were revived by load() above
+                return CallSpec(**_revived(obj[CALL_SPEC], lc, ours))
             if NODE_CALL in obj:
                 found = obj[NODE_CALL]
-                return NodeCall(found["node"], found["method"], tuple(_revive_ours(found["args"])))
-        return {k: _revive_ours(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_revive_ours(v) for v in obj]
+                return NodeCall(found["node"], found["method"], tuple(_revived(found["args"], lc, ours)))
+        for key, value in obj.items():
+            if isinstance(value, dict | list):
+                obj[key] = _revived(value, lc, ours)
+    elif isinstance(obj, list):
+        for i, value in enumerate(obj):
+            if isinstance(value, dict | list):
+                obj[i] = _revived(value, lc, ours)
     return obj
-
-
-def _has_lc(obj: Any) -> bool:
-    if isinstance(obj, dict):
-        return obj.get("lc") == 1 or any(_has_lc(v) for v in obj.values())
-    if isinstance(obj, list):
-        return any(_has_lc(v) for v in obj)
-    return False
 
 
 class LangChainPayloadConverter(CompositePayloadConverter):

@@ -34,7 +34,18 @@ from replangraph.nodes.human import RESUME
 from replangraph.nodes.human.names import COMMAND_ANSWERED
 from replangraph.queue.tasks import apply_writes
 from replangraph.state import add_node_calls
-from replangraph.temporal.client import answer, connect, log_offset, pending, read_stream, send, start, values
+from replangraph.temporal.client import (
+    FAILING_ATTEMPTS,
+    answer,
+    connect,
+    failing_task,
+    log_offset,
+    pending,
+    read_stream,
+    send,
+    start,
+    values,
+)
 from replangraph.temporal.events import INTERRUPT, LEFT_OUT_OF_VIEW, PAUSED, StreamReader
 from replangraph.temporal.pauses import Refused
 from replangraph.temporal.workflow import TASK_QUEUE, ReplanWorkflow
@@ -222,11 +233,13 @@ class TemporalRun:
     def _follow(self, modes: set[str], until_answered: bool = False) -> Iterator[tuple[str, Any]]:
         """The run's pairs, as `stream` says; with ``until_answered`` (a slash command was sent), they end once it is
         answered, while the run goes on. While nothing comes, whether a worker polls the run's task queue is
-        checked every `QUIET_S`, and the first time none does, `note` says so."""
+        checked every `QUIET_S`, and the first time none does, `note` says so; so it does the first time the run's
+        workflow task is failing (`failing_task`)."""
         items = read_stream(self.handle, self.offset, self.reader)
         asked: set[str] = set()  # ids of interrupts read since the graph last stopped
         coming = None  # the next item, awaited on this object's loop across quiet spells
         warned = False
+        failing = None  # why the run's workflow task fails, once said
         try:
             while True:
                 if coming is None:
@@ -235,6 +248,8 @@ class TemporalRun:
                     if not warned and not self.call(self._workers_polling()):
                         warned = True
                         self.note(self._no_worker_text())
+                    elif not failing and (failing := self.call(failing_task(self.handle))):
+                        self.note(self._failing_text(failing))
                     continue
                 try:
                     offset, (mode, chunk) = self.call(result_of(coming))
@@ -290,6 +305,13 @@ class TemporalRun:
             f"No worker polls the task queue {self.task_queue!r} of the Temporal server at {self.address}: the run "
             f"waits until one does (start one with: replangraph worker --temporal {self.address} --task-queue "
             f"{self.task_queue} and the flags that build its graph)."
+        )
+
+    def _failing_text(self, why: str) -> str:
+        return (
+            f"The run's workflow task has failed {FAILING_ATTEMPTS} times or more on the workers of task queue "
+            f"{self.task_queue!r}: {why.rstrip('.')}. The run makes no progress while it fails; the workers' logs "
+            "say more."
         )
 
     def kept_values(self) -> dict[str, Any]:

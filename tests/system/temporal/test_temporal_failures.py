@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 import time
@@ -94,16 +95,41 @@ def test_a_model_server_down_pauses_the_run_and_resume_goes_on_once_it_is_back(t
 def test_a_run_nobody_serves_says_so_within_30_seconds(temporal_address):
     run = cli_process("run", "--temporal", temporal_address, "--task-queue", new_queue(), "Work on every item.")
     try:
-        started = time.monotonic()
-        line = ""
-        while "No worker polls" not in line:  # a note for people: on stdout (with --json, on stderr)
-            line = run.stdout.readline()
-            assert line or run.poll() is None, "the command ended without saying why"
-        assert time.monotonic() - started < 30
+        line = line_with(run, "No worker polls", 30)  # a note for people: on stdout (with --json, on stderr)
         assert "replangraph worker --temporal" in line
     finally:
         run.kill()
         run.wait()
+
+
+def test_a_run_whose_workflow_task_fails_on_every_worker_says_why(temporal_address, monkeypatch):
+    """A worker that registered its graph under another name polls the queue, and every workflow task of a run of
+    the default graph fails on it (Temporal retries it without end): the command says so, with the worker's error,
+    instead of waiting in silence."""
+    queue = new_queue()
+    monkeypatch.setenv("REPLANGRAPH_TEST_GRAPH_NAME", "another-graph")
+    with worker_process(temporal_address, queue, "temporal_graphs:readme_example"):
+        run = cli_process("run", "--temporal", temporal_address, "--task-queue", queue, "Look up the rainfall.")
+        try:
+            line = line_with(run, "workflow task has failed", 45)
+            assert "Graph 'replangraph' not found" in line and "another-graph" in line
+        finally:
+            run.kill()
+            run.wait()
+
+
+def line_with(process: subprocess.Popen, needle: str, within_s: float) -> str:
+    """The first line of ``process``'s stdout holding ``needle``, read within ``within_s`` seconds (else fails)."""
+    end, seen = time.monotonic() + within_s, []
+    while (left := end - time.monotonic()) > 0:
+        if not select.select([process.stdout], [], [], left)[0]:
+            break
+        line = process.stdout.readline()
+        assert line or process.poll() is None, f"the command ended without saying it: {''.join(seen)[-2000:]}"
+        seen.append(line)
+        if needle in line:
+            return line
+    raise AssertionError(f"no {needle!r} within {within_s} s: {''.join(seen)[-2000:]}")
 
 
 def test_status_is_answered_while_the_run_works_and_output_reads_the_run(temporal_address, tmp_path):

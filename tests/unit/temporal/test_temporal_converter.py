@@ -114,9 +114,9 @@ def test_text_that_looks_like_a_marker_stays_text():
 def test_a_payload_with_no_marker_is_read_without_a_walk(monkeypatch):
     converter = importlib.import_module("replangraph.temporal.converter")  # the package exports a function so named
     walked = []
-    monkeypatch.setattr(converter, "_has_lc", lambda obj: walked.append("lc") or False)
-    monkeypatch.setattr(converter, "_revive_ours", lambda obj: walked.append("ours") or obj)
+    real = converter._revived
+    monkeypatch.setattr(converter, "_revived", lambda obj, lc, ours: walked.append((lc, ours)) or real(obj, lc, ours))
     assert crossed({"results": ["x" * 100] * 3}) == {"results": ["x" * 100] * 3}
     assert walked == []
-    crossed({"config": AgentConfig(batch_size=3), "m": HUMAN})
-    assert walked == ["lc", "ours"]
+    back = crossed({"config": AgentConfig(batch_size=3), "m": HUMAN})
+    assert walked[0] == (True, True) and back == {"config": AgentConfig(batch_size=3), "m": HUMAN}
