@@ -111,7 +111,7 @@ def in_process(subtasks: int) -> dict:
     return {
         "wall": time.perf_counter() - wall,
         "cpu": time.process_time() - cpu,
-        "subtasks": len(tasks),
+        "planned": len(tasks),
         "completed": sum(t["status"] == "completed" for t in tasks),
         "found": world.score(state["final_answer"]),
     }
@@ -249,7 +249,6 @@ def size_rows(server: Any, sizes: Sequence[int], folder: Path, out: TextIO) -> l
         print(size_line(row), file=out, flush=True)
         local = in_child(subtasks)
         local.update({"subtasks": subtasks, "where": "in-process `invoke`", "items": 5 * subtasks})
-        local.setdefault("planned", local.get("subtasks"))
         rows.append(local)
         print(size_line(local), file=out, flush=True)
     return rows
