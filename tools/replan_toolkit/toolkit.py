@@ -195,7 +195,8 @@ class ReplanSession:
             return specs, []
         task = self.tasks[self.task_id]
         fresh = follow_ups([spec["content"] for spec in specs], goal=self.goal)
-        kept = [dict(spec) for spec in specs if spec["content"] in fresh.queued]
+        queued = set(fresh.queued)  # a refused split may name 100,000 follow-ups: no scan of a list per spec
+        kept = [dict(spec) for spec in specs if spec["content"] in queued]
         contents = [k["content"] for k in kept]
         skipped = self.policy.added_work(task["content"], contents)
         notes = [*fresh.notes, *self.policy.notes(self.tasks, contents, within=task)]
