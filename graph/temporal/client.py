@@ -138,14 +138,16 @@ async def values(handle: WorkflowHandle) -> dict[str, Any]:
 
 FAILING_ATTEMPTS = 3
 """Failed attempts in a row after which a run's workflow task is failing (Temporal retries it without end)."""
+TASK_FAILED = "Workflow Task in failed state"
+"""What the server answers an update (a stream's poll, an answer, new input) sent while the workflow task fails."""
 
 
-async def failing_task(handle: WorkflowHandle) -> str | None:
-    """Why the run's workflow task fails, when it has failed `FAILING_ATTEMPTS` times in a row (the worker's code
+async def failing_task(handle: WorkflowHandle, attempts: int = FAILING_ATTEMPTS) -> str | None:
+    """Why the run's workflow task fails, when it has failed ``attempts`` times in a row (the worker's code
     raised, or passed Temporal's 2 s limit on a workflow task): the run makes no progress, and Temporal retries it
     without end. None while it does not."""
     described = await handle.describe()
-    if described.raw_description.pending_workflow_task.attempt < FAILING_ATTEMPTS:
+    if described.raw_description.pending_workflow_task.attempt < attempts:
         return None
     request = GetWorkflowExecutionHistoryReverseRequest(
         namespace=handle._client.namespace,

@@ -35,7 +35,7 @@ from replangraph.nodes.human.names import COMMAND_ANSWERED
 from replangraph.queue.tasks import apply_writes
 from replangraph.state import add_node_calls
 from replangraph.temporal.client import (
-    FAILING_ATTEMPTS,
+    TASK_FAILED,
     answer,
     connect,
     failing_task,
@@ -255,6 +255,15 @@ class TemporalRun:
                     offset, (mode, chunk) = self.call(result_of(coming))
                 except StopAsyncIteration:  # the run has ended
                     return
+                except RPCError as error:  # the stream's poll is an update: refused while the workflow task fails
+                    if TASK_FAILED not in str(error):
+                        raise
+                    if not failing:
+                        failing = self.call(failing_task(self.handle, attempts=1)) or str(error)
+                        self.note(self._failing_text(failing))
+                    time.sleep(QUIET_S)  # then read on: a worker that can run the run may come
+                    items = read_stream(self.handle, self.offset, self.reader)
+                    continue
                 finally:
                     coming = None
                 self.offset = offset + 1
@@ -309,9 +318,8 @@ class TemporalRun:
 
     def _failing_text(self, why: str) -> str:
         return (
-            f"The run's workflow task has failed {FAILING_ATTEMPTS} times or more on the workers of task queue "
-            f"{self.task_queue!r}: {why.rstrip('.')}. The run makes no progress while it fails; the workers' logs "
-            "say more."
+            f"The run's workflow task fails on the workers of task queue {self.task_queue!r}: {why.rstrip('.')}. "
+            "The run makes no progress while it fails; the workers' logs say more."
         )
 
     def kept_values(self) -> dict[str, Any]:

@@ -111,7 +111,7 @@ def test_a_run_whose_workflow_task_fails_on_every_worker_says_why(temporal_addre
     with worker_process(temporal_address, queue, "temporal_graphs:readme_example"):
         run = cli_process("run", "--temporal", temporal_address, "--task-queue", queue, "Look up the rainfall.")
         try:
-            line = line_with(run, "workflow task has failed", 45)
+            line = line_with(run, "workflow task fails", 45)
             assert "Graph 'replangraph' not found" in line and "another-graph" in line
         finally:
             run.kill()
