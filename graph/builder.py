@@ -14,7 +14,16 @@ from langgraph.graph.state import CompiledStateGraph
 
 from replangraph.config import AgentConfig, AgentProfile, ToolLike, recursion_limit, resolve_profiles
 from replangraph.context.fitting import ContextMonitor, TokenCounter
-from replangraph.features import Build, Feature, Metering, feature_factories, merged_schema, nodes_where, planning_types
+from replangraph.features import (
+    Build,
+    Feature,
+    Metering,
+    feature_factories,
+    merged_schema,
+    nodes_where,
+    ordered_features,
+    planning_types,
+)
 from replangraph.hosting import with_node
 from replangraph.langgraph_private import CONFIG_KEY_DURABILITY, RunnableCallable
 from replangraph.llm.aio import in_pool
@@ -26,6 +35,7 @@ from replangraph.names import (
     PLANNER,
     READ_OUTPUT,
     REPLANNER,
+    RUN_START,
     TOOLKIT_NAMES,
     TOOLS,
 )
@@ -37,6 +47,7 @@ from replangraph.nodes.planning.planner import Planner
 from replangraph.nodes.planning.replanner import Replanner
 from replangraph.policy import TextPolicy
 from replangraph.routing import default_rules, make_router, start_router
+from replangraph.run_start import RunStarter
 from replangraph.safety_net import fail_running_tool_calls, fail_the_subtask
 from replangraph.state import InputState, OutputState, ReplanState, with_plan_message
 from replangraph.tools.read_output import read_output_tool
@@ -81,12 +92,13 @@ def with_workspace(config: AgentConfig, profiles: Mapping[str, AgentProfile]) ->
 
 
 def both_paths(
-    node: Any, name: str, new_plan: bool | None = None, metering: Metering | None = None
+    node: Any, name: str, new_plan: bool | None = None, metering: Metering | None = None, pauses: bool = False
 ) -> RunnableCallable:
     """``node`` as LangGraph runs it: its ``__call__`` under ``invoke``, its ``acall`` under ``ainvoke`` and
     ``astream`` (a node without one runs in replangraph's thread pool there, not in asyncio's default one of
     cores + 4 threads). With ``new_plan`` not None the update also writes the plan message (`with_plan_message`);
-    with ``metering`` it also carries what the features' reply hooks wrote for its model replies."""
+    with ``metering`` it also carries what the features' reply hooks wrote for its model replies. ``pauses``: the
+    node may pause the run (`replangraph.hosting.pauses_run`)."""
     sync = node if new_plan is None else with_plan_message(node, new_plan)
     asynchronous = getattr(node, "acall", None)
     if metering is not None:
@@ -99,7 +111,7 @@ def both_paths(
         update = await asynchronous(state)
         return update if new_plan is None else with_plan_message(lambda _: update, new_plan)(state)
 
-    return with_node(RunnableCallable(sync, arun, name=name, trace=False), node, metering)
+    return with_node(RunnableCallable(sync, arun, name=name, trace=False), node, metering, pauses)
 
 
 def _check_model(model: Any, role: str) -> None:
@@ -187,6 +199,7 @@ def build_graph(
         made = make(build)  # None: not part of this graph (no teams given)
         if made is not None:
             features.append(made)
+    features = ordered_features(features)  # rules and hooks run in this order (a feature's ``after``)
     extra_types = planning_types(features)
     planning = {**profiles, **extra_types}  # the agent types a plan may name
     feature_types = list(extra_types)  # a team
@@ -282,7 +295,9 @@ def build_graph(
         planner_model or model, planning, config, monitor, feature_types=feature_types, after_round=hooks, policy=policy
     )
     stops = [feature.stop for feature in features if feature.stop]
-    finalizer = Finalizer(model, config, monitor, stops=stops)
+    finalizer = Finalizer(
+        model, config, monitor, stops=stops, before_answer=[f.before_answer for f in features if f.before_answer]
+    )
     builder.add_node(REPLANNER, both_paths(replanner, REPLANNER, new_plan=False, metering=meter))
     builder.add_node(FINALIZE, both_paths(finalizer, FINALIZE, new_plan=False, metering=meter))
     joining = nodes_where(features, lambda spec: spec.joins_tools)  # verifier, ask, a team's start and merge
@@ -291,7 +306,8 @@ def build_graph(
     entries = [feature.entry(config) for feature in features if feature.entry]
     for feature in features:
         for node_name, spec in feature.nodes.items():
-            node = both_paths(spec.node, node_name, None if spec.joins_tools else False, meter)  # those read the state
+            new_plan = None if spec.joins_tools else False  # those read the state: they keep the plan message
+            node = both_paths(spec.node, node_name, new_plan, meter, pauses=spec.pauses)
             builder.add_node(node_name, node, error_handler=spec.error_handler)
             if spec.joins_tools:
                 builder.add_edge(node_name, TOOLS)  # parallel branches join there, like model turns
@@ -301,7 +317,15 @@ def build_graph(
             builder.add_conditional_edges(node_name, own, list(dict.fromkeys([*targets, *spec.leads_to])))
 
     entry_nodes = [node for feature in features for node in feature.entry_nodes]  # a slash command's node
-    builder.add_conditional_edges(START, start_router(entries), [PLANNER, *entry_nodes])
+    start = start_router(entries, route)  # ``/resume`` goes where the router sends the run
+    starts = list(dict.fromkeys([PLANNER, *entry_nodes, *routed, END]))
+    starting = [feature.on_run_start for feature in features if feature.on_run_start]
+    if starting:  # every input passes the run-start hooks first (the deadline starts there), then goes its way
+        builder.add_node(RUN_START, both_paths(RunStarter(config, starting, start), RUN_START))
+        builder.add_edge(START, RUN_START)
+        builder.add_conditional_edges(RUN_START, start, starts)
+    else:
+        builder.add_conditional_edges(START, start, starts)
     # A fresh plan has no windows or replan requests; the replanner settles every request.
     builder.add_conditional_edges(PLANNER, route, after_plan)
     builder.add_edge(EXECUTOR, TOOLS)  # parallel model turns join there; a conditional edge would copy the

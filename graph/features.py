@@ -5,7 +5,11 @@ A feature is a folder under ``nodes/``, registered by one line in `replangraph.n
 ``feature.py`` builds a `Feature` from what the graph is built with (`Build`): the state keys and task fields
 it adds, the nodes, the routing rules it owns, the agent types it adds to planning, the models it brings, the
 wrappers it adds to the executor's model and tool calls (`replangraph.nodes.execution.middleware`), and hooks
-where the engine asks features (after a replanning round, on each model reply, at a new plan, at the stop).
+where the engine asks features: at the start of a run (before planning), after a replanning round, on each model
+reply, at a new plan, at the stop, and before the final answer on every path to it (a section of its own in the
+answer). Features run in their registered order, moved only where one says it runs ``after`` another
+(`ordered_features`). Rules and hooks read time and randomness from the run (`replangraph.clock`), never from
+the process: on Temporal they run inside the workflow and must decide the same when it is replayed.
 Its ``settings.py``, when it has one, adds fields to `replangraph.AgentConfig` (`replangraph.config`). The
 builder (`replangraph.builder`) merges them before compiling, as LangChain's ``create_agent`` merges its
 middleware; nothing else in the engine imports a feature folder.
@@ -59,6 +63,9 @@ class FeatureNode:
     """Without ``joins_tools``: it leads where planning may (a plan review), not wherever the router may."""
     leads_to: tuple[str, ...] = ()
     """Where else it may lead (``END``, the tools node, another node of its feature)."""
+    pauses: bool = False
+    """It pauses the run (``interrupt()``): a host keeps it where the run's checkpoints are (Temporal: in the
+    workflow, `replangraph.hosting.pauses_run`)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +75,8 @@ class Feature:
 
     name: str
     nodes: Mapping[str, FeatureNode] = field(default_factory=dict)
+    after: tuple[str, ...] = ()
+    """Features whose rules and hooks run before this one's, when they are registered (`ordered_features`)."""
     rules: Sequence[Rule] = ()
     task_rules: Sequence[TaskRule] = ()
     planning_types: Mapping[str, AgentProfile] = field(default_factory=dict)
@@ -114,6 +123,14 @@ class Feature:
     takes_answers: Callable[[AgentConfig], bool] | None = None
     """``settings -> bool``: its node, not the tools node, ends a subtask whose window ends with an answer
     (the completion check, while ``verify_results`` is on)."""
+    on_run_start: Callable[[RunStart], Mapping[str, Any] | None] | None = None
+    """`RunStart` -> state writes: each time the graph is given input, before it is planned or routed (a new
+    goal, a slash command, a message answering a question; not a resume of a pause). The deadline starts here."""
+    before_answer: Callable[[Answering], AnswerAddition | None] | None = None
+    """`Answering` -> `AnswerAddition` or None: in the finalizer, once the final answer (or the report) is
+    written and before it is returned, on every path to it (every subtask done, a stop, ``max_steps``, the
+    recursion margin, a crash a handler turned into a failed subtask). The state it sees counts the answer's own
+    model calls; its section follows the answer (the cost report)."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +141,40 @@ class Stop:
 
     reason: str
     skip_running: bool = False
+    events: Sequence[Mapping[str, Any]] = ()
+
+
+@dataclass(frozen=True)
+class RunStart:
+    """What a run-start hook is given: the state as the input left it, the run's settings, whether the input
+    starts a new goal (it goes to the planner) rather than answering or commanding a run under way, and the
+    run's time (`replangraph.clock.run_time`)."""
+
+    state: Mapping[str, Any]
+    settings: AgentConfig
+    new_goal: bool
+    now: float
+
+
+@dataclass(frozen=True)
+class Answering:
+    """What a before-answer hook is given: the state (with the answer's own model calls metered in), the run's
+    settings, why the run ends unfinished ("" when every subtask is done and the final answer is the model's),
+    and the run's time."""
+
+    state: Mapping[str, Any]
+    settings: AgentConfig
+    stop_reason: str
+    now: float
+
+
+@dataclass(frozen=True)
+class AnswerAddition:
+    """What a before-answer hook adds: state writes (joined to the finalizer's update), a ``section`` that
+    follows the final answer, the fallback report included (Markdown, headed by the feature), and events."""
+
+    writes: Mapping[str, Any] = field(default_factory=dict)
+    section: str = ""
     events: Sequence[Mapping[str, Any]] = ()
 
 
@@ -250,6 +301,23 @@ def reducer_of(hint: Any) -> Callable[[Any, Any], Any] | None:
         hint = get_args(hint)[0]
     metadata = getattr(hint, "__metadata__", ())
     return next((m for m in reversed(metadata) if callable(m) and not isinstance(m, type)), None)
+
+
+def ordered_features(features: Sequence[Feature]) -> list[Feature]:
+    """``features`` in their registered order, except that each comes after the features it names in ``after``
+    (those not registered are ignored). ValueError for a cycle, naming it."""
+    names = {feature.name for feature in features}
+    placed: list[Feature] = []
+    waiting = list(features)
+    while waiting:
+        done = {feature.name for feature in placed}
+        ready = next((f for f in waiting if all(n in done or n not in names for n in f.after)), None)
+        if ready is None:
+            cycle = ", ".join(f"{f.name} after {', '.join(f.after)}" for f in waiting)
+            raise ValueError(f"features cannot be ordered: {cycle}")
+        placed.append(ready)
+        waiting.remove(ready)
+    return placed
 
 
 def feature_factories() -> list[Callable[[Build], Feature | None]]:

@@ -3,6 +3,8 @@
 REPLAN_MARKER = "[REPLAN]"
 
 
+RUN_START = "run_start"
+"""Where every input goes first while a feature has a run-start hook (`replangraph.run_start`)."""
 PLANNER = "planner"
 EXECUTOR = "executor"
 TOOLS = "tools"

@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage
+from langgraph.graph import END
 from langgraph.types import Send
 
+from replangraph.clock import run_time
 from replangraph.config import FINALIZE_MARGIN, AgentConfig
 from replangraph.context.fitting import ContextMonitor
 from replangraph.context.kept import WORKSPACE, full_result, open_workspace, step_key
@@ -36,6 +38,7 @@ from replangraph.queue.tasks import (
     spent_model_calls,
     startable_tasks,
 )
+from replangraph.resume import resume_asked, unfinished
 from replangraph.state import DependencyResult, SubtaskInput, run_settings, settings_resolved_once
 
 OpeningNote = Callable[[Mapping[str, Any], Task], str]
@@ -100,13 +103,15 @@ HOLD = "__hold__"
 
 @dataclass
 class Route:
-    """What the rules read: the state, the run's settings, and what is derived from them once per decision."""
+    """What the rules read: the state, the run's settings, what is derived from them once per decision, and the
+    run's time (`replangraph.clock.run_time`: a rule reads no other clock, as it may run where code is replayed)."""
 
     state: Mapping[str, Any]
     settings: AgentConfig
     tasks: Mapping[str, Task]
     windows: Mapping[str, list]
     active: list[Task]
+    now: float = 0.0
 
 
 STAGES = ("stop", "user", "recover", "replan", "budget", "pause", "dispatch")
@@ -258,7 +263,7 @@ def make_router(
 
     def decide(state: Mapping[str, Any]) -> Decision:
         tasks: Mapping[str, Task] = state.get("tasks") or {}
-        view = Route(state, run_settings(config), tasks, state.get("windows") or {}, active_tasks(tasks))
+        view = Route(state, run_settings(config), tasks, state.get("windows") or {}, active_tasks(tasks), run_time())
         for rule in rules:
             decision = rule.decide(view)
             if decision is not None:
@@ -304,12 +309,19 @@ def default_rules(
 
 def start_router(
     entries: Sequence[Callable[[Mapping[str, Any]], Decision | None]],
+    route: Callable[[Mapping[str, Any]], Decision] | None = None,
 ) -> Callable[[Mapping[str, Any]], Decision]:
     """Where a run starts: the first feature entry that decides (a slash command: the commands node; a message
-    to a thread that waits for the user: the node that waits), else the planner."""
+    to a thread that waits for the user: the node that waits); else ``/resume`` (`replangraph.resume`) goes where
+    ``route`` sends an unfinished run, and ends one that has nothing left; else the planner."""
 
     def start(state: Mapping[str, Any]) -> Decision:
         with settings_resolved_once():
-            return next((node for entry in entries if (node := entry(state)) is not None), PLANNER)
+            decided = next((node for entry in entries if (node := entry(state)) is not None), None)
+            if decided is not None:
+                return decided
+            if route is not None and resume_asked(state):
+                return route(state) if unfinished(state) else END
+            return PLANNER
 
     return start

@@ -78,3 +78,37 @@ def note_writes(written: Mapping[str, Any] | None) -> None:
         return
     with meter.lock:
         meter.writes = meter.combine(meter.writes, written)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What one answered call spent: input and output tokens, whether they were counted approximately (the
+    provider sent no usage), and the model the reply names ("" when it names none)."""
+
+    input_tokens: int
+    output_tokens: int
+    estimated: bool
+    model: str
+
+
+def reply_usage(request: Sequence[Any], reply: Any) -> Usage:
+    """The tokens of one answered call: the reply's ``usage_metadata``, else LangChain's approximate count of what
+    was sent and received (a scripted model, some local servers send no usage)."""
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    usage = getattr(reply, "usage_metadata", None) or {}
+    metadata = getattr(reply, "response_metadata", None) or {}
+    model = str(metadata.get("model_name") or metadata.get("model") or "")
+    if usage.get("input_tokens") or usage.get("output_tokens"):
+        return Usage(usage.get("input_tokens", 0), usage.get("output_tokens", 0), False, model)
+    return Usage(count_tokens_approximately(list(request)), count_tokens_approximately([reply]), True, model)
+
+
+def with_metered_writes(state: Mapping[str, Any]) -> dict[str, Any]:
+    """``state`` with what the open meter's hooks wrote so far in this node call (its replies' spend), combined
+    by the state's reducers: the state as this node's update would leave it. ``state`` itself without a meter."""
+    meter = _meter.get()
+    if meter is None or not meter.writes:
+        return dict(state)
+    with meter.lock:
+        return meter.combine(state, meter.writes)

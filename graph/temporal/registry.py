@@ -14,7 +14,8 @@ What the plugin needs, and how this module gives it without changing `build_grap
   in the workflow and reads the error from the config (`handler_from_config`), for what escapes the activity
   (retries spent, a timeout);
 - an activity gets no ``__pregel_send``, so what ``interrupt()`` records there of the answers a node used is
-  lost: the nodes that pause (`PAUSING`: ask, plan review) run in the workflow, on their sync path (no thread).
+  lost: the nodes that pause (`replangraph.hosting.pauses_run`: a question, a plan review) run in the workflow,
+  on their sync path (no thread).
 """
 
 from __future__ import annotations
@@ -36,13 +37,12 @@ from langgraph.graph import StateGraph
 from temporalio import activity
 from temporalio.common import RetryPolicy
 
-from replangraph.hosting import effects_in_tasks, metering_behind, node_behind
+from replangraph.hosting import effects_in_tasks, metering_behind, node_behind, pauses_run
 from replangraph.langgraph_private import CONFIG_KEY_NODE_ERROR, RunnableCallable
 from replangraph.llm.errors import ModelServerDown
 from replangraph.names import TOOLS
 from replangraph.node_calls import NODE_CALL_TASK, NodeCall, arun_node_call, resolve_node_calls_with, run_node_call
 from replangraph.nodes.execution.calls import CALL_TASK, CallJob, CallSpec, arun_call, build_jobs_with, run_call
-from replangraph.nodes.human.names import ASK, PLAN_REVIEW
 from replangraph.temporal.events import keyed_events
 
 GRAPH = "replangraph"
@@ -73,10 +73,9 @@ NODE_ACTIVITY = {
     "retry_policy": RETRY_POLICY,
 }
 IN_WORKFLOW = {"execute_in": "workflow"}
-PAUSING = (ASK, PLAN_REVIEW)
-"""The nodes that pause the run (``interrupt()``), always in the workflow: a node in an activity loses what
-``interrupt()`` records of the answers it used (the plugin gives activities no ``__pregel_send``), so a node
-that pauses twice in one run (the plan review after an invalid edit) would start over on the second answer."""
+# The nodes that pause the run (``interrupt()``, `pauses_run`) run in the workflow: a node in an activity loses
+# what ``interrupt()`` records of the answers it used (the plugin gives activities no ``__pregel_send``), so a
+# node that pauses twice in one run (the plan review after an invalid edit) would start over on the second answer.
 
 _tool_runners: dict[str, Any] = {}
 """graph name -> its tools node's `ToolRunner`: what a tool call's activity rebuilds its job from."""
@@ -261,7 +260,7 @@ def temporal_builder(compiled: Any, name: str = GRAPH, in_workflow: tuple[str, .
     process's registry filled with its nodes. Call it on every worker (and the client, which only needs the
     graph's name): the builder's nodes are changed in place, so don't run ``compiled`` in-process after.
     ``in_workflow``: nodes that run in the workflow itself (the tools node, so that each call it starts is an
-    activity of its own: `calls_as_activities`), besides those that pause (`PAUSING`)."""
+    activity of its own: `calls_as_activities`), besides those that pause (`pauses_run`)."""
     builder: StateGraph = compiled.builder
     handlers = {
         spec.error_handler_node: builder.nodes[spec.error_handler_node].runnable
@@ -284,7 +283,7 @@ def temporal_builder(compiled: Any, name: str = GRAPH, in_workflow: tuple[str, .
             spec.runnable = handler_from_config(spec.runnable.func)
             spec.metadata = dict(IN_WORKFLOW)
             continue
-        if node_name in in_workflow or node_name in PAUSING:
+        if node_name in in_workflow or pauses_run(spec.runnable):
             spec.runnable = in_workflow_node(spec.runnable)
             spec.metadata = {**(spec.metadata or {}), **IN_WORKFLOW, GRAPH_KEY: name}  # its tasks find their graph
             continue

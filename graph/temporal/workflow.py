@@ -35,10 +35,10 @@ with workflow.unsafe.imports_passed_through():
 
     from replangraph.builder import pool_size
     from replangraph.config import AgentConfig
-    from replangraph.hosting import RUN_CAN_PAUSE, step_clock
+    from replangraph.hosting import RUN_CAN_PAUSE, run_clock, run_random, step_clock
     from replangraph.llm.errors import ModelServerDown
     from replangraph.names import FINALIZE
-    from replangraph.nodes.human import RESUME, unfinished
+    from replangraph.resume import RESUME, unfinished
     from replangraph.temporal.events import (
         TOPIC,
         custom_item,
@@ -161,6 +161,8 @@ class ReplanWorkflow:
             from temporalio.langgraph import graph
 
         step_clock.set(workflow.time)  # steps timed in the workflow (the tools node) decide the same on replay
+        run_clock.set(workflow.time)  # and so do the rules and hooks that read the run's time (a deadline)
+        run_random.set(workflow.random())
         # The plugin's task cache would key every activity by its whole input as JSON and keep every result in
         # the workflow's memory, to skip a task called again with the same input; a run continues as new with
         # its state instead, and every activity runs as it would in-process.

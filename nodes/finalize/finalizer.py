@@ -18,6 +18,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
 
+from replangraph.clock import run_time
 from replangraph.config import AgentConfig
 from replangraph.context.carried import elides, left_out, reported
 from replangraph.context.fitting import GOAL_ID, RESULTS_ID, ContextMonitor, fit_parts
@@ -32,9 +33,11 @@ from replangraph.context.kept import (
     thread_id,
 )
 from replangraph.context.summarizing import pack, split_text
+from replangraph.features import AnswerAddition, Answering
 from replangraph.llm.aio import acall_model, arun_steps
 from replangraph.llm.calls import call_model, cut_note, guarded_steps, output_limit, refit_steps, run_steps, was_cut
 from replangraph.llm.reading import answer_text, is_cut_json
+from replangraph.llm.replies import with_metered_writes
 from replangraph.names import FINALIZE
 from replangraph.nodes.finalize.notes import replanned_ids, run_notes
 from replangraph.nodes.finalize.prompts import (
@@ -263,13 +266,16 @@ class Finalizer(Configured):
         config: AgentConfig,
         monitor: ContextMonitor | None = None,
         stops: Sequence[Callable[[Mapping[str, Any], AgentConfig], Any]] = (),
+        before_answer: Sequence[Callable[[Answering], AnswerAddition | None]] = (),
     ):
         """``stops``: the features' stop hooks (`replangraph.features.Feature.stop`); the first `Stop` one
-        returns is the run's stop reason."""
+        returns is the run's stop reason. ``before_answer``: the features' hooks that run before the answer is
+        written, in order (`replangraph.features.Feature.before_answer`): their sections follow it."""
         self.monitor = (monitor or ContextMonitor(config)).for_model(model)
         self.model = model
         self.base_config = config
         self.stops = list(stops)
+        self.before_answer = list(before_answer)
 
     @collect_writes
     def __call__(self, state: Mapping) -> StateUpdate:
@@ -299,6 +305,8 @@ class Finalizer(Configured):
             answer, reported, lists = yield from self.answer(goal, closed, reason, awaited, left, short)
             kept = keep_outputs(report_task(closed), lists)
         answer += cut_results_note(closed)
+        additions = self.additions({**state, "tasks": closed}, reason)  # after the answer's calls: they count too
+        answer = with_sections(answer, [addition.section for addition in additions])
         done = event(
             PLAN_COMPLETED,
             final_answer=answer,
@@ -312,13 +320,28 @@ class Finalizer(Configured):
         else:
             logger.info("run finished: every subtask completed (plan %s; %s)", latest_plan(closed), counts)
         update: StateUpdate = {
+            **{key: value for addition in additions for key, value in addition.writes.items()},
             **merge_updates([closing, kept]),
             "final_answer": answer,
             "stop_reason": reported,
             "messages": [AIMessage(chat_markdown(answer), name="replangraph")],  # its lines kept in a chat
             "windows": {RESET: True},
         }
-        return announced([*(stop.events if stop else ()), done], update)
+        added_events = [e for addition in additions for e in addition.events]
+        return announced([*(stop.events if stop else ()), *added_events, done], update)
+
+    def additions(self, state: Mapping, reason: str) -> list[AnswerAddition]:
+        """What the features' before-answer hooks add, in order: each sees the state as this node leaves it so
+        far (the answer's own model calls metered in, `with_metered_writes`) with the writes of those before it."""
+        found: list[AnswerAddition] = []
+        seen = with_metered_writes(state)
+        now = run_time()
+        for hook in self.before_answer:
+            addition = hook(Answering(seen, self.config, reason, now))
+            if addition is not None:
+                found.append(addition)
+                seen.update(addition.writes)
+        return found
 
     def ask(self, request: list[AnyMessage], awaited: bool = False) -> Steps:
         """The model's text for ``request`` (steps; awaited when ``awaited``); its failure raised (`synthesize`
@@ -453,6 +476,11 @@ class Finalizer(Configured):
             emit(ANSWER_COMPLETED, items=len(missing))
             text = f"{text}\n\n{ADDED_ITEMS}\n" + "\n".join(missing)
         return text
+
+
+def with_sections(answer: str, sections: Sequence[str]) -> str:
+    """``answer`` followed by the features' ``sections`` (those not empty), each after a blank line."""
+    return "\n\n".join([answer, *(section.strip() for section in sections if section.strip())])
 
 
 def data_note() -> str:

@@ -52,11 +52,14 @@ def human_feature(
     return Feature(
         "human",
         nodes={
-            ASK: FeatureNode(AskUser(config)),  # parallel questions join at the tools node, like model turns
+            ASK: FeatureNode(
+                AskUser(config), pauses=True
+            ),  # parallel questions join at the tools node, like model turns
             # The plan review leads where planning does, or to the commands node (a command as the answer).
             # A typed answer it cannot use is answered with a message, then it pauses again (it leads to itself).
             PLAN_REVIEW: FeatureNode(
                 PlanReview(planning, config),
+                pauses=True,
                 joins_tools=False,
                 routed=False,
                 after_plan=True,

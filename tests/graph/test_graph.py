@@ -98,9 +98,18 @@ def test_model_turns_join_once_in_the_tools_node(concurrency):
     # b's call runs as a task of its own, started by the tools node (it shows in the stream after it)
     if concurrency == 1:  # a: answer; b: tool call, its result, answer; c: answer; each turn then the join
         turn = ["executor", "tools"]
-        assert runs == ["planner", *turn, *turn, "tool_call", *turn, *turn, "finalize"]
+        assert runs == ["run_start", "planner", *turn, *turn, "tool_call", *turn, *turn, "finalize"]
     else:  # all three at once; the tools node joins the branches once, then b's second turn
-        assert runs == ["planner", *["executor"] * 3, "tools", "tool_call", "executor", "tools", "finalize"]
+        assert runs == [
+            "run_start",
+            "planner",
+            *["executor"] * 3,
+            "tools",
+            "tool_call",
+            "executor",
+            "tools",
+            "finalize",
+        ]
     assert sorted(turns) == ["a", "b", "b", "c"]  # nothing ran twice
 
 

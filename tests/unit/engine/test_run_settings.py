@@ -143,7 +143,7 @@ def test_no_recursion_limit_ends_a_run_with_graph_recursion_error(crashing_tools
             raise RuntimeError("tools node bug")
 
         monkeypatch.setattr(ToolRunner, "run_all", crash)
-    for limit in range(3, 30):  # planner and finalize need three
+    for limit in range(4, 30):  # run start, planner and finalize need four
         state = graph().invoke(goal(), {"recursion_limit": limit})
         assert state["final_answer"], limit
 
@@ -155,7 +155,7 @@ def test_the_report_names_the_recursion_limit_only_when_it_stopped_waiting_work(
     app = build_graph(make_model(PLAN, fail_three), [lookup], config=AgentConfig(max_replans=0))
     unlimited = app.invoke(goal())
     assert "recursion_limit" not in unlimited["final_answer"]
-    for limit in range(3, 40):
+    for limit in range(4, 40):
         state = app.invoke(goal(), {"recursion_limit": limit})
         stopped = ("not run", "stopped before it finished")
         waiting = [t for t in state["tasks"].values() if (t.get("error") or "").startswith(stopped)]

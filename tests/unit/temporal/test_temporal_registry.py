@@ -11,7 +11,9 @@ import pytest
 pytest.importorskip("temporalio.langgraph", reason='needs the temporal extra: pip install "replangraph[temporal]"')
 
 from replangraph import AgentConfig, build_graph  # noqa: E402
+from replangraph.hosting import pauses_run  # noqa: E402
 from replangraph.names import TOOLS  # noqa: E402
+from replangraph.nodes.human.names import ASK, PLAN_REVIEW  # noqa: E402
 from replangraph.temporal import registry, run_defaults, run_node, temporal_builder  # noqa: E402
 from replangraph.testing import ScriptedChatModel  # noqa: E402
 
@@ -22,10 +24,13 @@ def example(**settings):
 
 @pytest.mark.parametrize("in_workflow", [(), (TOOLS,)], ids=["nodes as activities", "tools node in the workflow"])
 def test_every_node_is_placed(in_workflow):
-    builder = temporal_builder(example(), name="test-placed", in_workflow=in_workflow)
+    compiled = example()
+    pausing = {name for name, spec in compiled.builder.nodes.items() if pauses_run(spec.runnable)}
+    assert pausing == {ASK, PLAN_REVIEW}  # the nodes that pause, flagged by their feature
+    builder = temporal_builder(compiled, name="test-placed", in_workflow=in_workflow)
     for name, spec in builder.nodes.items():
         placed = (spec.metadata or {}).get("execute_in")
-        if spec.is_error_handler or name in in_workflow or name in registry.PAUSING:
+        if spec.is_error_handler or name in in_workflow or name in pausing:
             assert placed == "workflow", name
         else:
             assert placed == "activity", name
@@ -33,7 +38,6 @@ def test_every_node_is_placed(in_workflow):
             assert spec.metadata[registry.GRAPH_KEY] == "test-placed"
             assert name in registry._nodes["test-placed"]
     assert any(spec.is_error_handler for spec in builder.nodes.values())
-    assert set(registry.PAUSING) <= set(builder.nodes)  # the nodes that pause, by their real names
 
 
 def test_routers_have_an_async_path():
