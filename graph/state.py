@@ -442,7 +442,9 @@ def feature_events() -> tuple[str, ...]:
     """The events of each registered feature that declares them (``EVENTS`` in its ``names.py``), in order."""
     folder = Path(nodes.__file__).parent
     found = [name for name in nodes.FEATURES if (folder / name / "names.py").is_file()]
-    return tuple(e for name in found for e in importlib.import_module(f"{nodes.__name__}.{name}.names").EVENTS)
+    return tuple(
+        e for name in found for e in getattr(importlib.import_module(f"{nodes.__name__}.{name}.names"), "EVENTS", ())
+    )
 
 
 EVENT_NAMES = (*ENGINE_EVENTS, *feature_events())

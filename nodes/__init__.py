@@ -13,6 +13,8 @@ FEATURES = (
     # The fallback after the others: it looks at what a replanning round left, once every rule has run.
     "fallback",
     "budget",
+    "deadline",
+    "cost_report",
 )
 """Feature folders under ``nodes/``, in the order their rules and hooks run. Each has a ``feature.py`` with
 ``feature(build)`` (`replangraph.features.Build` -> `Feature` or None) and may have a ``settings.py`` whose

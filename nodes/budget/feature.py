@@ -8,10 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages.utils import count_tokens_approximately
-
 from replangraph.config import AgentConfig
-from replangraph.features import Build, Feature, Stop
+from replangraph.features import Build, Feature, RunStart, Stop
+from replangraph.llm.replies import reply_usage
 from replangraph.names import FINALIZE
 from replangraph.nodes.budget.names import BUDGET_SPENT
 from replangraph.nodes.budget.state import BudgetState, Spend, empty_spend, spent_tokens
@@ -34,9 +33,15 @@ def feature(build: Build) -> Feature:
         state=BudgetState,
         output=BudgetState,
         on_reply=lambda request, reply: reply_spend(request, reply, run_settings(base)),
-        on_new_plan=lambda settings: {"budget_spent": empty_spend(fresh=True)} if has_budget(settings) else {},
+        on_run_start=new_goal_spend,
         stop=budget_stop,
     )
+
+
+def new_goal_spend(start: RunStart) -> dict[str, Spend] | None:
+    """A new goal spends from zero (its planner's calls count toward it); an answer, a command or a run going on
+    keeps what was spent."""
+    return {"budget_spent": empty_spend(fresh=True)} if start.new_goal and has_budget(start.settings) else None
 
 
 def has_budget(settings: AgentConfig) -> bool:
@@ -44,31 +49,22 @@ def has_budget(settings: AgentConfig) -> bool:
 
 
 def reply_spend(request: Sequence[Any], reply: Any, settings: AgentConfig) -> dict[str, Spend] | None:
-    """What one answered call spent: the reply's ``usage_metadata``, else an approximate count of what was sent
-    and received; priced by ``model_prices``. None without a budget (nothing is counted then)."""
+    """What one answered call spent (`reply_usage`: the reply's ``usage_metadata``, else an approximate count),
+    priced by ``model_prices``. None without a budget (nothing is counted then)."""
     if not has_budget(settings):
         return None
-    usage = getattr(reply, "usage_metadata", None) or {}
+    usage = reply_usage(request, reply)
     spend = empty_spend()
     spend["calls"] = 1
-    if usage.get("input_tokens") or usage.get("output_tokens"):
-        spend["input_tokens"], spend["output_tokens"] = usage.get("input_tokens", 0), usage.get("output_tokens", 0)
-    else:  # the provider sent no usage (a scripted model, some local servers): counted as LangChain approximates
-        spend["input_tokens"] = count_tokens_approximately(list(request))
-        spend["output_tokens"] = count_tokens_approximately([reply])
-        spend["estimated_tokens"] = spend["input_tokens"] + spend["output_tokens"]
-    price = price_of(model_name(reply), settings.model_prices)
+    spend["input_tokens"], spend["output_tokens"] = usage.input_tokens, usage.output_tokens
+    if usage.estimated:
+        spend["estimated_tokens"] = usage.input_tokens + usage.output_tokens
+    price = price_of(usage.model, settings.model_prices)
     if price is None:
         spend["unpriced_tokens"] = spent_tokens(spend)
     else:
         spend["cost_usd"] = (spend["input_tokens"] * price[0] + spend["output_tokens"] * price[1]) / 1_000_000
     return {"budget_spent": spend}
-
-
-def model_name(reply: Any) -> str:
-    """The model a reply names (``model_name`` as OpenAI's client reports it, or ``model``), or ""."""
-    metadata = getattr(reply, "response_metadata", None) or {}
-    return str(metadata.get("model_name") or metadata.get("model") or "")
 
 
 def price_of(name: str, prices: Sequence[tuple[str, float, float]]) -> tuple[float, float] | None:

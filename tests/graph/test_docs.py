@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import importlib
 import io
 import json
 import os
@@ -47,8 +48,11 @@ from replangraph.app import cli
 from replangraph.app.demo import build_demo_graph
 
 ROOT = Path(__file__).resolve().parents[2]
+NODES = ROOT / "nodes"
 DOCS = ROOT / "docs"
-FILES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+FEATURE_PAGES = [page for name in replangraph.nodes.FEATURES if (page := NODES / name / "README.md").is_file()]
+"""A feature's own page, in its folder: its settings' rows and examples (docs/features.md)."""
+FILES = [ROOT / "README.md", *sorted(DOCS.glob("*.md")), *FEATURE_PAGES]
 ALL = {path: blocks(path) for path in FILES}
 EXTRAS = {
     extra: [r for r in requires("replangraph") or [] if f'extra == "{extra}"' in r]
@@ -393,10 +397,24 @@ def test_block(block: Block, loopback: Loopback, monkeypatch, capsys, tmp_path):
 
 
 def test_the_configuration_page_lists_every_config_field_with_its_default():
+    """Every setting has a row with its default: the engine's in configuration.md, a feature's there or in its own
+    page (``nodes/<feature>/README.md``)."""
     text = (DOCS / "configuration.md").read_text()
+    pages = {
+        name: page.read_text() for name in replangraph.nodes.FEATURES if (page := NODES / name / "README.md").is_file()
+    }
+    owner = {
+        field: name
+        for name in replangraph.nodes.FEATURES
+        if (NODES / name / "settings.py").is_file()
+        for field in importlib.import_module(f"replangraph.nodes.{name}.settings").Settings.model_fields
+    }
     for name, field in AgentConfig.model_fields.items():
-        row = re.search(rf"^\| `{name}` \| ([^|]+) \|", text, flags=re.MULTILINE)
-        assert row, f"configuration.md has no row for {name}"
+        pattern = rf"^\| `{name}` \| ([^|]+) \|"
+        row = re.search(pattern, text, flags=re.MULTILINE) or re.search(
+            pattern, pages.get(owner.get(name, ""), ""), flags=re.MULTILINE
+        )
+        assert row, f"configuration.md (or its feature's page) has no row for {name}"
         if isinstance(field.default, int | float) and not isinstance(field.default, bool):
             assert f"{field.default:,}" in row.group(1) or str(field.default) in row.group(1), name
 

@@ -1,0 +1,2 @@
+"""The deadline: a run stops cleanly, with what it has, once ``deadline_s`` seconds have passed since its goal
+was given."""
