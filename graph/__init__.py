@@ -36,8 +36,11 @@ Words, one noun per concept (the code and the docs use these):
   routing **rules**, agent types and hooks.
 """
 
+import importlib
 import logging
+from pathlib import Path
 
+import replangraph.nodes as _nodes
 from replangraph.builder import build_graph
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.llm.errors import ModelServerDown
@@ -55,20 +58,32 @@ __all__ = [
     "ReplanState",
     "Task",
     "TaskStatus",
-    "Team",
     "TextPolicy",
     "build_graph",
     "plan_summary",
 ]
+
+
+def _feature_exports() -> dict[str, str]:
+    """What the registered features export at the top level (``EXPORTS`` in a feature's ``names.py``: name ->
+    the module that defines it), imported when first asked for."""
+    folder = Path(_nodes.__file__).parent
+    found: dict[str, str] = {}
+    for name in _nodes.FEATURES:
+        if (folder / name / "names.py").is_file():
+            found.update(getattr(importlib.import_module(f"{_nodes.__name__}.{name}.names"), "EXPORTS", {}))
+    return found
+
+
+_EXPORTS = _feature_exports()
+__all__ += sorted(_EXPORTS)  # a feature's public names (Team), while it is registered
 __version__ = "0.8.0"
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())  # silent until the application configures logging
 
 
 def __getattr__(name: str):
-    """``Team`` comes from the teams feature (nodes/teams/), imported when first asked for."""
-    if name == "Team":
-        from replangraph.nodes.teams.teams import Team
-
-        return Team
+    """A feature's public name (``Team`` comes from the teams feature), imported when first asked for."""
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
     raise AttributeError(f"module 'replangraph' has no attribute {name!r}")

@@ -30,6 +30,7 @@ from replangraph.app.console import (
     run_finished,
     say,
 )
+from replangraph.app.feature_cli import cancels, command_in
 from replangraph.app.loading import UsageError, load_agents, load_spec, load_tools
 from replangraph.app.parser import ArgumentsRefused, make_parser
 from replangraph.app.server import NoModel, ServerDown, check_server
@@ -39,8 +40,6 @@ from replangraph.app.session import (
     ServerLost,
     Session,
     db_label,
-    is_cancel_word,
-    slash_text,
     work_left,
 )
 from replangraph.app.settings import (
@@ -53,7 +52,7 @@ from replangraph.app.settings import (
     resumed_base_url,
 )
 from replangraph.durable import Lease, ThreadBusy, thread_lease
-from replangraph.nodes.human import RESUME
+from replangraph.resume import RESUME
 
 __all__ = ["MISSING_MODEL", "UsageError", "main", "make_parser"]
 
@@ -191,7 +190,7 @@ def run_goal(goal: str, args: argparse.Namespace, output: Output) -> int:
     load_agents(settings["agents"])
     check_model(settings, "run")
     thread = args.thread or uuid.uuid4().hex[:8]
-    command = goal.strip() if slash_text(goal) or is_cancel_word(goal) else None  # e.g. `--thread ID /status`
+    command = goal.strip() if command_in(goal) or cancels(goal) else None  # e.g. `--thread ID /status`
     with ExitStack() as stack:
         db = chosen_db(args.db)
         checkpointer, store = open_db(stack, db)
@@ -310,7 +309,7 @@ def run_goal_on_temporal(goal: str, args: argparse.Namespace, output: Output) ->
     )
     engine = temporal()
     thread = args.thread or uuid.uuid4().hex[:8]
-    command = goal.strip() if slash_text(goal) or is_cancel_word(goal) else None  # e.g. `--thread ID /status`
+    command = goal.strip() if command_in(goal) or cancels(goal) else None  # e.g. `--thread ID /status`
     settings = {**chosen_settings(args, {}), "max_steps": args.max_steps}  # the workers' budget unless given
     context = given_agent_config(args)
     options = {"task_queue": args.task_queue, "context": context, **stored(args)}
@@ -357,7 +356,7 @@ def resume_on_temporal(args: argparse.Namespace, output: Output) -> int:
         waits = f", {len(snapshot.interrupts)} answer(s) waited for" if snapshot.interrupts else ""
         session.say(f"thread: {args.thread} (following the run on Temporal{waits})")
         session.output.result({"event": "run_started", "thread": args.thread, "resume": session.resume_command()})
-        command = slash_text(session.answers[0]) if session.answers and not snapshot.interrupts else None
+        command = command_in(session.answers[0]) if session.answers and not snapshot.interrupts else None
         if command is not None:  # nothing waits: a slash command goes to the working run, as input
             session.answers.pop(0)
             return session.guarded(command, command)
@@ -377,7 +376,7 @@ def saved_settings(args: argparse.Namespace, checkpointer: Any, db: str | Path) 
 
 def resume_thread(args: argparse.Namespace, output: Output) -> int:
     """Go on with the run on ``--thread``: answer what it waits for, run the work it has left, or show how it ended."""
-    from replangraph.nodes.human import unfinished  # loaded when the command runs: the CLI starts fast
+    from replangraph.resume import unfinished  # loaded when the command runs: the CLI starts fast
 
     db = chosen_db(args.db)
     with ExitStack() as stack:

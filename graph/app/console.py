@@ -13,9 +13,7 @@ from typing import Any, TextIO
 
 from langchain_core.callbacks import BaseCallbackHandler
 
-from replangraph.nodes.human import COMMAND_ANSWERED, PLAN_REVIEWED, QUESTION_ANSWERED
-from replangraph.nodes.teams import TEAM_MERGED
-from replangraph.nodes.verification import CHECK_STOOD_DOWN, GOAL_CHECKED, STEP_VERIFIED
+from replangraph.app.feature_cli import feature_clis
 from replangraph.queue import plan_summary, preview, spent_model_calls, status_counts
 from replangraph.state import (
     ANSWER_COMPLETED,
@@ -30,7 +28,12 @@ from replangraph.state import (
     STEP_STARTED,
 )
 
-QUEUE_CHANGES = {PLAN_CREATED, DYNAMIC_TASKS_ADDED, REPLANNING, GOAL_CHECKED}
+QUEUE_CHANGES = {
+    PLAN_CREATED,
+    DYNAMIC_TASKS_ADDED,
+    REPLANNING,
+    *(e for cli in feature_clis() for e in cli.queue_events),
+}
 
 EXIT_DONE = 0
 """The run ended with every subtask completed."""
@@ -81,7 +84,21 @@ def run_finished(code: int, thread: str, values: Mapping[str, Any], tokens: int 
 
 
 def describe(event: Mapping[str, Any]) -> str:
-    """One line for a custom stream event."""
+    """One line for a custom stream event: the engine's line, as each feature's ``describe`` words or adds to it
+    (`replangraph.app.flags`); an event no one words prints its ``message``, else its payload."""
+    line = engine_line(event)
+    for cli in feature_clis():
+        if cli.describe is not None and (own := cli.describe(event, line)) is not None:
+            line = own
+    if line is not None:
+        return line
+    if event.get("message"):  # a feature's event that says itself (the budget's)
+        return f"{event['event']}: {preview(str(event['message']), 200)}"
+    return f"{event['event']}: {dict(event)}"
+
+
+def engine_line(event: Mapping[str, Any]) -> str | None:
+    """The line for one of the engine's events, or None for a feature's."""
     name = event["event"]
     if name == PLAN_CREATED:
         note = f" (fallback: {event['fallback_reason']})" if event.get("fallback_reason") else ""
@@ -93,60 +110,26 @@ def describe(event: Mapping[str, Any]) -> str:
         return f"{event['task_id']} completed: {preview(event['result_preview'], 70)}"
     if name == STEP_FAILED:
         return f"{event['task_id']} failed: {preview(event['error'], 100)}"
-    if name == STEP_VERIFIED:
-        return f"{event['task_id']} checked: {verdict_text(event, 'complete', event.get('follow_up_ids'))}"
     if name == DYNAMIC_TASKS_ADDED:
         added = ", ".join(event["task_ids"])
-        if event.get("source") == "verifier":
-            return f"{event['parent_id']}: the check added {added}"
         if event.get("source") == "limit":
             return f"{event['parent_id']} stopped at a limit: the rest continues in {added}"
-        if event.get("source") == "goal_check":
-            return f"the goal check added {added}"
         return f"{event['parent_id']} handed off work: added {added}"
     if name == ANSWER_COMPLETED:
         return f"the final answer left out {event['items']} items of the results: added after it"
-    if name == CHECK_STOOD_DOWN:
-        return f"{event['task_id']}: the check stood down ({preview(event['reason'], 100)})"
-    if name == GOAL_CHECKED:
-        return f"goal checked against every result: {verdict_text(event, 'covered', event.get('task_ids'))}"
     if name == REPLANNING:
         new = f", new tasks {', '.join(event['new_task_ids'])}" if event["new_task_ids"] else ""
         why = f"{event['trigger']}: {preview(event['reason'], 60)}"
-        alone = f"; single-agent fallback {event['fallback_task_id']} queued" if event.get("fallback_task_id") else ""
-        return f"replanning after {event['task_id']} ({why}): {event['outcome']}{new}{alone}"
+        return f"replanning after {event['task_id']} ({why}): {event['outcome']}{new}"
     if name == CONTEXT_COMPRESSED:
         return f"{event['task_id']} context compressed: {event['tokens_before']} -> {event['tokens_after']} tokens"
     if name == PLAN_COMPLETED:
         return "plan completed: " + ", ".join(f"{k} {v}" for k, v in event["counts"].items() if v)
-    if name == PLAN_REVIEWED:
-        notes = "".join(f"; note: {n}" for n in event.get("notes") or ())
-        return f"plan {event['decision']} ({len(event['tasks'])} task(s)){notes}"
-    if name == QUESTION_ANSWERED:
-        return f"{event['task_id']} asked {preview(event['question'], 60)!r}: {preview(event['answer_preview'], 60)}"
-    if name == COMMAND_ANSWERED:
-        return f"{event['command']}: {preview(event['reply'], 100)}"
-    if name == TEAM_MERGED:
-        kept = f"kept {event['winner']}" if event.get("winner") else "fused"
-        if not any(c.get("error") is None for c in event.get("candidates") or ()):
-            kept = "every member failed"
-        return f"{event['task_id']} team {event['strategy']}: {kept} ({preview(event.get('reason'), 80)})"
     if name == ANSWER_CUT:
         whose = f"{event['task_id']} " if event.get("task_id") else ""
         limit = f" of {event['limit']} tokens" if event.get("limit") else ""
         return f"{whose}{event['part']} cut at the output limit{limit} (max_output_tokens)"
-    if event.get("message"):  # a feature's event that says itself (the budget's)
-        return f"{name}: {preview(str(event['message']), 200)}"
-    return f"{name}: {dict(event)}"
-
-
-def verdict_text(event: Mapping[str, Any], complete: str, queued: list[str] | None) -> str:
-    """``complete`` or ``incomplete``, then the check's reason, what it queued and why it could not judge."""
-    verdict = complete if event["complete"] else "incomplete"
-    why = f" ({preview(event['reason'], 70)})" if event.get("reason") else ""
-    added = f"; queued {', '.join(queued)}" if queued else ""
-    trouble = f"; {preview(event['error'], 80)}" if event.get("error") else ""
-    return f"{verdict}{why}{added}{trouble}"
+    return None
 
 
 def json_line(obj: Mapping[str, Any]) -> str:

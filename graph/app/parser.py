@@ -6,7 +6,8 @@ import argparse
 import sys
 from typing import Any, NoReturn
 
-from replangraph.app.session import CANCEL_WORD
+from replangraph.app.feature_cli import add_feature_flags, answer_help, feature_flags
+from replangraph.app.flags import positive_int
 from replangraph.config import AgentConfig
 
 DESCRIPTION = (
@@ -51,30 +52,6 @@ class ParagraphFormatter(argparse.HelpFormatter):
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         return "\n\n".join(super(ParagraphFormatter, self)._fill_text(p, width, indent) for p in text.split("\n\n"))
-
-
-def whole_number(text: str) -> int:
-    """``text`` as an int; else the error argparse shows after the flag's name."""
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-
-
-def positive_int(text: str) -> int:
-    """A flag's value that must be a whole number of at least 1 (``--max-steps``, ``--concurrency``)."""
-    value = whole_number(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    """A flag's value that must be a whole number of 0 or more (``--max-clarifications``)."""
-    value = whole_number(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
 
 
 class ArgumentsRefused(SystemExit):
@@ -172,14 +149,6 @@ def add_run_flags(parser: argparse.ArgumentParser, resume: bool, model: bool = T
         help=f"subtasks and tool calls that may run at once (default: {default(str(config.max_concurrency))})",
     )
     parser.add_argument(
-        "--max-clarifications",
-        type=non_negative_int,
-        default=None,
-        metavar="N",
-        help=f"questions one subtask may ask you; 0: agents cannot ask (default: "
-        f"{default(str(config.max_clarifications))})",
-    )
-    parser.add_argument(
         "--context-window",
         type=positive_int,
         default=None,
@@ -195,19 +164,7 @@ def add_run_flags(parser: argparse.ArgumentParser, resume: bool, model: bool = T
         help=f"most tokens one model answer may take, sent with every call (default: "
         f"{default('the reserved output, 8000')})",
     )
-    flag = argparse.BooleanOptionalAction if resume else "store_true"
-    parser.add_argument(
-        "--verify",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help=f"check each result and queue what is missing; --no-verify turns it off (default: {default('on')})",
-    )
-    parser.add_argument(
-        "--approve-plan",
-        action=flag,
-        default=None,
-        help=f"pause after planning until you approve, edit or cancel the plan (default: {default('off')})",
-    )
+    add_feature_flags(parser, default, resume)  # each feature's own (its folder's cli.py)
 
 
 TASK_QUEUE = "replangraph"
@@ -283,9 +240,9 @@ def make_parser() -> Parser:
         address_help="run on the Temporal server at HOST:PORT (e.g. 127.0.0.1:7233) as a workflow whose id is the "
         "thread id, served by `replangraph worker` processes: they build the graph from their own flags (--model, "
         "--base-url, --tools, --agents, which run then refuses, as it does --db), and no model or key is needed "
-        "here; the limits and checks given here (--max-steps, --concurrency, --max-clarifications, "
-        "--max-output-tokens, --context-window, --verify, --approve-plan) go with the run, over the workers' own. "
-        "Ctrl-C stops following, not the run",
+        "here; the limits and checks given here (--max-steps, --concurrency, --max-output-tokens, "
+        f"--context-window, {', '.join(flag.option for flag in feature_flags())}) go with the run, over the "
+        "workers' own. Ctrl-C stops following, not the run",
     )
     resume = sub.add_parser(
         "resume",
@@ -304,9 +261,8 @@ def make_parser() -> Parser:
         action="append",
         default=[],
         metavar="TEXT",
-        help="an answer to a waiting question or plan, one per question in the order listed (for a plan: "
-        f"approve, the task list edited as JSON, or {CANCEL_WORD}); a slash command such as /status is sent as "
-        "input and answered",
+        help="an answer to what the run waits for, one per pause in the order listed"
+        + (f" ({answer_help()})" if answer_help() else ""),
     )
     add_run_flags(resume, resume=True)
     add_json_flag(resume)

@@ -3,8 +3,6 @@ or with ``--answer``, and the command to come back with."""
 
 from __future__ import annotations
 
-import json
-import re
 import shlex
 import sys
 import tempfile
@@ -28,15 +26,23 @@ from replangraph.app.console import (
     is_tty,
     run_finished,
 )
+from replangraph.app.feature_cli import (
+    cancels,
+    command_in,
+    pause_hint,
+    pause_key,
+    pause_lines,
+    pause_order,
+    reply_events,
+    waiting_notes,
+)
 from replangraph.app.server import lost_server, lost_server_message, paused_message
 from replangraph.app.settings import SETTINGS_KEY, stored_settings
-from replangraph.config import AgentConfig
 from replangraph.durable import Lease, LeaseLost, is_postgres_url, masked_url
-from replangraph.nodes.human import COMMAND_ANSWERED
 from replangraph.queue import preview
+from replangraph.resume import unfinished
 from replangraph.state import PLAN_COMPLETED
 
-CANCEL_WORD = AgentConfig().cancel_word
 NO_INPUT = object()
 """`Session.drive`: nothing to stream first; the run is paused on questions."""
 
@@ -60,61 +66,15 @@ def db_label(db: Any) -> str:
 
 
 def sorted_interrupts(interrupts: Sequence[Any]) -> list[Any]:
-    """Pending interrupts in the order they are listed and answered: the plan first, then by task id
-    (numbers in it compared as numbers)."""
-
-    def key(item: Any) -> tuple[int, list]:
-        value = item.value if isinstance(item.value, Mapping) else {}
-        parts = re.split(r"(\d+)", str(value.get("task_id", "")))
-        return (0 if value.get("kind") == "plan" else 1, [(int(p), "") if p.isdigit() else (-1, p) for p in parts])
-
-    return sorted(interrupts, key=key)
+    """Pending interrupts in the order they are listed and answered, as their features order them (human in the
+    loop: the plan first, then by task id)."""
+    return sorted(interrupts, key=lambda item: pause_order(item.value))
 
 
 def request_key(item: Any) -> Any:
     """What an interrupt asks, stable when the run asks it again after a command (its id is not)."""
-    value = item.value
-    if isinstance(value, Mapping) and value.get("kind") in ("plan", "question"):
-        return (value.get("kind"), value.get("task_id"), value.get("tool_call_id"))
-    return item.id
-
-
-def request_lines(value: Any) -> list[str]:
-    """What one interrupt asks, for the terminal."""
-    if not isinstance(value, Mapping):
-        return [f"The run asks: {value}"]
-    if value.get("kind") == "plan":
-        lines = [f"The plan for {preview(value.get('goal', ''), 100)!r} waits for your approval:"]
-        for task in value.get("tasks") or []:
-            after = f" (after {', '.join(task.get('depends_on') or [])})" if task.get("depends_on") else ""
-            lines.append(f"  {task.get('id')}: {task.get('content')} [{task.get('agent_type', 'default')}]{after}")
-        if value.get("error"):
-            lines.append(f"  Error: {value['error']}")
-        return lines
-    if value.get("kind") == "question":
-        return [
-            f"{value.get('task_id')} asks: {value.get('question')}",
-            f"  (subtask: {preview(value.get('task'), 100)})",
-        ]
-    return [f"The run asks: {json.dumps(dict(value), default=str)}"]
-
-
-def answer_hint(value: Any) -> str:
-    if isinstance(value, Mapping) and value.get("kind") == "plan":
-        return f"approve / edit as JSON (a task list) / {CANCEL_WORD}"
-    return f"your answer (or /status, /plan, {CANCEL_WORD})"
-
-
-def is_cancel_word(answer: str) -> bool:
-    return answer.strip().casefold() == CANCEL_WORD.casefold()
-
-
-def slash_text(answer: str) -> str | None:
-    """The answer when it is a slash command other than the cancel word (those go in as new input)."""
-    from replangraph.nodes.human import slash_command  # loaded when used: the CLI starts fast
-
-    command = slash_command(answer)
-    return None if command is None or is_cancel_word(command) else command
+    found = pause_key(item.value)
+    return item.id if found is None else found
 
 
 MAX_ANSWER_LINES = 500
@@ -152,7 +112,7 @@ def succeeded(values: Mapping[str, Any]) -> bool:
     from replangraph.nodes.finalize import unresolved  # loaded when used: the CLI starts fast
 
     tasks = values.get("tasks") or {}
-    if values.get("cancelled") or not tasks or not values.get("final_answer") or values.get("stop_reason"):
+    if not tasks or not values.get("final_answer") or values.get("stop_reason"):  # a cancelled run has a reason
         return False
     return not unresolved(tasks, values.get("replans") or [])
 
@@ -282,7 +242,7 @@ class Session:
         while True:
             if inputs is not NO_INPUT:
                 events = []
-                quiet = {COMMAND_ANSWERED} if command else ()
+                quiet = reply_events() if command else ()
                 graph = self.graph if self.lease is None else LeaseChecked(self.graph, self.lease)
                 self.output.stream(graph, inputs, self.config, quiet, events, self.settings.get("max_steps"))
                 if command is not None:
@@ -294,7 +254,7 @@ class Session:
                     return self.waiting(sorted_interrupts(snapshot.interrupts))
                 inputs, command = step
                 continue
-            answered = command is not None and any(e["event"] == COMMAND_ANSWERED for e in events)
+            answered = command is not None and any(e["event"] in reply_events() for e in events)
             if self.temporal and answered and work_left(snapshot):  # answered while the run goes on there
                 return self.answered(snapshot.values)
             if work_left(snapshot):  # a stream that ended without finishing and without a question: not expected
@@ -306,8 +266,6 @@ class Session:
 
     def answered(self, values: Mapping[str, Any]) -> int:
         """After a command that neither paused nor ended a run (``/status`` on a stopped thread, say)."""
-        from replangraph.nodes.human import unfinished  # loaded when used: the CLI starts fast
-
         ended = not unfinished(values)
         if not ended and self.temporal:
             self.say(f"The run on thread {self.thread} goes on on Temporal; follow it with: {self.resume_command()}")
@@ -319,7 +277,7 @@ class Session:
 
     def show_reply(self, command: str, events: Sequence[Mapping[str, Any]]) -> None:
         """The graph's whole reply to a command sent as input (the event line would show a preview)."""
-        replies = [e.get("reply") or "" for e in events if e["event"] == COMMAND_ANSWERED]
+        replies = [e.get("reply") or "" for e in events if e["event"] in reply_events()]
         text = "\n".join(replies) if replies else "(no reply)"
         self.say(f"{command}:\n  " + text.replace("\n", "\n  "))
 
@@ -335,14 +293,14 @@ class Session:
             answer = self.next_answer(item.value)
             if answer is None:
                 return None
-            if is_cancel_word(answer):  # cancels the run at once, however many questions wait
+            if cancels(answer):  # cancels the run at once, however many questions wait
                 self.held.clear()
                 if len(pending) == 1:
                     return Command(resume={item.id: answer}), None
                 # Sent as input: the commands node cancels once (parallel ask nodes that each answered the cancel
                 # word would write `cancelled` in the same step, which the state's channel refuses).
                 return {"messages": [("user", answer)]}, answer
-            command = slash_text(answer)
+            command = command_in(answer)
             if command is not None:
                 return {"messages": [("user", command)]}, command
             self.held[request_key(item)] = answer
@@ -352,13 +310,13 @@ class Session:
         """The next ``--answer``, else one typed at the terminal, else None."""
         if self.answers:
             answer = self.answers.pop(0)
-            self.say("\n".join(request_lines(value)))
+            self.say("\n".join(pause_lines(value)))
             self.say(f"  answer: {answer}")
             return answer
         if not self.inline:
             return None
-        self.say("\n".join(request_lines(value)))
-        self.say(f"  [{answer_hint(value)}]")
+        self.say("\n".join(pause_lines(value)))
+        self.say(f"  [{pause_hint(value)}]")
         try:
             return read_answer()
         except EOFError:  # stdin closed: stop asking, and say how to answer later
@@ -372,10 +330,10 @@ class Session:
             self.say(f"Not every question has an answer, so the {len(self.held)} given were not sent.")
         self.say(f"The run is waiting for {len(pending)} answer(s):")
         for number, item in enumerate(pending, 1):
-            lines = request_lines(item.value)
+            lines = pause_lines(item.value)
             self.say(f"  [{number}] " + "\n      ".join(lines))
-        if any(isinstance(i.value, Mapping) and i.value.get("kind") == "plan" for i in pending):
-            self.say(f"Answer the plan with approve, the task list edited as JSON, or {CANCEL_WORD}.")
+        for note in waiting_notes([item.value for item in pending]):
+            self.say(note)
         keeper = "Temporal" if self.temporal else "The checkpoint"
         self.say(f"{keeper} keeps the run. Answer in the order listed with:")
         self.say(f"  {self.resume_command(len(pending))}")

@@ -11,6 +11,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from replangraph.app.feature_cli import feature_flags
 from replangraph.app.loading import UsageError
 from replangraph.app.server import BASE_URL_ENV, KEY_ENV, base_url, url_label, url_without_secrets
 from replangraph.config import AgentConfig
@@ -25,11 +26,9 @@ DEFAULTS: dict[str, Any] = {
     "agents": None,
     "max_steps": AgentConfig().max_steps,
     "concurrency": AgentConfig().max_concurrency,
-    "verify": True,
-    "approve_plan": False,
-    "max_clarifications": AgentConfig().max_clarifications,
     "max_output_tokens": None,
     "context_window": None,
+    **{flag.dest: AgentConfig.model_fields[flag.field].default for flag in feature_flags()},  # the features' own
 }
 
 
@@ -77,11 +76,9 @@ def recorded_settings(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
 AGENT_FIELDS = {
     "max_steps": "max_steps",
     "concurrency": "max_concurrency",
-    "verify": "verify_results",
-    "approve_plan": "approve_plan",
-    "max_clarifications": "max_clarifications",
     "max_output_tokens": "max_output_tokens",
     "context_window": "context_window",
+    **{flag.dest: flag.field for flag in feature_flags()},  # each feature's flags (its folder's cli.py)
 }
 """The settings that are `AgentConfig` fields (a run's limits and checks, not what the graph is built from), by
 the field each sets."""

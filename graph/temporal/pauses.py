@@ -13,7 +13,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from replangraph.nodes.human import unfinished
+from replangraph.resume import unfinished
 
 INTERRUPT_ID = re.compile(r"[0-9a-f]{32}")
 """How LangGraph writes an interrupt's id (a 128-bit hash in hex)."""

@@ -28,11 +28,11 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from replangraph.app.session import RunLost, ServerLost, slash_text
+from replangraph.app.feature_cli import command_in, reply_events
+from replangraph.app.session import RunLost, ServerLost
 from replangraph.llm.errors import ModelServerDown
-from replangraph.nodes.human import RESUME
-from replangraph.nodes.human.names import COMMAND_ANSWERED
 from replangraph.queue.tasks import apply_writes
+from replangraph.resume import RESUME
 from replangraph.state import add_node_calls
 from replangraph.temporal.client import (
     TASK_FAILED,
@@ -287,7 +287,7 @@ class TemporalRun:
                         asked.clear()  # a pause answered since (this stream read it late)
                 elif mode in modes:
                     yield mode, chunk
-                answered = mode == "custom" and isinstance(chunk, Mapping) and chunk.get("event") == COMMAND_ANSWERED
+                answered = mode == "custom" and isinstance(chunk, Mapping) and chunk.get("event") in reply_events()
                 if until_answered and answered:
                     return
         finally:
@@ -382,4 +382,4 @@ def is_command(inputs: Any) -> bool:
         if isinstance(inputs, tuple | list) and len(inputs) == 2:
             inputs = inputs[1]
         inputs = getattr(inputs, "content", inputs)
-    return isinstance(inputs, str) and slash_text(inputs) is not None
+    return isinstance(inputs, str) and command_in(inputs) is not None

@@ -23,12 +23,12 @@ from replangraph.nodes.human.names import ASK, COMMANDS, PLAN_REVIEW
 from replangraph.nodes.human.prompts import ASK_USER_DESCRIPTION, NO_USER
 from replangraph.nodes.human.questions import AskArgs, answers_so_far, question_of, screen_question
 from replangraph.queue.tasks import Task, plan_summary, preview, spent_model_calls, status_counts
+from replangraph.resume import RESUME, unfinished
 from replangraph.routing import Decision, Route, Rule, subtask_input
 from replangraph.state import Configured, has_checkpointer, run_settings
 
 CommandHandler = Callable[[str, Mapping[str, Any]], Any]
 CANCEL = "/cancel"
-RESUME = "/resume"
 RESERVED = (CANCEL, RESUME)
 
 
@@ -64,13 +64,6 @@ def last_command(state: Mapping[str, Any]) -> str:
     human = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
     parsed = parse_command(message_text(human)) if human is not None else None
     return parsed[0] if parsed else ""
-
-
-def unfinished(state: Mapping[str, Any]) -> bool:
-    """Whether the thread has a run that has not ended: work waiting and no final answer yet."""
-    tasks: Mapping[str, Task] = state.get("tasks") or {}
-    open_ = any(t["status"] in ("pending", "in_progress") for t in tasks.values())
-    return open_ and not state.get("final_answer")
 
 
 def paused(state: Mapping[str, Any]) -> bool:

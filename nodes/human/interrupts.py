@@ -10,9 +10,10 @@ from langgraph.types import interrupt
 
 from replangraph.config import AgentConfig
 from replangraph.llm.reading import as_text
+from replangraph.nodes.human.names import COMMAND_PATTERN
 from replangraph.state import has_checkpointer
 
-COMMAND_RE = re.compile(r"^/([A-Za-z][\w-]*)(?:\s+(.*))?$", re.S)
+COMMAND_RE = re.compile(COMMAND_PATTERN, re.S)
 """A slash command: ``/name`` and optional argument text after white space."""
 
 

@@ -54,19 +54,14 @@ def test_config_from_configurable_rejects_bad_values():
 
 def test_every_event_has_a_readable_line():
     from replangraph import EVENT_NAMES
+    from replangraph.app.feature_cli import feature_clis
 
     samples = {
         "plan_created": {"tasks": [{}], "fallback_reason": "model down", "notes": ["agent type 'x' does not exist"]},
         "step_started": {"task_id": "a", "agent_type": "default", "content": "read"},
         "step_completed": {"task_id": "a", "result_preview": "done"},
         "step_failed": {"task_id": "a", "error": "boom"},
-        "step_verified": {
-            "task_id": "a",
-            "complete": False,
-            "reason": "ranks 6-19 missing",
-            "follow_up_ids": ["a_dyn_0"],
-        },
-        "dynamic_tasks_added": {"parent_id": "a", "task_ids": ["a_dyn_0"], "source": "verifier"},
+        "dynamic_tasks_added": {"parent_id": "a", "task_ids": ["a_dyn_0"]},
         "replanning": {
             "task_id": "a",
             "trigger": "tool",
@@ -76,24 +71,14 @@ def test_every_event_has_a_readable_line():
         },
         "context_compressed": {"task_id": "a", "tokens_before": 900, "tokens_after": 300},
         "plan_completed": {"counts": {"completed": 2, "failed": 0}},
-        "plan_reviewed": {"decision": "edited", "tasks": [{"id": "1"}]},
-        "question_answered": {"task_id": "a", "question": "Which year?", "answer_preview": "2024"},
-        "command_answered": {"command": "/status", "reply": "Tasks: 1 pending"},
-        "team_merged": {
-            "task_id": "a",
-            "strategy": "best",
-            "winner": "careful",
-            "reason": "complete",
-            "candidates": [{"agent_type": "careful", "error": None}, {"agent_type": "fast", "error": "boom"}],
-        },
         "answer_cut": {"task_id": "a", "part": "result", "limit": 256},
-        "check_stood_down": {"task_id": "a_dyn_0", "reason": "its follow-up a_dyn_0 found nothing a had not"},
-        "goal_checked": {"complete": False, "reason": "ranks 20-25 missing", "task_ids": ["goal_check_1"]},
         "answer_completed": {"items": 9},
-        "budget_spent": {"limits": {"token_budget": 10}, "message": "the token budget token_budget=10 was spent"},
+        # each feature's events, as its folder's cli.py shows them
+        **{name: payload for cli in feature_clis() for name, payload in cli.event_samples.items()},
     }
-    assert set(samples) == set(EVENT_NAMES)
+    assert set(samples) == set(EVENT_NAMES)  # a feature that emits an event gives an example of it
     lines = {name: console.describe({"event": name, **payload}) for name, payload in samples.items()}
+    assert not [line for name, line in lines.items() if line.startswith(f"{name}: {{")]  # none prints its payload
     assert lines["replanning"] == "replanning after a (tool: blocked): replanned, new tasks x"
     assert lines["context_compressed"] == "a context compressed: 900 -> 300 tokens"
     assert lines["plan_completed"] == "plan completed: completed 2"
@@ -104,7 +89,12 @@ def test_every_event_has_a_readable_line():
     assert "fallback: model down" in lines["plan_created"]
     assert "agent type 'x' does not exist" in lines["plan_created"]
     assert lines["step_verified"] == "a checked: incomplete (ranks 6-19 missing); queued a_dyn_0"
-    assert lines["dynamic_tasks_added"] == "a: the check added a_dyn_0"
+    assert lines["dynamic_tasks_added"] == "a handed off work: added a_dyn_0"
+    added_by_check = {"event": "dynamic_tasks_added", "parent_id": "a", "task_ids": ["a_dyn_0"], "source": "verifier"}
+    assert console.describe(added_by_check) == "a: the check added a_dyn_0"  # the check's words (its cli.py)
+    fallback = {**samples["replanning"], "event": "replanning", "fallback_task_id": "f1"}
+    assert console.describe(fallback) == f"{lines['replanning']}; single-agent fallback f1 queued"
+    assert lines["deadline_passed"] == "deadline_passed: the deadline deadline_s=60 passed (2.5 s ago)"
     assert lines["check_stood_down"] == "a_dyn_0: the check stood down (its follow-up a_dyn_0 found nothing a had not)"
     assert lines["answer_completed"] == "the final answer left out 9 items of the results: added after it"
     assert lines["budget_spent"] == "budget_spent: the token budget token_budget=10 was spent"
@@ -126,7 +116,8 @@ def test_exit_code_follows_how_the_run_ended():
     done = {"id": "1", "status": "completed", "position": [1]}
     failed = {"id": "2", "status": "failed", "position": [2]}
     assert session.succeeded({"tasks": {"1": done}, "final_answer": "ok"})
-    assert not session.succeeded({"tasks": {"1": done}, "final_answer": "report", "cancelled": True})
+    cancelled = {"final_answer": "report", "cancelled": True, "stop_reason": "the user cancelled the run"}
+    assert not session.succeeded({"tasks": {"1": done}, **cancelled})
     assert not session.succeeded({"tasks": {"1": done, "2": failed}, "final_answer": "report"})
     replanned = [{"outcome": "replanned", "task_ids": ["2"]}]  # a failed subtask whose work a new plan took over
     assert session.succeeded({"tasks": {"1": done, "2": failed}, "replans": replanned, "final_answer": "ok"})

@@ -5,8 +5,11 @@ Import contract (read from the source, not from a run):
   ``replangraph.nodes``, ``replangraph.tools`` or ``replangraph.app``; the queue imports no LangGraph at all;
 - a feature folder under ``nodes/`` imports no other feature folder;
 - ``replangraph.app`` uses only the public API and its own modules: the package itself, ``testing``, ``durable``,
-  ``config``, ``state``, and what a package exports (``replangraph.queue``, ``replangraph.tools``, a feature's
-  ``replangraph.nodes.<feature>``), never a module inside one;
+  ``config``, ``state``, ``resume``, and what a package exports (``replangraph.queue``, ``replangraph.tools``),
+  never a module inside one;
+- nothing outside a feature's folder names it: the engine, the app and the Temporal adapter import no
+  ``replangraph.nodes.<feature>`` (the builder, the settings and the app read the registered ones by name from
+  ``replangraph.nodes.FEATURES``);
 - the engine knows nothing of Temporal: only the adapter (``replangraph.temporal``) and the app that offers it
   (``replangraph.app``) import ``temporalio`` or ``replangraph.temporal``;
 - LangGraph's private parts come through one module: only ``replangraph.langgraph_private`` imports
@@ -32,6 +35,8 @@ PUBLIC = (
     "replangraph.durable",
     "replangraph.config",  # AgentConfig's fields and run_settings: what the CLI and Studio set
     "replangraph.state",
+    "replangraph.nodes",  # FEATURES: the registered features, read by name
+    "replangraph.resume",  # RESUME and unfinished: going on with a run that stopped between steps
     "replangraph.queue",
     "replangraph.tools",
     "replangraph.temporal",  # the temporal extra's public API: serve, connect, start (the worker and run commands)
@@ -39,6 +44,8 @@ PUBLIC = (
 """What ``replangraph.app`` may import besides its own modules."""
 TEMPORAL_SIDE = ("replangraph.temporal", "replangraph.app")
 """The only modules that may import ``temporalio`` or ``replangraph.temporal``."""
+FEATURE_PACKAGES = {f"replangraph.nodes.{name}" for name in __import__("replangraph.nodes").nodes.FEATURES}
+"""The registered features' packages."""
 PRIVATE = "replangraph.langgraph_private"
 """The one module that imports LangGraph's private parts."""
 
@@ -86,7 +93,10 @@ def violations() -> list[str]:
             if mine and theirs and mine != theirs:
                 found.append(f"{module} imports another feature: {imported}")
             outside_app = within(imported, "replangraph") and not within(imported, "replangraph.app")
-            exported = imported in PUBLIC or feature_of(imported) == imported
+            if theirs in FEATURE_PACKAGES and mine != theirs:
+                found.append(f"{module} names the feature {theirs}")
+            engine_nodes = feature_of(imported) == imported and imported not in FEATURE_PACKAGES  # nodes.finalize
+            exported = imported in PUBLIC or engine_nodes
             if within(module, "replangraph.app") and outside_app and not exported:
                 found.append(f"{module} (app) imports {imported}, which is not public API")
             temporal = within(imported, "temporalio") or within(imported, "replangraph.temporal")
