@@ -143,9 +143,9 @@ def build_graph(
     (default: ``model``); ``summary_model`` compresses context (default: ``model``);
     ``verifier_model`` runs the completion check of ``verify_results`` (default: ``planner_model``).
     ``tools`` go to every agent type; ``agents`` maps agent type to `AgentProfile`
-    (a ``default`` type always exists); ``teams`` maps more agent types to a `Team` of them
-    (each member runs the subtask, one result is kept). ``commands`` maps ``/name`` to a handler
-    ``(args, state) -> str`` for slash commands sent as input (``/plan``, ``/status`` and
+    (a ``default`` type always exists), or to an agent type a feature takes: a `Team` of them
+    (each member runs the subtask, one result is kept; ``teams`` may name them too). ``commands``
+    maps ``/name`` to a handler ``(args, state) -> str`` for slash commands sent as input (``/plan``, ``/status`` and
     ``/cancel`` are built in). The compiled graph takes MessagesState-style input and
     returns ``final_answer``, ``tasks`` and ``messages``. Questions (``ask_user``) and
     ``approve_plan`` pause the run: they need a ``checkpointer``. With a checkpointer that
@@ -177,7 +177,9 @@ def build_graph(
         if extra is not None:
             _check_model(extra, role)
     model_middleware, tool_middleware = split_middleware(middleware)
-    profiles = resolve_profiles(agents, tools)
+    # Agent types of other kinds (a Team) are a feature's: offered to the features, refused if none takes them.
+    kinds = {name: agent for name, agent in (agents or {}).items() if not isinstance(agent, AgentProfile)}
+    profiles = resolve_profiles({n: a for n, a in (agents or {}).items() if n not in kinds}, tools)
     config = with_workspace(config, profiles)
     monitor = ContextMonitor(config, model, token_counter)
     # The features, built in their registered order (a feature's task rules claim subtasks in this order).
@@ -192,7 +194,7 @@ def build_graph(
             monitor,
             planner_model=planner_model,
             verifier_model=verifier_model,
-            options={"teams": teams, "commands": commands},
+            options={"teams": teams, "commands": commands, "agents": kinds},
             check_model=_check_model,
             policy=policy,
         )
@@ -201,6 +203,13 @@ def build_graph(
             features.append(made)
     features = ordered_features(features)  # rules and hooks run in this order (a feature's ``after``)
     extra_types = planning_types(features)
+    unclaimed = [name for name in kinds if name not in extra_types]
+    if unclaimed:
+        name = unclaimed[0]
+        raise TypeError(
+            f"agents[{name!r}] must be an AgentProfile, or an agent type a registered feature takes (a Team), got "
+            f"{type(kinds[name]).__name__}"
+        )
     planning = {**profiles, **extra_types}  # the agent types a plan may name
     feature_types = list(extra_types)  # a team
     warn_stacked_retries(

@@ -1,7 +1,8 @@
-"""LangGraph's private parts that replangraph uses, all in this module: nothing else imports ``langgraph._internal``
-or spells a ``__pregel_`` key. Each has no public way in langgraph 1.2; the note beside it says what it is used
-for and what would replace it. pyproject.toml bounds langgraph below the next minor release, and
-``tests/unit/engine/test_langgraph_private.py`` fails naming the part when an upgrade moves or changes one.
+"""LangGraph's private parts that replangraph uses, all in this module: nothing else imports a private module of
+langgraph (``langgraph._internal``, ``langgraph.pregel._checkpoint``) or spells a ``__pregel_`` key. Each has no
+public way in langgraph 1.2; the note beside it says what it is used for and what would replace it. pyproject.toml
+bounds langgraph below the next minor release, and ``tests/unit/engine/test_langgraph_private.py`` fails naming
+the part when an upgrade moves or changes one.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from langgraph._internal._constants import (
     CONFIG_KEY_RUNTIME,
 )
 from langgraph._internal._runnable import RunnableCallable
+from langgraph.pregel import _checkpoint as pregel_checkpoint
 
 __all__ = [
     "CONFIG_KEY_CALL",
@@ -22,6 +24,7 @@ __all__ = [
     "CONFIG_KEY_NODE_ERROR",
     "CONFIG_KEY_RUNTIME",
     "RunnableCallable",
+    "pregel_checkpoint",
 ]
 
 # CONFIG_KEY_CALL ("__pregel_call"): in a task's ``configurable`` when the task can start tasks of its own (the
@@ -39,3 +42,6 @@ __all__ = [
 # RunnableCallable: how LangGraph wraps a node function with a sync and an async path (``add_node`` of a plain
 #   function builds one); `replangraph.builder.both_paths` builds it with both, so ``invoke`` and ``ainvoke`` each
 #   run the node's own path. Public replacement: ``add_node`` taking a sync/async pair.
+# pregel_checkpoint (``langgraph.pregel._checkpoint``): the module whose ``uuid6`` names each checkpoint; the
+#   Temporal adapter gives it a deterministic one inside workflows (`replangraph.temporal.ids.install`), as a
+#   replayed workflow must make the same ids. Public replacement: a checkpoint-id factory in the run config.

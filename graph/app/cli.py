@@ -108,13 +108,12 @@ def build(settings: dict[str, Any], checkpointer: Any, store: Any, model: Any = 
     from replangraph import build_graph  # loaded when the command runs: the CLI starts fast
     from replangraph.app.studio import chat_model_from_env
 
-    agents, teams = load_agents(settings["agents"])
+    agents = load_agents(settings["agents"])
     try:
         return build_graph(
             model or chat_model_from_env(settings["model"], settings["base_url"]),
             tools=load_tools(list(settings["tools"])) if tools is None else tools,
             agents=agents,
-            teams=teams,
             config=agent_config(settings),
             checkpointer=checkpointer,
             store=store,

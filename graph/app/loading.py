@@ -12,7 +12,6 @@ from typing import Any
 
 from langchain_core.tools import BaseTool
 
-from replangraph import AgentProfile, Team
 from replangraph.config import to_tools
 from replangraph.queue import preview
 
@@ -89,28 +88,19 @@ def to_tool(spec: str, item: Any) -> Any:
     return converted
 
 
-def split_agents(found: Any, what: str) -> tuple[dict[str, AgentProfile], dict[str, Team]]:
-    """``(agent types, teams)`` from one dict holding both (a team is an agent type too);
-    ValueError naming the first entry that is neither."""
+def agents_in(found: Any, what: str) -> dict[str, Any]:
+    """The agent types of one dict (an `AgentProfile`, or a kind a feature takes: a team); ValueError for what is
+    no dict (`build_graph` refuses an entry no one takes)."""
     if not isinstance(found, Mapping):
         raise ValueError(f"{what} names a {type(found).__name__}, not a dict: {AGENTS_FIX}")
-    profiles: dict[str, AgentProfile] = {}
-    teams: dict[str, Team] = {}
-    for name, value in found.items():
-        if isinstance(value, Team):
-            teams[str(name)] = value
-        elif isinstance(value, AgentProfile):
-            profiles[str(name)] = value
-        else:
-            raise ValueError(f"{what}[{name!r}] is {type(value).__name__}, not an agent type: {AGENTS_FIX}")
-    return profiles, teams
+    return {str(name): value for name, value in found.items()}
 
 
-def load_agents(spec: str | None) -> tuple[dict[str, AgentProfile] | None, dict[str, Team] | None]:
-    """``(agent types, teams)`` that ``--agents MODULE:ATTR`` names; ``(None, None)`` without one."""
+def load_agents(spec: str | None) -> dict[str, Any] | None:
+    """The agent types ``--agents MODULE:ATTR`` names (teams among them); None without one."""
     if not spec:
-        return None, None
+        return None
     try:
-        return split_agents(load_spec(spec, "--agents"), f"--agents {spec!r}")
+        return agents_in(load_spec(spec, "--agents"), f"--agents {spec!r}")
     except ValueError as exc:
         raise UsageError(f"{exc}.") from None

@@ -33,7 +33,7 @@ from pydantic import Field
 
 from replangraph import build_graph
 from replangraph.app.demo import build_demo_graph
-from replangraph.app.loading import load_attr, split_agents
+from replangraph.app.loading import agents_in, load_attr
 from replangraph.app.server import (
     KEY_ENV,
     MODEL_ENV,
@@ -154,11 +154,11 @@ def tools_from_env() -> list:
     return load_tools(specs, "REPLANGRAPH_TOOLS")
 
 
-def agents_from_env() -> tuple[dict | None, dict | None]:
-    """``(agent types, teams)`` named in $REPLANGRAPH_AGENTS (``module:attr``: a dict of agent type to
-    AgentProfile or Team), or ``(None, None)`` when it is not set."""
+def agents_from_env() -> dict | None:
+    """The agent types named in $REPLANGRAPH_AGENTS (``module:attr``: a dict of agent type to AgentProfile or
+    Team), or None when it is not set."""
     spec = os.environ.get("REPLANGRAPH_AGENTS", "").strip()
-    return split_agents(load_attr(spec, "REPLANGRAPH_AGENTS"), "REPLANGRAPH_AGENTS") if spec else (None, None)
+    return agents_in(load_attr(spec, "REPLANGRAPH_AGENTS"), "REPLANGRAPH_AGENTS") if spec else None
 
 
 def graph_from_env(config: RunnableConfig):
@@ -166,9 +166,8 @@ def graph_from_env(config: RunnableConfig):
     ``model`` and AgentConfig's fields from ``configurable``; compiled without a checkpointer."""
     configurable = dict((config or {}).get("configurable") or {})
     model = chat_model_from_env(configurable.get("model"))
-    agents, teams = agents_from_env()
     return build_graph(
-        model, tools=tools_from_env(), agents=agents, teams=teams, config=config_from_configurable(configurable)
+        model, tools=tools_from_env(), agents=agents_from_env(), config=config_from_configurable(configurable)
     )
 
 

@@ -21,8 +21,9 @@ from typing import Any
 
 from langgraph.checkpoint.base import id as checkpoint_ids
 from langgraph.graph import message as messages_module
-from langgraph.pregel import _checkpoint as pregel_checkpoint
 from temporalio import workflow
+
+from replangraph.langgraph_private import pregel_checkpoint
 
 UUID_EPOCH = 0x01B21DD213814000
 """100-ns intervals between the UUID epoch (1582-10-15) and the Unix epoch, as ``uuid6`` counts them."""

@@ -218,6 +218,27 @@ def budgeted(token_budget: str = "2500"):
     return build_graph(model, [look_item], config=config, checkpointer=InMemorySaver())
 
 
+def deadlined(deadline_s: str = "3", call_s: str = "1"):
+    """Six subtasks one at a time, each one ``look`` call that takes ``call_s`` real seconds, then an answer, under a
+    deadline of ``deadline_s`` seconds that passes midway (the rule that checks it runs in the workflow)."""
+    import time
+
+    def slow_look(item: str) -> str:
+        """Looks one item up, slowly."""
+        time.sleep(float(call_s))
+        return look_item(item)
+
+    def work(request):
+        item = subtask_of(request).rsplit(" ", 1)[-1]
+        if not request.called("slow_look"):
+            return tool_call("slow_look", {"item": item})
+        return f"item {item} has value {int(item) * 7}"
+
+    config = AgentConfig(verify_results=False, max_concurrency=1, deadline_s=float(deadline_s))
+    model = make_model(plan_of(*LOOKUP_STEPS), work)
+    return build_graph(model, [slow_look], config=config, checkpointer=InMemorySaver())
+
+
 def big_answer(megabytes: str):
     """One subtask; the final answer is ``megabytes`` MB of text (a line naming the subtask's result, repeated)."""
 

@@ -377,7 +377,7 @@ def test_agents_and_teams_come_from_one_dict_in_the_cli_and_in_studio(team_modul
     ("spec", "message"),
     [
         ("clipanel:WRONG_MEMBER", "team 'panel' has unknown member 'nobody' (agent types: careful, default)"),
-        ("clipanel:NOT_A_PROFILE", "['careful'] is str, not an agent type: name a dict of agent type to AgentProfile"),
+        ("clipanel:NOT_A_PROFILE", "agents['careful'] must be an AgentProfile, or an agent type a registered feature"),
         ("clipanel:LIST", "--agents 'clipanel:LIST' names a list, not a dict: name a dict of agent type to"),
         ("clipanel:MISSING", "--agents 'clipanel:MISSING' cannot be loaded"),
     ],

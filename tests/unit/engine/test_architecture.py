@@ -68,6 +68,7 @@ def imports(path: Path) -> set[str]:
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             found.add(node.module)
+            found.update(f"{node.module}.{a.name}" for a in node.names if a.name.startswith("_"))  # a private module
     return found
 
 
@@ -102,7 +103,7 @@ def violations() -> list[str]:
             temporal = within(imported, "temporalio") or within(imported, "replangraph.temporal")
             if temporal and not any(within(module, p) for p in TEMPORAL_SIDE):
                 found.append(f"{module} (the engine) imports {imported}")
-            if within(imported, "langgraph._internal") and module != PRIVATE:
+            if within(imported, "langgraph") and "._" in imported and module != PRIVATE:
                 found.append(f"{module} imports {imported} (LangGraph's private parts go through {PRIVATE})")
         if module != PRIVATE and (keys := private_keys(path)):
             found.append(f"{module} spells LangGraph's private config keys {sorted(keys)} (use {PRIVATE})")

@@ -41,7 +41,9 @@ def one_node_graph(node, **compile_args):
 
 
 def test_the_module_names_every_part_it_takes_and_each_is_where_it_was():
-    assert sorted(private.__all__) == sorted(UPSTREAM)
+    assert sorted(private.__all__) == sorted([*UPSTREAM, "pregel_checkpoint"])
+    assert private.pregel_checkpoint is importlib.import_module("langgraph.pregel._checkpoint")
+    assert callable(private.pregel_checkpoint.uuid6), "langgraph.pregel._checkpoint no longer names checkpoints"
     for name, module in UPSTREAM.items():
         assert getattr(importlib.import_module(module), name, None) is getattr(private, name), (
             f"langgraph moved {module}.{name}: replangraph.langgraph_private needs a new source for it"
