@@ -43,10 +43,11 @@ from pathlib import Path
 import replangraph.nodes as _nodes
 from replangraph.builder import build_graph
 from replangraph.config import AgentConfig, AgentProfile
+from replangraph.events import EVENT_NAMES
 from replangraph.llm.errors import ModelServerDown
 from replangraph.policy import TextPolicy
 from replangraph.queue.tasks import Task, TaskStatus, plan_summary
-from replangraph.state import EVENT_NAMES, InputState, OutputState, ReplanState
+from replangraph.state import InputState, OutputState, ReplanState
 
 __all__ = [
     "AgentConfig",

@@ -45,11 +45,12 @@ from replangraph.nodes.execution.middleware import split_middleware
 from replangraph.nodes.finalize.finalizer import Finalizer
 from replangraph.nodes.planning.planner import Planner
 from replangraph.nodes.planning.replanner import Replanner
+from replangraph.plan_message import with_plan_message
 from replangraph.policy import TextPolicy
 from replangraph.routing import default_rules, make_router, start_router
 from replangraph.run_start import RunStarter
 from replangraph.safety_net import fail_running_tool_calls, fail_the_subtask
-from replangraph.state import InputState, OutputState, ReplanState, with_plan_message
+from replangraph.state import InputState, OutputState, ReplanState
 from replangraph.tools.read_output import read_output_tool
 from replangraph.tools.replan_toolkit.toolkit import replan_toolkit
 

@@ -12,7 +12,7 @@ here; the engine names no host, and in-process nothing here is set.
   (`replangraph.clock`). Unset, the process's. A host that replays code sets both (Temporal's workflow: its
   deterministic time and its seeded random).
 - `RUN_CAN_PAUSE`: a run config ``metadata`` key, True when the run can pause although the node has no checkpointer
-  in its config (`replangraph.state.has_checkpointer`): the host keeps the paused run itself (Temporal's workflow
+  in its config (`replangraph.run_config.has_checkpointer`): the host keeps the paused run itself (Temporal's workflow
   holds the checkpointer; an activity's node gets only the run's metadata).
 - `node_behind`: the object a graph node runs (the planner, the executor, the tools node's runner), as
   `replangraph.builder` made it (and `metering_behind`, what meters its replies), for a host that rebuilds a

@@ -31,7 +31,7 @@ __all__ = [
 #   functional API's ``call``); `replangraph.nodes.execution.calls.in_run` asks it before running each tool call
 #   as a task. Public replacement: none (``langgraph.func`` offers no "am I in a run" probe).
 # CONFIG_KEY_CHECKPOINTER ("__pregel_checkpointer"): the run's checkpointer in a node's config; whether a run can
-#   pause (`replangraph.state.has_checkpointer`). Public replacement: a ``Runtime`` field naming the checkpointer.
+#   pause (`replangraph.run_config.has_checkpointer`). Public replacement: a ``Runtime`` field naming the checkpointer.
 # CONFIG_KEY_DURABILITY ("__pregel_durability"): the default durability a compiled graph runs with
 #   (`replangraph.builder.build_graph`: ``"sync"`` with a checkpointer). Public replacement: a ``durability``
 #   argument to ``compile`` or ``with_config``.

@@ -21,9 +21,9 @@ from typing import Any
 from langgraph.config import get_config
 from langgraph.func import task
 
+from replangraph.events import caught_events, emit
 from replangraph.langgraph_private import CONFIG_KEY_CALL
 from replangraph.llm.replies import Metered, meter_open, metered, note_writes
-from replangraph.state import caught_events, emit
 
 NODE_CALL_TASK = "node_call"
 """The name of a node call's task (in traces, streams and the checkpointer's writes)."""

@@ -39,7 +39,8 @@ from replangraph.queue.tasks import (
     startable_tasks,
 )
 from replangraph.resume import resume_asked, unfinished
-from replangraph.state import DependencyResult, SubtaskInput, run_settings, settings_resolved_once
+from replangraph.run_config import run_settings, settings_resolved_once
+from replangraph.state import DependencyResult, SubtaskInput
 
 OpeningNote = Callable[[Mapping[str, Any], Task], str]
 """A feature's note for a starting subtask's opening message: given the state and the subtask, its text, or ""

@@ -11,7 +11,7 @@ from replangraph.clock import run_time
 from replangraph.config import AgentConfig
 from replangraph.features import RunStart
 from replangraph.names import PLANNER
-from replangraph.state import Configured, settings_resolved_once
+from replangraph.run_config import Configured, settings_resolved_once
 
 
 class RunStarter(Configured):

@@ -14,8 +14,7 @@ from typing import Any, TextIO
 from langchain_core.callbacks import BaseCallbackHandler
 
 from replangraph.app.feature_cli import feature_clis
-from replangraph.queue import plan_summary, preview, spent_model_calls, status_counts
-from replangraph.state import (
+from replangraph.events import (
     ANSWER_COMPLETED,
     ANSWER_CUT,
     CONTEXT_COMPRESSED,
@@ -27,6 +26,7 @@ from replangraph.state import (
     STEP_FAILED,
     STEP_STARTED,
 )
+from replangraph.queue import plan_summary, preview, spent_model_calls, status_counts
 
 QUEUE_CHANGES = {
     PLAN_CREATED,

@@ -22,8 +22,8 @@ from rich.text import Text
 from rich.tree import Tree
 
 from replangraph.app.console import Output, UsageCounter, describe
+from replangraph.events import PLAN_COMPLETED, PLAN_CREATED
 from replangraph.queue import RESET, ordered, preview, spent_model_calls
-from replangraph.state import PLAN_COMPLETED, PLAN_CREATED
 
 STATUS_LOOK = {
     "pending": ("○", "dim", "pending"),

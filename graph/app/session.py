@@ -39,9 +39,9 @@ from replangraph.app.feature_cli import (
 from replangraph.app.server import lost_server, lost_server_message, paused_message
 from replangraph.app.settings import SETTINGS_KEY, stored_settings
 from replangraph.durable import Lease, LeaseLost, is_postgres_url, masked_url
+from replangraph.events import PLAN_COMPLETED
 from replangraph.queue import preview
 from replangraph.resume import unfinished
-from replangraph.state import PLAN_COMPLETED
 
 NO_INPUT = object()
 """`Session.drive`: nothing to stream first; the run is paused on questions."""

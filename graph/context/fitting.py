@@ -33,7 +33,7 @@ from replangraph.context.excerpts import (  # the cutting itself; fair_shares: i
 from replangraph.llm.calls import endpoint_url
 from replangraph.llm.errors import overflow_sizes
 from replangraph.llm.reading import message_text
-from replangraph.state import Configured
+from replangraph.run_config import Configured
 
 logger = logging.getLogger(__name__)
 

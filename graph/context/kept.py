@@ -59,20 +59,12 @@ from replangraph.context.fitting import (
     result_id,
     unique_key,
 )
+from replangraph.events import EVENTS, STEP_COMPLETED, STEP_FAILED, emit, event, held_events
 from replangraph.llm.reading import message_text
 from replangraph.names import ASK_USER, READ_OUTPUT
 from replangraph.queue.tasks import ordered, plan_summary, preview
-from replangraph.state import (
-    EVENTS,
-    STEP_COMPLETED,
-    STEP_FAILED,
-    StateUpdate,
-    emit,
-    event,
-    held_events,
-    merge_workspace,
-    settings_resolved_once,
-)
+from replangraph.run_config import settings_resolved_once
+from replangraph.state import StateUpdate, merge_workspace
 from replangraph.tracing import task_label
 
 logger = logging.getLogger(__name__)

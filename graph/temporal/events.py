@@ -3,7 +3,7 @@
 What reaches the topic, in the order the workflow logs it (one global log, offsets from 0):
 
 - ``{"mode": "custom", "key": KEY, "chunk": event}``: an event a node wrote with ``get_stream_writer()``
-  (`replangraph.state.emit`). A node that runs as an activity publishes through the plugin's stream client, at
+  (`replangraph.events.emit`). A node that runs as an activity publishes through the plugin's stream client, at
   least once per activity attempt: a retried activity publishes its events again. ``KEY`` is
   ``"<workflow run id>/<activity id>/<n>"`` (the n-th event of that activity; the ids stay the same across its
   attempts, and the run id tells a continuation's activities from the first run's), so a

@@ -9,13 +9,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from replangraph.config import AgentConfig
+from replangraph.events import event
 from replangraph.features import Build, Feature, RunStart, Stop
 from replangraph.llm.replies import reply_usage
 from replangraph.names import FINALIZE
 from replangraph.nodes.budget.names import BUDGET_SPENT
 from replangraph.nodes.budget.state import BudgetState, Spend, empty_spend, spent_tokens
 from replangraph.routing import Rule
-from replangraph.state import event, run_settings
+from replangraph.run_config import run_settings
 
 
 def feature(build: Build) -> Feature:

@@ -26,6 +26,7 @@ from replangraph.context.compression import (
 from replangraph.context.fitting import PLAN_ID, ContextMonitor, excerpt, opening_window, output_id
 from replangraph.context.kept import collect_writes, failed_with_window, is_taken, keep_outputs
 from replangraph.context.summarizing import summary_steps
+from replangraph.events import ANSWER_CUT, CONTEXT_COMPRESSED, emit
 from replangraph.llm.aio import acall_model, arun_steps
 from replangraph.llm.calls import (
     StepClock,
@@ -40,7 +41,8 @@ from replangraph.llm.calls import (
 from replangraph.llm.reading import answer_text
 from replangraph.names import COMPRESSOR
 from replangraph.nodes.compression.prompts import MERGE_REQUEST, SUMMARIZER_PROMPT, SUMMARY_REQUEST
-from replangraph.state import ANSWER_CUT, CONTEXT_COMPRESSED, Configured, StateUpdate, emit
+from replangraph.run_config import Configured
+from replangraph.state import StateUpdate
 from replangraph.tracing import task_label, traced
 
 logger = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ from typing import Any
 from replangraph.features import AnswerAddition, Answering, Build, Feature, RunStart
 from replangraph.llm.replies import reply_usage
 from replangraph.nodes.cost_report.state import FRESH, CostState, ModelCost
-from replangraph.state import run_settings
+from replangraph.run_config import run_settings
 
 UNNAMED = "(model not named)"
 """The row of replies that name no model (a scripted model, some local servers)."""

@@ -10,12 +10,12 @@ from typing import Any
 
 from replangraph.clock import run_time
 from replangraph.config import AgentConfig
+from replangraph.events import event
 from replangraph.features import Build, Feature, RunStart, Stop
 from replangraph.names import FINALIZE
 from replangraph.nodes.deadline.names import DEADLINE_PASSED
 from replangraph.nodes.deadline.state import DeadlineState
 from replangraph.routing import Route, Rule
-from replangraph.state import event
 
 UNFINISHED = ("pending", "in_progress")
 

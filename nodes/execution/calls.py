@@ -34,12 +34,12 @@ from langgraph.config import get_config
 from langgraph.func import task
 from langgraph.prebuilt.tool_node import ToolCallRequest
 
+from replangraph.events import caught_events, emit
 from replangraph.llm.calls import StepClock
 from replangraph.llm.errors import StepTimeout
 from replangraph.node_calls import in_run
 from replangraph.nodes.execution.injection import tool_runtime
 from replangraph.queue.tasks import Task
-from replangraph.state import caught_events, emit
 
 CALL_TASK = "tool_call"
 """The name of a tool call's task (in traces, streams and the checkpointer's writes)."""

@@ -30,10 +30,11 @@ from replangraph.context.kept import (
     window_reads,
     with_read_digests,
 )
+from replangraph.events import DYNAMIC_TASKS_ADDED, STEP_STARTED, event
 from replangraph.llm.reading import answer_text
 from replangraph.queue.plans import LimitReached, limit_hit, split_task
 from replangraph.queue.tasks import Continued, QueueError, is_continuation, is_follow_up
-from replangraph.state import DYNAMIC_TASKS_ADDED, STEP_STARTED, StateUpdate, event
+from replangraph.state import StateUpdate
 
 CONTINUATION = (
     "{instructions}\n\n(This continues subtask {parent}, which stopped before it finished: {why}. Its agent goes on "

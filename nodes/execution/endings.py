@@ -20,11 +20,12 @@ from replangraph.context.kept import (
     merge_updates,
     result_fields,
 )
+from replangraph.events import ANSWER_CUT, emit
 from replangraph.llm.calls import cut_note
 from replangraph.llm.reading import answer_text, message_text, with_text
 from replangraph.names import ASK_USER
 from replangraph.queue.tasks import preview
-from replangraph.state import ANSWER_CUT, StateUpdate, emit
+from replangraph.state import StateUpdate
 from replangraph.tools.replan_toolkit.toolkit import STILL_YOURS, sent_summary
 
 

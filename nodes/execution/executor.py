@@ -48,6 +48,7 @@ from replangraph.context.kept import (
     window_reads,
     with_read_digests,
 )
+from replangraph.events import STEP_STARTED, emit, held_events
 from replangraph.llm.aio import arun_steps
 from replangraph.llm.calls import (
     StepClock,
@@ -123,7 +124,8 @@ from replangraph.nodes.execution.middleware import (
 from replangraph.nodes.execution.prompts import system_prompt
 from replangraph.policy import DEFAULT_POLICY, TextPolicy
 from replangraph.queue.tasks import Task, is_follow_up
-from replangraph.state import STEP_STARTED, Configured, StateUpdate, emit, held_events
+from replangraph.run_config import Configured
+from replangraph.state import StateUpdate
 from replangraph.tools.read_output import read_output_tool, subtask_reader
 from replangraph.tools.replan_toolkit.toolkit import (
     ReplanSession,

@@ -46,6 +46,7 @@ from langgraph.types import Command
 from replangraph.context.excerpts import PAGE_RE
 from replangraph.context.fitting import mentions_read_output
 from replangraph.context.kept import READ_OUTPUT, WORKSPACE, cut_observation, mark_kept
+from replangraph.events import EVENTS
 from replangraph.llm.aio import (
     acall_with_timeout,
     aguarded,
@@ -85,7 +86,6 @@ from replangraph.nodes.execution.shapes import (  # the request shapes, importab
     ToolWrapper,
 )
 from replangraph.queue.tasks import Task, preview
-from replangraph.state import EVENTS
 from replangraph.tracing import call_label, trace_fields, traced
 
 # --------------------------------------------------------------------------- chains

@@ -33,6 +33,7 @@ from replangraph.context.kept import (
     thread_id,
 )
 from replangraph.context.summarizing import pack, split_text
+from replangraph.events import ANSWER_COMPLETED, ANSWER_CUT, PLAN_COMPLETED, emit, event
 from replangraph.features import AnswerAddition, Answering
 from replangraph.llm.aio import acall_model, arun_steps
 from replangraph.llm.calls import call_model, cut_note, guarded_steps, output_limit, refit_steps, run_steps, was_cut
@@ -65,16 +66,8 @@ from replangraph.queue.tasks import (
     spent_model_calls,
     status_counts,
 )
-from replangraph.state import (
-    ANSWER_COMPLETED,
-    ANSWER_CUT,
-    ANSWER_SHORT,
-    PLAN_COMPLETED,
-    Configured,
-    StateUpdate,
-    emit,
-    event,
-)
+from replangraph.run_config import Configured
+from replangraph.state import ANSWER_SHORT, StateUpdate
 from replangraph.tracing import traced
 
 logger = logging.getLogger(__name__)

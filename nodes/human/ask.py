@@ -20,6 +20,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from replangraph.config import AgentConfig
+from replangraph.events import emit
 from replangraph.llm.reading import as_text, waiting_questions
 from replangraph.names import ASK_USER
 from replangraph.nodes.human.interrupts import (
@@ -35,7 +36,8 @@ from replangraph.nodes.human.names import QUESTION_ANSWERED
 from replangraph.nodes.human.prompts import ANSWER_TAKEN, DECLINED
 from replangraph.nodes.human.questions import answer_text, question_of
 from replangraph.queue.tasks import preview
-from replangraph.state import Configured, StateUpdate, emit
+from replangraph.run_config import Configured
+from replangraph.state import StateUpdate
 
 
 def question_request(payload: Mapping[str, Any], call: Mapping[str, Any], prefix: str) -> dict[str, Any]:

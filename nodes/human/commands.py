@@ -14,6 +14,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 
 from replangraph.config import AgentConfig
+from replangraph.events import emit
 from replangraph.nodes.human.hooks import (
     CANCEL,
     RESUME,
@@ -27,7 +28,8 @@ from replangraph.nodes.human.hooks import (
 )
 from replangraph.nodes.human.interrupts import is_cancel
 from replangraph.nodes.human.names import COMMAND_ANSWERED
-from replangraph.state import Configured, StateUpdate, emit
+from replangraph.run_config import Configured
+from replangraph.state import StateUpdate
 
 
 class CommandRunner(Configured):

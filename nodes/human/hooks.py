@@ -25,7 +25,7 @@ from replangraph.nodes.human.questions import AskArgs, answers_so_far, question_
 from replangraph.queue.tasks import Task, plan_summary, preview, spent_model_calls, status_counts
 from replangraph.resume import RESUME, unfinished
 from replangraph.routing import Decision, Route, Rule, subtask_input
-from replangraph.state import Configured, has_checkpointer, run_settings
+from replangraph.run_config import Configured, has_checkpointer, run_settings
 
 CommandHandler = Callable[[str, Mapping[str, Any]], Any]
 CANCEL = "/cancel"

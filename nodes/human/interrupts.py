@@ -11,7 +11,7 @@ from langgraph.types import interrupt
 from replangraph.config import AgentConfig
 from replangraph.llm.reading import as_text
 from replangraph.nodes.human.names import COMMAND_PATTERN
-from replangraph.state import has_checkpointer
+from replangraph.run_config import has_checkpointer
 
 COMMAND_RE = re.compile(COMMAND_PATTERN, re.S)
 """A slash command: ``/name`` and optional argument text after white space."""

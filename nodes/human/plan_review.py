@@ -17,6 +17,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.types import interrupt
 
 from replangraph.config import AgentConfig, AgentProfile
+from replangraph.events import emit
 from replangraph.llm.reading import UnreadableInput, as_text, match_name, plan_specs
 from replangraph.names import BUILT_IN_TOOLS
 from replangraph.nodes.human.interrupts import (
@@ -39,7 +40,8 @@ from replangraph.queue.plans import (
     validate_plan,
 )
 from replangraph.queue.tasks import DEFAULT_AGENT, RESET, QueueError, Task
-from replangraph.state import Configured, StateUpdate, emit
+from replangraph.run_config import Configured
+from replangraph.state import StateUpdate
 
 APPROVALS = frozenset({"approve", "approved", "yes", "y", "ok", "okay", "go", "lgtm", "accept", "true"})
 TYPED_ERROR = "replangraph_plan_error"

@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field, create_model
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.fitting import GOAL_ID, ContextMonitor, fit_request, schema_tools
 from replangraph.context.kept import collect_writes
+from replangraph.events import PLAN_CREATED, emit
 from replangraph.llm.aio import arun_steps
 from replangraph.llm.calls import RETRY_ERROR_CHARS, Provisional, bind_schema, read_arguments, refit_steps, run_steps
 from replangraph.llm.reading import UnreadableInput, plan_specs, resolve_goal
@@ -39,7 +40,8 @@ from replangraph.queue.plans import (
     validate_plan,
 )
 from replangraph.queue.tasks import DEFAULT_AGENT, RESET, QueueError, Task, next_plan_id, preview
-from replangraph.state import ANSWER_FORMS, PLAN_CREATED, Configured, StateUpdate, emit
+from replangraph.run_config import Configured
+from replangraph.state import ANSWER_FORMS, StateUpdate
 from replangraph.tracing import traced
 
 """Room kept for the error text of a plan retry."""

@@ -31,6 +31,7 @@ from replangraph.context.fitting import (
     schema_tools,
 )
 from replangraph.context.kept import collect_writes, full_result
+from replangraph.events import REPLANNING, emit
 from replangraph.features import AfterReplan
 from replangraph.llm.aio import arun_steps
 from replangraph.llm.calls import refit_steps, run_steps
@@ -72,7 +73,8 @@ from replangraph.queue.tasks import (
     spent_model_calls,
     task_line,
 )
-from replangraph.state import REPLANNING, Configured, ReplanRecord, StateUpdate, emit
+from replangraph.run_config import Configured
+from replangraph.state import ReplanRecord, StateUpdate
 from replangraph.tracing import task_label, traced
 
 logger = logging.getLogger(__name__)

@@ -31,6 +31,7 @@ from replangraph.context.kept import (
     merge_updates,
     output_slot,
 )
+from replangraph.events import DYNAMIC_TASKS_ADDED, event
 from replangraph.llm.aio import arun_steps
 from replangraph.llm.calls import StructuredAnswer, bind_schema, refit_steps, run_steps
 from replangraph.llm.structured import quoted, structured_steps
@@ -56,7 +57,8 @@ from replangraph.nodes.teams.teams import (
     vote_winner,
 )
 from replangraph.queue.tasks import Task, active_tasks, preview, spent_model_calls
-from replangraph.state import DYNAMIC_TASKS_ADDED, Configured, StateUpdate, event
+from replangraph.run_config import Configured
+from replangraph.state import StateUpdate
 from replangraph.tracing import task_label, traced
 
 T = TypeVar("T")

@@ -3,7 +3,7 @@
 TEAM = "team"
 TEAM_MERGE = "team_merge"
 
-# Events it emits (`replangraph.state.EVENT_NAMES` lists them with the engine's)
+# Events it emits (`replangraph.events.EVENT_NAMES` lists them with the engine's)
 TEAM_MERGED = "team_merged"
 EVENTS = (TEAM_MERGED,)
 

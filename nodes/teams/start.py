@@ -8,9 +8,11 @@ from typing import Any
 
 from replangraph.config import AgentConfig
 from replangraph.context.kept import collect_writes, failed
+from replangraph.events import STEP_STARTED, emit
 from replangraph.nodes.teams.teams import Team, start_changes
 from replangraph.queue.plans import LimitReached, limit_hit
-from replangraph.state import STEP_STARTED, Configured, StateUpdate, emit
+from replangraph.run_config import Configured
+from replangraph.state import StateUpdate
 
 
 class TeamStart(Configured):

@@ -25,6 +25,7 @@ from typing_extensions import NotRequired, TypedDict
 from replangraph.context.carried import known_reads
 from replangraph.context.fitting import Fitted
 from replangraph.context.kept import collect_writes, full_result
+from replangraph.events import DYNAMIC_TASKS_ADDED, event
 from replangraph.llm.aio import arun_steps, off_loop
 from replangraph.llm.calls import run_steps
 from replangraph.names import FINALIZE
@@ -35,7 +36,8 @@ from replangraph.queue.coverage import follow_ups
 from replangraph.queue.plans import next_top_position
 from replangraph.queue.tasks import Task, index_of, new_task, ordered, spent_model_calls, task_line
 from replangraph.routing import Decision, Route
-from replangraph.state import DYNAMIC_TASKS_ADDED, Configured, StateUpdate, event
+from replangraph.run_config import Configured
+from replangraph.state import StateUpdate
 from replangraph.tracing import traced
 
 logger = logging.getLogger(__name__)

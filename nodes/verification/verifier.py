@@ -34,6 +34,7 @@ from replangraph.context.kept import (
     result_with_reads,
     window_reads,
 )
+from replangraph.events import DYNAMIC_TASKS_ADDED, event
 from replangraph.llm.aio import arun_steps, off_loop
 from replangraph.llm.calls import bind_schema, read_arguments, refit_steps, run_steps
 from replangraph.llm.lenient import truthy
@@ -59,8 +60,9 @@ from replangraph.queue.tasks import (
     queued_by_check,
     spent_model_calls,
 )
+from replangraph.run_config import Configured
 from replangraph.safety_net import describe
-from replangraph.state import DYNAMIC_TASKS_ADDED, Configured, StateUpdate, event
+from replangraph.state import StateUpdate
 from replangraph.tracing import call_label, task_label, traced
 
 logger = logging.getLogger(__name__)

@@ -24,9 +24,9 @@ from scripting import invoke, look_review_hand_off, make_model, plan_of, run, su
 from test_toolkit_rules import make_runner, runner_state
 
 from replangraph import AgentConfig, build_graph
+from replangraph.events import emit
 from replangraph.llm import aio, calls, structured
 from replangraph.llm.errors import StepTimeout
-from replangraph.state import emit
 from replangraph.testing import ScriptedChatModel, tool_call
 
 MORE_THAN_ASYNCIO_POOL = min(32, (os.cpu_count() or 1) + 4) + 1

@@ -11,7 +11,7 @@ from langgraph.types import Command
 from scripting import make_model, plan_of, subtask_of
 
 from replangraph import AgentConfig, build_graph
-from replangraph.state import PLAN_MESSAGE_ID
+from replangraph.plan_message import PLAN_MESSAGE_ID
 from replangraph.testing import tool_call
 
 ONE_TASK = plan_of({"id": "1", "content": "paint the door"})

@@ -16,8 +16,8 @@ from typing_extensions import is_typeddict
 from replangraph import AgentConfig, AgentProfile, ReplanState, build_graph
 from replangraph.app.demo import build_demo_graph, expected_products, read_ranking
 from replangraph.nodes.finalize.finalizer import chat_markdown
+from replangraph.plan_message import PLAN_MESSAGE_ID
 from replangraph.queue.tasks import ordered
-from replangraph.state import PLAN_MESSAGE_ID
 from replangraph.testing import tool_call
 
 GOAL = "Extract the top 19 products from the store's bestseller ranking, with units sold and rating."

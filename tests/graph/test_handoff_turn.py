@@ -94,7 +94,7 @@ def test_a_long_output_of_a_handoff_turn_is_an_excerpt_pointing_at_its_kept_text
 
 def test_two_handoffs_in_one_turn_queue_both_and_keep_both_summaries():
     events = []
-    with patch("replangraph.state.get_stream_writer", return_value=events.append):
+    with patch("replangraph.events.get_stream_writer", return_value=events.append):
         update = runner()(
             turn(
                 handoff("products 6-10", "products 11-15", summary="A", call_id="s1"),

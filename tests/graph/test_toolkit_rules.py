@@ -323,7 +323,7 @@ def test_a_crash_after_a_handoff_fails_that_subtask_only_and_its_events_never_go
     state = runner_state(tool_call(SPLIT_TOOL, split_args("rest"), call_id="s"), tasks=tasks)
     state["windows"]["2"] = runner_state(tool_call(REVIEW_TOOL, {}, call_id="r"))["windows"]["1"]
     events = []
-    with patch("replangraph.state.get_stream_writer", return_value=events.append):
+    with patch("replangraph.events.get_stream_writer", return_value=events.append):
         update = make_runner()(state)
     assert update["tasks"]["1"]["status"] == "failed" and "bug after the handoff" in update["tasks"]["1"]["error"]
     assert "1_dyn_0" not in update["tasks"]  # the handoff's update was lost with the crash ...

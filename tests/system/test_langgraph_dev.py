@@ -57,7 +57,7 @@ from replangraph.node_calls import NODE_CALL_TASK
 from replangraph.nodes.human import QUESTION_ANSWERED
 from replangraph.nodes.verification import GOAL_CHECKED, STEP_VERIFIED
 from replangraph.nodes.verification.names import GOAL_CHECK, VERIFIER
-from replangraph.state import PLAN_MESSAGE_ID
+from replangraph.plan_message import PLAN_MESSAGE_ID
 
 pytestmark = pytest.mark.system  # a `langgraph dev` server, and a loopback model server for it
 

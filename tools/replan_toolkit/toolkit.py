@@ -26,6 +26,7 @@ from pydantic import BaseModel
 from replangraph.config import AgentConfig
 from replangraph.context.fitting import kept_id, message_key, output_id, unique_key
 from replangraph.context.kept import announced, completed, failed
+from replangraph.events import DYNAMIC_TASKS_ADDED, event
 from replangraph.llm.reading import UnreadableInput, as_text, bad_arguments, message_text, task_specs, text_field
 from replangraph.names import ASK_USER, REPLAN_MARKER, REQUEST_REPLAN_TOOL, REVIEW_TOOL, SPLIT_TOOL, TOOLKIT_NAMES
 from replangraph.policy import DEFAULT_POLICY, TextPolicy
@@ -42,7 +43,6 @@ from replangraph.queue.tasks import (
     queued_by_check,
     task_line,
 )
-from replangraph.state import DYNAMIC_TASKS_ADDED, event
 from replangraph.tools.files.workspace_files import thread_folder, workspace_listing
 from replangraph.tools.replan_toolkit.prompts import (
     REPLAN_REASON_DESCRIPTION,

@@ -32,7 +32,7 @@ NAMESPACE = ("replangraph", "default")
 def sent():
     """The events that reach the custom stream."""
     events: list[dict] = []
-    with patch("replangraph.state.get_stream_writer", return_value=events.append):
+    with patch("replangraph.events.get_stream_writer", return_value=events.append):
         yield events
 
 

@@ -35,6 +35,8 @@ PUBLIC = (
     "replangraph.durable",
     "replangraph.config",  # AgentConfig's fields and run_settings: what the CLI and Studio set
     "replangraph.state",
+    "replangraph.events",  # the events' names (EVENT_NAMES) the CLI prints
+    "replangraph.run_config",  # run_settings: what the CLI and Studio set
     "replangraph.nodes",  # FEATURES: the registered features, read by name
     "replangraph.resume",  # RESUME and unfinished: going on with a run that stopped between steps
     "replangraph.queue",

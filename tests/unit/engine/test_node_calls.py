@@ -11,9 +11,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 from typing_extensions import TypedDict
 
+from replangraph.events import caught_events, emit
 from replangraph.llm.replies import metered, note_reply, note_writes
 from replangraph.node_calls import NodeCall, call_results, resolve_node_calls_with, run_node_call
-from replangraph.state import caught_events, emit
 
 
 class Judge:

@@ -14,7 +14,7 @@ from scripting import make_model, plan_of, subtask_of
 from replangraph import AgentConfig, build_graph
 from replangraph.config import MAX_STEP_TIMEOUT_S, recursion_limit
 from replangraph.nodes.execution.executor import ToolRunner
-from replangraph.state import run_settings
+from replangraph.run_config import run_settings
 from replangraph.testing import tool_call
 
 PLAN = plan_of(*({"content": f"item {i}"} for i in range(1, 7)))
@@ -173,7 +173,7 @@ def test_run_settings_outside_a_run_are_the_graph_s():
 
 
 def test_a_node_call_resolves_the_settings_once(monkeypatch):
-    import replangraph.state as state_module
+    import replangraph.run_config as state_module
 
     reads, resolutions = [], []
     real_read, real_resolve = state_module.run_settings, state_module._resolve_settings
@@ -207,7 +207,7 @@ def test_within_one_scope_another_run_config_resolves_its_own_settings():
     """A run started inside a node call (a graph used as a tool) has a run config of its own."""
     from langchain_core.runnables.config import var_child_runnable_config
 
-    from replangraph.state import settings_resolved_once
+    from replangraph.run_config import settings_resolved_once
 
     base = AgentConfig()
     with settings_resolved_once():

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage
 
+from replangraph.plan_message import PLAN_MESSAGE_ID, WaitingQuestions, plan_message
 from replangraph.queue.index import QueueIndex, TaskQueue, apply_writes
 from replangraph.queue.tasks import PLAN_MESSAGE_TASKS, new_task, plan_markdown, ready_tasks
-from replangraph.state import PLAN_MESSAGE_ID, WaitingQuestions, plan_message
 
 
 def asking_window(question: str) -> list:

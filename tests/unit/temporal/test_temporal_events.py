@@ -20,8 +20,8 @@ from langgraph.config import get_stream_writer  # noqa: E402
 from langgraph.runtime import Runtime  # noqa: E402
 from langgraph.types import Interrupt  # noqa: E402
 
+from replangraph.events import emit  # noqa: E402
 from replangraph.langgraph_private import CONFIG_KEY_RUNTIME  # noqa: E402
-from replangraph.state import emit  # noqa: E402
 from replangraph.temporal import data_converter  # noqa: E402
 from replangraph.temporal.converter import plain  # noqa: E402
 from replangraph.temporal.events import (  # noqa: E402
