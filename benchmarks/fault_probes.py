@@ -30,7 +30,7 @@ from langgraph.store.sqlite import SqliteStore
 from pydantic import ValidationError
 
 from replangraph import AgentConfig, build_graph
-from replangraph.context import kept
+from replangraph.context import workspace as kept
 from replangraph.context.excerpts import NOTE_RE
 from replangraph.durable import kept_output, open_saver
 from replangraph.llm.reading import message_text

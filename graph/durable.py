@@ -25,7 +25,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from replangraph.context.fitting import output_id, result_id
-from replangraph.context.kept import WORKSPACE, Workspace, read_saved, report_task, run_namespace, using
+from replangraph.context.output_ids import read_saved
+from replangraph.context.results import report_task
+from replangraph.context.workspace import WORKSPACE, Workspace, run_namespace, using
 from replangraph.llm import calls
 from replangraph.queue.tasks import ordered
 

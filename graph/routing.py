@@ -19,7 +19,8 @@ from langgraph.types import Send
 from replangraph.clock import run_time
 from replangraph.config import FINALIZE_MARGIN, AgentConfig
 from replangraph.context.fitting import ContextMonitor
-from replangraph.context.kept import WORKSPACE, full_result, open_workspace, step_key
+from replangraph.context.results import full_result
+from replangraph.context.workspace import WORKSPACE, open_workspace, step_key
 from replangraph.llm.reading import calls_to_run
 from replangraph.names import (
     COMPRESSOR,

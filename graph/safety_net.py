@@ -13,7 +13,8 @@ from typing import Any
 from langgraph.errors import NodeError
 from langgraph.types import Command
 
-from replangraph.context.kept import collect_writes, failed_with_window, merge_updates
+from replangraph.context.outcomes import failed_with_window, merge_updates
+from replangraph.context.workspace import collect_writes
 from replangraph.llm.reading import calls_to_run
 
 

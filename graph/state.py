@@ -36,7 +36,7 @@ def merge_workspace(current: Mapping | None, writes: Sequence[Mapping | None]) -
 WorkspaceChannel = Annotated[
     dict[str, dict[str, dict[str, Any]]], DeltaChannel(merge_workspace, snapshot_frequency=TASKS_SNAPSHOT_EVERY)
 ]
-"""Results and kept text of a run without a store, by step (see `replangraph.context.kept`)."""
+"""Results and kept text of a run without a store, by step (see `replangraph.context.workspace`)."""
 
 
 def replace_by_key(current: Mapping | None, update: Mapping | None) -> dict:

@@ -15,7 +15,7 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import AliasChoices, BaseModel, BeforeValidator, Field, WithJsonSchema
 
 from replangraph.context.excerpts import PAGE, note
-from replangraph.context.kept import read_saved, saved_keys
+from replangraph.context.output_ids import read_saved, saved_keys
 from replangraph.llm.reading import as_text
 from replangraph.names import READ_OUTPUT
 

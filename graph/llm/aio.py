@@ -7,7 +7,7 @@ retries and time limits (`aretrying`, `acall_with_timeout`), and the driver of w
 its event loop, and a database store's would stall every subtask while it waits. When the run has a store, the
 sync segments of work written as steps run in the ``steps`` pool (`arun_steps`), as LangGraph runs a sync
 node, and so does other sync code of an async node that may read the store (`off_loop`); writes go out
-awaited (``replangraph.context.kept``). Without a store nothing leaves the loop.
+awaited (``replangraph.context.workspace``). Without a store nothing leaves the loop.
 """
 
 from __future__ import annotations

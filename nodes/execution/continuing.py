@@ -19,17 +19,16 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 
 from replangraph.context.carried import call_labels, continued_id, known_reads, made_progress, own_part, with_reads
 from replangraph.context.fitting import output_id, unique_key
-from replangraph.context.kept import (
+from replangraph.context.outcomes import (
     announced,
     completed,
     failed_with_window,
-    full_result,
-    is_taken,
-    keep_outputs,
     merge_updates,
     window_reads,
     with_read_digests,
 )
+from replangraph.context.results import full_result, keep_outputs
+from replangraph.context.window_outputs import is_taken
 from replangraph.events import DYNAMIC_TASKS_ADDED, STEP_STARTED, event
 from replangraph.llm.reading import answer_text
 from replangraph.queue.plans import LimitReached, limit_hit, split_task

@@ -13,13 +13,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
-from replangraph.context.kept import (
-    completed,
-    ending_result,
-    failed,
-    merge_updates,
-    result_fields,
-)
+from replangraph.context.outcomes import completed, ending_result, failed, merge_updates
+from replangraph.context.results import result_fields
 from replangraph.events import ANSWER_CUT, emit
 from replangraph.llm.calls import cut_note
 from replangraph.llm.reading import answer_text, message_text, with_text

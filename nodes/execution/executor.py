@@ -32,22 +32,18 @@ from replangraph.context.fitting import (
     output_id,
     unique_key,
 )
-from replangraph.context.kept import (
-    collect_writes,
+from replangraph.context.outcomes import (
     combined_ending,
     completed_with_window,
-    drop_old_observations,
     earlier_reads,
     failed_with_window,
-    full_result,
-    is_taken,
-    keep_outputs,
-    marked_outputs,
     merge_updates,
-    window_outputs,
     window_reads,
     with_read_digests,
 )
+from replangraph.context.results import full_result, keep_outputs
+from replangraph.context.window_outputs import drop_old_observations, is_taken, marked_outputs, window_outputs
+from replangraph.context.workspace import collect_writes
 from replangraph.events import STEP_STARTED, emit, held_events
 from replangraph.llm.aio import arun_steps
 from replangraph.llm.calls import (

@@ -44,8 +44,9 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 from replangraph.context.excerpts import PAGE_RE
-from replangraph.context.fitting import mentions_read_output
-from replangraph.context.kept import READ_OUTPUT, WORKSPACE, cut_observation, mark_kept
+from replangraph.context.fitting import mark_kept, mentions_read_output
+from replangraph.context.window_outputs import cut_observation
+from replangraph.context.workspace import WORKSPACE
 from replangraph.events import EVENTS
 from replangraph.llm.aio import (
     acall_with_timeout,
@@ -68,7 +69,7 @@ from replangraph.llm.errors import StepTimeout, is_context_overflow
 from replangraph.llm.formats import CUT_CALL
 from replangraph.llm.reading import message_text, repair_tool_calls, split_reasoning
 from replangraph.llm.replies import note_reply
-from replangraph.names import EXECUTOR, TOOLKIT_NAMES, TOOLS
+from replangraph.names import EXECUTOR, READ_OUTPUT, TOOLKIT_NAMES, TOOLS
 from replangraph.nodes.execution.adapting import (  # noqa: F401  # Hook, run_coroutine, split_middleware: importable here
     Hook,
     async_form,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from replangraph.context.fitting import result_id
-from replangraph.context.kept import full_result
+from replangraph.context.results import full_result
 from replangraph.names import REPLAN_MARKER
 from replangraph.nodes.fallback.prompts import FALLBACK_COMPLETED_INDEX, FALLBACK_TASK, FALLBACK_UNFINISHED_MORE
 from replangraph.queue.tasks import FALLBACK, Task, is_fallback, new_task, next_plan_id, plan_tasks, preview

@@ -22,17 +22,10 @@ from replangraph.clock import run_time
 from replangraph.config import AgentConfig
 from replangraph.context.carried import elides, left_out, reported
 from replangraph.context.fitting import GOAL_ID, RESULTS_ID, ContextMonitor, fit_parts
-from replangraph.context.kept import (
-    announced,
-    collect_writes,
-    full_result,
-    keep_outputs,
-    merge_updates,
-    reading_pending,
-    report_task,
-    thread_id,
-)
+from replangraph.context.outcomes import announced, merge_updates
+from replangraph.context.results import full_result, keep_outputs, report_task
 from replangraph.context.summarizing import pack, split_text
+from replangraph.context.workspace import collect_writes, reading_pending, thread_id
 from replangraph.events import ANSWER_COMPLETED, ANSWER_CUT, PLAN_COMPLETED, emit, event
 from replangraph.features import AnswerAddition, Answering
 from replangraph.llm.aio import acall_model, arun_steps

@@ -5,7 +5,7 @@ results, `FALLBACK_ANSWER_CHARS` of the fallback's answer): a longer list ends i
 (``report-{plan}/completed``, ``report-{plan}/not-finished``) its whole list is kept under in the results
 workspace, and a result that does not fit is an excerpt naming its own output id (``{id}/result``). A report
 that shows some result only in part (a list cut, an excerpt) names output ``results``: every result and partial
-result, whole, in plan order (`replangraph.context.kept.all_results`).
+result, whole, in plan order (`replangraph.context.results.all_results`).
 
 A run that stops unfinished also gets here: `stop_reason` says why (naming any limit that stopped it),
 `stop_unfinished` closes what was left, and `failed_answer` is the report when the final answer could not be
@@ -21,17 +21,11 @@ from langchain_core.messages import AnyMessage
 from replangraph.config import FINALIZE_MARGIN, AgentConfig, recursion_limit
 from replangraph.context.compression import SUMMARY_ID_PREFIX, split_window
 from replangraph.context.fitting import GOAL_ID, RESULTS_ID, excerpt, fair_shares, output_id, result_id, unique_key
-from replangraph.context.kept import (
-    full_result,
-    is_taken,
-    keep_window,
-    merge_updates,
-    report_task,
-    result_fields,
-    result_with_reads,
-    saved_text,
-    thread_id,
-)
+from replangraph.context.outcomes import keep_window, merge_updates, result_with_reads
+from replangraph.context.output_ids import saved_text
+from replangraph.context.results import full_result, report_task, result_fields
+from replangraph.context.window_outputs import is_taken
+from replangraph.context.workspace import thread_id
 from replangraph.llm.errors import says_server_down
 from replangraph.llm.reading import answer_text, ends_with_answer
 from replangraph.nodes.finalize.notes import replanned_ids, run_notes

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field, create_model
 
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.fitting import GOAL_ID, ContextMonitor, fit_request, schema_tools
-from replangraph.context.kept import collect_writes
+from replangraph.context.workspace import collect_writes
 from replangraph.events import PLAN_CREATED, emit
 from replangraph.llm.aio import arun_steps
 from replangraph.llm.calls import RETRY_ERROR_CHARS, Provisional, bind_schema, read_arguments, refit_steps, run_steps

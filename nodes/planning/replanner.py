@@ -30,7 +30,8 @@ from replangraph.context.fitting import (
     result_id,
     schema_tools,
 )
-from replangraph.context.kept import collect_writes, full_result
+from replangraph.context.results import full_result
+from replangraph.context.workspace import collect_writes
 from replangraph.events import REPLANNING, emit
 from replangraph.features import AfterReplan
 from replangraph.llm.aio import arun_steps

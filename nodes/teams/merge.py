@@ -20,17 +20,9 @@ from pydantic import BaseModel
 
 from replangraph.config import AgentConfig
 from replangraph.context.fitting import GOAL_ID, ContextMonitor, fit_parts, result_id, schema_tools
-from replangraph.context.kept import (
-    announced,
-    collect_writes,
-    completed,
-    entries_of,
-    entry_update,
-    failed,
-    full_result,
-    merge_updates,
-    output_slot,
-)
+from replangraph.context.outcomes import announced, completed, failed, merge_updates
+from replangraph.context.results import full_result
+from replangraph.context.workspace import collect_writes, entries_of, entry_update, output_slot
 from replangraph.events import DYNAMIC_TASKS_ADDED, event
 from replangraph.llm.aio import arun_steps
 from replangraph.llm.calls import StructuredAnswer, bind_schema, refit_steps, run_steps

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from replangraph.config import AgentConfig
-from replangraph.context.kept import collect_writes, failed
+from replangraph.context.outcomes import failed
+from replangraph.context.workspace import collect_writes
 from replangraph.events import STEP_STARTED, emit
 from replangraph.nodes.teams.teams import Team, start_changes
 from replangraph.queue.plans import LimitReached, limit_hit

@@ -24,7 +24,8 @@ from typing_extensions import NotRequired, TypedDict
 
 from replangraph.context.carried import known_reads
 from replangraph.context.fitting import Fitted
-from replangraph.context.kept import collect_writes, full_result
+from replangraph.context.results import full_result
+from replangraph.context.workspace import collect_writes
 from replangraph.events import DYNAMIC_TASKS_ADDED, event
 from replangraph.llm.aio import arun_steps, off_loop
 from replangraph.llm.calls import run_steps

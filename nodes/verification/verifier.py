@@ -25,15 +25,15 @@ from pydantic import BaseModel, Field
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.carried import known_reads, made_calls, made_progress, own_part
 from replangraph.context.fitting import ContextMonitor, Fitted, fit_request, result_id, schema_tools
-from replangraph.context.kept import (
+from replangraph.context.outcomes import (
     announced,
-    collect_writes,
     completed_with_window,
-    full_result,
     merge_updates,
     result_with_reads,
     window_reads,
 )
+from replangraph.context.results import full_result
+from replangraph.context.workspace import collect_writes
 from replangraph.events import DYNAMIC_TASKS_ADDED, event
 from replangraph.llm.aio import arun_steps, off_loop
 from replangraph.llm.calls import bind_schema, read_arguments, refit_steps, run_steps

@@ -128,7 +128,7 @@ def test_a_retry_after_a_transient_error_is_logged_with_the_task_id(caplog):
     assert len(retries) == 1 and retries[0].levelno == logging.INFO
     assert "executor call for task a (plan 1)" in retries[0].getMessage()
     assert "APIConnectionError" in retries[0].getMessage() or "Connection" in retries[0].getMessage()
-    endings = [r.getMessage() for r in caplog.records if r.name == "replangraph.context.kept"]
+    endings = [r.getMessage() for r in caplog.records if r.name == "replangraph.context.outcomes"]
     assert endings == ["task a (plan 1) completed after 3 model calls (7 characters)"]  # the retry, the check
 
 
@@ -173,7 +173,7 @@ def test_a_finished_run_logs_one_info_line_per_subtask_and_its_end(caplog):
     run(build_graph(make_model(plan, looking_up), [lookup], config=AgentConfig(**FAST)))
     lines = [(r.name, r.levelname, r.getMessage()) for r in caplog.records]
     assert [line for line in lines if line[1] != "INFO"] == []
-    assert sorted(m.split(" completed")[0] for n, _, m in lines if n == "replangraph.context.kept") == [
+    assert sorted(m.split(" completed")[0] for n, _, m in lines if n == "replangraph.context.outcomes") == [
         "task a (plan 1)",
         "task b (plan 1)",
     ]

@@ -13,7 +13,7 @@ from scripting import make_model, plan_of
 
 from benchmarks.fault_probes import ODD_THREAD_IDS as ODD_IDS
 from replangraph import AgentConfig, build_graph
-from replangraph.context import kept
+from replangraph.context import workspace as kept
 from replangraph.context.excerpts import NOTE_RE
 from replangraph.durable import kept_output, kept_output_ids
 from replangraph.llm.reading import message_text

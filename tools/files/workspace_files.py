@@ -27,7 +27,7 @@ from typing import Annotated, Any, BinaryIO
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import AliasChoices, BaseModel, BeforeValidator, Field, WithJsonSchema
 
-from replangraph.context.kept import UNTHREADED, run_label
+from replangraph.context.workspace import UNTHREADED, run_label
 from replangraph.llm.lenient import truthy
 from replangraph.llm.reading import as_text, bad_arguments, text_field
 from replangraph.tools.files import confined

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from replangraph.config import AgentConfig
 from replangraph.context.fitting import kept_id, message_key, output_id, unique_key
-from replangraph.context.kept import announced, completed, failed
+from replangraph.context.outcomes import announced, completed, failed
 from replangraph.events import DYNAMIC_TASKS_ADDED, event
 from replangraph.llm.reading import UnreadableInput, as_text, bad_arguments, message_text, task_specs, text_field
 from replangraph.names import ASK_USER, REPLAN_MARKER, REQUEST_REPLAN_TOOL, REVIEW_TOOL, SPLIT_TOOL, TOOLKIT_NAMES

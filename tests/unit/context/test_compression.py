@@ -30,8 +30,8 @@ from replangraph.context.fitting import (
     mark_kept,
     mentions_read_output,
 )
-from replangraph.context.kept import drop_old_observations, is_dropped
 from replangraph.context.summarizing import split_text, summary_steps
+from replangraph.context.window_outputs import drop_old_observations, is_dropped
 from replangraph.llm.calls import run_steps
 from replangraph.llm.reading import all_tool_calls, message_text
 from replangraph.nodes.compression.compressor import Compressor

@@ -11,17 +11,15 @@ from scripting import kept
 
 from replangraph.context.carried import READS_HEAD
 from replangraph.context.fitting import mark_kept
-from replangraph.context.kept import (
+from replangraph.context.outcomes import (
     announced,
-    apply_effects,
-    collect_writes,
     completed,
     completed_with_window,
     failed,
     failed_with_window,
     merge_updates,
-    open_workspace,
 )
+from replangraph.context.workspace import apply_effects, collect_writes, open_workspace
 from replangraph.queue.tasks import new_task
 
 TASK = {**new_task("1", "x", position=[0]), "status": "in_progress"}

@@ -10,16 +10,14 @@ from langgraph.store.sqlite import SqliteStore
 from scripting import make_model, plan_of, result_text, subtask_of
 
 from replangraph import AgentConfig, build_graph
-from replangraph.context.kept import (
-    RESULT_PREVIEW_CHARS,
+from replangraph.context.results import RESULT_PREVIEW_CHARS, full_result, result_fields
+from replangraph.context.workspace import (
     Workspace,
     apply_effects,
     entry_update,
-    full_result,
     open_workspace,
     output_slot,
     reading_pending,
-    result_fields,
 )
 from replangraph.queue.tasks import new_task
 from replangraph.testing import tool_call

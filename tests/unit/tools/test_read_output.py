@@ -10,7 +10,8 @@ from replangraph import AgentConfig
 from replangraph.config import resolve_profiles
 from replangraph.context.excerpts import NOTE_RE, PAGE_RE, recut
 from replangraph.context.fitting import excerpt
-from replangraph.context.kept import open_workspace, read_saved
+from replangraph.context.output_ids import read_saved
+from replangraph.context.workspace import open_workspace
 from replangraph.nodes.execution.executor import ToolRunner
 from replangraph.queue.tasks import new_task
 from replangraph.testing import tool_call

@@ -10,7 +10,8 @@ from scripting import kept
 
 from replangraph import AgentConfig
 from replangraph.context.carried import call_label, continued_id, own_part
-from replangraph.context.kept import marked_outputs, window_reads
+from replangraph.context.outcomes import window_reads
+from replangraph.context.window_outputs import marked_outputs
 from replangraph.nodes.compression.compressor import folded_calls
 from replangraph.nodes.execution.continuing import (
     LISTED_CHARS,
