@@ -27,7 +27,7 @@ from replangraph.features import (
 from replangraph.hosting import with_node
 from replangraph.langgraph_private import CONFIG_KEY_DURABILITY, RunnableCallable
 from replangraph.llm.aio import in_pool
-from replangraph.llm.calls import stacked_retries
+from replangraph.llm.bounds import stacked_retries
 from replangraph.names import (
     COMPRESSOR,
     EXECUTOR,

@@ -24,11 +24,11 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from replangraph import clock
 from replangraph.context.fitting import output_id, result_id
 from replangraph.context.output_ids import read_saved
 from replangraph.context.results import report_task
 from replangraph.context.workspace import WORKSPACE, Workspace, run_namespace, using
-from replangraph.llm import calls
 from replangraph.queue.tasks import ordered
 
 DB_ENV = "REPLANGRAPH_DB"
@@ -377,7 +377,7 @@ def thread_lease(
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise ThreadBusy(thread_id, holder[0], holder[1])
-                calls.wait(  # the package's one sleep, which tests can replace
+                clock.wait(  # the package's one sleep, which tests can replace
                     min(max(holder[2], 0.01), POLL_S, left)
                 )
         lease = Lease(table, thread_id, owner, ttl_s)

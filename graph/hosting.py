@@ -5,7 +5,7 @@ them otherwise: `replangraph.temporal` runs the Pregel loop in a Temporal workfl
 most nodes as activities on other processes. Three things the engine reads then differ, and the host sets them
 here; the engine names no host, and in-process nothing here is set.
 
-- `step_clock`: the clock a subtask's time is read from (`replangraph.llm.calls.StepClock`). Unset, the process's
+- `step_clock`: the clock a subtask's time is read from (`replangraph.llm.time_limits.StepClock`). Unset, the process's
   monotonic clock. A host that replays code must give code it replays a clock that reads the same on replay
   (Temporal's workflow sets the workflow's time), or a step limit decides differently the second time.
 - `run_clock`, `run_random`: the time (epoch seconds) and the randomness routing rules and feature hooks read

@@ -30,7 +30,7 @@ from replangraph.context.excerpts import (  # the cutting itself; fair_shares: i
     excerpt,
     fair_shares,
 )
-from replangraph.llm.calls import endpoint_url
+from replangraph.llm.bounds import endpoint_url
 from replangraph.llm.errors import overflow_sizes
 from replangraph.llm.reading import message_text
 from replangraph.run_config import Configured

@@ -22,25 +22,14 @@ from langchain_core.runnables import RunnableBinding, RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.config import get_store
 
-from replangraph.llm import calls
-from replangraph.llm.calls import (
-    BUBBLE_UP,
-    CALL_WORKERS,
-    Called,
-    Structured,
-    abandon,
-    backoff_delays,
-    call_pool,
-    client_timeout,
-    next_wait,
-    output_limit,
-    paused_if_down,
-    raw_reply,
-    replangraph_retries,
-    with_output_bound,
-)
+from replangraph import clock
+from replangraph.llm.answers import Structured, raw_reply
+from replangraph.llm.bounds import output_limit, with_output_bound
+from replangraph.llm.calls import BUBBLE_UP, Called
 from replangraph.llm.errors import StepTimeout, is_transient
 from replangraph.llm.replies import note_reply
+from replangraph.llm.retries import backoff_delays, client_timeout, next_wait, paused_if_down, replangraph_retries
+from replangraph.llm.time_limits import CALL_WORKERS, abandon, call_pool
 from replangraph.tracing import call_label
 
 T = TypeVar("T")
@@ -164,7 +153,7 @@ async def aattempt(
     call: Callable[[], Awaitable[T]], config: Any, *, deadline: float | None = None, label: str = "model call"
 ) -> Called[T]:
     """`attempt` for an async ``call``: each try gets the time left (`acall_with_timeout`)."""
-    timed = call if deadline is None else (lambda: acall_with_timeout(call, deadline - calls.now()))
+    timed = call if deadline is None else (lambda: acall_with_timeout(call, deadline - clock.now()))
 
     async def tried() -> Called[T]:
         reply, attempts = await aretrying(timed, config, deadline, label)
@@ -188,7 +177,7 @@ async def acall_model(
         model, output_limit(config, monitor), replangraph_retries(config) == 0, client_timeout(config)
     )
     if deadline is None and getattr(config, "step_timeout_s", None):
-        deadline = calls.now() + config.step_timeout_s
+        deadline = clock.now() + config.step_timeout_s
     label = call_label(trace)
     called = await aattempt(
         lambda: ainvoke_model(bounded_model, request, trace), config, deadline=deadline, label=label
@@ -222,7 +211,7 @@ def awaits_natively(runnable: Any) -> bool:
 async def in_pool(call: Callable[[], T], workers: int | None = None) -> T:
     """``call()`` in a shared thread pool of ``workers`` threads (default `CALL_WORKERS`; with the caller's
     context), awaited. When the await is cancelled (``step_timeout_s``, a cancelled run) while the call runs,
-    the call is abandoned: its thread is a daemon one (`replangraph.llm.calls.DaemonPool`), counted as stuck
+    the call is abandoned: its thread is a daemon one (`replangraph.llm.time_limits.DaemonPool`), counted as stuck
     until the call returns."""
     pool = call_pool("calls", workers or CALL_WORKERS)
     future = pool.submit(call)

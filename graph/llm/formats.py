@@ -2,7 +2,7 @@
 use when no server-side parser reads them, and JSON, lists and tool names written as text.
 
 One parser, `read_text_calls`, used by the executor's tool-call repair (`replangraph.llm.reading.repair_tool_calls`)
-and by the structured-output loop (`replangraph.llm.calls.read_arguments`). `load_json` reads JSON from text:
+and by the structured-output loop (`replangraph.llm.answers.read_arguments`). `load_json` reads JSON from text:
 fenced, inside prose, a Python literal, refused when cut off (`CutOff`). The lenient readers of
 `replangraph.llm.reading` come here only when a value arrives as text. Pure; no LangGraph here.
 """

@@ -1,4 +1,4 @@
-"""The structured-output loop (`structured_steps`): a model bound to a schema (`replangraph.llm.calls.bind_schema`)
+"""The structured-output loop (`structured_steps`): a model bound to a schema (`replangraph.llm.answers.bind_schema`)
 asked through `replangraph.llm.calls.call_model`, or `replangraph.llm.aio.acall_model` on the async path, until
 ``read`` accepts its answer. Its rare turns: an answer it could not use, asked again with the reason and the
 previous answer quoted (`retry_request`, `quoted`, `shortened`), and the outcome of an ask whose model call
@@ -14,16 +14,15 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from replangraph.llm.aio import acall_model
-from replangraph.llm.calls import (
+from replangraph.llm.answers import (
     QUOTED_CHARS,
     RETRY_ERROR_CHARS,
     RETRY_PROMPT,
-    Called,
     Provisional,
     StructuredAnswer,
-    call_model,
     raw_reply,
 )
+from replangraph.llm.calls import Called, call_model
 from replangraph.llm.lenient import UnreadableInput
 from replangraph.llm.reading import answer_text
 

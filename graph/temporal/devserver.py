@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from replangraph.llm import calls
+from replangraph import clock
 
 START_DEADLINE_S = 60.0
 
@@ -64,7 +64,7 @@ class DevServer:
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.close()
                 raise RuntimeError(f"the Temporal dev server did not start: {self.log_tail()}")
-            calls.wait(0.1)  # the package's one sleep
+            clock.wait(0.1)  # the package's one sleep
 
     def serving(self) -> bool:
         """Whether the server answers a request: a port that takes connections may still refuse every call for a

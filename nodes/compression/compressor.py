@@ -31,17 +31,12 @@ from replangraph.context.window_outputs import is_taken
 from replangraph.context.workspace import collect_writes
 from replangraph.events import ANSWER_CUT, CONTEXT_COMPRESSED, emit
 from replangraph.llm.aio import acall_model, arun_steps
-from replangraph.llm.calls import (
-    StepClock,
-    call_model,
-    cut_note,
-    guarded_steps,
-    output_limit,
-    overflow_budget,
-    run_steps,
-    was_cut,
-)
+from replangraph.llm.answers import was_cut
+from replangraph.llm.bounds import cut_note, output_limit
+from replangraph.llm.calls import call_model, guarded_steps, run_steps
+from replangraph.llm.overflow import overflow_budget
 from replangraph.llm.reading import answer_text
+from replangraph.llm.time_limits import StepClock
 from replangraph.names import COMPRESSOR
 from replangraph.nodes.compression.prompts import MERGE_REQUEST, SUMMARIZER_PROMPT, SUMMARY_REQUEST
 from replangraph.run_config import Configured

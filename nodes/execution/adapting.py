@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from replangraph.llm.aio import in_pool
-from replangraph.llm.calls import call_pool
+from replangraph.llm.time_limits import call_pool
 from replangraph.nodes.execution.shapes import ModelWrapper, ToolWrapper
 
 NODE_HOOKS = {

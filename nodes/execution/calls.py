@@ -35,8 +35,8 @@ from langgraph.func import task
 from langgraph.prebuilt.tool_node import ToolCallRequest
 
 from replangraph.events import caught_events, emit
-from replangraph.llm.calls import StepClock
 from replangraph.llm.errors import StepTimeout
+from replangraph.llm.time_limits import StepClock
 from replangraph.node_calls import in_run
 from replangraph.nodes.execution.injection import tool_runtime
 from replangraph.queue.tasks import Task

@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMes
 from replangraph.context.outcomes import completed, ending_result, failed, merge_updates
 from replangraph.context.results import result_fields
 from replangraph.events import ANSWER_CUT, emit
-from replangraph.llm.calls import cut_note
+from replangraph.llm.bounds import cut_note
 from replangraph.llm.reading import answer_text, message_text, with_text
 from replangraph.names import ASK_USER
 from replangraph.queue.tasks import preview

@@ -46,16 +46,9 @@ from replangraph.context.window_outputs import drop_old_observations, is_taken, 
 from replangraph.context.workspace import collect_writes
 from replangraph.events import STEP_STARTED, emit, held_events
 from replangraph.llm.aio import arun_steps
-from replangraph.llm.calls import (
-    StepClock,
-    client_timeout,
-    guarded_steps,
-    output_limit,
-    paused_if_down,
-    replangraph_retries,
-    run_steps,
-    was_cut,
-)
+from replangraph.llm.answers import was_cut
+from replangraph.llm.bounds import output_limit
+from replangraph.llm.calls import guarded_steps, run_steps
 from replangraph.llm.errors import StepTimeout, is_server_down, server_url
 from replangraph.llm.reading import (
     all_tool_calls,
@@ -64,6 +57,8 @@ from replangraph.llm.reading import (
     message_text,
     pending_tool_calls,
 )
+from replangraph.llm.retries import client_timeout, paused_if_down, replangraph_retries
+from replangraph.llm.time_limits import StepClock
 from replangraph.names import ASK_USER, READ_OUTPUT, TOOLKIT_NAMES
 from replangraph.nodes.execution.calls import (
     CallJob,

@@ -57,18 +57,14 @@ from replangraph.llm.aio import (
     in_pool,
     off_loop,
 )
-from replangraph.llm.calls import (
-    CALL_WORKERS,
-    StepClock,
-    call_with_timeout,
-    guarded,
-    retrying,
-    with_output_bound,
-)
+from replangraph.llm.bounds import with_output_bound
+from replangraph.llm.calls import guarded
 from replangraph.llm.errors import StepTimeout, is_context_overflow
 from replangraph.llm.formats import CUT_CALL
 from replangraph.llm.reading import message_text, repair_tool_calls, split_reasoning
 from replangraph.llm.replies import note_reply
+from replangraph.llm.retries import retrying
+from replangraph.llm.time_limits import CALL_WORKERS, StepClock, call_with_timeout
 from replangraph.names import EXECUTOR, READ_OUTPUT, TOOLKIT_NAMES, TOOLS
 from replangraph.nodes.execution.adapting import (  # noqa: F401  # Hook, run_coroutine, split_middleware: importable here
     Hook,
@@ -224,7 +220,7 @@ refit_overflow.awrap = arefit_overflow  # type: ignore[attr-defined]  # its asyn
 
 
 class Retries:
-    """Retries transient errors with the run's settings (the one policy: `replangraph.llm.calls.retrying`);
+    """Retries transient errors with the run's settings (the one policy: `replangraph.llm.retries.retrying`);
     no wait runs past the step's deadline, and no try starts after it."""
 
     def __init__(self, config: Any, clock: StepClock):

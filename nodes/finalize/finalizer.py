@@ -29,7 +29,10 @@ from replangraph.context.workspace import collect_writes, reading_pending, threa
 from replangraph.events import ANSWER_COMPLETED, ANSWER_CUT, PLAN_COMPLETED, emit, event
 from replangraph.features import AnswerAddition, Answering
 from replangraph.llm.aio import acall_model, arun_steps
-from replangraph.llm.calls import call_model, cut_note, guarded_steps, output_limit, refit_steps, run_steps, was_cut
+from replangraph.llm.answers import was_cut
+from replangraph.llm.bounds import cut_note, output_limit
+from replangraph.llm.calls import call_model, guarded_steps, run_steps
+from replangraph.llm.overflow import refit_steps
 from replangraph.llm.reading import answer_text, is_cut_json
 from replangraph.llm.replies import with_metered_writes
 from replangraph.names import FINALIZE

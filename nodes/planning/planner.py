@@ -22,7 +22,9 @@ from replangraph.context.fitting import GOAL_ID, ContextMonitor, fit_request, sc
 from replangraph.context.workspace import collect_writes
 from replangraph.events import PLAN_CREATED, emit
 from replangraph.llm.aio import arun_steps
-from replangraph.llm.calls import RETRY_ERROR_CHARS, Provisional, bind_schema, read_arguments, refit_steps, run_steps
+from replangraph.llm.answers import RETRY_ERROR_CHARS, Provisional, bind_schema, read_arguments
+from replangraph.llm.calls import run_steps
+from replangraph.llm.overflow import refit_steps
 from replangraph.llm.reading import UnreadableInput, plan_specs, resolve_goal
 from replangraph.llm.structured import structured_steps
 from replangraph.names import BUILT_IN_TOOLS, PLANNER

@@ -35,7 +35,8 @@ from replangraph.context.workspace import collect_writes
 from replangraph.events import REPLANNING, emit
 from replangraph.features import AfterReplan
 from replangraph.llm.aio import arun_steps
-from replangraph.llm.calls import refit_steps, run_steps
+from replangraph.llm.calls import run_steps
+from replangraph.llm.overflow import refit_steps
 from replangraph.names import REPLANNER
 from replangraph.nodes.planning.planner import (
     PlanAnswer,

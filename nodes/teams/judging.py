@@ -1,6 +1,6 @@
 """What the judges and voters answer with: the `Pick`, `Ballot` and `Fusion` schemas and their readers.
 
-Each is bound as a tool (`replangraph.llm.calls.bind_schema`) and asked through
+Each is bound as a tool (`replangraph.llm.answers.bind_schema`) and asked through
 `structured_steps`. A tool call's arguments are read loosely; a model that answers in text
 instead is read by the prose readers of `reading` (JSON, fences, tables, choosing words).
 """
@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from replangraph.llm.calls import called_arguments, reply_text
+from replangraph.llm.answers import called_arguments, reply_text
 from replangraph.llm.reading import UnreadableInput
 from replangraph.nodes.teams.reading import (
     MAX_SCORE,

@@ -25,7 +25,9 @@ from replangraph.context.results import full_result
 from replangraph.context.workspace import collect_writes, entries_of, entry_update, output_slot
 from replangraph.events import DYNAMIC_TASKS_ADDED, event
 from replangraph.llm.aio import arun_steps
-from replangraph.llm.calls import StructuredAnswer, bind_schema, refit_steps, run_steps
+from replangraph.llm.answers import StructuredAnswer, bind_schema
+from replangraph.llm.calls import run_steps
+from replangraph.llm.overflow import refit_steps
 from replangraph.llm.structured import quoted, structured_steps
 from replangraph.nodes.teams.judging import Ballot, Fusion, Pick, read_ballot, read_fused, read_pick
 from replangraph.nodes.teams.names import TEAM_MERGE, TEAM_MERGED

@@ -36,8 +36,10 @@ from replangraph.context.results import full_result
 from replangraph.context.workspace import collect_writes
 from replangraph.events import DYNAMIC_TASKS_ADDED, event
 from replangraph.llm.aio import arun_steps, off_loop
-from replangraph.llm.calls import bind_schema, read_arguments, refit_steps, run_steps
+from replangraph.llm.answers import bind_schema, read_arguments
+from replangraph.llm.calls import run_steps
 from replangraph.llm.lenient import truthy
+from replangraph.llm.overflow import refit_steps
 from replangraph.llm.reading import UnreadableInput, answer_text, answers_waiting, as_text, task_specs
 from replangraph.llm.structured import structured_steps
 from replangraph.node_calls import NodeCall, acall_results, call_results

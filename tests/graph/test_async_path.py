@@ -23,9 +23,11 @@ from langgraph.types import Command
 from scripting import invoke, look_review_hand_off, make_model, plan_of, run, subtask_of
 from test_toolkit_rules import make_runner, runner_state
 
+import replangraph.clock as process_clock
 from replangraph import AgentConfig, build_graph
 from replangraph.events import emit
-from replangraph.llm import aio, calls, structured
+from replangraph.llm import aio, structured
+from replangraph.llm import answers as schema_answers
 from replangraph.llm.errors import StepTimeout
 from replangraph.testing import ScriptedChatModel, tool_call
 
@@ -95,7 +97,7 @@ def stuck_world(tool, way: str, clock: FakeClock) -> dict:
 def clock(monkeypatch) -> FakeClock:
     """The clock every step reads."""
     fake = FakeClock()
-    monkeypatch.setattr(calls, "time", fake)
+    monkeypatch.setattr(process_clock, "time", fake)
     return fake
 
 
@@ -239,7 +241,7 @@ def test_async_retries_follow_the_sync_policy(monkeypatch):
         waits.append(seconds)
 
     monkeypatch.setattr(aio, "await_wait", waited)
-    monkeypatch.setattr(calls, "jitter", lambda: 0.0)
+    monkeypatch.setattr(process_clock, "jitter", lambda: 0.0)
     tries: list[int] = []
 
     async def flaky():
@@ -298,10 +300,10 @@ def test_the_awaited_structured_loop_asks_again_after_an_unreadable_answer():
         number: int
 
     answers = iter([tool_call("Pick", {"number": "many"}), tool_call("Pick", {"number": 7})])
-    model = calls.bind_schema(ScriptedChatModel(respond=lambda r: next(answers)), Pick)
+    model = schema_answers.bind_schema(ScriptedChatModel(respond=lambda r: next(answers)), Pick)
 
     def read(answer):
-        args = calls.read_arguments(answer, "Pick")
+        args = schema_answers.read_arguments(answer, "Pick")
         if not isinstance(args.get("number"), int):
             raise UnreadableInput("number must be an integer")
         return args["number"]

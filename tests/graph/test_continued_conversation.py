@@ -13,10 +13,10 @@ import pytest
 from clocks import FakeClock
 from scripting import plan_of, run, subtask_of
 
+import replangraph.clock as step_clock
 from benchmarks.harness import Meter
 from replangraph import AgentConfig, build_graph
 from replangraph.context.compression import SUMMARY_HEADER
-from replangraph.llm import calls as step_clock
 from replangraph.llm.reading import message_text
 from replangraph.testing import ScriptedChatModel, ScriptedRequest, tool_call
 

@@ -124,7 +124,7 @@ def test_a_retry_after_a_transient_error_is_logged_with_the_task_id(caplog):
     graph = build_graph(make_model(plan_of({"id": "a", "content": "x"}), work), config=AgentConfig(**FAST))
     state, _ = run(graph)
     assert state["tasks"]["a"]["status"] == "completed"
-    retries = [r for r in caplog.records if r.name == "replangraph.llm.calls" and "retry 1 of 2" in r.getMessage()]
+    retries = [r for r in caplog.records if r.name == "replangraph.llm.retries" and "retry 1 of 2" in r.getMessage()]
     assert len(retries) == 1 and retries[0].levelno == logging.INFO
     assert "executor call for task a (plan 1)" in retries[0].getMessage()
     assert "APIConnectionError" in retries[0].getMessage() or "Connection" in retries[0].getMessage()

@@ -19,8 +19,8 @@ from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from openai_loopback import OpenAILoopback, request_usage, scripted_request
 
+import replangraph.clock as process_clock
 from replangraph import AgentConfig, build_graph
-from replangraph.llm import calls
 from replangraph.testing import ScriptedRequest, as_message, tool_call
 
 GOAL = "Find the colour of flag 1 and of flag 2."
@@ -189,7 +189,7 @@ def test_the_servers_own_token_counts_let_requests_that_fit_through():
 
 
 def test_without_pausing_a_dead_server_is_named_in_the_report_not_a_limit(monkeypatch):
-    monkeypatch.setattr("replangraph.llm.calls.wait", lambda seconds: None)  # no backoff between the tries
+    monkeypatch.setattr("replangraph.clock.wait", lambda seconds: None)  # no backoff between the tries
     with socket.socket() as probe:  # a port nothing listens on: connection refused
         probe.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
@@ -248,7 +248,7 @@ def test_a_default_chatopenai_sends_model_retries_plus_one_requests_per_failed_s
     """One retry policy without the user doing anything: ChatOpenAI's own client retries twice by default,
     which stacked under replangraph's tries (9 requests a failed call on 0.8.0, with a warning only)."""
     waits: list[float] = []
-    monkeypatch.setattr(calls, "wait", waits.append)  # replangraph's waits, as the server asked
+    monkeypatch.setattr(process_clock, "wait", waits.append)  # replangraph's waits, as the server asked
 
     def respond(request: ScriptedRequest):
         if "Plan" in request.tool_names:

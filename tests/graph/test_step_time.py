@@ -1,6 +1,6 @@
 """step_timeout_s counts a subtask's own model and tool calls, not the time a stopped run waited.
 
-The step's clock (``replangraph.llm.calls``'s) is a `FakeClock` here: it moves only when a tool says it took time
+The step's clock (``replangraph.clock``'s) is a `FakeClock` here: it moves only when a tool says it took time
 or the test says the process was down, so what is charged is known exactly."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from clocks import GUARD_S, FakeClock
 from langgraph.checkpoint.sqlite import SqliteSaver
 from scripting import make_model, plan_of, subtask_of
 
+import replangraph.clock as process_clock
 from replangraph import AgentConfig, build_graph
-from replangraph.llm import calls as retry
 from replangraph.llm.errors import StepTimeout
 from replangraph.nodes.execution import middleware
 from replangraph.testing import tool_call
@@ -24,7 +24,7 @@ from replangraph.testing import tool_call
 def clock(monkeypatch) -> FakeClock:
     """The clock every step reads."""
     fake = FakeClock()
-    monkeypatch.setattr(retry, "time", fake)
+    monkeypatch.setattr(process_clock, "time", fake)
     return fake
 
 

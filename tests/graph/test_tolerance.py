@@ -11,8 +11,8 @@ from langchain_core.messages import AIMessage
 from langchain_openai.chat_models.base import OpenAIConnectionError, OpenAITimeoutError
 from scripting import is_replan, kept, make_model, plan_of, run, subtask_of
 
+import replangraph.clock as process_clock
 from replangraph import AgentConfig, AgentProfile, build_graph
-from replangraph.llm import calls as retry
 from replangraph.queue.tasks import ordered
 from replangraph.testing import ScriptedChatModel, tool_call
 
@@ -180,7 +180,7 @@ def test_a_step_timeout_holds_across_retries(monkeypatch):
     """On a clock that moves only with the calls and the waits: the wait before the retry is cut to the time the
     step has left, and no try starts once it is spent, though five retries were allowed."""
     clock = FakeClock()
-    monkeypatch.setattr(retry, "time", clock)  # the step's clock, and the retry waits' sleep
+    monkeypatch.setattr(process_clock, "time", clock)  # the step's clock, and the retry waits' sleep
     calls = []
 
     def work(request):

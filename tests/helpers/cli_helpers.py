@@ -147,7 +147,7 @@ def record_requests(monkeypatch) -> list[str]:
 
 
 def record_waits(monkeypatch) -> list[float]:
-    """The seconds each retry wait asks for from now on (``replangraph.llm.calls.wait``); nothing is slept."""
+    """The seconds each retry wait asks for from now on (``replangraph.clock.wait``); nothing is slept."""
     waits: list[float] = []
-    monkeypatch.setattr("replangraph.llm.calls.wait", waits.append)
+    monkeypatch.setattr("replangraph.clock.wait", waits.append)
     return waits

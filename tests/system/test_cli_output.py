@@ -207,7 +207,7 @@ def test_an_unreachable_server_ends_the_command_at_once_naming_its_url(monkeypat
 
 @pytest.mark.system
 def test_a_server_lost_mid_run_pauses_the_run_names_the_server_and_exits_4(serve, monkeypatch, tmp_path):
-    monkeypatch.setattr("replangraph.llm.calls.wait", lambda seconds: None)  # no backoff between the tries
+    monkeypatch.setattr("replangraph.clock.wait", lambda seconds: None)  # no backoff between the tries
     url = serve(DroppingServer)
     out = io.StringIO()
     db = str(tmp_path / "runs.sqlite")

@@ -79,7 +79,7 @@ def servers():
 def test_a_server_killed_mid_run_pauses_it_and_resume_finishes_it_once_the_server_is_back(
     servers, monkeypatch, tmp_path
 ):
-    monkeypatch.setattr("replangraph.llm.calls.wait", lambda seconds: None)  # no backoff between the tries
+    monkeypatch.setattr("replangraph.clock.wait", lambda seconds: None)  # no backoff between the tries
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     first = servers(hold=True)
     url = f"http://127.0.0.1:{first.port}/v1"

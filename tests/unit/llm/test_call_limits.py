@@ -13,25 +13,23 @@ from langchain_openai import ChatOpenAI
 from pydantic import BaseModel
 from steps import returned
 
+import replangraph.clock as process_clock
 from replangraph import AgentConfig, ModelServerDown
 from replangraph.context.fitting import CALIBRATION_WEIGHT, ContextMonitor, approximate_tokens
 from replangraph.llm import calls
-from replangraph.llm.calls import (
-    OVERFLOW_SHRINK,
-    bind_schema,
+from replangraph.llm.answers import bind_schema, was_cut
+from replangraph.llm.bounds import (
     bounded,
-    call_model,
     capped_timeout,
     client_retries,
     output_bound,
     output_limit,
-    refit_steps,
-    run_steps,
     stacked_retries,
-    was_cut,
     with_output_bound,
 )
-from replangraph.llm.errors import is_server_down, overflow_sizes
+from replangraph.llm.calls import call_model, run_steps
+from replangraph.llm.errors import StepTimeout, is_server_down, overflow_sizes
+from replangraph.llm.overflow import OVERFLOW_SHRINK, refit_steps
 from replangraph.testing import ScriptedChatModel
 
 CONFIG = AgentConfig(retry_backoff_s=0)
@@ -253,13 +251,13 @@ def test_a_server_that_stops_answering_pauses_the_run_only_when_asked():
 
 def test_only_an_unanswered_request_counts_as_the_server_down():
     assert is_server_down(ConnectionError("refused"))
-    assert not is_server_down(calls.StepTimeout("slow"))  # the step's own limit: the model answered too slowly
+    assert not is_server_down(StepTimeout("slow"))  # the step's own limit: the model answered too slowly
     assert not is_server_down(ValueError("rate limited"))
 
 
 def test_calls_outside_a_subtask_are_timed_by_step_timeout(monkeypatch):
     seen: list[float | None] = []
-    monkeypatch.setattr(calls, "now", lambda: 1_000.0)
+    monkeypatch.setattr(process_clock, "now", lambda: 1_000.0)
     monkeypatch.setattr(
         calls, "attempt", lambda call, config, deadline=None, **_: seen.append(deadline) or calls.Called("ok", 1)
     )
@@ -307,7 +305,7 @@ def test_a_step_clock_reads_the_clock_its_host_sets():
     import contextvars
 
     from replangraph.hosting import step_clock
-    from replangraph.llm.calls import StepClock
+    from replangraph.llm.time_limits import StepClock
 
     now = [100.0]
 

@@ -1,4 +1,4 @@
-"""The one model-call path (``replangraph.llm.calls``): retries, Retry-After, deadlines, classified failures,
+"""The one model-call path (``replangraph.llm.calls``, with its retries, bounds and time limits): retries, Retry-After, deadlines, classified failures,
 the overflow refit and LangGraph's bubble-up, and a grep that keeps the policy in that one module."""
 
 from __future__ import annotations
@@ -14,18 +14,10 @@ from langchain_openai.chat_models.base import OpenAIAuthenticationError, OpenAIR
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from steps import returned
 
-from replangraph.llm import calls
-from replangraph.llm.calls import (
-    OVERFLOW_SHRINK,
-    Called,
-    attempt,
-    call_model,
-    guarded,
-    overflow_budget,
-    refit_steps,
-    run_steps,
-)
+import replangraph.clock as process_clock
+from replangraph.llm.calls import Called, attempt, call_model, guarded, run_steps
 from replangraph.llm.errors import StepTimeout
+from replangraph.llm.overflow import OVERFLOW_SHRINK, overflow_budget, refit_steps
 
 ROOT = Path(__file__).resolve().parents[3]
 REQUEST = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
@@ -60,8 +52,8 @@ class Scripted:
 def waits(monkeypatch) -> list[float]:
     """The delays the retry loop asks for, recorded instead of slept (no jitter)."""
     asked: list[float] = []
-    monkeypatch.setattr(calls, "wait", asked.append)
-    monkeypatch.setattr(calls, "jitter", lambda: 0.0)
+    monkeypatch.setattr(process_clock, "wait", asked.append)
+    monkeypatch.setattr(process_clock, "jitter", lambda: 0.0)
     return asked
 
 
@@ -125,8 +117,8 @@ def test_interrupts_of_the_process_are_never_swallowed(waits, exc):
 def test_attempts_are_counted_against_the_deadline(monkeypatch, waits):
     """A fake clock moved only by the waits: once the deadline has passed, no further try reaches the model."""
     clock = [1000.0]
-    monkeypatch.setattr(calls, "now", lambda: clock[0])
-    monkeypatch.setattr(calls, "wait", lambda s: (waits.append(s), clock.__setitem__(0, clock[0] + s)))
+    monkeypatch.setattr(process_clock, "now", lambda: clock[0])
+    monkeypatch.setattr(process_clock, "wait", lambda s: (waits.append(s), clock.__setitem__(0, clock[0] + s)))
     config = SimpleNamespace(model_retries=5, retry_backoff_s=1.0, max_retry_wait_s=60.0)
     model = Scripted(*[TimeoutError("slow")] * 6)
     called = call_model(model, "q", config, deadline=1002.5)
@@ -198,6 +190,9 @@ def test_guarded_falls_back_on_ordinary_errors_only():
 # --------------------------------------------------------------------------- the policy lives in one module
 
 POLICY_MODULE = "graph/llm/calls.py"
+RETRY_MODULE = "graph/llm/retries.py"
+OVERFLOW_MODULE = "graph/llm/overflow.py"
+CLOCK_MODULE = "graph/clock.py"
 ASYNC_POLICY_MODULE = "graph/llm/aio.py"
 """The call path's async twin (``ainvoke``): the same policy, awaited."""
 KEEPS_BUBBLE_UP = {
@@ -217,16 +212,18 @@ def defining(pattern: str) -> set[str]:
 
 
 def test_the_overflow_share_is_defined_in_one_module():
-    assert defining(r"^OVERFLOW_SHRINK\s*=") == {POLICY_MODULE}
-    assert defining(r"OVERFLOW_SHRINK") == {POLICY_MODULE}  # every refit goes through its helpers
+    assert defining(r"^OVERFLOW_SHRINK\s*=") == {OVERFLOW_MODULE}
+    assert defining(r"OVERFLOW_SHRINK") == {OVERFLOW_MODULE}  # every refit goes through its helpers
     assert defining(r"for share in \(") == set()
 
 
 def test_the_retry_loop_is_defined_in_one_module():
-    assert defining(r"^def (call_with_retries|retry_delay|backoff_delays|call_model|refit_steps)\b") == {POLICY_MODULE}
-    # graph/temporal/ sleeps between heartbeats: no model call waits there
+    assert defining(r"^def (call_with_retries|retry_delay|backoff_delays)\b") == {RETRY_MODULE}
+    assert defining(r"^def call_model\b") == {POLICY_MODULE}
+    assert defining(r"^def refit_steps\b") == {OVERFLOW_MODULE}
+    # graph/temporal/ sleeps between heartbeats: no model call waits there; the one sleep is the clock's
     sleeping = {path for path in defining(r"\bsleep\(|time\.sleep") if not path.startswith("graph/temporal/")}
-    assert sleeping <= {POLICY_MODULE, ASYNC_POLICY_MODULE}
+    assert sleeping <= {CLOCK_MODULE, RETRY_MODULE, ASYNC_POLICY_MODULE}  # retries sleep through the clock's wait
 
 
 def test_no_node_catches_graph_bubble_up_itself():

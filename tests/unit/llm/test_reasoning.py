@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import AIMessage
 
-from replangraph.llm.calls import reply_text
+from replangraph.llm.answers import reply_text
 from replangraph.llm.reading import answer_text, parted_thinking, repair_tool_calls, split_reasoning
 from replangraph.llm.structured import quoted
 

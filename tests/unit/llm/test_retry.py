@@ -22,10 +22,12 @@ from langchain_openai.chat_models.base import (
     OpenAITimeoutError,
 )
 
-from replangraph.llm import calls as retry
+import replangraph.clock as process_clock
+from replangraph.llm import time_limits as retry
 from replangraph.llm.aio import acall_with_timeout, in_pool
-from replangraph.llm.calls import backoff_delays, call_with_retries, call_with_timeout, retry_delay
 from replangraph.llm.errors import StepTimeout, is_context_overflow, is_transient, retry_after
+from replangraph.llm.retries import backoff_delays, call_with_retries, retry_delay
+from replangraph.llm.time_limits import call_with_timeout
 
 REQUEST = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
 
@@ -115,7 +117,7 @@ def replay(*outcomes):
 
 
 def test_retries_transient_errors_with_backoff_then_succeeds(monkeypatch):
-    monkeypatch.setattr(retry, "jitter", lambda: 0.0)
+    monkeypatch.setattr(process_clock, "jitter", lambda: 0.0)
     waits, call = [], replay(ApiError(502), OpenAITimeoutError(request=REQUEST), "ok")
     assert call_with_retries(call, retries=2, backoff_s=0.5, sleep=waits.append) == ("ok", 3)
     assert waits == [0.5, 1.0]
@@ -133,7 +135,7 @@ def test_jitter_spreads_waits_by_at_most_a_quarter():
 
 
 def test_rate_limit_waits_as_long_as_the_provider_asks(monkeypatch):
-    monkeypatch.setattr(retry, "jitter", lambda: 0.0)
+    monkeypatch.setattr(process_clock, "jitter", lambda: 0.0)
     waits, call = [], replay(status_error(OpenAIRateLimitError, 429, **{"retry-after": "1.5"}), "ok")
     assert call_with_retries(call, retries=2, backoff_s=0.1, sleep=waits.append) == ("ok", 2)
     assert waits == [1.5]

@@ -9,7 +9,8 @@ from langgraph.errors import GraphInterrupt
 from pydantic import BaseModel
 
 from replangraph import AgentConfig
-from replangraph.llm.calls import Provisional, bind_schema, read_arguments, run_steps
+from replangraph.llm.answers import Provisional, bind_schema, read_arguments
+from replangraph.llm.calls import run_steps
 from replangraph.llm.reading import UnreadableInput
 from replangraph.llm.structured import structured_steps
 from replangraph.testing import ScriptedChatModel, tool_call

@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage  # noqa
 from langchain_core.tools import tool  # noqa: E402
 
 from replangraph import build_graph  # noqa: E402
-from replangraph.llm.calls import StepClock  # noqa: E402
+from replangraph.llm.time_limits import StepClock  # noqa: E402
 from replangraph.names import TOOLS  # noqa: E402
 from replangraph.nodes.execution import calls  # noqa: E402
 from replangraph.nodes.execution.calls import CallJob, CallSpec, arun_call, run_call  # noqa: E402

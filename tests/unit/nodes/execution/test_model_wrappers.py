@@ -9,8 +9,8 @@ from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from replangraph import AgentConfig
-from replangraph.llm.calls import StepClock
 from replangraph.llm.errors import StepTimeout
+from replangraph.llm.time_limits import StepClock
 from replangraph.nodes.execution.middleware import (
     BoundModels,
     ContextOverflow,
@@ -76,7 +76,7 @@ def test_overflow_refit_marks_overflows_only():
 
 
 def test_retries_repeat_transient_errors(monkeypatch):
-    monkeypatch.setattr("replangraph.llm.calls.wait", lambda s: None)
+    monkeypatch.setattr("replangraph.clock.wait", lambda s: None)
     tries = []
 
     def flaky(req):

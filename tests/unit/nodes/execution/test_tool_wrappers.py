@@ -10,9 +10,9 @@ from langchain_core.tools import tool
 from langgraph.types import Command
 
 from replangraph import AgentConfig
-from replangraph.llm.calls import StepClock
 from replangraph.llm.errors import StepTimeout
 from replangraph.llm.formats import invalid_call
+from replangraph.llm.time_limits import StepClock
 from replangraph.nodes.execution.executor import is_repeated_refusal
 from replangraph.nodes.execution.middleware import (
     OutputOffload,

@@ -10,9 +10,9 @@ from langchain_core.messages import AIMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_openai.chat_models.base import OpenAIRateLimitError
 
+import replangraph.clock as process_clock
 from replangraph.config import AgentConfig, AgentProfile, resolve_profiles
 from replangraph.context.fitting import ContextMonitor
-from replangraph.llm import calls as retry
 from replangraph.nodes.planning.planner import (
     RETRY_ERROR_CHARS,
     RETRY_PREVIOUS_CHARS,
@@ -187,8 +187,8 @@ def test_model_that_keeps_failing_is_retried_with_backoff_then_falls_back():
 
 def test_a_rate_limit_window_is_waited_out(monkeypatch):
     waits, seen = [], []
-    monkeypatch.setattr(retry, "wait", waits.append)
-    monkeypatch.setattr(retry, "jitter", lambda: 0.0)
+    monkeypatch.setattr(process_clock, "wait", waits.append)
+    monkeypatch.setattr(process_clock, "jitter", lambda: 0.0)
     request = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
 
     def respond(r):
