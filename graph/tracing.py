@@ -15,6 +15,8 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 
+from replangraph.queue.tasks import plan_id_of
+
 NODE_KEY = "replangraph_node"
 """Metadata key: the graph node that made the call (``planner``, ``executor``, ``tools``, ``verifier`` ...)."""
 TASK_ID_KEY = "replangraph_task_id"
@@ -35,7 +37,7 @@ def trace_fields(node: str, task: Mapping[str, Any] | None = None) -> RunnableCo
     tags = [NODE_TAG.format(node=node)]
     if task is not None and task.get("id"):
         metadata[TASK_ID_KEY] = task["id"]
-        metadata[PLAN_ID_KEY] = task.get("plan_id") or "1"
+        metadata[PLAN_ID_KEY] = plan_id_of(task)
         metadata[DEPTH_KEY] = task.get("depth") or 0
         tags.append(TASK_TAG.format(task_id=task["id"]))
     return RunnableConfig(metadata=metadata, tags=tags)

@@ -12,7 +12,7 @@ from replangraph.context.fitting import (
     result_id,
 )
 from replangraph.context.workspace import current_workspace, entries_of, entry_update, output_slot, result_slot
-from replangraph.queue.tasks import ordered
+from replangraph.queue.tasks import latest_plan, ordered
 
 
 def keep_outputs(task: Mapping[str, Any], outputs: Mapping[str, str]) -> dict[str, Any]:
@@ -70,6 +70,5 @@ REPORT_PREFIX = "report-"
 def report_task(tasks: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
     """The stand-in task whose kept outputs hold the fallback report's whole lists, for the queue's latest
     plan ``p``: id ``report-{p}``, so its output ids are ``report-{p}/{key}``."""
-    numbers = [int(p) for t in tasks.values() if str(p := t.get("plan_id") or "1").isdigit()]
-    plan = str(max(numbers, default=1))
+    plan = latest_plan(tasks)
     return {"id": f"{REPORT_PREFIX}{plan}", "plan_id": plan}

@@ -19,6 +19,7 @@ from replangraph.queue.tasks import (
     is_fallback,
     new_task,
     ordered,
+    plan_id_of,
 )
 
 NO_SPLIT = "the single-agent fallback cannot hand off work (no agent runs after it): its agent does the rest itself"
@@ -404,7 +405,7 @@ def split_task(
             metadata=parent.get("metadata"),
             depth=depth,
             origin="dynamic",
-            plan_id=parent.get("plan_id") or "1",
+            plan_id=plan_id_of(parent),
         )
         created[task_id]["follow_up"] = FollowUp(kind=kind, by=spec.get("by") or by)
         if spec.get("continued"):

@@ -278,14 +278,34 @@ def total_model_calls(tasks: Mapping[str, Task]) -> int:
     return index_of(tasks).model_calls
 
 
+def plan_id_of(task: Mapping[str, Any]) -> str:
+    """The plan a task belongs to: its ``plan_id``, ``1`` for a task written before plans had ids. Every reader
+    of a plan's identity reads it here."""
+    return str(task.get("plan_id") or "1")
+
+
+def plan_numbers(tasks: Mapping[str, Mapping[str, Any]]) -> list[int]:
+    """The plans of the queue's tasks, as numbers (ids that are no number left out)."""
+    return [int(p) for t in tasks.values() if (p := plan_id_of(t)).isdigit()]
+
+
+def latest_plan(tasks: Mapping[str, Mapping[str, Any]]) -> str:
+    """The queue's latest plan (``1`` for an empty queue)."""
+    return str(max(plan_numbers(tasks), default=1))
+
+
+def first_plan(tasks: Mapping[str, Mapping[str, Any]]) -> str:
+    """The queue's first plan, its lowest id (``1`` for an empty queue)."""
+    return str(min(plan_numbers(tasks), default=1))
+
+
 def next_plan_id(tasks: Mapping[str, Task]) -> str:
     """The id of the next plan on this thread: one more than any plan of the queue (``1`` for a new one).
 
     A new goal on the same thread starts a fresh queue but keeps the workspace, so its
     plan ids go on counting and its keys never meet the earlier goal's.
     """
-    numbers = [int(p) for t in tasks.values() if str(p := t.get("plan_id") or "1").isdigit()]
-    return str(max(numbers, default=0) + 1)
+    return str(max(plan_numbers(tasks), default=0) + 1)
 
 
 def spent_model_calls(state: Mapping[str, Any]) -> int:

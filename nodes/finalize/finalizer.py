@@ -25,13 +25,13 @@ from replangraph.context.fitting import GOAL_ID, RESULTS_ID, ContextMonitor, fit
 from replangraph.context.outcomes import announced, merge_updates
 from replangraph.context.results import full_result, keep_outputs, report_task
 from replangraph.context.summarizing import pack, split_text
-from replangraph.context.workspace import collect_writes, reading_pending, thread_id
+from replangraph.context.workspace import reading_pending, thread_id
 from replangraph.events import ANSWER_COMPLETED, ANSWER_CUT, PLAN_COMPLETED, emit, event
 from replangraph.features import AnswerAddition, Answering
-from replangraph.llm.aio import acall_model, arun_steps
+from replangraph.llm.aio import acall_model
 from replangraph.llm.answers import was_cut
 from replangraph.llm.bounds import cut_note, output_limit
-from replangraph.llm.calls import call_model, guarded_steps, run_steps
+from replangraph.llm.calls import call_model, guarded_steps
 from replangraph.llm.overflow import refit_steps
 from replangraph.llm.reading import answer_text, is_cut_json
 from replangraph.llm.replies import with_metered_writes
@@ -57,13 +57,14 @@ from replangraph.nodes.finalize.report import (
 from replangraph.queue.tasks import (
     RESET,
     Task,
+    latest_plan,
     ordered,
     preview,
     spent_model_calls,
     status_counts,
 )
-from replangraph.run_config import Configured
 from replangraph.state import ANSWER_SHORT, StateUpdate
+from replangraph.steps_node import StepsNode
 from replangraph.tracing import traced
 
 logger = logging.getLogger(__name__)
@@ -230,11 +231,6 @@ def synthesize(
     return Synthesis("\n\n".join(partials), calls, len(partials), unseen=unseen)
 
 
-def latest_plan(tasks: Mapping[str, Task]) -> str:
-    """The id of the latest plan among ``tasks`` (``1`` when none says)."""
-    return str(max((int(p) for t in tasks.values() if str(p := t.get("plan_id") or "1").isdigit()), default=1))
-
-
 def unresolved(tasks: Mapping[str, Task], replans: Sequence[Mapping]) -> list[Task]:
     """Subtasks that leave the goal unfinished: not run, stopped, or failed without a replacement plan."""
     covered = replanned_ids(replans)
@@ -245,7 +241,7 @@ def unresolved(tasks: Mapping[str, Task], replans: Sequence[Mapping]) -> list[Ta
     ]
 
 
-class Finalizer(Configured):
+class Finalizer(StepsNode):
     """The model's synthesis of the results: one call when they fit, else in stages; the fallback
     report when that is not possible. No request passes the monitor's budget."""
 
@@ -265,15 +261,6 @@ class Finalizer(Configured):
         self.base_config = config
         self.stops = list(stops)
         self.before_answer = list(before_answer)
-
-    @collect_writes
-    def __call__(self, state: Mapping) -> StateUpdate:
-        return run_steps(self.steps(state))
-
-    @collect_writes
-    async def acall(self, state: Mapping) -> StateUpdate:
-        """`__call__` on the async path (``ainvoke``, ``astream``, a LangGraph server): the model is awaited."""
-        return await arun_steps(self.steps(state, awaited=True))
 
     def steps(self, state: Mapping, awaited: bool = False) -> Steps:
         """The node's update, its model calls made (or awaited) as steps."""

@@ -39,7 +39,7 @@ from replangraph.queue.plans import (
     tool_names,
     validate_plan,
 )
-from replangraph.queue.tasks import DEFAULT_AGENT, RESET, QueueError, Task
+from replangraph.queue.tasks import DEFAULT_AGENT, RESET, QueueError, Task, plan_id_of
 from replangraph.run_config import Configured
 from replangraph.state import StateUpdate
 
@@ -170,7 +170,7 @@ class PlanReview(Configured):
                     return {"messages": [AIMessage(error, name="replangraph", response_metadata={TYPED_ERROR: True})]}
                 answer = interrupt(plan_request(request["goal"], request["tasks"], error))
                 continue
-            plan_id = next(iter(tasks.values()), {}).get("plan_id", "1")
+            plan_id = plan_id_of(next(iter(tasks.values()), {}))
             new_tasks = tasks_from_plan(specs, plan_id=plan_id)
             emit(PLAN_REVIEWED, decision="edited", tasks=plan_listing(new_tasks), notes=notes)
             update: StateUpdate = {"tasks": {RESET: True, **new_tasks}, "plan_review": "edited"}

@@ -19,9 +19,7 @@ from pydantic import BaseModel, Field, create_model
 
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.fitting import GOAL_ID, ContextMonitor, fit_request, schema_tools
-from replangraph.context.workspace import collect_writes
 from replangraph.events import PLAN_CREATED, emit
-from replangraph.llm.aio import arun_steps
 from replangraph.llm.answers import RETRY_ERROR_CHARS, Provisional, bind_schema, read_arguments
 from replangraph.llm.calls import run_steps
 from replangraph.llm.overflow import refit_steps
@@ -42,8 +40,8 @@ from replangraph.queue.plans import (
     validate_plan,
 )
 from replangraph.queue.tasks import DEFAULT_AGENT, RESET, QueueError, Task, next_plan_id, preview
-from replangraph.run_config import Configured
 from replangraph.state import ANSWER_FORMS, StateUpdate
+from replangraph.steps_node import StepsNode
 from replangraph.tracing import traced
 
 """Room kept for the error text of a plan retry."""
@@ -341,7 +339,7 @@ class Planned(NamedTuple):
     """What the plan says the final answer should be (`ANSWER_FORMS`), None when it does not say."""
 
 
-class Planner(Configured):
+class Planner(StepsNode):
     """Plans the goal. After ``planner_retries`` unusable answers it falls back to a rule-based
     plan from the goal's verbs, and failing that to one subtask for the whole goal.
 
@@ -456,15 +454,6 @@ class Planner(Configured):
                 trace=traced(PLANNER),
             )
         )
-
-    @collect_writes
-    def __call__(self, state: Mapping) -> StateUpdate:
-        return run_steps(self.steps(state))
-
-    @collect_writes
-    async def acall(self, state: Mapping) -> StateUpdate:
-        """`__call__` on the async path (``ainvoke``, ``astream``, a LangGraph server): the model is awaited."""
-        return await arun_steps(self.steps(state, awaited=True))
 
     def steps(self, state: Mapping, awaited: bool = False) -> Generator[Any, Any, StateUpdate]:
         """The node's update, its model calls made (or awaited) as steps."""

@@ -31,11 +31,8 @@ from replangraph.context.fitting import (
     schema_tools,
 )
 from replangraph.context.results import full_result
-from replangraph.context.workspace import collect_writes
 from replangraph.events import REPLANNING, emit
 from replangraph.features import AfterReplan
-from replangraph.llm.aio import arun_steps
-from replangraph.llm.calls import run_steps
 from replangraph.llm.overflow import refit_steps
 from replangraph.names import REPLANNER
 from replangraph.nodes.planning.planner import (
@@ -75,8 +72,8 @@ from replangraph.queue.tasks import (
     spent_model_calls,
     task_line,
 )
-from replangraph.run_config import Configured
 from replangraph.state import ReplanRecord, StateUpdate
+from replangraph.steps_node import StepsNode
 from replangraph.tracing import task_label, traced
 
 logger = logging.getLogger(__name__)
@@ -205,7 +202,7 @@ def fit_replan_prompt(
     return Fitted(fitted.request, [*cut, "completed lines", *fitted.cut], fitted.fits)
 
 
-class Replanner(Configured):
+class Replanner(StepsNode):
     """One model call (plus retries) per round, through the planner's structured `Plan`."""
 
     def __init__(
@@ -230,15 +227,6 @@ class Replanner(Configured):
         self.tools = schema_tools(plan_schema(list(profiles), offered))
         self.profiles = profiles
         self.base_config = config
-
-    @collect_writes
-    def __call__(self, state: Mapping[str, Any]) -> StateUpdate:
-        return run_steps(self.steps(state))
-
-    @collect_writes
-    async def acall(self, state: Mapping[str, Any]) -> StateUpdate:
-        """`__call__` on the async path (``ainvoke``, ``astream``, a LangGraph server): the model is awaited."""
-        return await arun_steps(self.steps(state, awaited=True))
 
     def steps(self, state: Mapping[str, Any], awaited: bool = False) -> Generator[Any, Any, StateUpdate]:
         """The round's update, its model calls made (or awaited) as steps (`replangraph.llm.calls.run_steps`)."""

@@ -22,7 +22,7 @@ from replangraph.config import AgentConfig
 from replangraph.context.fitting import GOAL_ID, ContextMonitor, fit_parts, result_id, schema_tools
 from replangraph.context.outcomes import announced, completed, failed, merge_updates
 from replangraph.context.results import full_result
-from replangraph.context.workspace import collect_writes, entries_of, entry_update, output_slot
+from replangraph.context.workspace import entries_of, entry_update, output_slot
 from replangraph.events import DYNAMIC_TASKS_ADDED, event
 from replangraph.llm.aio import arun_steps
 from replangraph.llm.answers import StructuredAnswer, bind_schema
@@ -51,8 +51,8 @@ from replangraph.nodes.teams.teams import (
     vote_winner,
 )
 from replangraph.queue.tasks import Task, active_tasks, preview, spent_model_calls
-from replangraph.run_config import Configured
 from replangraph.state import StateUpdate
+from replangraph.steps_node import StepsNode
 from replangraph.tracing import task_label, traced
 
 T = TypeVar("T")
@@ -102,7 +102,7 @@ def partial_note(candidate: Candidate) -> str:
     return TEAM_CANDIDATE_PARTIAL.format(work="; ".join(preview(w, 120) for w in candidate.handoff))
 
 
-class TeamMerge(Configured):
+class TeamMerge(StepsNode):
     """Merges every team subtask whose members have ended: records the candidates and the decision
     on it (``team``), completes it with the kept result (or fails it when every member failed),
     queues the winner's handed-off work as its dynamic tasks, and removes the member tasks (each
@@ -125,16 +125,6 @@ class TeamMerge(Configured):
         self.monitor = monitor
         self.structured: dict[tuple[int, type], tuple[Any, Any]] = {}
         """Each model bound to each schema it was asked for, by (model id, schema)."""
-
-    @collect_writes
-    def __call__(self, state: Mapping[str, Any]) -> StateUpdate:
-        return run_steps(self.steps(state))
-
-    @collect_writes
-    async def acall(self, state: Mapping[str, Any]) -> StateUpdate:
-        """`__call__` on the async path (``ainvoke``, ``astream``, a LangGraph server): the judges and voters
-        are awaited, the merges of several teams together."""
-        return await arun_steps(self.steps(state, awaited=True))
 
     def steps(self, state: Mapping[str, Any], awaited: bool = False) -> Steps[StateUpdate]:
         """The merges' update, the judges' and voters' calls made (or awaited) as steps."""

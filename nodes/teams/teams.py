@@ -16,7 +16,7 @@ from typing import Any
 from replangraph.nodes.teams.state import TeamRecord
 from replangraph.queue.index import index_of
 from replangraph.queue.plans import LimitReached
-from replangraph.queue.tasks import CANDIDATE, Task, is_candidate, new_task, preview, sort_key
+from replangraph.queue.tasks import CANDIDATE, Task, is_candidate, new_task, plan_id_of, preview, sort_key
 
 MERGES = ("best", "vote", "fusion")
 UNFINISHED = {
@@ -116,7 +116,7 @@ def start_changes(task: Task, name: str, team: Team, queue_size: int, max_tasks:
             metadata=task.get("metadata"),
             depth=task.get("depth", 0),
             origin=CANDIDATE,
-            plan_id=task.get("plan_id") or "1",
+            plan_id=plan_id_of(task),
         )
         if "required_tools" in task:  # what the planner said the subtask needs
             member["required_tools"] = task["required_tools"]
@@ -256,7 +256,7 @@ def adopted(tasks: Mapping[str, Task], task: Task, sources: Sequence[str]) -> di
             metadata=task.get("metadata"),
             depth=task.get("depth", 0) + 1,
             origin="dynamic",
-            plan_id=task.get("plan_id") or "1",
+            plan_id=plan_id_of(task),
         )
         number += 1
     return created

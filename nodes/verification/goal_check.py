@@ -35,7 +35,16 @@ from replangraph.nodes.verification.prompts import GOAL_CHECK_PROMPT, GOAL_CHECK
 from replangraph.nodes.verification.verifier import VERIFY_RETRIES, Verifier
 from replangraph.queue.coverage import follow_ups
 from replangraph.queue.plans import next_top_position
-from replangraph.queue.tasks import Task, index_of, new_task, ordered, spent_model_calls, task_line
+from replangraph.queue.tasks import (
+    Task,
+    first_plan,
+    index_of,
+    latest_plan,
+    new_task,
+    ordered,
+    spent_model_calls,
+    task_line,
+)
 from replangraph.routing import Decision, Route
 from replangraph.run_config import Configured
 from replangraph.state import StateUpdate
@@ -79,8 +88,7 @@ def log_goal_check(record: GoalCheckRecord) -> None:
 
 def queue_key(tasks: Mapping[str, Task]) -> str:
     """The first plan of the queue (its lowest plan id): what a goal check record belongs to."""
-    numbers = [int(p) for t in tasks.values() if str(p := t.get("plan_id") or "1").isdigit()]
-    return str(min(numbers, default=1))
+    return first_plan(tasks)
 
 
 def goal_unchecked(route: Route) -> Decision | None:
@@ -187,7 +195,7 @@ class GoalCheck(Configured):
     @staticmethod
     def queued(tasks: Mapping[str, Task], contents: list[str]) -> dict[str, Task]:
         """New subtasks for ``contents``, after every other one, in the queue's latest plan."""
-        plan = str(max((int(p) for t in tasks.values() if str(p := t.get("plan_id") or "1").isdigit()), default=1))
+        plan = latest_plan(tasks)
         first, created, n = next_top_position(tasks), {}, 1
         for offset, content in enumerate(contents):
             while GOAL_WORK_ID.format(n=n) in tasks:
