@@ -86,11 +86,6 @@ def log_goal_check(record: GoalCheckRecord) -> None:
         logger.info("goal check of plan %s: incomplete (%s); queued: %s", record["plan_id"], record["reason"], queued)
 
 
-def queue_key(tasks: Mapping[str, Task]) -> str:
-    """The first plan of the queue (its lowest plan id): what a goal check record belongs to."""
-    return first_plan(tasks)
-
-
 def goal_unchecked(route: Route) -> Decision | None:
     """Every subtask has settled and one completed, and the queue's results were not checked against the goal:
     the goal check runs before the final answer (``verify_results``)."""
@@ -100,7 +95,7 @@ def goal_unchecked(route: Route) -> Decision | None:
     if counts["pending"] or counts["in_progress"] or not counts["completed"]:
         return None
     record = route.state.get("goal_check")
-    if record and record.get("plan_id") == queue_key(route.tasks) and not read_more_since(record, route.tasks):
+    if record and record.get("plan_id") == first_plan(route.tasks) and not read_more_since(record, route.tasks):
         return None
     if spent_model_calls(route.state) >= route.settings.max_steps:
         return None
@@ -177,7 +172,7 @@ class GoalCheck(Configured):
             fresh = fresh[:room]
         created = self.queued(tasks, fresh)
         record = GoalCheckRecord(
-            plan_id=queue_key(tasks),
+            plan_id=first_plan(tasks),
             complete=bool(judged["complete"]),
             reason=judged["reason"],
             task_ids=list(created),
@@ -214,7 +209,7 @@ def goal_left_unchecked(state: Mapping[str, Any], error: NodeError) -> Command:
     )
     tasks = state.get("tasks") or {}
     record = GoalCheckRecord(
-        plan_id=queue_key(tasks), complete=True, reason="", task_ids=[], notes=[], error=why, model_calls=0
+        plan_id=first_plan(tasks), complete=True, reason="", task_ids=[], notes=[], error=why, model_calls=0
     )
     log_goal_check(record)
     return Command(update={"goal_check": record}, goto=FINALIZE)
