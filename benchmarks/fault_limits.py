@@ -18,7 +18,7 @@ from pathlib import Path
 from langgraph.store.memory import InMemoryStore
 
 from replangraph import AgentConfig, build_graph
-from replangraph.context.fitting import ContextMonitor
+from replangraph.context.window_monitor import ContextMonitor
 from replangraph.durable import kept_output, kept_output_ids
 from replangraph.nodes.finalize.finalizer import Finalizer
 from replangraph.nodes.finalize.report import REPORT_MAX_CHARS

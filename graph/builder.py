@@ -13,7 +13,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from replangraph.config import AgentConfig, AgentProfile, ToolLike, recursion_limit, resolve_profiles
-from replangraph.context.fitting import ContextMonitor, TokenCounter
+from replangraph.context.window_monitor import ContextMonitor, TokenCounter
 from replangraph.features import (
     Build,
     Feature,
@@ -40,8 +40,9 @@ from replangraph.names import (
     TOOLS,
 )
 from replangraph.nodes.compression.compressor import Compressor
-from replangraph.nodes.execution.executor import Executor, ToolRunner
+from replangraph.nodes.execution.executor import Executor
 from replangraph.nodes.execution.middleware import split_middleware
+from replangraph.nodes.execution.tools_node import ToolRunner
 from replangraph.nodes.finalize.finalizer import Finalizer
 from replangraph.nodes.planning.planner import Planner
 from replangraph.nodes.planning.replanner import Replanner

@@ -190,7 +190,7 @@ class Build:
     """The agent types a plan may name: ``profiles`` and those earlier features add (a team)."""
     config: AgentConfig
     monitor: Any
-    """The model's `replangraph.context.fitting.ContextMonitor`."""
+    """The model's `replangraph.context.window_monitor.ContextMonitor`."""
     planner_model: Any = None
     verifier_model: Any = None
     options: Mapping[str, Any] = field(default_factory=dict)

@@ -18,8 +18,8 @@ from langgraph.types import Send
 
 from replangraph.clock import run_time
 from replangraph.config import FINALIZE_MARGIN, AgentConfig
-from replangraph.context.fitting import ContextMonitor
 from replangraph.context.results import full_result
+from replangraph.context.window_monitor import ContextMonitor
 from replangraph.context.workspace import WORKSPACE, open_workspace, step_key
 from replangraph.llm.reading import calls_to_run
 from replangraph.names import (

@@ -11,10 +11,7 @@ from typing import Any
 
 from replangraph.context.carried import Read, own_part, read_digests, reads_in, uncarried, with_reads
 from replangraph.context.compression import transcript
-from replangraph.context.fitting import (
-    output_id,
-    unique_key,
-)
+from replangraph.context.fitting import output_id, unique_key
 from replangraph.context.results import keep_outputs, result_fields
 from replangraph.context.window_outputs import is_taken, window_outputs
 from replangraph.context.workspace import WORKSPACE, current_workspace, output_slot, result_slot

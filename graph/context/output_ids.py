@@ -10,13 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from replangraph.context.fitting import (
-    GOAL_ID,
-    PLAN_ID,
-    RESULT_KEY,
-    RESULTS_ID,
-    output_id,
-)
+from replangraph.context.fitting import GOAL_ID, PLAN_ID, RESULT_KEY, RESULTS_ID, output_id
 from replangraph.context.results import REPORT_PREFIX, all_results, full_result
 from replangraph.context.workspace import current_workspace, output_slot
 from replangraph.queue.tasks import plan_summary

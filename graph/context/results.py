@@ -7,10 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from replangraph.context.fitting import (
-    excerpt,
-    result_id,
-)
+from replangraph.context.fitting import excerpt, result_id
 from replangraph.context.workspace import current_workspace, entries_of, entry_update, output_slot, result_slot
 from replangraph.queue.tasks import latest_plan, ordered
 

@@ -9,15 +9,7 @@ from typing import Any
 from langchain_core.messages import AnyMessage, ToolMessage
 
 from replangraph.context.excerpts import PAGE_RE
-from replangraph.context.fitting import (
-    KEPT,
-    excerpt,
-    kept_id,
-    mark_kept,
-    message_key,
-    output_id,
-    unique_key,
-)
+from replangraph.context.fitting import KEPT, excerpt, kept_id, mark_kept, message_key, output_id, unique_key
 from replangraph.context.workspace import current_workspace, output_slot
 from replangraph.llm.reading import message_text
 from replangraph.names import ASK_USER, READ_OUTPUT

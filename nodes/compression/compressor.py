@@ -23,10 +23,11 @@ from replangraph.context.compression import (
     split_window,
     transcript_entries,
 )
-from replangraph.context.fitting import PLAN_ID, ContextMonitor, excerpt, opening_window, output_id
+from replangraph.context.fitting import PLAN_ID, excerpt, opening_window, output_id
 from replangraph.context.outcomes import failed_with_window
 from replangraph.context.results import keep_outputs
 from replangraph.context.summarizing import summary_steps
+from replangraph.context.window_monitor import ContextMonitor
 from replangraph.context.window_outputs import is_taken
 from replangraph.context.workspace import collect_writes
 from replangraph.events import ANSWER_CUT, CONTEXT_COMPRESSED, emit

@@ -10,7 +10,6 @@ is the answer."""
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,10 +20,11 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemM
 from replangraph.clock import run_time
 from replangraph.config import AgentConfig
 from replangraph.context.carried import elides, left_out, reported
-from replangraph.context.fitting import GOAL_ID, RESULTS_ID, ContextMonitor, fit_parts
+from replangraph.context.fitting import GOAL_ID, RESULTS_ID, fit_parts
 from replangraph.context.outcomes import announced, merge_updates
 from replangraph.context.results import full_result, keep_outputs, report_task
 from replangraph.context.summarizing import pack, split_text
+from replangraph.context.window_monitor import ContextMonitor
 from replangraph.context.workspace import reading_pending, thread_id
 from replangraph.events import ANSWER_COMPLETED, ANSWER_CUT, PLAN_COMPLETED, emit, event
 from replangraph.features import AnswerAddition, Answering
@@ -36,6 +36,7 @@ from replangraph.llm.overflow import refit_steps
 from replangraph.llm.reading import answer_text, is_cut_json
 from replangraph.llm.replies import with_metered_writes
 from replangraph.names import FINALIZE
+from replangraph.nodes.finalize.chat_markdown import chat_markdown
 from replangraph.nodes.finalize.notes import replanned_ids, run_notes
 from replangraph.nodes.finalize.prompts import (
     ADDED_ITEMS,
@@ -69,15 +70,25 @@ from replangraph.tracing import traced
 
 logger = logging.getLogger(__name__)
 
+
 Steps = Generator[Any, Any, Any]
 """Work written once for both paths (`replangraph.llm.calls.run_steps`): the model's calls are made by the
 sync driver, or awaited by the async one."""
+
+
 Ask = Callable[[list[AnyMessage]], Steps]
 """One model call as steps: the reply's text, stripped."""
+
+
 Tokens = Callable[[list[AnyMessage]], int]
 
+
 MIN_PIECE_CHARS = 200
+
+
 CUT_JSON = "the model's final answer was JSON that ends before its brackets close (cut off, unreadable)"
+
+
 LEFT_OUT_NAMED = 10
 """Items left out of a final answer that the request for a whole one names."""
 
@@ -491,45 +502,3 @@ def cut_results_note(tasks: Mapping[str, Task]) -> str:
         f"\n\nNote: the result of subtask(s) {', '.join(cut)} stopped at the model's output limit "
         "(max_output_tokens), so what they found may be incomplete; raise max_output_tokens to get it whole."
     )
-
-
-# --------------------------------------------------------------------------- the answer as a chat shows it
-
-
-def line_kind(line: str) -> str:
-    """What a line is to Markdown: ``list`` (an item), ``more`` (indented: more of an item), ``table``,
-    ``quote``, ``heading``, ``fence`` or ``text``."""
-    if line.lstrip().startswith(("```", "~~~")):  # a fence, also one indented inside a list item
-        return "fence"
-    if re.match(r"\s{0,3}(?:[-*+]|\d{1,9}[.)])\s", line):
-        return "list"
-    if line[:1] in (" ", "\t"):
-        return "more"
-    kinds = {"|": "table", ">": "quote", "#": "heading"}
-    return next((kind for mark, kind in kinds.items() if line.startswith(mark)), "text")
-
-
-KEPT_BREAKS = {("list", "list"), ("more", "list"), ("table", "table"), ("quote", "quote"), ("heading", "list")}
-"""Line breaks Markdown keeps as they are: within a list, a table or a quote, and after a heading."""
-
-
-def chat_markdown(text: str) -> str:
-    """``text`` as Markdown that shows its lines as written (Markdown joins the lines of a paragraph): a
-    line break between lines of prose becomes a paragraph break, one before an indented line a hard
-    line break (the line stays in its list item). Fenced code, blank lines and the lines of a list,
-    table or quote are left as they are."""
-    lines = text.split("\n")
-    out: list[str] = []
-    fenced = False
-    for line, after in zip(lines, [*lines[1:], None], strict=True):
-        kind = line_kind(line)
-        fenced = fenced != (kind == "fence")
-        out.append(line)
-        if fenced or after is None or not line.strip() or not after.strip():
-            continue
-        following = line_kind(after)
-        if following == "more" and kind in ("list", "more", "text"):
-            out[-1] = line.rstrip() + "  "  # a hard line break
-        elif (kind, following) not in KEPT_BREAKS:
-            out.append("")
-    return "\n".join(out)

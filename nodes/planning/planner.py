@@ -18,7 +18,8 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field, create_model
 
 from replangraph.config import AgentConfig, AgentProfile
-from replangraph.context.fitting import GOAL_ID, ContextMonitor, fit_request, schema_tools
+from replangraph.context.fitting import GOAL_ID, fit_request, schema_tools
+from replangraph.context.window_monitor import ContextMonitor
 from replangraph.events import PLAN_CREATED, emit
 from replangraph.llm.answers import RETRY_ERROR_CHARS, Provisional, bind_schema, read_arguments
 from replangraph.llm.calls import run_steps

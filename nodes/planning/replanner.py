@@ -20,17 +20,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from replangraph.config import AgentConfig, AgentProfile
-from replangraph.context.fitting import (
-    GOAL_ID,
-    PLAN_ID,
-    ContextMonitor,
-    Fitted,
-    excerpt,
-    fit_parts,
-    result_id,
-    schema_tools,
-)
+from replangraph.context.fitting import GOAL_ID, PLAN_ID, Fitted, excerpt, fit_parts, result_id, schema_tools
 from replangraph.context.results import full_result
+from replangraph.context.window_monitor import ContextMonitor
 from replangraph.events import REPLANNING, emit
 from replangraph.features import AfterReplan
 from replangraph.llm.overflow import refit_steps

@@ -19,9 +19,10 @@ from langchain_core.runnables.config import ContextThreadPoolExecutor
 from pydantic import BaseModel
 
 from replangraph.config import AgentConfig
-from replangraph.context.fitting import GOAL_ID, ContextMonitor, fit_parts, result_id, schema_tools
+from replangraph.context.fitting import GOAL_ID, fit_parts, result_id, schema_tools
 from replangraph.context.outcomes import announced, completed, failed, merge_updates
 from replangraph.context.results import full_result
+from replangraph.context.window_monitor import ContextMonitor
 from replangraph.context.workspace import entries_of, entry_update, output_slot
 from replangraph.events import DYNAMIC_TASKS_ADDED, event
 from replangraph.llm.aio import arun_steps

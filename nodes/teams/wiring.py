@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from replangraph.config import AgentConfig, AgentProfile
-from replangraph.context.fitting import ContextMonitor
+from replangraph.context.window_monitor import ContextMonitor
 from replangraph.features import Feature, FeatureNode
 from replangraph.nodes.teams.merge import TeamMerge
 from replangraph.nodes.teams.names import TEAM, TEAM_MERGE

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from replangraph.config import AgentConfig, AgentProfile
-from replangraph.context.fitting import ContextMonitor
+from replangraph.context.window_monitor import ContextMonitor
 from replangraph.features import Build, Feature, FeatureNode
 from replangraph.llm.reading import ends_with_answer
 from replangraph.names import TOOLS

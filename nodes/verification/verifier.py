@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 
 from replangraph.config import AgentConfig, AgentProfile
 from replangraph.context.carried import known_reads, made_calls, made_progress, own_part
-from replangraph.context.fitting import ContextMonitor, Fitted, fit_request, result_id, schema_tools
+from replangraph.context.fitting import Fitted, fit_request, result_id, schema_tools
 from replangraph.context.outcomes import (
     announced,
     completed_with_window,
@@ -33,6 +33,7 @@ from replangraph.context.outcomes import (
     window_reads,
 )
 from replangraph.context.results import full_result
+from replangraph.context.window_monitor import ContextMonitor
 from replangraph.context.workspace import collect_writes
 from replangraph.events import DYNAMIC_TASKS_ADDED, event
 from replangraph.llm.aio import arun_steps, off_loop

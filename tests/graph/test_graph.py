@@ -15,7 +15,7 @@ from typing_extensions import is_typeddict
 
 from replangraph import AgentConfig, AgentProfile, ReplanState, build_graph
 from replangraph.app.demo import build_demo_graph, expected_products, read_ranking
-from replangraph.nodes.finalize.finalizer import chat_markdown
+from replangraph.nodes.finalize.chat_markdown import chat_markdown
 from replangraph.plan_message import PLAN_MESSAGE_ID
 from replangraph.queue.tasks import ordered
 from replangraph.testing import tool_call

@@ -15,7 +15,7 @@ from scripting import kept
 
 from replangraph import AgentConfig
 from replangraph.config import AgentProfile, resolve_profiles
-from replangraph.nodes.execution.executor import ToolRunner
+from replangraph.nodes.execution.tools_node import ToolRunner
 from replangraph.nodes.human.hooks import ScreenQuestions
 from replangraph.queue.index import apply_writes
 from replangraph.queue.plans import find_cycle

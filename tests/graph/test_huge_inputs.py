@@ -10,7 +10,7 @@ from scenarios import HUGE_SPLIT, huge_split_work
 from scripting import make_model, plan_of, run
 
 from replangraph import AgentConfig, build_graph
-from replangraph.context.fitting import ContextMonitor
+from replangraph.context.window_monitor import ContextMonitor
 from replangraph.durable import kept_output
 from replangraph.testing import ScriptedRequest
 from replangraph.tools import SPLIT_TOOL

@@ -235,7 +235,7 @@ def test_a_tool_timeout_keeps_the_replies_of_the_calls_that_finished():
     from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
     from replangraph.config import resolve_profiles
-    from replangraph.nodes.execution.executor import ToolRunner
+    from replangraph.nodes.execution.tools_node import ToolRunner
     from replangraph.queue.tasks import new_task
 
     release = threading.Event()

@@ -14,7 +14,7 @@ from scripting import kept
 
 from replangraph import AgentConfig
 from replangraph.config import AgentProfile, resolve_profiles
-from replangraph.nodes.execution.executor import ToolRunner
+from replangraph.nodes.execution.tools_node import ToolRunner
 from replangraph.queue.index import apply_writes
 from replangraph.queue.tasks import new_task, ordered
 from replangraph.testing import tool_call
@@ -312,7 +312,7 @@ def test_a_crash_keeps_the_outputs_the_step_had_already_read(monkeypatch):
 
 
 def test_a_crash_after_a_handoff_fails_that_subtask_only_and_its_events_never_go_out(monkeypatch):
-    import replangraph.nodes.execution.executor as executor_module
+    import replangraph.nodes.execution.tools_node as executor_module
 
     def crash_for_1(task_id, *args, **kwargs):  # the hand-off ran; ending the subtask crashes
         raise RuntimeError("bug after the handoff")

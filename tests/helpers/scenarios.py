@@ -15,7 +15,7 @@ from pathlib import Path
 from langchain_core.messages import ToolMessage
 from scripting import subtask_of
 
-from replangraph.context.fitting import ContextMonitor
+from replangraph.context.window_monitor import ContextMonitor
 from replangraph.queue.tasks import new_task
 from replangraph.testing import ScriptedRequest, tool_call
 from replangraph.tools import SPLIT_TOOL

@@ -21,16 +21,9 @@ from replangraph.context.compression import (
     transcript,
 )
 from replangraph.context.excerpts import NOTE_RE, recut
-from replangraph.context.fitting import (
-    ContextMonitor,
-    cut_args,
-    cut_call_args,
-    excerpt,
-    kept_id,
-    mark_kept,
-    mentions_read_output,
-)
+from replangraph.context.fitting import cut_args, cut_call_args, excerpt, kept_id, mark_kept, mentions_read_output
 from replangraph.context.summarizing import split_text, summary_steps
+from replangraph.context.window_monitor import ContextMonitor
 from replangraph.context.window_outputs import drop_old_observations, is_dropped
 from replangraph.llm.calls import run_steps
 from replangraph.llm.reading import all_tool_calls, message_text

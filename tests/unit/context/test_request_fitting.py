@@ -12,8 +12,8 @@ from scripting import is_replan, plan_of, result_text, run, subtask_of
 
 from replangraph import AgentConfig, build_graph
 from replangraph.config import resolve_profiles
-from replangraph.context.fitting import ContextMonitor
 from replangraph.context.summarizing import pack, split_text
+from replangraph.context.window_monitor import ContextMonitor
 from replangraph.nodes.finalize.prompts import FINALIZER_PROMPT
 from replangraph.nodes.planning.replanner import Replanner, fit_replan_prompt
 from replangraph.nodes.verification.prompts import VERIFY_EXCERPT_NOTE

@@ -9,7 +9,7 @@ from langchain_core.tools import StructuredTool, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, Field
 
-from replangraph.context.fitting import approximate_tokens, schema_chars
+from replangraph.context.window_monitor import approximate_tokens, schema_chars
 
 MESSAGES = [
     SystemMessage("You work on one subtask."),

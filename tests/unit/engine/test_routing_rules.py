@@ -5,7 +5,7 @@ from __future__ import annotations
 from langchain_core.messages import HumanMessage
 
 from replangraph import AgentConfig
-from replangraph.context.fitting import ContextMonitor
+from replangraph.context.window_monitor import ContextMonitor
 from replangraph.names import COMPRESSOR, EXECUTOR, FINALIZE, REPLANNER
 from replangraph.nodes.human.hooks import human_rules
 from replangraph.nodes.teams.names import TEAM, TEAM_MERGE

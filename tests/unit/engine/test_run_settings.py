@@ -13,7 +13,7 @@ from scripting import make_model, plan_of, subtask_of
 
 from replangraph import AgentConfig, build_graph
 from replangraph.config import MAX_STEP_TIMEOUT_S, recursion_limit
-from replangraph.nodes.execution.executor import ToolRunner
+from replangraph.nodes.execution.tools_node import ToolRunner
 from replangraph.run_config import run_settings
 from replangraph.testing import tool_call
 

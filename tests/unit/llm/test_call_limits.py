@@ -15,7 +15,7 @@ from steps import returned
 
 import replangraph.clock as process_clock
 from replangraph import AgentConfig, ModelServerDown
-from replangraph.context.fitting import CALIBRATION_WEIGHT, ContextMonitor, approximate_tokens
+from replangraph.context.window_monitor import CALIBRATION_WEIGHT, ContextMonitor, approximate_tokens
 from replangraph.llm import calls
 from replangraph.llm.answers import bind_schema, was_cut
 from replangraph.llm.bounds import (

@@ -1,5 +1,6 @@
-"""The one model-call path (``replangraph.llm.calls``, with its retries, bounds and time limits): retries, Retry-After, deadlines, classified failures,
-the overflow refit and LangGraph's bubble-up, and a grep that keeps the policy in that one module."""
+"""The one model-call path (``replangraph.llm.calls``, with its retries, bounds and time limits): retries,
+Retry-After, deadlines, classified failures, the overflow refit and LangGraph's bubble-up, and a grep that keeps
+each part of the policy in its one module."""
 
 from __future__ import annotations
 

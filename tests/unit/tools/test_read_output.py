@@ -12,7 +12,7 @@ from replangraph.context.excerpts import NOTE_RE, PAGE_RE, recut
 from replangraph.context.fitting import excerpt
 from replangraph.context.output_ids import read_saved
 from replangraph.context.workspace import open_workspace
-from replangraph.nodes.execution.executor import ToolRunner
+from replangraph.nodes.execution.tools_node import ToolRunner
 from replangraph.queue.tasks import new_task
 from replangraph.testing import tool_call
 from replangraph.tools.read_output import page, read_output_tool

@@ -13,7 +13,6 @@ from replangraph import AgentConfig
 from replangraph.llm.errors import StepTimeout
 from replangraph.llm.formats import invalid_call
 from replangraph.llm.time_limits import StepClock
-from replangraph.nodes.execution.executor import is_repeated_refusal
 from replangraph.nodes.execution.middleware import (
     OutputOffload,
     RefusalGuard,
@@ -24,6 +23,7 @@ from replangraph.nodes.execution.middleware import (
     errors_as_replies,
     invoke_tool,
 )
+from replangraph.nodes.execution.tools_node import is_repeated_refusal
 from replangraph.nodes.human.hooks import ScreenQuestions
 from replangraph.testing import tool_call
 

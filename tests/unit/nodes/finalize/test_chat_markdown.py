@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from replangraph.nodes.finalize.finalizer import chat_markdown
+from replangraph.nodes.finalize.chat_markdown import chat_markdown
 
 
 def test_prose_lines_become_paragraphs_and_lists_stay_lists():

@@ -12,7 +12,7 @@ from langchain_openai.chat_models.base import OpenAIRateLimitError
 
 import replangraph.clock as process_clock
 from replangraph.config import AgentConfig, AgentProfile, resolve_profiles
-from replangraph.context.fitting import ContextMonitor
+from replangraph.context.window_monitor import ContextMonitor
 from replangraph.nodes.planning.planner import (
     RETRY_ERROR_CHARS,
     RETRY_PREVIOUS_CHARS,
