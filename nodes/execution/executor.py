@@ -39,19 +39,21 @@ from replangraph.nodes.execution.endings import (  # rare ends of a turn; a turn
     with_cut_note,
 )
 from replangraph.nodes.execution.middleware import (
-    BoundModels,
-    ContextOverflow,
     ModelRequest,
     ModelWrapper,
+    achain_model_calls,
+    chain_model_calls,
+    reply_of,
+)
+from replangraph.nodes.execution.model_wrappers import (
+    BoundModels,
+    ContextOverflow,
     OfferReadOutput,
     RepairToolCalls,
     Retries,
     StepDeadline,
     StepFailed,
-    achain_model_calls,
-    chain_model_calls,
     refit_overflow,
-    reply_of,
 )
 from replangraph.nodes.execution.prompts import system_prompt
 from replangraph.policy import DEFAULT_POLICY, TextPolicy

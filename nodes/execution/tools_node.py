@@ -63,18 +63,14 @@ from replangraph.nodes.execution.endings import (  # rare ends of a turn; a turn
 )
 from replangraph.nodes.execution.executor import Steps
 from replangraph.nodes.execution.injection import subtask_view, tool_runtime
-from replangraph.nodes.execution.middleware import (
+from replangraph.nodes.execution.middleware import ToolCallRequest, ToolWrapper, achain_tool_calls, chain_tool_calls
+from replangraph.nodes.execution.model_wrappers import StepDeadline
+from replangraph.nodes.execution.tool_returns import command_reply, ends_subtask
+from replangraph.nodes.execution.tool_wrappers import (
     OutputOffload,
     RefusalGuard,
-    StepDeadline,
-    ToolCallRequest,
     ToolkitInline,
-    ToolWrapper,
-    achain_tool_calls,
     ainvoke_tool,
-    chain_tool_calls,
-    command_reply,
-    ends_subtask,
     errors_as_replies,
     invoke_tool,
 )

@@ -16,7 +16,7 @@ from scripting import make_model, plan_of, subtask_of
 import replangraph.clock as process_clock
 from replangraph import AgentConfig, build_graph
 from replangraph.llm.errors import StepTimeout
-from replangraph.nodes.execution import middleware
+from replangraph.nodes.execution import model_wrappers as middleware
 from replangraph.testing import tool_call
 
 
@@ -73,7 +73,7 @@ def test_the_calls_themselves_still_time_out(clock, monkeypatch):
     """A call gets only what the step has left, and is abandoned when that runs out: here the model's answer took
     4.9 of the step's 5 s, and the tool call it asked for never returns."""
     limits: list[float] = []
-    real = middleware.call_with_timeout  # the step deadline of the model and tool chains
+    real = middleware.call_with_timeout  # the step deadline of the model and tool chains (StepDeadline)
 
     def timed(call, timeout_s):
         limits.append(timeout_s)

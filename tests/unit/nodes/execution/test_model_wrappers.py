@@ -11,16 +11,14 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from replangraph import AgentConfig
 from replangraph.llm.errors import StepTimeout
 from replangraph.llm.time_limits import StepClock
-from replangraph.nodes.execution.middleware import (
+from replangraph.nodes.execution.middleware import ModelRequest, ModelResponse, chain_model_calls
+from replangraph.nodes.execution.model_wrappers import (
     BoundModels,
     ContextOverflow,
-    ModelRequest,
-    ModelResponse,
     OfferReadOutput,
     RepairToolCalls,
     Retries,
     StepDeadline,
-    chain_model_calls,
     refit_overflow,
 )
 from replangraph.nodes.human.hooks import OfferAskUser
@@ -125,7 +123,7 @@ def test_a_binding_is_never_reused_for_a_tool_built_anew():
     """Middleware may build a tool per call: each list gets its own binding, however ids are reused."""
     from langchain_core.tools import StructuredTool
 
-    from replangraph.nodes.execution.middleware import BOUND_MODELS_KEPT, BoundModels
+    from replangraph.nodes.execution.model_wrappers import BOUND_MODELS_KEPT, BoundModels
 
     seen = []
     model = ScriptedChatModel(respond=lambda r: seen.append(r.tool_names) or "ok")

@@ -13,13 +13,12 @@ from replangraph import AgentConfig
 from replangraph.llm.errors import StepTimeout
 from replangraph.llm.formats import invalid_call
 from replangraph.llm.time_limits import StepClock
-from replangraph.nodes.execution.middleware import (
+from replangraph.nodes.execution.middleware import ToolCallRequest, chain_tool_calls
+from replangraph.nodes.execution.model_wrappers import StepDeadline
+from replangraph.nodes.execution.tool_wrappers import (
     OutputOffload,
     RefusalGuard,
-    StepDeadline,
-    ToolCallRequest,
     ToolkitInline,
-    chain_tool_calls,
     errors_as_replies,
     invoke_tool,
 )
@@ -123,7 +122,7 @@ def test_screening_answers_what_the_user_need_not_see_and_leaves_the_rest_pendin
 
 
 def test_a_tool_update_with_malformed_effects_is_refused_to_that_agent_only():
-    from replangraph.nodes.execution.middleware import command_reply
+    from replangraph.nodes.execution.tool_returns import command_reply
 
     call = {"name": "bad", "id": "c1", "args": {}}
     events = Command(update={"events": [{"not_event": 1}]})
