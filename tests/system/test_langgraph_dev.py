@@ -49,7 +49,7 @@ from langgraph_dev_script import (
 from langgraph_dev_server import DEMO_GRAPH, GRAPH, OWN_GRAPH, langgraph_dev
 from openai_loopback import MODELS_PATH, OpenAILoopback
 
-from replangraph import state as events
+from replangraph import events
 from replangraph.app.demo import DEMO_GOAL, expected_products
 from replangraph.config import AgentConfig
 from replangraph.names import ASK_USER, EXECUTOR, FINALIZE, PLANNER, TOOLS
