@@ -52,7 +52,7 @@ from openai_loopback import MODELS_PATH, OpenAILoopback
 from replangraph import events
 from replangraph.app.demo import DEMO_GOAL, expected_products
 from replangraph.config import AgentConfig
-from replangraph.names import ASK_USER, EXECUTOR, FINALIZE, PLANNER, TOOLS
+from replangraph.names import ASK_USER, EXECUTOR, FINALIZE, PLANNER, RUN_START, TOOLS
 from replangraph.node_calls import NODE_CALL_TASK
 from replangraph.nodes.human import QUESTION_ANSWERED
 from replangraph.nodes.verification import GOAL_CHECKED, STEP_VERIFIED
@@ -166,9 +166,10 @@ def test_streamed_run_sends_replangraph_events_and_node_updates(client, loopback
     assert completed["stop_reason"] is None
 
     nodes = updated_nodes(parts)
-    assert nodes[0] == PLANNER and nodes[-1] == FINALIZE
+    assert nodes[:2] == [RUN_START, PLANNER] and nodes[-1] == FINALIZE  # every input passes the run start first
     assert nodes.count(EXECUTOR) == 2
-    assert set(nodes) <= {PLANNER, EXECUTOR, TOOLS, VERIFIER, NODE_CALL_TASK, GOAL_CHECK, FINALIZE}  # a check's call
+    ran = {RUN_START, PLANNER, EXECUTOR, TOOLS, VERIFIER, NODE_CALL_TASK, GOAL_CHECK, FINALIZE}  # a check's call
+    assert set(nodes) <= ran
     final = next(data for event, data in parts if event == "updates" and FINALIZE in data)[FINALIZE]
     assert final["final_answer"] == completed["final_answer"]
 
