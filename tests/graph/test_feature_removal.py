@@ -62,7 +62,7 @@ for name, where in graphs.items():
     assert getattr(entry, where.rsplit(":", 1)[1])({}).get_graph(), name
 print("studio ok")
 
-if importlib.util.find_spec("temporalio.langgraph") is not None:
+if importlib.util.find_spec("temporalio") and importlib.util.find_spec("temporalio.langgraph"):  # the extra
     from replangraph.temporal import effect_nodes, temporal_builder
     compiled = build_demo_graph()
     temporal_builder(compiled, name="removal", in_workflow=effect_nodes(compiled))
